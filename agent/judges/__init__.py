@@ -7,8 +7,15 @@ from agent.judges.base import Assessment, Judge, JudgeRequest
 __all__ = ["Assessment", "Judge", "JudgeRequest", "default_judge"]
 
 
-def default_judge() -> Judge:
-    """The judge a Studio uses when none is injected: embedded unless a VLM is configured."""
-    from agent.judges.embedded import EmbeddedJudge
+def default_judge(env=None, config=None) -> Judge:
+    """The judge a Studio uses when none is injected: embedded unless a VLM is configured.
 
-    return EmbeddedJudge()
+    A VLM is configured when both ``ATELIER_VLM_BASE_URL`` and ``ATELIER_VLM_MODEL``
+    are set (``env`` defaults to ``os.environ``); the VLM judge still falls back to
+    the embedded one, turn by turn, when the model cannot give a valid assessment.
+    """
+    from agent.judges.embedded import EmbeddedJudge
+    from agent.judges.vlm import VLMJudge
+
+    judge = VLMJudge.from_env(env, config)
+    return judge if judge is not None else EmbeddedJudge()

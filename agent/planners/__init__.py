@@ -7,8 +7,15 @@ from agent.planners.base import Plan, Planner, PlanError, PlanRequest, SubGoal
 __all__ = ["Plan", "Planner", "PlanError", "PlanRequest", "SubGoal", "default_planner"]
 
 
-def default_planner() -> Planner:
-    """The planner a Studio uses when none is injected: embedded unless a VLM is configured."""
-    from agent.planners.embedded import EmbeddedPlanner
+def default_planner(env=None, config=None) -> Planner:
+    """The planner a Studio uses when none is injected: embedded unless a VLM is configured.
 
-    return EmbeddedPlanner()
+    A VLM is configured when both ``ATELIER_VLM_BASE_URL`` and ``ATELIER_VLM_MODEL``
+    are set (``env`` defaults to ``os.environ``); the VLM planner still falls back
+    to the embedded one, turn by turn, when the model cannot give a valid plan.
+    """
+    from agent.planners.embedded import EmbeddedPlanner
+    from agent.planners.vlm import VLMPlanner
+
+    planner = VLMPlanner.from_env(env, config)
+    return planner if planner is not None else EmbeddedPlanner()

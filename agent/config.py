@@ -1,0 +1,165 @@
+"""The agent's numbers, loaded once from ``configs/agent_config.yaml``.
+
+:func:`load_config` reads the YAML into a frozen :class:`AgentConfig` and
+checks every value; a bad value raises :class:`AgentConfigError` naming the
+key (``quality.min_pass_score``) and what was expected. Nothing else in the
+agent hard-codes a threshold or a limit.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG_PATH = REPO_ROOT / "configs" / "agent_config.yaml"
+
+REVIEW_MODES = ("always", "below_auto_approve", "never")
+
+
+class AgentConfigError(ValueError):
+    """A missing, unknown or out-of-range config value: the message names the key."""
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """Thresholds and limits of the agent. Scores are 0..1, sizes are pixels (long side)."""
+
+    max_sub_goals: int = 6
+    max_retries_per_sub_goal: int = 2
+    max_error_retries: int = 2
+    min_pass_score: float = 0.6
+    auto_approve_threshold: float = 0.85
+    review_mode: str = "below_auto_approve"
+    budget_tokens: int = 2000
+    keep_recent_turns: int = 3
+    chars_per_token: int = 4
+    proxy_long_side: int = 1600
+    judge_long_side: int = 768
+    render_cache_bytes: int = 256 * 1024 * 1024
+    max_upload_pixels: int = 50_000_000
+    export_quality: int = 92
+    source_cache_sessions: int = 8
+    sessions_dir: str = "sessions"
+    database_file: str = "atelier.db"
+    checkpoints_file: str = "checkpoints.db"
+
+    def with_overrides(self, **values: Any) -> "AgentConfig":
+        """A copy with some values replaced, validated like the YAML."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        unknown = set(values) - set(data)
+        if unknown:
+            raise AgentConfigError(f"unknown config key(s): {', '.join(sorted(unknown))}")
+        data.update(values)
+        return _validated(data)
+
+    def sessions_path(self) -> Path:
+        """``sessions_dir`` as an absolute path (relative = relative to the repository root)."""
+        p = Path(self.sessions_dir).expanduser()
+        return p if p.is_absolute() else REPO_ROOT / p
+
+
+# YAML key -> (field, kind, lo, hi). Kinds: int, score (float 0..1), mode, name.
+_SPEC: dict[str, tuple[str, str, float | None, float | None]] = {
+    "planning.max_sub_goals": ("max_sub_goals", "int", 1, 20),
+    "planning.max_retries_per_sub_goal": ("max_retries_per_sub_goal", "int", 0, 10),
+    "planning.max_error_retries": ("max_error_retries", "int", 0, 10),
+    "quality.min_pass_score": ("min_pass_score", "score", 0.0, 1.0),
+    "quality.auto_approve_threshold": ("auto_approve_threshold", "score", 0.0, 1.0),
+    "review.review_mode": ("review_mode", "mode", None, None),
+    "context.budget_tokens": ("budget_tokens", "int", 200, 1_000_000),
+    "context.keep_recent_turns": ("keep_recent_turns", "int", 0, 100),
+    "context.chars_per_token": ("chars_per_token", "int", 1, 16),
+    "images.proxy_long_side": ("proxy_long_side", "int", 64, 8192),
+    "images.judge_long_side": ("judge_long_side", "int", 64, 4096),
+    "images.render_cache_bytes": ("render_cache_bytes", "int", 0, 1 << 40),
+    "images.max_upload_pixels": ("max_upload_pixels", "int", 1, 1_000_000_000),
+    "images.export_quality": ("export_quality", "int", 1, 100),
+    "images.source_cache_sessions": ("source_cache_sessions", "int", 1, 1000),
+    "paths.sessions_dir": ("sessions_dir", "name", None, None),
+    "paths.database_file": ("database_file", "name", None, None),
+    "paths.checkpoints_file": ("checkpoints_file", "name", None, None),
+}
+_KEY_OF = {field: key for key, (field, *_rest) in _SPEC.items()}
+
+
+def _check(key: str, kind: str, lo: float | None, hi: float | None, value: Any) -> Any:
+    if kind == "mode":
+        if value not in REVIEW_MODES:
+            raise AgentConfigError(f"{key}: expected one of {', '.join(REVIEW_MODES)}, got {value!r}")
+        return value
+    if kind == "name":
+        if not isinstance(value, str) or not value.strip():
+            raise AgentConfigError(f"{key}: expected a non-empty path, got {value!r}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise AgentConfigError(f"{key}: expected a number {lo}..{hi}, got {value!r}")
+    if kind == "int" and value != int(value):
+        raise AgentConfigError(f"{key}: expected a whole number, got {value!r}")
+    if not lo <= value <= hi:
+        raise AgentConfigError(f"{key}: {value!r} is outside {lo}..{hi}")
+    return int(value) if kind == "int" else float(value)
+
+
+def _validated(data: Mapping[str, Any]) -> AgentConfig:
+    out = {}
+    for key, (field, kind, lo, hi) in _SPEC.items():
+        out[field] = _check(key, kind, lo, hi, data[field])
+    if out["min_pass_score"] > out["auto_approve_threshold"]:
+        raise AgentConfigError(
+            "quality.min_pass_score: must not be above quality.auto_approve_threshold "
+            f"({out['min_pass_score']} > {out['auto_approve_threshold']})"
+        )
+    return AgentConfig(**out)
+
+
+def config_from_mapping(raw: Any, where: str = "agent_config.yaml") -> AgentConfig:
+    """Validate a parsed YAML document (sections of keys) into an AgentConfig.
+
+    Missing keys take the defaults above; unknown sections or keys are errors so
+    a typo never silently falls back to a default.
+    """
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise AgentConfigError(f"{where}: expected sections of settings, got {type(raw).__name__}")
+    data = {f.name: f.default for f in fields(AgentConfig)}
+    sections = {key.split(".")[0] for key in _SPEC}
+    for section, body in raw.items():
+        if section not in sections:
+            raise AgentConfigError(f"{where}: unknown section {section!r}; expected {', '.join(sorted(sections))}")
+        if not isinstance(body, Mapping):
+            raise AgentConfigError(f"{where}: {section}: expected a mapping of settings")
+        for name, value in body.items():
+            key = f"{section}.{name}"
+            if key not in _SPEC:
+                raise AgentConfigError(f"{where}: unknown key {key!r}")
+            data[_SPEC[key][0]] = value
+    try:
+        return _validated(data)
+    except AgentConfigError as exc:
+        raise AgentConfigError(f"{where}: {exc}") from None
+
+
+def load_config(path: str | os.PathLike | None = None) -> AgentConfig:
+    """Load ``configs/agent_config.yaml`` (or ``path``) into a validated AgentConfig."""
+    p = Path(path) if path is not None else DEFAULT_CONFIG_PATH
+    try:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise AgentConfigError(f"{p}: cannot read the agent config ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise AgentConfigError(f"{p.name}: not valid YAML ({exc})") from None
+    return config_from_mapping(raw, p.name)
+
+
+def config_key(field: str) -> str:
+    """The YAML key of a config field, for messages: 'min_pass_score' -> 'quality.min_pass_score'."""
+    return _KEY_OF.get(field, field)
+
+
+__all__ = ["AgentConfig", "AgentConfigError", "REVIEW_MODES", "config_from_mapping", "load_config"]

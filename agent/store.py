@@ -1,0 +1,445 @@
+"""Persistence: sessions, the edit DAG (assets) and turns, plus each session's files.
+
+Three SQLAlchemy tables with portable types (SQLite by default, PostgreSQL
+through ``ATELIER_DATABASE_URL``):
+
+- ``sessions``: one uploaded photo and its conversation (resume token, title,
+  style, review mode, original file, size, head asset, settings JSON).
+- ``assets``: the edit DAG. One row per version: parent, turn, EditState
+  JSON, summary, scores JSON, status. Pixels are never stored: a render is
+  ``render(original, state)`` and files are a cache.
+- ``turns``: one row per finished turn: message, plan JSON, outcome, reply and
+  the one-line action record the context folder reads.
+
+Files live under ``<sessions_dir>/<session_id>/`` and are written atomically
+before the row that names them is committed. :func:`open_checkpointer` opens
+LangGraph's checkpoint saver next to the database (SqliteSaver, WAL), or
+PostgresSaver for a PostgreSQL URL.
+
+The Store returns plain dataclass records, never live ORM objects, so callers
+on other threads never touch a closed SQLAlchemy session.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+from sqlalchemy import (JSON, DateTime, ForeignKey, Integer, String, Text, create_engine, event,
+                        func, select, update)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+
+from agent.errors import AtelierError, SessionNotFound
+
+DATABASE_URL_ENV = "ATELIER_DATABASE_URL"
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def new_id() -> str:
+    """A short random id for sessions and assets (not a secret: resume tokens are)."""
+    return uuid.uuid4().hex[:16]
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class SessionRow(Base):
+    __tablename__ = "sessions"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    resume_token: Mapped[str] = mapped_column(String(128), unique=True, index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    title: Mapped[str] = mapped_column(String(255), default="Untitled")
+    style: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    review_mode: Mapped[str] = mapped_column(String(32), default="below_auto_approve")
+    original_path: Mapped[str] = mapped_column(Text)        # relative to the session's folder
+    width: Mapped[int] = mapped_column(Integer)
+    height: Mapped[int] = mapped_column(Integer)
+    head_asset_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    active_thread: Mapped[str | None] = mapped_column(String(96), nullable=True)  # turn in flight / awaiting review
+    settings: Mapped[dict] = mapped_column(JSON, default=dict)
+
+
+class AssetRow(Base):
+    __tablename__ = "assets"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    parent_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"), index=True)
+    turn: Mapped[int] = mapped_column(Integer)
+    state: Mapped[dict] = mapped_column(JSON)
+    summary: Mapped[str] = mapped_column(Text, default="")
+    scores: Mapped[dict] = mapped_column(JSON, default=dict)
+    status: Mapped[str] = mapped_column(String(32), default="pending")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    seq: Mapped[int] = mapped_column(Integer, default=0)  # creation order within a session
+
+
+class TurnRow(Base):
+    __tablename__ = "turns"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"), index=True)
+    turn: Mapped[int] = mapped_column(Integer)
+    message: Mapped[str] = mapped_column(Text)
+    plan: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    outcome: Mapped[str] = mapped_column(String(32))
+    reply: Mapped[str] = mapped_column(Text, default="")
+    action: Mapped[dict] = mapped_column(JSON, default=dict)  # ActionRecord.to_dict()
+    asset_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+# -- records handed to callers ------------------------------------------------------------
+
+@dataclass
+class SessionRecord:
+    id: str
+    resume_token: str
+    created_at: datetime
+    updated_at: datetime
+    title: str
+    style: str | None
+    review_mode: str
+    original_path: str
+    width: int
+    height: int
+    head_asset_id: str | None
+    active_thread: str | None
+    settings: dict = field(default_factory=dict)
+
+
+@dataclass
+class AssetRecord:
+    id: str
+    parent_id: str | None
+    session_id: str
+    turn: int
+    state: dict
+    summary: str
+    scores: dict
+    status: str
+    created_at: datetime
+    seq: int = 0
+
+    @property
+    def score(self) -> float | None:
+        s = (self.scores or {}).get("score")
+        return None if s is None else float(s)
+
+
+@dataclass
+class TurnRecord:
+    session_id: str
+    turn: int
+    message: str
+    plan: dict | None
+    outcome: str
+    reply: str
+    action: dict
+    asset_id: str | None
+    created_at: datetime
+
+
+def _session_record(r: SessionRow) -> SessionRecord:
+    return SessionRecord(r.id, r.resume_token, r.created_at, r.updated_at, r.title, r.style,
+                         r.review_mode, r.original_path, r.width, r.height, r.head_asset_id,
+                         r.active_thread, dict(r.settings or {}))
+
+
+def _asset_record(r: AssetRow) -> AssetRecord:
+    return AssetRecord(r.id, r.parent_id, r.session_id, r.turn, dict(r.state or {}), r.summary or "",
+                       dict(r.scores or {}), r.status, r.created_at, r.seq)
+
+
+def _turn_record(r: TurnRow) -> TurnRecord:
+    return TurnRecord(r.session_id, r.turn, r.message, r.plan, r.outcome, r.reply or "",
+                      dict(r.action or {}), r.asset_id, r.created_at)
+
+
+# -- database URLs -----------------------------------------------------------------------
+
+def resolve_database_url(database_url: str | None, sessions_dir: Path, database_file: str = "atelier.db") -> str:
+    """The URL to use: argument, else ``ATELIER_DATABASE_URL``, else SQLite in ``sessions_dir``."""
+    url = database_url or os.environ.get(DATABASE_URL_ENV) or ""
+    if not url:
+        return f"sqlite:///{(Path(sessions_dir) / database_file).resolve()}"
+    return url
+
+
+def is_sqlite(url: str) -> bool:
+    return url.startswith("sqlite")
+
+
+def is_postgres(url: str) -> bool:
+    return url.startswith(("postgresql", "postgres"))
+
+
+def _sqlite_file(url: str) -> Path | None:
+    path = url.split(":///", 1)[1] if ":///" in url else ""
+    path = path.split("?", 1)[0]
+    return Path(path) if path and path != ":memory:" else None
+
+
+class Store:
+    """Sessions, assets and turns in one database, plus each session's folder of files.
+
+    Thread-safe: every method opens its own short SQLAlchemy session.
+    """
+
+    def __init__(self, database_url: str, sessions_dir: str | os.PathLike):
+        self.sessions_dir = Path(sessions_dir)
+        self.sessions_dir.mkdir(parents=True, exist_ok=True)
+        self.url = database_url
+        if is_sqlite(database_url):
+            db_file = _sqlite_file(database_url)
+            if db_file is not None:
+                db_file.parent.mkdir(parents=True, exist_ok=True)
+            self.engine = create_engine(database_url, connect_args={"timeout": 30})
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        else:
+            self.engine = create_engine(database_url, pool_pre_ping=True)
+        Base.metadata.create_all(self.engine)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- files ----------------------------------------------------------------------
+    def session_dir(self, session_id: str) -> Path:
+        return self.sessions_dir / session_id
+
+    def render_path(self, session_id: str, asset_id: str, long_side: int, ext: str = "png") -> Path:
+        """Cached render of an asset at a size: ``<session>/renders/<asset>-<long_side>.<ext>``."""
+        return self.session_dir(session_id) / "renders" / f"{asset_id}-{long_side}.{ext}"
+
+    def original_file(self, session: SessionRecord) -> Path:
+        return self.session_dir(session.id) / session.original_path
+
+    def delete_asset_files(self, session_id: str, asset_ids: Iterable[str]) -> None:
+        folder = self.session_dir(session_id) / "renders"
+        for asset_id in asset_ids:
+            for p in folder.glob(f"{asset_id}-*"):
+                p.unlink(missing_ok=True)
+
+    def sweep_orphan_files(self, session_id: str) -> list[Path]:
+        """Delete cached renders and exports whose asset row does not exist (a killed turn)."""
+        known = {a.id for a in self.assets(session_id)}
+        removed = []
+        for sub in ("renders", "exports"):
+            folder = self.session_dir(session_id) / sub
+            if not folder.is_dir():
+                continue
+            for p in folder.iterdir():
+                if p.name.startswith("original-"):
+                    continue
+                if p.name.split("-", 1)[0] not in known or p.name.startswith(".tmp") or ".tmp" in p.suffixes:
+                    p.unlink(missing_ok=True)
+                    removed.append(p)
+        return removed
+
+    # -- sessions -------------------------------------------------------------------
+    def create_session(self, *, session_id: str, resume_token: str, title: str, style: str | None,
+                       review_mode: str, original_path: str, width: int, height: int,
+                       original_state: dict, settings: dict | None = None) -> tuple[SessionRecord, AssetRecord]:
+        """Create a session and its turn-0 asset (the untouched original) in one transaction."""
+        asset_id = new_id()
+        with self._sessions.begin() as db:
+            row = SessionRow(id=session_id, resume_token=resume_token, title=title, style=style,
+                             review_mode=review_mode, original_path=original_path, width=width,
+                             height=height, head_asset_id=asset_id, settings=settings or {})
+            db.add(row)
+            db.flush()
+            asset = AssetRow(id=asset_id, parent_id=None, session_id=session_id, turn=0,
+                             state=original_state, summary="the original photo", scores={},
+                             status="original", seq=0)
+            db.add(asset)
+            db.flush()
+            return _session_record(row), _asset_record(asset)
+
+    def get_session(self, session_id: str) -> SessionRecord:
+        if not isinstance(session_id, str) or not session_id:
+            raise SessionNotFound("no session id given")
+        with self._sessions() as db:
+            row = db.get(SessionRow, session_id)
+            if row is None:
+                raise SessionNotFound(f"no session {session_id!r}")
+            return _session_record(row)
+
+    def find_by_token(self, token: str) -> SessionRecord:
+        with self._sessions() as db:
+            row = db.scalars(select(SessionRow).where(SessionRow.resume_token == token)).first()
+            if row is None:
+                raise SessionNotFound("that session link is not valid (unknown resume token)")
+            return _session_record(row)
+
+    def list_sessions(self) -> list[SessionRecord]:
+        with self._sessions() as db:
+            rows = db.scalars(select(SessionRow).order_by(SessionRow.updated_at.desc(), SessionRow.id)).all()
+            return [_session_record(r) for r in rows]
+
+    def update_session(self, session_id: str, **values: Any) -> None:
+        values["updated_at"] = utcnow()
+        with self._sessions.begin() as db:
+            result = db.execute(update(SessionRow).where(SessionRow.id == session_id).values(**values))
+            if result.rowcount == 0:
+                raise SessionNotFound(f"no session {session_id!r}")
+
+    # -- assets ---------------------------------------------------------------------
+    def add_asset(self, *, session_id: str, parent_id: str | None, turn: int, state: dict,
+                  summary: str, status: str = "pending", scores: dict | None = None,
+                  asset_id: str | None = None) -> AssetRecord:
+        with self._sessions.begin() as db:
+            seq = db.scalar(select(func.coalesce(func.max(AssetRow.seq), 0)).where(AssetRow.session_id == session_id))
+            row = AssetRow(id=asset_id or new_id(), parent_id=parent_id, session_id=session_id, turn=turn,
+                           state=state, summary=summary, scores=scores or {}, status=status, seq=int(seq) + 1)
+            db.add(row)
+            db.flush()
+            return _asset_record(row)
+
+    def get_asset(self, asset_id: str, session_id: str | None = None) -> AssetRecord:
+        with self._sessions() as db:
+            row = db.get(AssetRow, asset_id) if isinstance(asset_id, str) else None
+            if row is None or (session_id is not None and row.session_id != session_id):
+                raise AtelierError(f"no version {asset_id!r} in this session")
+            return _asset_record(row)
+
+    def assets(self, session_id: str) -> list[AssetRecord]:
+        """Every asset of a session, oldest first."""
+        with self._sessions() as db:
+            rows = db.scalars(select(AssetRow).where(AssetRow.session_id == session_id)
+                              .order_by(AssetRow.seq, AssetRow.created_at)).all()
+            return [_asset_record(r) for r in rows]
+
+    def ancestors(self, asset_id: str) -> list[AssetRecord]:
+        """The chain from the original to ``asset_id`` inclusive, oldest first."""
+        chain: list[AssetRecord] = []
+        seen: set[str] = set()
+        current: str | None = asset_id
+        while current and current not in seen:
+            seen.add(current)
+            a = self.get_asset(current)
+            chain.append(a)
+            current = a.parent_id
+        return chain[::-1]
+
+    def set_asset_fields(self, asset_id: str, **values: Any) -> None:
+        with self._sessions.begin() as db:
+            db.execute(update(AssetRow).where(AssetRow.id == asset_id).values(**values))
+
+    def set_status(self, asset_ids: Iterable[str], status: str) -> None:
+        ids = list(asset_ids)
+        if not ids:
+            return
+        with self._sessions.begin() as db:
+            db.execute(update(AssetRow).where(AssetRow.id.in_(ids)).values(status=status))
+
+    def delete_assets(self, session_id: str, asset_ids: Iterable[str]) -> None:
+        """Delete rows first, then their cached files (a file without a row is only a cache miss)."""
+        ids = list(asset_ids)
+        if not ids:
+            return
+        with self._sessions.begin() as db:
+            for row in db.scalars(select(AssetRow).where(AssetRow.id.in_(ids), AssetRow.session_id == session_id)):
+                db.delete(row)
+        self.delete_asset_files(session_id, ids)
+
+    # -- turns ----------------------------------------------------------------------
+    def finish_turn(self, *, session_id: str, turn: int, message: str, plan: dict | None, outcome: str,
+                    reply: str, action: dict, asset_id: str | None, head_asset_id: str,
+                    statuses: dict[str, str]) -> TurnRecord:
+        """Record a finished turn, set asset statuses and move the head, in one transaction.
+
+        Idempotent per (session, turn): a turn already recorded is not written twice.
+        """
+        with self._sessions.begin() as db:
+            existing = db.scalars(select(TurnRow).where(TurnRow.session_id == session_id,
+                                                        TurnRow.turn == turn)).first()
+            if existing is not None:
+                return _turn_record(existing)
+            for aid, status in statuses.items():
+                db.execute(update(AssetRow).where(AssetRow.id == aid).values(status=status))
+            row = TurnRow(session_id=session_id, turn=turn, message=message, plan=plan, outcome=outcome,
+                          reply=reply, action=action, asset_id=asset_id)
+            db.add(row)
+            db.execute(update(SessionRow).where(SessionRow.id == session_id)
+                       .values(head_asset_id=head_asset_id, active_thread=None, updated_at=utcnow()))
+            db.flush()
+            return _turn_record(row)
+
+    def turns(self, session_id: str) -> list[TurnRecord]:
+        with self._sessions() as db:
+            rows = db.scalars(select(TurnRow).where(TurnRow.session_id == session_id).order_by(TurnRow.turn)).all()
+            return [_turn_record(r) for r in rows]
+
+    def last_turn(self, session_id: str) -> int:
+        with self._sessions() as db:
+            n = db.scalar(select(func.max(TurnRow.turn)).where(TurnRow.session_id == session_id))
+            return int(n or 0)
+
+    def turn_count(self, session_id: str) -> int:
+        with self._sessions() as db:
+            return int(db.scalar(select(func.count()).select_from(TurnRow).where(TurnRow.session_id == session_id)) or 0)
+
+    def remove_session_files(self, session_id: str) -> None:
+        shutil.rmtree(self.session_dir(session_id), ignore_errors=True)
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    # WAL lets readers (the UI) work while a turn writes; foreign keys cascade deletes.
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+# -- LangGraph checkpoints ------------------------------------------------------------------
+
+def open_checkpointer(database_url: str, sessions_dir: Path, checkpoints_file: str = "checkpoints.db"):
+    """LangGraph's checkpoint saver for ``database_url``; returns (saver, close_function).
+
+    SQLite (the default): a SqliteSaver on ``<sessions_dir>/<checkpoints_file>``
+    with one connection shared across threads (the saver serialises access with
+    its own lock) in WAL mode. PostgreSQL: a PostgresSaver, which needs the
+    optional ``langgraph-checkpoint-postgres`` package.
+    """
+    if is_postgres(database_url):
+        try:
+            import psycopg
+            from langgraph.checkpoint.postgres import PostgresSaver
+            from psycopg.rows import dict_row
+        except ImportError:
+            raise AtelierError(
+                "ATELIER_DATABASE_URL points at PostgreSQL, but langgraph-checkpoint-postgres is not "
+                "installed: pip install langgraph-checkpoint-postgres psycopg[binary]"
+            ) from None
+        conn = psycopg.connect(database_url.replace("postgresql+psycopg://", "postgresql://"),
+                               autocommit=True, prepare_threshold=0, row_factory=dict_row)
+        saver = PostgresSaver(conn)
+        saver.setup()
+        return saver, conn.close
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path = Path(sessions_dir) / checkpoints_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+    conn.execute("PRAGMA journal_mode=WAL")
+    saver = SqliteSaver(conn)
+    saver.setup()
+    return saver, conn.close
+
+
+__all__ = ["AssetRecord", "DATABASE_URL_ENV", "SessionRecord", "Store", "TurnRecord", "is_postgres",
+           "is_sqlite", "new_id", "open_checkpointer", "resolve_database_url"]

@@ -1,0 +1,401 @@
+"""render(original, state) -> pixels: the non-destructive renderer.
+
+Every version of a photo is rendered from the untouched original and an
+:class:`~pipeline.state.EditState`. The per-pixel ops of a state (tone, white
+balance, colour, HSL) are compiled into one 3D lookup table by evaluating the
+exact math of :mod:`pipeline.adjust` at grid points, and applied in a single
+``cv2.remap`` pass:
+
+- The LUT is exact along green (256 slices: green carries most of the luma,
+  where tone curves are steepest) and a 33-point grid along red and blue,
+  interpolated bilinearly.
+- The remap coordinates depend only on the source pixels, not on the
+  settings, so they are computed once per (original, size) and cached; a
+  re-render with new settings is one LUT build plus one remap.
+
+Local layers are blended through their soft masks; the first layer's tone
+and colour are compiled together with the global stack into one composite
+LUT, so it costs one more remap. Then spatial ops (dehaze, clarity, sharpen)
+run, at reduced resolution where their signal is smooth
+(:mod:`pipeline.spatial`). Render order: tone and colour (global, then each
+layer in order), then detail (global, then each layer's).
+
+Same inputs give the same bytes; renders are cached by (original digest,
+state key, size) in a bounded, thread-safe cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Callable, Hashable, Mapping
+
+import cv2
+import numpy as np
+
+from pipeline import ops
+from pipeline.adjust import apply_pixel_ops
+from pipeline.masks import MaskCache, build_mask, feather_mask
+from pipeline.spatial import apply_spatial_ops
+from pipeline.state import EditState
+
+#: Grid points along red and blue (the LUT image interpolates these bilinearly).
+LUT_POINTS = 33
+#: Grid points along green where the math is evaluated (resampled to 256 slices).
+GREEN_SAMPLES = 65
+
+_WORKERS = max(1, min(4, os.cpu_count() or 1))
+# Stateless worker threads for compiling LUTs (shared by every Renderer).
+_POOL = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="lut")
+
+
+class RenderError(RuntimeError):
+    """A render that could not be produced (bad source image, unknown op)."""
+
+
+# -- a small thread-safe LRU ------------------------------------------------
+
+class BoundedCache:
+    """Thread-safe LRU bounded by the total ``nbytes`` of its numpy values."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = int(max_bytes)
+        self._items: OrderedDict[Hashable, tuple] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def _size(value) -> int:
+        if isinstance(value, tuple):
+            return sum(getattr(v, "nbytes", 0) for v in value)
+        return getattr(value, "nbytes", 0)
+
+    def get(self, key: Hashable):
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return self._items[key]
+            self.misses += 1
+            return None
+
+    def put(self, key: Hashable, value) -> None:
+        size = self._size(value)
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            if key in self._items:
+                self._bytes -= self._size(self._items.pop(key))
+            self._items[key] = value
+            self._bytes += size
+            while self._bytes > self.max_bytes and self._items:
+                _, old = self._items.popitem(last=False)
+                self._bytes -= self._size(old)
+
+    def get_or_create(self, key: Hashable, make: Callable[[], object]):
+        value = self.get(key)
+        if value is None:
+            value = make()
+            self.put(key, value)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+# -- the source image ----------------------------------------------------------
+
+@dataclass(eq=False)
+class SourceImage:
+    """An untouched original: uint8 RGB pixels plus a content digest.
+
+    Resized copies (proxies) are cached on the object, so a session's many
+    proxy renders share one resize.
+    """
+
+    pixels: np.ndarray
+    digest: str
+    _sizes: dict = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def from_array(cls, pixels: np.ndarray) -> "SourceImage":
+        arr = np.asarray(pixels)
+        if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3 or arr.shape[0] < 1 or arr.shape[1] < 1:
+            raise RenderError(f"expected a uint8 RGB image of shape (H, W, 3), got {arr.dtype} {arr.shape}")
+        arr = _frozen(np.ascontiguousarray(arr).copy())
+        h = hashlib.blake2b(arr.tobytes(), digest_size=16)
+        h.update(repr(arr.shape).encode())
+        return cls(pixels=arr, digest=h.hexdigest())
+
+    @property
+    def height(self) -> int:
+        return int(self.pixels.shape[0])
+
+    @property
+    def width(self) -> int:
+        return int(self.pixels.shape[1])
+
+    def size_for(self, long_side: int | None) -> tuple[int, int]:
+        """(height, width) for a render whose long side is at most ``long_side``
+        (None = full resolution; never upscales)."""
+        h, w = self.height, self.width
+        if long_side is None or long_side >= max(h, w):
+            return h, w
+        if long_side < 1:
+            raise RenderError(f"long_side must be at least 1, got {long_side}")
+        s = long_side / max(h, w)
+        return max(1, round(h * s)), max(1, round(w * s))
+
+    def resized(self, size: tuple[int, int]) -> np.ndarray:
+        """The original at ``size`` (height, width), area-resampled and cached."""
+        if size == (self.height, self.width):
+            return self.pixels
+        with self._lock:
+            cached = self._sizes.get(size)
+        if cached is not None:
+            return cached
+        out = _frozen(cv2.resize(self.pixels, (size[1], size[0]), interpolation=cv2.INTER_AREA))
+        with self._lock:
+            if len(self._sizes) >= 4:  # a session uses a proxy, a thumbnail, the judge size
+                self._sizes.pop(next(iter(self._sizes)))
+            self._sizes[size] = out
+        return out
+
+    def proxy(self, long_side: int) -> np.ndarray:
+        return self.resized(self.size_for(long_side))
+
+
+# -- LUT compile and apply -----------------------------------------------------------
+
+#: Share of the red/blue grid warp that packs points towards 0 and 255, where
+#: saturation and white balance change fastest (colours near the gamut edge).
+_EDGE_WARP = 0.35
+
+
+def _warp(x: np.ndarray) -> np.ndarray:
+    """Monotone map 0..1 -> 0..1 whose slope is steep at both ends."""
+    x = np.clip(x, 0.0, 1.0)
+    return (1 - _EDGE_WARP) * x + _EDGE_WARP * (0.5 + np.arcsin(2 * x - 1) / np.pi)
+
+
+def _grid_values(n: int) -> np.ndarray:
+    """Red/blue grid points: the inverse warp of n evenly spaced positions."""
+    fine = np.linspace(0.0, 1.0, 65537)
+    return np.interp(np.linspace(0.0, 1.0, n), _warp(fine), fine).astype(np.float32)
+
+
+def _grid(n: int = LUT_POINTS, green: int = GREEN_SAMPLES) -> np.ndarray:
+    """RGB grid in 0..1 where the exact math is evaluated: shape (n_blue, green, n_red, 3)."""
+    rb = _grid_values(n)
+    g = _grid_values(green)
+    B, G, R = np.meshgrid(rb, g, rb, indexing="ij")
+    return np.stack([R, G, B], axis=-1)
+
+
+_GRID = _grid()
+
+
+def _green_resampler(green: int = GREEN_SAMPLES) -> tuple[np.ndarray, np.ndarray]:
+    """Index and weight that resample the green axis from grid samples to all 256 levels."""
+    pos = (green - 1) * _warp(np.arange(256) / 255.0)
+    i = np.minimum(np.floor(pos).astype(np.intp), green - 2)
+    return i, (pos - i).astype(np.float32)
+
+
+_GREEN_INDEX, _GREEN_WEIGHT = _green_resampler()
+# 8-bit value -> LUT image coordinate, per channel (red, green, blue).
+_COORD_TABLE = np.stack(
+    [
+        (LUT_POINTS - 1) * _warp(np.arange(256) / 255.0),
+        LUT_POINTS * np.arange(256, dtype=np.float64),
+        (LUT_POINTS - 1) * _warp(np.arange(256) / 255.0),
+    ],
+    axis=-1,
+).astype(np.float32).reshape(256, 1, 3)
+
+
+def compile_lut(*stages: Mapping[str, int]) -> np.ndarray:
+    """Compile the per-pixel ops of one or more settings (applied in order)
+    into a uint16 LUT image of shape (33, 256*33, 3).
+
+    The exact math runs on a 33 x 65 x 33 grid (red, green, blue; packed
+    towards 0 and 255); green is then resampled to all 256 levels so one
+    bilinear remap can apply it. 16-bit entries keep the interpolated result
+    within one rounding of the exact math (an 8-bit LUT would round twice).
+    """
+
+    def run(rows: np.ndarray) -> np.ndarray:
+        out = rows
+        for settings in stages:
+            out = apply_pixel_ops(out, settings)
+        return out
+
+    # numpy releases the GIL in its ufuncs: split the grid by blue rows across cores.
+    chunks = np.array_split(_GRID, _WORKERS, axis=0)
+    coarse = np.concatenate(list(_POOL.map(run, chunks)), axis=0)  # (n, green, n, 3)
+    w = _GREEN_WEIGHT[None, :, None, None]
+    fine = coarse[:, _GREEN_INDEX] * (1.0 - w) + coarse[:, _GREEN_INDEX + 1] * w  # (n, 256, n, 3)
+    lut = np.clip(fine * 65535.0 + 0.5, 0, 65535).astype(np.uint16)
+    return np.ascontiguousarray(lut.reshape(LUT_POINTS, 256 * LUT_POINTS, 3))
+
+
+def lut_coordinates(img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Fixed-point remap maps that look each pixel of ``img`` up in a LUT image."""
+    pos = cv2.LUT(img, _COORD_TABLE)
+    r, g, b = cv2.split(pos)
+    return cv2.convertMaps(cv2.add(r, g), b, cv2.CV_16SC2)
+
+
+def apply_lut(lut: np.ndarray, coords: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """One pass: every pixel through the LUT (bilinear in red/blue, exact in green)."""
+    out = cv2.remap(lut, coords[0], coords[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    return cv2.convertScaleAbs(out, alpha=1.0 / 257.0) if out.dtype == np.uint16 else out
+
+
+def _pixel_settings(settings: Mapping[str, int]) -> dict[str, int]:
+    return {k: v for k, v in settings.items() if v and ops.OPS[k].kind == "pixel"}
+
+
+def _spatial_settings(settings: Mapping[str, int]) -> dict[str, int]:
+    return {k: v for k, v in settings.items() if v and ops.OPS[k].kind == "spatial"}
+
+
+def blend(under: np.ndarray, over: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``over`` where mask is 1, ``under`` where it is 0, linear between."""
+    m = np.ascontiguousarray(mask, dtype=np.float32)
+    return cv2.blendLinear(under, over, 1.0 - m, m)
+
+
+# -- the renderer ------------------------------------------------------------
+
+class Renderer:
+    """Renders EditStates of SourceImages, with bounded thread-safe caches.
+
+    One Renderer serves many sessions at once: every cache is keyed by the
+    original's content digest, so nothing is shared between different photos.
+    """
+
+    def __init__(self, max_cache_bytes: int = 768 * 2**20):
+        self.renders = BoundedCache(max_cache_bytes // 2)
+        self.coords = BoundedCache(max_cache_bytes // 4)
+        self.luts = BoundedCache(32 * 2**20)
+        self.masks = MaskCache(max_cache_bytes // 4)
+
+    def lut(self, *stages: Mapping[str, int]) -> np.ndarray:
+        key = tuple(tuple(sorted(s.items())) for s in stages)
+        return self.luts.get_or_create(key, lambda: _frozen(compile_lut(*stages)))
+
+    def _coords(self, source: SourceImage, size: tuple[int, int]):
+        return self.coords.get_or_create((source.digest, size), lambda: lut_coordinates(source.resized(size)))
+
+    def mask(self, source: SourceImage, spec: Mapping, size: tuple[int, int], feather: float = 0) -> np.ndarray:
+        """The soft mask of ``spec`` at ``size`` (height, width), float32 0..1."""
+        m = build_mask(spec, source.pixels, size, cache=self.masks, key=source.digest)
+        return feather_mask(m, feather) if feather else m
+
+    def render(self, source: SourceImage, state: EditState, long_side: int | None = None) -> np.ndarray:
+        """uint8 RGB render of ``state`` at ``long_side`` (None = full resolution).
+
+        The returned array is read-only (it may be shared through the cache).
+        """
+        size = source.size_for(long_side)
+        key = (source.digest, state.key(), size)
+        cached = self.renders.get(key)
+        if cached is not None:
+            return cached
+        out = self._render(source, state, size)
+        out = _frozen(out) if out is not source.resized(size) else out
+        self.renders.put(key, out)
+        return out
+
+    def _render(self, source: SourceImage, state: EditState, size: tuple[int, int]) -> np.ndarray:
+        base = source.resized(size)
+        if state.is_identity:
+            return base
+        coords = self._coords(source, size)
+        g_pixel = _pixel_settings(state.settings)
+        out = apply_lut(self.lut(g_pixel), coords) if g_pixel else base
+        masks: list[np.ndarray | None] = []
+        fresh = True  # is `out` still LUT(base)? then a layer is one composite LUT on cached coordinates
+        for layer in state.layers:
+            if not layer.settings:
+                masks.append(None)
+                continue
+            mask = self.mask(source, layer.mask, size, layer.feather)
+            if layer.opacity != 1.0:
+                mask = mask * np.float32(layer.opacity)
+            masks.append(mask)
+            l_pixel = _pixel_settings(layer.settings)
+            if not l_pixel:
+                continue
+            if fresh:
+                layer_img = apply_lut(self.lut(g_pixel, l_pixel) if g_pixel else self.lut(l_pixel), coords)
+            else:
+                layer_img = apply_lut(self.lut(l_pixel), lut_coordinates(out))
+            out = blend(out, layer_img, mask)
+            fresh = False
+        out = apply_spatial_ops(out, _spatial_settings(state.settings))
+        for layer, mask in zip(state.layers, masks):
+            l_spatial = _spatial_settings(layer.settings)
+            if l_spatial and mask is not None:
+                out = blend(out, apply_spatial_ops(out, l_spatial), mask)
+        return out
+
+
+def render(original: np.ndarray, state: EditState, long_side: int | None = None) -> np.ndarray:
+    """Pure function: uint8 RGB ``original`` rendered with ``state``.
+
+    Same inputs, same bytes. For many renders of one photo use a
+    :class:`Renderer` and a :class:`SourceImage`, which cache coordinates,
+    LUTs, masks and results.
+    """
+    return Renderer(max_cache_bytes=0).render(SourceImage.from_array(original), state, long_side).copy()
+
+
+def render_exact(original: np.ndarray, state: EditState, long_side: int | None = None) -> np.ndarray:
+    """Reference render: the per-pixel math on every pixel in float (no LUT).
+
+    Slow; used by the benchmark and tests to measure the LUT's error.
+    """
+    source = SourceImage.from_array(original)
+    size = source.size_for(long_side)
+    base = source.resized(size)
+    renderer = Renderer(max_cache_bytes=0)
+
+    def exact(img: np.ndarray, *stages) -> np.ndarray:
+        f = img.astype(np.float32) / 255.0
+        for s in stages:
+            f = apply_pixel_ops(f, s)
+        return np.clip(f * 255.0 + 0.5, 0, 255).astype(np.uint8)
+
+    g_pixel = _pixel_settings(state.settings)
+    out = exact(base, g_pixel) if g_pixel else base
+    masks = []
+    for layer in state.layers:
+        mask = renderer.mask(source, layer.mask, size, layer.feather) * np.float32(layer.opacity)
+        masks.append(mask)
+        l_pixel = _pixel_settings(layer.settings)
+        if l_pixel:
+            out = blend(out, exact(out, l_pixel), mask)
+    out = apply_spatial_ops(out, _spatial_settings(state.settings))
+    for layer, mask in zip(state.layers, masks):
+        l_spatial = _spatial_settings(layer.settings)
+        if l_spatial:
+            out = blend(out, apply_spatial_ops(out, l_spatial), mask)
+    return out

@@ -1,0 +1,129 @@
+"""Spatial ops: clarity, dehaze and sharpen, on uint8 RGB images.
+
+Each function takes a uint8 RGB image (HxWx3) and an op value -100..100 and
+returns a new uint8 image; 0 returns the input itself. Radii scale with the
+image size, so a proxy and the full-resolution export of the same state look
+alike. Large-radius work (clarity's blur, dehaze's transmission map) runs at
+reduced resolution and is upsampled: those signals are smooth, so the
+difference does not show, and it is what keeps a 4K turn well under a second.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+#: Long side of the copy on which large-radius maps are computed.
+WORK_SIDE = 640
+
+
+def _downscaled(img: np.ndarray, side: int = WORK_SIDE) -> np.ndarray:
+    h, w = img.shape[:2]
+    s = side / max(h, w)
+    if s >= 1:
+        return img
+    return cv2.resize(img, (max(1, round(w * s)), max(1, round(h * s))), interpolation=cv2.INTER_AREA)
+
+
+def _upscaled(x: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    h, w = shape
+    if x.shape[:2] == (h, w):
+        return x
+    return cv2.resize(x, (w, h), interpolation=cv2.INTER_LINEAR)
+
+
+def _add_luma_delta(img: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """Add a per-pixel luma change (float32 HxW, 8-bit levels) to all three channels."""
+    d = np.rint(delta).astype(np.int16)
+    return cv2.add(img, cv2.merge([d, d, d]), dtype=cv2.CV_8U)
+
+
+# Midtone weight per 8-bit luma: 1 at mid-grey, 0 at black and white.
+_MIDTONES = (1.0 - (np.arange(256, dtype=np.float32) / 127.5 - 1.0) ** 2).reshape(256, 1)
+_AS_FLOAT = np.arange(256, dtype=np.float32).reshape(256, 1)
+
+
+def clarity(img: np.ndarray, value: float) -> np.ndarray:
+    """Local midtone contrast: +100 = crisp midtone texture, -100 = soft, dreamy.
+
+    An unsharp mask on luma with a radius of 2% of the long side, weighted
+    towards midtones so highlights and shadows do not halo or clip.
+    """
+    if not value:
+        return img
+    y = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
+    small = _downscaled(y)
+    sigma = 0.02 * max(small.shape)
+    blur = cv2.GaussianBlur(cv2.LUT(small, _AS_FLOAT), (0, 0), sigma)
+    base = _upscaled(blur, y.shape)
+    detail = cv2.subtract(cv2.LUT(y, _AS_FLOAT), base)
+    weight = cv2.LUT(y, _MIDTONES * np.float32(value / 100.0 * 0.8))
+    return _add_luma_delta(img, cv2.multiply(weight, detail))
+
+
+def sharpen(img: np.ndarray, value: float) -> np.ndarray:
+    """Fine-detail unsharp mask; negative values soften fine detail."""
+    if not value:
+        return img
+    sigma = max(0.6, max(img.shape[:2]) / 2400.0)
+    if value > 0:
+        a = value / 100.0 * 1.5
+        blur = cv2.GaussianBlur(img, (0, 0), sigma)
+        return cv2.addWeighted(img, 1.0 + a, blur, -a, 0)
+    a = -value / 100.0
+    blur = cv2.GaussianBlur(img, (0, 0), sigma * 2.5)
+    return cv2.addWeighted(img, 1.0 - a, blur, a, 0)
+
+
+def _transmission(img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dark-channel-prior transmission map (small, float32) and airlight (RGB 0..1)."""
+    small = _downscaled(img, 480).astype(np.float32) / 255.0
+    patch = max(3, round(max(small.shape[:2]) * 0.03)) | 1
+    kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (patch, patch))
+    dark = cv2.erode(small.min(axis=2), kernel)
+    n = max(1, dark.size // 1000)
+    idx = np.argpartition(dark.ravel(), -n)[-n:]
+    airlight = np.clip(small.reshape(-1, 3)[idx].mean(axis=0), 0.5, 1.0)
+    t = 1.0 - 0.95 * cv2.erode((small / airlight).min(axis=2), kernel)
+    guide = cv2.cvtColor((small * 255).astype(np.uint8), cv2.COLOR_RGB2GRAY)
+    t = cv2.ximgproc.guidedFilter(guide, t.astype(np.float32), max(4, patch * 2), 1e-3)
+    return np.clip(t, 0.05, 1.0).astype(np.float32), airlight.astype(np.float32)
+
+
+def dehaze(img: np.ndarray, value: float) -> np.ndarray:
+    """Removes (+) or adds (-) atmospheric haze, by the dark-channel prior.
+
+    +100 removes most of the estimated haze (transmission floored so noise in
+    distant areas is not amplified); -100 veils the image towards the airlight
+    colour, more where the scene is already distant.
+    """
+    if not value:
+        return img
+    t, airlight = _transmission(img)
+    a = abs(value) / 100.0
+    if value > 0:
+        # Recover the scene: J = A + (I - A) / t.
+        gain_small = 1.0 / np.maximum(1.0 - a * (1.0 - t), 0.3)
+    else:
+        # Veil it: J = A + (I - A) * t', thicker where the scene is distant.
+        gain_small = 1.0 - 0.6 * a * (1.2 - t) / 1.2
+    # In 16-bit fixed point: the gain is smooth, so it is upsampled from the
+    # small map and applied with three integer passes.
+    gain = np.rint(_upscaled((256.0 * gain_small).astype(np.float32), img.shape[:2])).astype(np.int16)
+    a8 = tuple(float(v) for v in np.rint(airlight * 255.0)) + (0.0,)
+    diff = cv2.subtract(img, a8, dtype=cv2.CV_16S)
+    scaled = cv2.multiply(diff, cv2.merge([gain, gain, gain]), scale=1.0 / 256.0, dtype=cv2.CV_16S)
+    return cv2.add(scaled, a8, dtype=cv2.CV_8U)
+
+
+SPATIAL = {"dehaze": dehaze, "clarity": clarity, "sharpen": sharpen}
+
+
+def apply_spatial_ops(img: np.ndarray, settings) -> np.ndarray:
+    """Dehaze, then clarity, then sharpen (the order a retoucher would use)."""
+    out = img
+    for name in ("dehaze", "clarity", "sharpen"):
+        v = settings.get(name, 0)
+        if v:
+            out = SPATIAL[name](out, v)
+    return out

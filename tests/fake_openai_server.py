@@ -1,0 +1,249 @@
+"""A real OpenAI-compatible chat-completions server on 127.0.0.1, scriptable per test.
+
+It speaks ``POST /v1/chat/completions`` (and ``GET /v1/models``) over real
+HTTP, so tests drive the real ``openai`` client through real sockets. Each
+request takes the next scripted :class:`Reply` (or asks ``responder`` when the
+script is empty) and is recorded in ``requests`` (the parsed JSON body plus
+arrival time), so tests can check what a model would have seen.
+
+Faults it can play: replies in code fences or with prose, extra keys,
+truncation (``finish_reason="length"``), refusals, HTTP errors with
+``Retry-After`` (429) or without (500), a hang past the client's timeout and a
+dropped connection.
+
+    with FakeOpenAIServer() as server:
+        server.script(Reply.json({"reply": "ok", ...}))
+        client = OpenAI(base_url=server.base_url, api_key="test")
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+
+@dataclass
+class Reply:
+    """One scripted answer. ``content`` is the assistant text; the other fields play faults."""
+
+    content: str | None = ""
+    finish_reason: str = "stop"
+    refusal: str | None = None
+    status: int = 200
+    headers: dict = field(default_factory=dict)
+    error: str = ""           # error message for a non-200 status
+    hang_s: float = 0.0       # wait this long before answering (released when the server stops)
+    drop: bool = False        # close the connection without any answer
+
+    # -- the replies tests need ---------------------------------------------
+    @classmethod
+    def json(cls, obj: Any) -> "Reply":
+        return cls(content=json.dumps(obj))
+
+    @classmethod
+    def fenced(cls, obj: Any, prose: str = "Here is the plan:") -> "Reply":
+        return cls(content=f"{prose}\n```json\n{json.dumps(obj, indent=2)}\n```\nLet me know if you want more.")
+
+    @classmethod
+    def truncated(cls, obj: Any) -> "Reply":
+        text = json.dumps(obj)
+        return cls(content=text[: max(1, len(text) // 2)], finish_reason="length")
+
+    @classmethod
+    def refused(cls, text: str = "I'm sorry, but I can't help with that.") -> "Reply":
+        return cls(content=None, refusal=text)
+
+    @classmethod
+    def rate_limited(cls, retry_after: float) -> "Reply":
+        return cls(status=429, headers={"Retry-After": f"{retry_after:g}"}, error="Rate limit reached")
+
+    @classmethod
+    def server_error(cls, status: int = 500) -> "Reply":
+        return cls(status=status, error="The server had an error while processing your request")
+
+    @classmethod
+    def bad_request(cls, message: str) -> "Reply":
+        return cls(status=400, error=message)
+
+    @classmethod
+    def hang(cls, seconds: float) -> "Reply":
+        return cls(hang_s=seconds, content="{}")
+
+    @classmethod
+    def dropped(cls) -> "Reply":
+        return cls(drop=True)
+
+
+@dataclass
+class Received:
+    """One request as the server saw it."""
+
+    body: dict
+    at: float                 # time.monotonic() on arrival
+
+    @property
+    def messages(self) -> list[dict]:
+        return self.body.get("messages") or []
+
+    def text(self) -> str:
+        """Every text part of every message, joined (what the model reads)."""
+        out = []
+        for m in self.messages:
+            c = m.get("content")
+            if isinstance(c, str):
+                out.append(c)
+            elif isinstance(c, list):
+                out += [p.get("text", "") for p in c if p.get("type") == "text"]
+        return "\n".join(out)
+
+    def image_urls(self) -> list[str]:
+        urls = []
+        for m in self.messages:
+            c = m.get("content")
+            if isinstance(c, list):
+                urls += [p["image_url"]["url"] for p in c if p.get("type") == "image_url"]
+        return urls
+
+
+class FakeOpenAIServer:
+    """The server. Use as a context manager, or ``start()`` / ``stop()``."""
+
+    def __init__(self, model: str = "fake-vlm"):
+        self.model = model
+        self.requests: list[Received] = []
+        self.responder: Callable[[Received], Reply] | None = None
+        self._script: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._release = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- scripting ----------------------------------------------------------
+    def script(self, *replies: Reply) -> "FakeOpenAIServer":
+        with self._lock:
+            self._script.extend(replies)
+        return self
+
+    def next_reply(self, received: Received) -> Reply:
+        with self._lock:
+            self.requests.append(received)
+            if self._script:
+                return self._script.popleft()
+        if self.responder is not None:
+            return self.responder(received)
+        return Reply.server_error(500)
+
+    @property
+    def remaining(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    # -- lifecycle ----------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def start(self) -> "FakeOpenAIServer":
+        server = self
+
+        class Handler(_Handler):
+            owner = server
+
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-openai", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._release.set()  # wake any hanging handler
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "FakeOpenAIServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that timed out or a dropped connection is part of the script, not noise
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: FakeOpenAIServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):
+            self._send(200, {"object": "list", "data": [{"id": self.owner.model, "object": "model"}]})
+        else:
+            self._send(404, {"error": {"message": "not found"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            self._send(400, {"error": {"message": "body is not JSON"}})
+            return
+        reply = self.owner.next_reply(Received(body=body, at=time.monotonic()))
+        if reply.hang_s:
+            self.owner._release.wait(reply.hang_s)
+        if reply.drop:
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
+        if reply.status != 200:
+            kind = "rate_limit_exceeded" if reply.status == 429 else "server_error"
+            self._send(reply.status, {"error": {"message": reply.error or "error", "type": kind}},
+                       reply.headers)
+            return
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.refusal is not None:
+            message["refusal"] = reply.refusal
+        self._send(200, {
+            "id": f"chatcmpl-{len(self.owner.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", self.owner.model),
+            "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150},
+        }, reply.headers)
+
+    def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
+        data = json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            pass  # the client gave up (timeout test); nothing to tell it

@@ -1,0 +1,71 @@
+"""Left column: before/after slider, the shown version's score and summary, roll back, export."""
+
+from __future__ import annotations
+
+import re
+
+import gradio as gr
+
+from ui.session_view import SessionView, as_dict, view_outputs, view_updates
+
+#: Export formats as the person reads them -> the service's ``fmt``.
+EXPORT_FORMATS = (("JPEG", "jpeg"), ("PNG", "png"), ("TIFF", "tiff"))
+_EXT = {"jpeg": "jpg", "png": "png", "tiff": "tif"}
+
+
+def export_name(title: str, turn: int | None, fmt: str) -> str:
+    """'coffee-t3.jpg': the photo's name, the turn, the format's usual extension."""
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "-", title.rsplit(".", 1)[0]).strip("-")[:60] or "photo"
+    return f"{stem}-t{turn or 0}.{_EXT[fmt]}"
+
+
+def create_ui(c: dict) -> None:
+    c["photo_title"] = gr.Markdown("", elem_id="photo-title")
+    c["compare"] = gr.ImageSlider(label="Before / after", type="filepath", elem_id="compare", interactive=False,
+                                  height=560, max_height=560, slider_position=50, buttons=["fullscreen"],
+                                  show_label=False)
+    c["score"] = gr.Markdown("", elem_id="score")
+    with gr.Row(equal_height=True):
+        c["rollback_to"] = gr.Button("Roll back to this version", elem_id="rollback-to", variant="primary",
+                                     visible=False, size="sm", min_width=180)
+        c["export_format"] = gr.Radio(choices=list(EXPORT_FORMATS), value="jpeg", show_label=False,
+                                      elem_id="export-format", container=False, min_width=200, scale=2)
+        c["export"] = gr.Button("Export full resolution", elem_id="export", size="sm", min_width=170, scale=1)
+    c["export_file"] = gr.File(label="Download", elem_id="export-file", visible=False, interactive=False, height=60)
+
+
+def create_event_handlers(c: dict, sv: SessionView) -> None:
+    from agent.service import AtelierError
+
+    studio = sv.studio
+
+    def rollback_to(sid, selected):
+        if not sid or not selected:
+            return {}
+        try:
+            result = as_dict(studio.review(sid, "rollback", target=selected))
+        except AtelierError as exc:
+            gr.Warning(str(exc))
+            return {c["notice"]: str(exc)}
+        out = view_updates(c, sv.build(sid, turn_result=result), sv)
+        out[c["notice"]] = ""
+        return out
+
+    def export(sid, selected, fmt):
+        if not sid:
+            return {c["notice"]: "Start with a photo first."}
+        try:
+            info = as_dict(studio.session(sid))
+            asset_id = selected or info.get("head_asset_id")
+            turn = next((as_dict(a).get("turn") for a in studio.history(sid) if as_dict(a)["id"] == asset_id), None)
+            path = studio.export(sid, asset_id, fmt=fmt)
+        except AtelierError as exc:
+            gr.Warning(str(exc))
+            return {c["notice"]: str(exc)}
+        staged = sv.stage(path, export_name(str(info.get("title") or "photo"), turn, fmt))
+        return {c["export_file"]: gr.update(value=staged, visible=True), c["notice"]: ""}
+
+    c["rollback_to"].click(rollback_to, [c["sid"], c["selected"]], view_outputs(c) + [c["notice"]],
+                           concurrency_id="studio", api_visibility="private", show_progress="minimal")
+    c["export"].click(export, [c["sid"], c["selected"], c["export_format"]], [c["export_file"], c["notice"]],
+                      concurrency_id="studio", api_visibility="private", show_progress="minimal")

@@ -1,0 +1,83 @@
+"""The review panel, shown only while a turn waits: approve, modify (sliders), roll back, replan."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from ui import views
+from ui.session_view import MODIFY_POOL, SessionView, as_dict, view_outputs, view_updates
+
+
+def create_ui(c: dict) -> None:
+    with gr.Column(elem_id="review-panel", visible=False) as c["review_panel"]:
+        c["review_md"] = gr.Markdown("", elem_id="review-summary")
+        with gr.Row():
+            c["approve"] = gr.Button("Approve", elem_id="approve", variant="primary", min_width=90)
+            c["modify"] = gr.Button("Modify", elem_id="modify", min_width=90)
+            c["rollback"] = gr.Button("Roll back", elem_id="rollback", min_width=90)
+            c["replan"] = gr.Button("Replan", elem_id="replan", min_width=90)
+        c["replan_feedback"] = gr.Textbox(show_label=False, elem_id="replan-feedback", lines=1, max_lines=2,
+                                          container=False,
+                                          placeholder="For a replan: say in one line what should change")
+        with gr.Column(visible=False, elem_id="modify-panel") as c["modify_group"]:
+            # A fixed pool: Gradio components are declared up front; each turn fills the first few.
+            c["modify_sliders"] = [
+                gr.Slider(-100, 100, value=0, step=1, visible=False, elem_id=f"modify-slider-{i}",
+                          elem_classes=["modify-slider"])
+                for i in range(MODIFY_POOL)
+            ]
+            c["apply_modify"] = gr.Button("Apply these values", elem_id="apply-modify", variant="primary")
+
+
+def create_event_handlers(c: dict, sv: SessionView) -> None:
+    from agent.service import AtelierError
+
+    studio = sv.studio
+
+    def act(sid, action, **kwargs):
+        if not sid:
+            return {c["notice"]: "Start with a photo first."}
+        try:
+            result = as_dict(studio.review(sid, action, **kwargs))
+        except AtelierError as exc:
+            # Nothing changed in the session; say why and leave the panel as it is.
+            gr.Warning(str(exc))
+            return {c["notice"]: str(exc)}
+        out = view_updates(c, sv.build(sid, turn_result=result), sv)
+        out[c["notice"]] = "  \n".join(f"⚠️ {w}" for w in result.get("warnings") or [])
+        return out
+
+    def approve(sid):
+        return act(sid, "approve")
+
+    def rollback(sid):
+        pending = as_dict(studio.pending_review(sid)) if sid else {}
+        parent = sv.parent_of(sid, pending["asset_id"]) if pending else None
+        if not parent:
+            return {c["notice"]: "Nothing to roll back to."}
+        return act(sid, "rollback", target=parent)
+
+    def replan(sid, feedback):
+        feedback = (feedback or "").strip()
+        if not feedback:
+            return {c["notice"]: "Say in one line what should change, then press Replan."}
+        return act(sid, "replan", feedback=feedback)
+
+    def apply_modify(sid, review_ops, *values):
+        names = [spec["name"] for spec in views.modify_sliders(review_ops, MODIFY_POOL)]
+        changed = views.changed_values(names, values, review_ops)
+        if not changed:
+            return {c["notice"]: "Move a slider first, then apply."}
+        return act(sid, "modify", values=changed)
+
+    def open_modify():
+        return gr.update(visible=True)
+
+    outputs = view_outputs(c) + [c["notice"]]
+    common = dict(concurrency_id="studio", api_visibility="private", show_progress="minimal",
+                  show_progress_on=[c["review_md"]])
+    c["approve"].click(approve, [c["sid"]], outputs, **common)
+    c["rollback"].click(rollback, [c["sid"]], outputs, **common)
+    c["replan"].click(replan, [c["sid"], c["replan_feedback"]], outputs, **common)
+    c["apply_modify"].click(apply_modify, [c["sid"], c["review_ops"], *c["modify_sliders"]], outputs, **common)
+    c["modify"].click(open_modify, None, c["modify_group"], queue=False, api_visibility="private")

@@ -1,0 +1,217 @@
+"""The one place the UI reads ``agent.service.Studio``: a session -> everything the panels show.
+
+:class:`SessionView` asks the Studio for a session's records and turns them
+into a :class:`View` (plain data); :func:`view_updates` maps a View onto the
+panel components. Handlers call ``Studio`` write methods themselves and then
+rebuild the view, so every panel always shows the same version.
+
+Files the Studio hands out live under ``sessions/``, which the app blocks from
+being served. :meth:`SessionView.stage` copies the ones a browser should see
+(proxy renders, thumbnails, exports) into a private folder in the system temp
+dir, from where Gradio moves them into its own cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import gradio as gr
+from PIL import Image
+
+from ui import views
+
+#: Long side, in pixels, of the before/after images and the gallery thumbnails.
+COMPARE_LONG_SIDE = 1600
+THUMB_LONG_SIDE = 360
+#: Sliders in the review panel's "modify" pool (a turn touches at most 6 ops by default).
+MODIFY_POOL = 8
+#: JPEG quality of the images shown in the browser (exports keep their own format).
+DISPLAY_QUALITY = 92
+
+
+def as_dict(record: Any) -> dict:
+    """A service record (dataclass with ``to_dict``) or mapping -> a plain dict."""
+    if record is None:
+        return {}
+    if hasattr(record, "to_dict"):
+        return record.to_dict()
+    return dict(record)
+
+
+@dataclass
+class View:
+    """What one browser tab shows for one session (all plain data)."""
+
+    session: dict | None = None
+    history: list[dict] = field(default_factory=list)
+    head: dict | None = None
+    shown: dict | None = None          # the selected gallery asset, else the head
+    pending: dict | None = None        # ReviewPayload dict while a turn waits for review
+    chat: list[dict] = field(default_factory=list)
+    compare: tuple[str, str] | None = None
+    gallery: list[tuple[str, str]] = field(default_factory=list)
+    gallery_ids: list[str] = field(default_factory=list)
+    sub_goals: list[dict] = field(default_factory=list)
+    turn: int | None = None
+
+
+class SessionView:
+    """Reads a session through the Studio and stages its images for the browser."""
+
+    def __init__(self, studio: Any, staging_dir: Path):
+        self.studio = studio
+        self.staging_dir = Path(staging_dir)
+        self.ops_table = list(studio.ops_table())
+        self.op_labels = {row["name"]: row.get("label") or row["name"] for row in self.ops_table}
+
+    # -- files ---------------------------------------------------------------
+    def stage(self, src: Path | str, name: str | None = None, *, for_display: bool = False) -> str:
+        """Copy a Studio file into the staging folder (once per content) and return its path.
+
+        ``for_display`` re-encodes it as a JPEG (quality 92): the Studio's PNG
+        proxies are several MB, too heavy to send on every refresh. Exports
+        are copied byte for byte.
+        """
+        src = Path(src)
+        st = src.stat()
+        digest = hashlib.sha256(f"{src.resolve()}|{st.st_mtime_ns}|{st.st_size}".encode()).hexdigest()[:20]
+        filename = name or (src.stem + ".jpg" if for_display else src.name)
+        dest = self.staging_dir / digest / filename
+        if not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(dest.name + ".part")
+            if for_display:
+                with Image.open(src) as im:
+                    im.convert("RGB").save(tmp, format="JPEG", quality=DISPLAY_QUALITY)
+            else:
+                shutil.copyfile(src, tmp)
+            os.replace(tmp, dest)
+        return str(dest)
+
+    # -- reading ---------------------------------------------------------------
+    def build(self, session_id: str | None, selected: str | None = None,
+              turn_result: Mapping[str, Any] | None = None) -> View:
+        """Everything the panels show for ``session_id`` (empty View when None)."""
+        if not session_id:
+            return View()
+        studio = self.studio
+        session = as_dict(studio.session(session_id))
+        history = [as_dict(a) for a in studio.history(session_id)]
+        by_id = {a["id"]: a for a in history}
+        head = next((a for a in history if a.get("is_head")), None) or as_dict(studio.head(session_id))
+        pending = as_dict(studio.pending_review(session_id)) or None
+        shown = by_id.get(selected) if selected else None
+        if shown is None and pending:
+            shown = by_id.get(pending.get("asset_id"))   # the turn under review is what the person judges
+        shown = shown or head
+        ordered = views.gallery_order(history)
+        gallery = [
+            (self.stage(studio.render_path(session_id, a["id"], long_side=THUMB_LONG_SIDE), for_display=True),
+             views.asset_caption(a))
+            for a in ordered
+        ]
+        before = self.stage(studio.original_path(session_id, long_side=COMPARE_LONG_SIDE), for_display=True)
+        after = self.stage(studio.render_path(session_id, shown["id"], long_side=COMPARE_LONG_SIDE),
+                           for_display=True)
+        if turn_result:
+            sub_goals, turn = list(turn_result.get("sub_goals") or []), turn_result.get("turn")
+        elif pending:
+            sub_goals, turn = list(pending.get("sub_goals") or []), pending.get("turn")
+        else:
+            sub_goals, turn = [], None
+        return View(
+            session=session, history=history, head=head, shown=shown, pending=pending,
+            chat=views.chat_messages(studio.chat_log(session_id)),
+            compare=(before, after), gallery=gallery, gallery_ids=[a["id"] for a in ordered],
+            sub_goals=sub_goals, turn=turn,
+        )
+
+    def parent_of(self, session_id: str, asset_id: str) -> str | None:
+        for a in self.studio.history(session_id):
+            a = as_dict(a)
+            if a["id"] == asset_id:
+                return a.get("parent_id")
+        return None
+
+    def remembered_sessions(self, tokens: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+        """This browser's tokens -> ('My sessions' choices, tokens that no longer resume)."""
+        from agent.service import SessionNotFound
+
+        choices, stale = [], []
+        for token in tokens:
+            try:
+                info = as_dict(self.studio.resume(token))
+            except SessionNotFound:
+                stale.append(token)
+                continue
+            choices.append((views.session_label(info), token))
+        return choices, stale
+
+
+def new_staging_dir() -> Path:
+    """A private folder (mode 0700) in the system temp dir for files shown to browsers."""
+    return Path(tempfile.mkdtemp(prefix="atelier-view-"))
+
+
+def view_updates(c: Mapping[str, Any], view: View, sv: SessionView) -> dict:
+    """A View -> updates for every session-bound component in ``c``."""
+    has = view.session is not None
+    pending = view.pending
+    review_ops = list((pending or {}).get("ops") or [])
+    slider_specs = views.modify_sliders(review_ops, MODIFY_POOL)
+    shown = view.shown
+    reviewing = bool(pending and shown and shown["id"] == pending.get("asset_id"))
+    viewing_other = bool(has and shown and view.head and shown["id"] != view.head["id"] and not reviewing)
+    title = ""
+    if has:
+        s = view.session
+        title = f"**{s.get('title') or 'Untitled'}** · {s.get('width')}×{s.get('height')} px"
+        if s.get("style"):
+            title += f" · style *{s['style']}*"
+        note = views.notices_markdown(s.get("notices"))
+        title += f"  \n{note}" if note else ""
+    out = {
+        c["compare"]: view.compare,
+        c["score"]: views.asset_summary(shown if has else None,
+                                        role="Reviewing" if reviewing else "Viewing" if viewing_other else "Current"),
+        c["photo_title"]: title,
+        c["chat"]: view.chat,
+        c["gallery"]: view.gallery,
+        c["gallery_ids"]: view.gallery_ids,
+        c["selected"]: shown["id"] if viewing_other else None,
+        c["rollback_to"]: gr.update(visible=viewing_other),
+        c["adjustments"]: views.adjustments_html((shown or {}).get("state"), sv.ops_table),
+        c["sub_goals"]: (views.sub_goals_markdown(view.sub_goals, turn=view.turn, labels=sv.op_labels)
+                         if view.sub_goals or not shown else views.version_note(shown)),
+        c["review_panel"]: gr.update(visible=bool(pending)),
+        c["review_md"]: views.review_markdown(pending),
+        c["review_ops"]: review_ops,
+        c["modify_group"]: gr.update(visible=False),
+        c["replan_feedback"]: "",
+        c["studio_area"]: gr.update(visible=has),
+        c["start_panel"]: gr.update(visible=not has),
+        c["instruction"]: gr.update(interactive=has and not pending,
+                                    placeholder=("Approve, modify, roll back or replan the turn above first"
+                                                 if pending else "Tell me what to change, e.g. “make it warmer and brighter”")),
+        c["send"]: gr.update(interactive=has and not pending),
+    }
+    for slider, spec in zip(c["modify_sliders"], slider_specs):
+        out[slider] = gr.update(visible=spec["visible"], label=spec["label"], minimum=spec["minimum"],
+                                maximum=spec["maximum"], value=spec["value"])
+    return out
+
+
+#: Component names every full refresh writes (handlers list them as outputs).
+VIEW_KEYS = ("compare", "score", "photo_title", "chat", "gallery", "gallery_ids", "selected", "rollback_to",
+             "adjustments", "sub_goals", "review_panel", "review_md", "review_ops", "modify_group",
+             "replan_feedback", "studio_area", "start_panel", "instruction", "send")
+
+
+def view_outputs(c: Mapping[str, Any]) -> list:
+    return [c[k] for k in VIEW_KEYS] + list(c["modify_sliders"])

@@ -1,0 +1,134 @@
+"""Header and start panel: my sessions, new session, upload or demo photo, style, review mode.
+
+Also owns page load: the browser's remembered resume token is validated with
+``Studio.resume`` and the session comes back exactly as it was left.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from ui import browser, views
+from ui.session_view import SessionView, as_dict, view_outputs, view_updates
+
+
+def create_ui(c: dict, *, demo_photos: list[Path], styles: list[str], default_review_mode: str) -> None:
+    with gr.Row(elem_id="studio-header"):
+        with gr.Column(scale=3, min_width=260):
+            gr.HTML('<h1>Atelier</h1><div class="tagline">Talk to your photo. Every version kept, nothing re-encoded.</div>')
+        c["sessions"] = gr.Dropdown(label="My sessions", choices=[], value=None, elem_id="my-sessions",
+                                    scale=3, min_width=260, interactive=True)
+        c["new_session"] = gr.Button("New session", elem_id="new-session", scale=1, min_width=120, size="md")
+    c["notice"] = gr.Markdown("", elem_id="notice")
+    with gr.Column(elem_id="start-panel", visible=True) as c["start_panel"]:
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3):
+                c["upload"] = gr.File(
+                    label="Upload a photo (JPEG, PNG, TIFF, WebP)", file_count="single",
+                    file_types=["image", ".tif", ".tiff"], type="filepath", elem_id="upload", height=260)
+            with gr.Column(scale=4):
+                c["demo_photos"] = gr.Gallery(
+                    value=[(str(p), p.stem.title()) for p in demo_photos], label="…or pick a demo photo",
+                    columns=4, rows=1, height=190, allow_preview=False, object_fit="cover",
+                    elem_id="demo-photos", interactive=False, buttons=[])
+                with gr.Row():
+                    c["style"] = gr.Dropdown(label="Style (optional)", choices=[("None", "")] + [(s, s) for s in styles],
+                                             value="", elem_id="style", scale=1)
+                    c["review_mode"] = gr.Radio(label="Review each turn", choices=list(views.REVIEW_MODES),
+                                                value=default_review_mode, elem_id="review-mode", scale=2)
+        c["cancel_start"] = gr.Button("Back to my photo", elem_id="cancel-start", size="sm", visible=False)
+
+
+def _session_outputs(c: dict) -> list:
+    return view_outputs(c) + [c["sid"], c["browser"], c["sessions"], c["notice"], c["cancel_start"]]
+
+
+def show_session(c: dict, sv: SessionView, sid: str | None, browser_value: Any,
+                 *, notice: str = "") -> dict:
+    """Full refresh for a newly opened session, with the 'My sessions' list and browser memory."""
+    mine = browser.normalized(browser_value)
+    choices, stale = sv.remembered_sessions(mine["tokens"])
+    for token in stale:
+        mine = browser.without(mine, token)
+    current = mine["current"] if any(t == mine["current"] for _, t in choices) else None
+    out = view_updates(c, sv.build(sid), sv)
+    out.update({
+        c["sid"]: sid,
+        c["browser"]: mine,
+        c["sessions"]: gr.update(choices=choices, value=current),
+        c["notice"]: notice,
+        c["cancel_start"]: gr.update(visible=False),
+    })
+    return out
+
+
+def create_event_handlers(c: dict, sv: SessionView, *, demo_photos: list[Path]) -> None:
+    from agent.service import AtelierError, SessionNotFound
+
+    studio = sv.studio
+    outputs = _session_outputs(c)
+
+    def on_load(browser_value):
+        mine = browser.normalized(browser_value)
+        sid = None
+        if mine["current"]:
+            try:
+                sid = as_dict(studio.resume(mine["current"]))["id"]
+            except SessionNotFound:
+                mine = browser.without(mine, mine["current"])
+        return show_session(c, sv, sid, mine)
+
+    def start(image, filename, style, review_mode, browser_value):
+        try:
+            info = as_dict(studio.start_session(image, style=style or None, review_mode=review_mode or None,
+                                                filename=filename))
+        except AtelierError as exc:
+            # The current session stays exactly as it was: only the message changes.
+            gr.Warning(str(exc))
+            return {c["notice"]: f"**Could not start from {filename or 'that file'}.** {exc}", c["upload"]: None}
+        out = show_session(c, sv, info["id"], browser.with_current(browser_value, info["resume_token"]))
+        out[c["upload"]] = None
+        return out
+
+    def start_from_upload(path, style, review_mode, browser_value):
+        if not path:
+            return {}
+        return start(Path(path), Path(path).name, style, review_mode, browser_value)
+
+    def start_from_demo(style, review_mode, browser_value, evt: gr.SelectData):
+        photo = demo_photos[int(evt.index)]  # index into the server's own list: no client path is trusted
+        return start(photo, photo.name, style, review_mode, browser_value)
+
+    def switch(token, browser_value):
+        if not token:
+            return {}
+        try:
+            info = as_dict(studio.resume(token))
+        except SessionNotFound:
+            return show_session(c, sv, None, browser.without(browser_value, token),
+                                notice="That session no longer exists.")
+        return show_session(c, sv, info["id"], browser.with_current(browser_value, token))
+
+    def open_start(sid):
+        return {c["start_panel"]: gr.update(visible=True), c["cancel_start"]: gr.update(visible=bool(sid)),
+                c["notice"]: ""}
+
+    def close_start():
+        return {c["start_panel"]: gr.update(visible=False), c["cancel_start"]: gr.update(visible=False)}
+
+    heavy = dict(concurrency_id="studio", api_visibility="private", show_progress="minimal")
+    c["demo"].load(on_load, [c["browser"]], outputs, concurrency_id="view", api_visibility="private",
+                   show_progress="minimal")
+    c["upload"].upload(start_from_upload, [c["upload"], c["style"], c["review_mode"], c["browser"]],
+                       outputs + [c["upload"]], **heavy)
+    c["demo_photos"].select(start_from_demo, [c["style"], c["review_mode"], c["browser"]],
+                            outputs + [c["upload"]], **heavy)
+    c["sessions"].input(switch, [c["sessions"], c["browser"]], outputs, concurrency_id="view",
+                        api_visibility="private", show_progress="minimal")
+    c["new_session"].click(open_start, [c["sid"]], [c["start_panel"], c["cancel_start"], c["notice"]],
+                           queue=False, api_visibility="private")
+    c["cancel_start"].click(close_start, None, [c["start_panel"], c["cancel_start"]], queue=False,
+                            api_visibility="private")
