@@ -223,12 +223,13 @@ class Studio:
 
     def _abandon_turn(self, session: SessionRecord) -> None:
         """Forget the turn in flight: its pending versions go, the head and finished turns stay."""
+        thread_id = self.store.get_session(session.id).active_thread
         done = self.store.last_turn(session.id)
         stale = [a.id for a in self.store.assets(session.id) if a.status == "pending" and a.turn > done]
         self.store.delete_assets(session.id, stale)
         self.store.update_session(session.id, active_thread=None)
-        if session.active_thread:
-            self._forget_thread(session.active_thread)
+        if thread_id:
+            self._forget_thread(thread_id)
 
     def _pending(self, session: SessionRecord) -> dict | None:
         return self._interrupt(session.active_thread) if session.active_thread else None

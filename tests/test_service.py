@@ -29,8 +29,11 @@ def test_approve_keeps_the_version_under_review(make_studio, photo):
     r = studio.send_message(info.id, "temperature+25")
     with pytest.raises(InvalidInput, match="waiting for your review"):
         studio.send_message(info.id, "exposure+10")
+    thread = {"configurable": {"thread_id": studio.store.get_session(info.id).active_thread}}
+    assert studio.graph.get_state(thread).interrupts
     done = studio.review(info.id, "approve")
     assert done.status == "approved" and done.head_asset_id == r.asset_id
+    assert studio.graph.get_state(thread).values == {}  # a finished turn's checkpoints are dropped
     assert studio.head(info.id).status == "approved"
     assert studio.pending_review(info.id) is None
     assert studio.session(info.id).turns == 1

@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                       "planner": "vlm" if args.vlm else "embedded", "smoke": args.smoke,
                       "scenarios": args.scenarios or "evals/scenarios/*.yaml", "long_side": args.long_side}
     summary["scenario_errors"] = [r for r in records if r.get("error")]
+    summary["scenarios"] = records
     if args.trace_out:
         write_trace(args.trace_out, turns, args.trace_level)
     if args.json:

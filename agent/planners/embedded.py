@@ -26,9 +26,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
-from agent.planners.base import Plan, PlanError, PlanRequest, SubGoal
+from agent.planners.base import Plan, PlanRequest, SubGoal
 from pipeline import ops
 from pipeline.masks import describe_mask, normalize_mask_spec
 from pipeline.state import EditState
@@ -50,7 +50,7 @@ _FILLER = {
     "looks", "looking", "feel", "feels", "bit", "now", "just", "little", "by", "with", "give", "get",
     "should", "and", "but", "too", "lot", "kind", "sort", "maybe", "try", "let's", "lets", "do", "bring",
     "there", "here", "all", "one", "same", "again", "up", "down", "them", "they", "we", "our", "your",
-    "please.", "thanks", "thank", "pic", "tone", "tones", "colours", "colors", "area", "part", "side",
+    "thanks", "thank", "pic", "tone", "tones", "colours", "colors", "area", "part", "side",
     "whole", "overall", "much", "very", "less", "more", "who", "what", "which", "seems", "seem",
 }
 
