@@ -169,6 +169,7 @@ class TurnNodes:
         goals = [SubGoal.from_dict(g.to_dict() if isinstance(g, SubGoal) else g, f"sub_goals[{i}]")
                  for i, g in enumerate(plan.sub_goals)]
         warnings = list(state.get("warnings") or [])
+        warnings += [n for n in plan.notes if isinstance(n, str) and n not in warnings]  # e.g. a held conflict, a fallback
         if len(goals) > self.config.max_sub_goals:
             warnings.append(f"the plan had {len(goals)} steps; kept the first {self.config.max_sub_goals}")
             goals = goals[: self.config.max_sub_goals]

@@ -60,6 +60,8 @@ class SessionInfo:
     width: int
     height: int
     notices: list[str] = field(default_factory=list)
+    planner_schema: str = "default"
+    quality_schema: str = "default"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -360,8 +362,15 @@ class Studio:
                  "max": o.max, "default": o.default, "description": o.description} for o in ops.OPS.values()]
 
     def start_session(self, image: Any, *, style: str | None = None, review_mode: str | None = None,
-                      filename: str | None = None) -> SessionInfo:
-        """Store ``image`` as the untouched original of a new session (nothing is created if it is bad)."""
+                      filename: str | None = None, planner_schema: str | None = None,
+                      quality_schema: str | None = None) -> SessionInfo:
+        """Store ``image`` as the untouched original of a new session (nothing is created if it is bad).
+
+        ``planner_schema`` / ``quality_schema`` name output schemas under ``schemas/`` (default "default");
+        an unknown name raises InvalidInput before anything is stored.
+        """
+        schema_names = {"planner_schema": self._check_schema("planner", planner_schema),
+                        "quality_schema": self._check_schema("quality", quality_schema)}
         mode = review_mode or self.config.review_mode
         if mode not in REVIEW_MODES:
             raise InvalidInput(f"review_mode: expected one of {', '.join(REVIEW_MODES)}, got {review_mode!r}")
@@ -384,7 +393,8 @@ class Studio:
             record, _ = self.store.create_session(
                 session_id=session_id, resume_token=secrets.token_urlsafe(32), title=title, style=style,
                 review_mode=mode, original_path=name, width=loaded.width, height=loaded.height,
-                original_state=EditState().to_dict(), settings={"notices": list(loaded.notices)})
+                original_state=EditState().to_dict(),
+                settings={"notices": list(loaded.notices), **schema_names})
         except Exception:
             self.store.remove_session_files(session_id)
             raise
@@ -394,6 +404,16 @@ class Studio:
                 self._sources.popitem(last=False)
         self._recovered.add(session_id)
         return self._info(record)
+
+    @staticmethod
+    def _check_schema(agent: str, name: str | None) -> str:
+        if name is None:
+            return "default"
+        from schemas import SchemaError, check_schema_name
+        try:
+            return check_schema_name(agent, name)
+        except SchemaError as exc:
+            raise InvalidInput(str(exc)) from None
 
     def _original_bytes(self, image: Any, filename: str | None) -> tuple[bytes, str]:
         title = (Path(filename).name if filename else "") or ""
@@ -424,7 +444,9 @@ class Studio:
                            updated_at=_iso(s.updated_at), title=s.title, style=s.style,
                            review_mode=s.review_mode, turns=self.store.turn_count(s.id),
                            head_asset_id=s.head_asset_id, width=s.width, height=s.height,
-                           notices=list(s.settings.get("notices") or []))
+                           notices=list(s.settings.get("notices") or []),
+                           planner_schema=str(s.settings.get("planner_schema") or "default"),
+                           quality_schema=str(s.settings.get("quality_schema") or "default"))
 
     def session(self, session_id: str) -> SessionInfo:
         return self._info(self._session(session_id))

@@ -88,10 +88,15 @@ def photo_file(tmp_path_factory) -> tuple[Path, tuple[int, int]]:
 
 
 def shot(page, name: str) -> None:
+    """Save a README screenshot when ATELIER_SCREENSHOTS names a folder (256-colour PNG, < 500 KB)."""
     folder = os.environ.get("ATELIER_SCREENSHOTS")
     if folder:
+        import io
+
         Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / f"{name}.png"))
+        img = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
+        img.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.FLOYDSTEINBERG).save(
+            Path(folder) / f"{name}.png", optimize=True)
 
 
 def open_studio(browser, url):
@@ -99,6 +104,7 @@ def open_studio(browser, url):
     page = context.new_page()
     page.goto(url)
     expect(page.locator("#upload")).to_be_visible(timeout=TURN)
+    expect(page.locator("#demo-photos img").first).to_be_visible(timeout=TURN)
     return context, page
 
 
@@ -124,6 +130,10 @@ def test_a_photographers_session(server, browser, photo_file, tmp_path):
     url, _, _ = server
     path, size = photo_file
     context, page = open_studio(browser, url)
+    if os.environ.get("ATELIER_SCREENSHOTS"):
+        page.wait_for_function("() => [...document.querySelectorAll('#demo-photos img')]"
+                               ".every(i => i.complete && i.naturalWidth > 0)")
+        page.wait_for_timeout(1500)   # let the page-load event settle before the picture
     shot(page, "1-start")
 
     # Start: always ask for review, upload a real photo.
@@ -244,7 +254,8 @@ def test_two_browsers_never_see_each_other(server, browser, photo_file):
     wait_for_photo(b, "coffee.jpg")
     assert "a little warmer" not in b.locator("#chat").inner_text()
     b.locator("#my-sessions input").click()
-    options_b = b.locator("ul.options").inner_text()
+    expect(b.locator("[data-testid=dropdown-option]").first).to_be_visible()
+    options_b = " ".join(b.locator("[data-testid=dropdown-option]").all_inner_texts())
     assert "coffee" in options_b and "astronaut" not in options_b, options_b
     b.keyboard.press("Escape")
     assert len(b.locator("#gallery .caption-label").all_inner_texts()) == 1

@@ -22,7 +22,7 @@ def export_name(title: str, turn: int | None, fmt: str) -> str:
 def create_ui(c: dict) -> None:
     c["photo_title"] = gr.Markdown("", elem_id="photo-title")
     c["compare"] = gr.ImageSlider(label="Before / after", type="filepath", elem_id="compare", interactive=False,
-                                  height=560, max_height=560, slider_position=50, buttons=["fullscreen"],
+                                  height=520, max_height=520, slider_position=50, buttons=["fullscreen"],
                                   show_label=False)
     c["score"] = gr.Markdown("", elem_id="score")
     with gr.Row(equal_height=True):
@@ -51,7 +51,7 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
         out[c["notice"]] = ""
         return out
 
-    def export(sid, selected, fmt):
+    def export_for_download(sid, selected, fmt):
         if not sid:
             return {c["notice"]: "Start with a photo first."}
         try:
@@ -67,5 +67,5 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
 
     c["rollback_to"].click(rollback_to, [c["sid"], c["selected"]], view_outputs(c) + [c["notice"]],
                            concurrency_id="studio", api_visibility="private", show_progress="minimal")
-    c["export"].click(export, [c["sid"], c["selected"], c["export_format"]], [c["export_file"], c["notice"]],
+    c["export"].click(export_for_download, [c["sid"], c["selected"], c["export_format"]], [c["export_file"], c["notice"]],
                       concurrency_id="studio", api_visibility="private", show_progress="minimal")

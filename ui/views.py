@@ -318,11 +318,9 @@ def changed_values(names: Sequence[str], values: Sequence[Any],
 # -- sessions ---------------------------------------------------------------------
 
 def session_label(info: Mapping[str, Any]) -> str:
-    """'coffee.jpg · 3 turns · 2026-05-01 14:02' for the 'My sessions' list."""
-    turns = int(info.get("turns") or 0)
-    when = str(info.get("updated_at") or info.get("created_at") or "")[:16].replace("T", " ")
-    word = "turn" if turns == 1 else "turns"
-    return f"{info.get('title') or 'Untitled'} · {turns} {word}" + (f" · {when}" if when else "")
+    """'coffee.jpg · started 2026-05-01 14:02' for the 'My sessions' list (never goes stale)."""
+    when = str(info.get("created_at") or "")[:16].replace("T", " ")
+    return f"{info.get('title') or 'Untitled'}" + (f" · started {when}" if when else "")
 
 
 def notices_markdown(notices: Sequence[str] | None) -> str:

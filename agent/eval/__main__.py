@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         print(failures_text(summary))
         for r in summary["scenario_errors"]:
             print(f"scenario {r['scenario']} crashed: {r['error']}")
-        print(f"ran in {elapsed:.1f} s on {workers} worker(s)" + (f" (Ray {args.ray})" if args.ray else ""))
+        where = f"Ray ({args.ray})" if args.ray else f"{workers} worker process(es)"
+        print(f"ran in {elapsed:.1f} s on {where}")
         if args.markdown:
             print()
             print(markdown_table(summary))

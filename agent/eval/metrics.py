@@ -11,7 +11,8 @@ Definitions (the README's "Evaluation" section repeats them with formulas):
   before and after the turn; mean and minimum over local turns.
 - drift = |Δ| of statistics a turn promises to leave alone ("within"
   conditions), averaged; and per scenario the |final - original| of the
-  whole-image statistics no turn of the scenario asked to move.
+  statistics some turn holds and no turn of the scenario asks to move (small
+  per-turn moves that pass their tolerance can still add up over turns).
 - rollback exactness = share of rollbacks whose render is byte-identical to
   the render of the version rolled back to.
 - context = planner prompt size per turn (tokens as the agent counts them) vs

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from agent.eval import checks
-from agent.eval.metrics import DRIFT_STATS, INSTRUCTION_ACTIONS, drift, latency_excluding_model
+from agent.eval.metrics import INSTRUCTION_ACTIONS, drift, latency_excluding_model
 from agent.eval.recording import RecordingJudge, RecordingPlanner
 from agent.eval.scenarios import Scenario, Step, load_photo
 
@@ -277,13 +277,16 @@ def run_scenario(harness: Harness, scenario: Scenario, options: RunOptions) -> S
 
 def scenario_drift(scenario: Scenario, original: np.ndarray, final: np.ndarray,
                    cache: checks.StatsCache) -> dict[str, float]:
-    """|final - original| of whole-image statistics the script holds ("within") and never moves."""
-    held, moved = set(), set()
+    """|final - original| of whole-image statistics the script holds ("within") at
+    some step and never asks to move (up/down, anywhere) at any step."""
+    held, moved = [], set()
     for step in scenario.steps:
         for c in step.expect.conditions:
-            if c.region == "all":
-                (held if c.direction == "within" else moved).add(c.stat)
-    names = [s for s in DRIFT_STATS if s in held and s not in moved]
+            if c.direction != "within":
+                moved.add(c.stat)
+            elif c.region == "all" and c.stat not in held:
+                held.append(c.stat)
+    names = [s for s in held if s not in moved]
     if not names:
         return {}
     return drift(cache.stats(original), cache.stats(final), names)

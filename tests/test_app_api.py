@@ -1,0 +1,181 @@
+"""The studio's named API through ``gradio_client``, against the real app on 127.0.0.1.
+
+Also: what the server refuses to serve (the sessions folder and the database),
+and the pure functions that turn service records into what the panels show.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from gradio_client import Client, handle_file
+from gradio_client.exceptions import AppError
+from PIL import Image
+from skimage import data as skdata
+
+from ui import browser, views
+
+ENDPOINTS = {"/start_session", "/edit", "/review", "/history", "/export"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    from agent.service import Studio
+    from app import create_app
+
+    sessions = tmp_path_factory.mktemp("sessions")
+    studio = Studio(database_url=f"sqlite:///{sessions / 'atelier.db'}", sessions_dir=sessions)
+    demo, options = create_app(studio)
+    port = _free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **options)
+    yield f"http://127.0.0.1:{port}/", sessions
+    demo.close()
+    studio.close()
+
+
+@pytest.fixture(scope="module")
+def client(app_url):
+    return Client(app_url[0], verbose=False)
+
+
+@pytest.fixture(scope="module")
+def coffee(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("photos") / "coffee.png"
+    Image.fromarray(skdata.coffee()).save(path)
+    return path
+
+
+def test_only_the_named_endpoints_are_public(client):
+    assert set(client.view_api(print_info=False, return_format="dict")["named_endpoints"]) == ENDPOINTS
+
+
+def test_a_whole_session_through_the_api(client, coffee, tmp_path):
+    s = client.predict(handle_file(str(coffee)), "", "always", api_name="/start_session")
+    token = s["resume_token"]
+    assert (s["width"], s["height"]) == (600, 400) and s["title"] == "coffee.png"
+
+    turn = client.predict(token, "make it warmer and brighter", api_name="/edit")
+    assert turn["status"] == "awaiting_review"
+    assert {g["op"] for g in turn["sub_goals"]} >= {"temperature", "exposure"}
+    assert 0.0 <= turn["score"] <= 1.0
+    assert "rendered_path" not in turn and "rendered_path" not in (turn["review"] or {})
+
+    # A second message while a turn waits is refused with the reason.
+    with pytest.raises(AppError, match="waiting for your review"):
+        client.predict(token, "and more contrast", api_name="/edit")
+
+    # Out-of-range modify names the op; the session is unchanged.
+    with pytest.raises(AppError, match="exposure"):
+        client.predict(token, "modify", {"exposure": 500}, "", "", api_name="/review")
+    modified = client.predict(token, "modify", {"exposure": 35}, "", "", api_name="/review")
+    assert {o["name"]: o["value"] for o in modified["review"]["ops"]}["exposure"] == 35
+
+    approved = client.predict(token, "approve", None, "", "", api_name="/review")
+    assert approved["status"] in ("approved", "auto_approved")
+
+    history = client.predict(token, api_name="/history")
+    head = [a for a in history if a["is_head"]]
+    assert len(head) == 1 and head[0]["state"]["settings"]["exposure"] == 35
+    assert history[0]["status"] == "original"
+
+    # Export the approved version at full resolution, as TIFF.
+    path = client.predict(token, "", "tiff", api_name="/export")
+    with Image.open(path) as im:
+        assert im.format == "TIFF" and im.size == (600, 400)
+        edited = im.convert("RGB")
+    original = Image.open(coffee).convert("RGB")
+    assert edited.getpixel((300, 200)) != original.getpixel((300, 200))
+
+    # Roll back to the original (turn 0): the head moves, the turn stays in the history.
+    rolled = client.predict(token, "rollback", None, "0", "", api_name="/review")
+    assert rolled["status"] == "rolled_back"
+    after = client.predict(token, api_name="/history")
+    assert [a["turn"] for a in after if a["is_head"]] == [0]
+    assert len(after) == len(history)
+    path = client.predict(token, history[0]["id"], "png", api_name="/export")
+    with Image.open(path) as im:
+        assert im.convert("RGB").tobytes() == original.tobytes()   # rollback is bit-exact
+
+
+def test_bad_input_gets_a_message_not_a_session(client, tmp_path):
+    fake = tmp_path / "notes.jpg"
+    fake.write_text("not a photo at all\n" * 50)
+    with pytest.raises(AppError) as err:
+        client.predict(handle_file(str(fake)), "", "", api_name="/start_session")
+    assert str(err.value).strip()
+    with pytest.raises(AppError, match="resume token"):
+        client.predict("not-a-real-token-at-all-0000", api_name="/history")
+    with pytest.raises(AppError, match="style"):
+        client.predict(handle_file(str(Path(__file__).resolve().parent.parent / "assets" / "rocket.jpg")),
+                       "no-such-look", "", api_name="/start_session")
+
+
+def test_sessions_and_database_are_never_served(app_url, client, coffee):
+    import httpx
+
+    url, sessions = app_url
+    client.predict(handle_file(str(coffee)), "", "never", api_name="/start_session")
+    files = [p for p in sessions.rglob("*") if p.is_file()]
+    assert any(p.name == "atelier.db" for p in files)
+    assert any(p.name.startswith("original") for p in files)
+    for path in files:
+        r = httpx.get(f"{url}gradio_api/file={path}")
+        assert r.status_code in (403, 404), (path, r.status_code)
+    # The demo photos, on the other hand, are meant to be public.
+    demo_photo = Path(__file__).resolve().parent.parent / "assets" / "coffee.jpg"
+    assert httpx.get(f"{url}gradio_api/file={demo_photo}").status_code == 200
+
+
+# -- the pure functions behind the panels ------------------------------------------------
+
+def test_gallery_captions_tell_kept_from_abandoned():
+    kept = {"id": "a", "turn": 2, "score": 0.8123, "is_head": True, "on_head_path": True, "status": "approved"}
+    gone = {"id": "b", "turn": 3, "score": 0.41, "is_head": False, "on_head_path": False, "status": "approved"}
+    review = {"id": "c", "turn": 3, "score": 0.7, "is_head": False, "on_head_path": False, "status": "pending"}
+    original = {"id": "o", "turn": 0, "score": None, "is_head": False, "on_head_path": True, "status": "original"}
+    assert views.asset_caption(kept) == "T2 · 0.81 · current"
+    assert views.asset_caption(gone) == "T3 · 0.41 · abandoned"
+    assert views.asset_caption(review) == "T3 · 0.70 · in review"
+    assert views.asset_caption(original) == "Original"
+    assert [a["id"] for a in views.gallery_order([original, gone, kept, review])] == ["o", "a", "c", "b"]
+
+
+def test_adjustments_read_as_slider_values():
+    table = [{"name": "exposure", "label": "Exposure", "group": "tone", "min": -100, "max": 100},
+             {"name": "temperature", "label": "Temperature", "group": "white balance", "min": -100, "max": 100}]
+    html = views.adjustments_html({"settings": {"temperature": 25, "exposure": -10},
+                                   "layers": [{"mask": {"type": "sky"}, "settings": {"exposure": -20}}]}, table)
+    assert html.index("Exposure") < html.index("Temperature")       # registry order
+    assert ">+25<" in html and ">-10<" in html and "the sky" in html
+    assert "untouched original" in views.adjustments_html({"settings": {}, "layers": []}, table)
+
+
+def test_modify_sends_only_the_moved_sliders():
+    ops = [{"name": "exposure", "label": "Exposure", "value": 20, "min": -100, "max": 100},
+           {"name": "temperature", "label": "Temperature", "value": 25, "min": -100, "max": 100}]
+    specs = views.modify_sliders(ops, 4)
+    assert [s["visible"] for s in specs] == [True, True, False, False]
+    assert views.changed_values([s["name"] for s in specs], [20, 40, 0, 0], ops) == {"temperature": 40}
+
+
+def test_browser_memory_survives_junk():
+    assert browser.normalized("garbage") == browser.empty()
+    v = browser.with_current(browser.with_current(None, "tok-a"), "tok-b")
+    assert v == {"current": "tok-b", "tokens": ["tok-b", "tok-a"]}
+    assert browser.without(v, "tok-b") == {"current": None, "tokens": ["tok-a"]}
+
+
+def test_review_commands_read_as_words():
+    log = [{"role": "user", "content": "/rollback 3f2a9c"}, {"role": "assistant", "content": "Rolled back."},
+           {"role": "user", "content": "/modify exposure=30"}, {"role": "assistant", "content": ""}]
+    assert views.chat_messages(log) == [{"role": "user", "content": "_Rolled back_"},
+                                        {"role": "assistant", "content": "Rolled back."},
+                                        {"role": "user", "content": "_Modified: exposure=30_"}]
