@@ -32,33 +32,33 @@ def _upscaled(x: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     return cv2.resize(x, (w, h), interpolation=cv2.INTER_LINEAR)
 
 
-def _add_luma_delta(img: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    """Add a per-pixel luma change (float32 HxW, 8-bit levels) to all three channels."""
-    d = np.rint(delta).astype(np.int16)
-    return cv2.add(img, cv2.merge([d, d, d]), dtype=cv2.CV_8U)
-
-
 # Midtone weight per 8-bit luma: 1 at mid-grey, 0 at black and white.
 _MIDTONES = (1.0 - (np.arange(256, dtype=np.float32) / 127.5 - 1.0) ** 2).reshape(256, 1)
-_AS_FLOAT = np.arange(256, dtype=np.float32).reshape(256, 1)
+
+
+def _push_from(img: np.ndarray, reference: np.ndarray, amount: np.ndarray) -> np.ndarray:
+    """img + amount * (img - reference), per pixel, in one saturating pass.
+
+    ``amount`` is float32 HxW; positive pushes away from ``reference`` (more
+    contrast to it), negative pulls towards it.
+    """
+    return cv2.blendLinear(img, reference, 1.0 + amount, -amount)
 
 
 def clarity(img: np.ndarray, value: float) -> np.ndarray:
     """Local midtone contrast: +100 = crisp midtone texture, -100 = soft, dreamy.
 
-    An unsharp mask on luma with a radius of 2% of the long side, weighted
-    towards midtones so highlights and shadows do not halo or clip.
+    An unsharp mask with a radius of 2% of the long side, weighted towards
+    midtones so highlights and shadows do not halo or clip. The blur is
+    computed on a small copy and upsampled: at this radius it is smooth.
     """
     if not value:
         return img
+    small = _downscaled(img)
+    blur = cv2.GaussianBlur(small, (0, 0), 0.02 * max(small.shape[:2]))
     y = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
-    small = _downscaled(y)
-    sigma = 0.02 * max(small.shape)
-    blur = cv2.GaussianBlur(cv2.LUT(small, _AS_FLOAT), (0, 0), sigma)
-    base = _upscaled(blur, y.shape)
-    detail = cv2.subtract(cv2.LUT(y, _AS_FLOAT), base)
-    weight = cv2.LUT(y, _MIDTONES * np.float32(value / 100.0 * 0.8))
-    return _add_luma_delta(img, cv2.multiply(weight, detail))
+    amount = cv2.LUT(y, _MIDTONES * np.float32(value / 100.0 * 0.8))
+    return _push_from(img, _upscaled(blur, img.shape[:2]), amount)
 
 
 def sharpen(img: np.ndarray, value: float) -> np.ndarray:
@@ -107,13 +107,12 @@ def dehaze(img: np.ndarray, value: float) -> np.ndarray:
     else:
         # Veil it: J = A + (I - A) * t', thicker where the scene is distant.
         gain_small = 1.0 - 0.6 * a * (1.2 - t) / 1.2
-    # In 16-bit fixed point: the gain is smooth, so it is upsampled from the
-    # small map and applied with three integer passes.
-    gain = np.rint(_upscaled((256.0 * gain_small).astype(np.float32), img.shape[:2])).astype(np.int16)
-    a8 = tuple(float(v) for v in np.rint(airlight * 255.0)) + (0.0,)
-    diff = cv2.subtract(img, a8, dtype=cv2.CV_16S)
-    scaled = cv2.multiply(diff, cv2.merge([gain, gain, gain]), scale=1.0 / 256.0, dtype=cv2.CV_16S)
-    return cv2.add(scaled, a8, dtype=cv2.CV_8U)
+    # J = A + (I - A) * gain = I*gain + A*(1 - gain): one saturating blend
+    # against the airlight colour; the gain is smooth, so it is upsampled.
+    gain = _upscaled(gain_small.astype(np.float32), img.shape[:2])
+    row = np.tile(np.rint(airlight * 255.0).astype(np.uint8), (img.shape[1], 1))[None]
+    veil = np.repeat(row, img.shape[0], axis=0)  # a flat airlight-coloured image (fast to build)
+    return cv2.blendLinear(img, veil, gain, 1.0 - gain)
 
 
 SPATIAL = {"dehaze": dehaze, "clarity": clarity, "sharpen": sharpen}
