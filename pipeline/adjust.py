@@ -115,10 +115,6 @@ def _tone_curve(y: np.ndarray, settings: Mapping[str, int]) -> np.ndarray:
     whole -100..100 range, so every curve is monotone (no tone reversals).
     """
     out = y
-    c = settings.get("contrast", 0) / 100.0
-    if c:
-        # S-curve around mid-grey: slope 1 + 0.45c at 0.5, never below 0.1.
-        out = out + 0.9 * c * (-2 * out**3 + 3 * out**2 - out)
     h = settings.get("highlights", 0) / 100.0
     if h:
         # Bump on the upper tones, y^3 (1 - y) peaks at y = 3/4; the slope
@@ -139,15 +135,35 @@ def _tone_curve(y: np.ndarray, settings: Mapping[str, int]) -> np.ndarray:
     return np.clip(out, 0.0, 1.0)
 
 
-_TONE_OPS = ("contrast", "highlights", "shadows", "whites", "blacks")
+_TONE_OPS = ("highlights", "shadows", "whites", "blacks")
+
+
+def contrast_curve(x: np.ndarray, value: float) -> np.ndarray:
+    """Sigmoidal contrast around mid-grey (0.5), 0..1 -> 0..1, monotone.
+
+    +100 steepens the midtones to a slope of about 1.9, -100 flattens them to
+    about 0.5 (the inverse curve); 0 and 1 stay fixed.
+    """
+    c = value / 100.0
+    a = 7.0 * abs(c)
+    s0 = 1.0 / (1.0 + np.exp(0.5 * a))   # sigmoid at x = 0
+    s1 = 1.0 / (1.0 + np.exp(-0.5 * a))  # sigmoid at x = 1
+    if c > 0:
+        return np.clip((1.0 / (1.0 + np.exp(-a * (x - 0.5))) - s0) / (s1 - s0), 0.0, 1.0).astype(np.float32)
+    p = np.clip(x * (s1 - s0) + s0, 1e-7, 1 - 1e-7)
+    return np.clip(0.5 + np.log(p / (1.0 - p)) / a, 0.0, 1.0).astype(np.float32)
 
 
 def adjust_tone(rgb: np.ndarray, settings: Mapping[str, int]) -> np.ndarray:
-    """Contrast, highlights, shadows, whites and blacks as one luma curve."""
+    """Contrast per channel (so punchier also means richer midtone colour, as
+    on film), then highlights, shadows, whites and blacks as one luma curve."""
+    out = rgb
+    if settings.get("contrast", 0):
+        out = contrast_curve(out, settings["contrast"])
     if not any(settings.get(k, 0) for k in _TONE_OPS):
-        return rgb
-    y = luma(rgb)
-    return _scale_luma(rgb, y, _tone_curve(y, settings))
+        return out
+    y = luma(out)
+    return _scale_luma(out, y, _tone_curve(y, settings))
 
 
 # -- color-temperature ---------------------------------------------------------
@@ -275,7 +291,7 @@ def adjust_color(rgb: np.ndarray, settings: Mapping[str, int]) -> np.ndarray:
     """Saturation, vibrance and the eight HSL bands.
 
     - saturation: chroma x (1 + v); -100 gives greyscale (luma).
-    - vibrance: like saturation but weighted by (1 - HSV saturation)^2 and
+    - vibrance: like saturation but weighted by 1.5 (1 - HSV saturation) and
       halved on skin hues (orange band), so strong colours and faces hold.
     - hue_<band>: rotates hues of that band, 100 = half way to the next band.
     - saturation_<band>: chroma of that band only (greys have no chroma to move).
@@ -300,7 +316,7 @@ def adjust_color(rgb: np.ndarray, settings: Mapping[str, int]) -> np.ndarray:
     if vib:
         orange = list(BANDS).index("orange")
         skin = 1.0 - 0.5 * _band_value(i, ramp, np.eye(len(BANDS), dtype=np.float32)[orange])
-        factor = factor * (1.0 + vib * (1.0 - s) ** 2 * skin)
+        factor = factor * (1.0 + 1.5 * vib * (1.0 - s) * skin)
     if has_sat:
         factor = factor * (1.0 + _band_value(i, ramp, band_vals[:, 1]))
     factor = np.maximum(factor, 0.0)
