@@ -9,8 +9,9 @@ agent hard-codes a threshold or a limit.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Mapping
 
 import yaml
@@ -47,6 +48,10 @@ class AgentConfig:
     sessions_dir: str = "sessions"
     database_file: str = "atelier.db"
     checkpoints_file: str = "checkpoints.db"
+    # Sections owned by their consumers and validated by them at load:
+    # ``vlm:`` (agent.vlm.vlm_limits) and ``quality.judge:`` (the embedded judge's thresholds).
+    vlm: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    judge: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def with_overrides(self, **values: Any) -> "AgentConfig":
         """A copy with some values replaced, validated like the YAML."""
@@ -84,7 +89,8 @@ _SPEC: dict[str, tuple[str, str, float | None, float | None]] = {
     "paths.database_file": ("database_file", "name", None, None),
     "paths.checkpoints_file": ("checkpoints_file", "name", None, None),
 }
-_KEY_OF = {field: key for key, (field, *_rest) in _SPEC.items()}
+_KEY_OF = {name: key for key, (name, *_rest) in _SPEC.items()}
+_KEY_OF.update(vlm="vlm", judge="quality.judge")
 
 
 def _check(key: str, kind: str, lo: float | None, hi: float | None, value: Any) -> Any:
@@ -105,10 +111,39 @@ def _check(key: str, kind: str, lo: float | None, hi: float | None, value: Any) 
     return int(value) if kind == "int" else float(value)
 
 
+def _check_vlm(body: Mapping[str, Any]) -> None:
+    from agent.vlm import vlm_limits  # the VLM client owns its limits and their ranges
+
+    vlm_limits({"vlm": dict(body)})
+
+
+def _check_judge(body: Mapping[str, Any]) -> None:
+    from agent.judges.embedded import DEFAULTS  # the judge owns its thresholds
+
+    unknown = set(body) - set(DEFAULTS)
+    if unknown:
+        raise ValueError(f"quality.judge: unknown key(s) {', '.join(sorted(unknown))}; "
+                         f"expected some of {', '.join(DEFAULTS)}")
+
+
+def _checked_section(key: str, body: Any, check) -> Mapping[str, Any]:
+    if body is None:
+        return MappingProxyType({})
+    if not isinstance(body, Mapping):
+        raise AgentConfigError(f"{key}: expected a mapping of settings, got {body!r}")
+    try:
+        check(body)
+    except ValueError as exc:
+        raise AgentConfigError(str(exc)) from None
+    return MappingProxyType(dict(body))
+
+
 def _validated(data: Mapping[str, Any]) -> AgentConfig:
     out = {}
     for key, (field, kind, lo, hi) in _SPEC.items():
         out[field] = _check(key, kind, lo, hi, data[field])
+    out["vlm"] = _checked_section("vlm", data.get("vlm"), _check_vlm)
+    out["judge"] = _checked_section("quality.judge", data.get("judge"), _check_judge)
     if out["min_pass_score"] > out["auto_approve_threshold"]:
         raise AgentConfigError(
             "quality.min_pass_score: must not be above quality.auto_approve_threshold "
@@ -127,15 +162,21 @@ def config_from_mapping(raw: Any, where: str = "agent_config.yaml") -> AgentConf
         raw = {}
     if not isinstance(raw, Mapping):
         raise AgentConfigError(f"{where}: expected sections of settings, got {type(raw).__name__}")
-    data = {f.name: f.default for f in fields(AgentConfig)}
-    sections = {key.split(".")[0] for key in _SPEC}
+    data: dict[str, Any] = {f.name: getattr(AgentConfig(), f.name) for f in fields(AgentConfig)}
+    sections = {key.split(".")[0] for key in _SPEC} | {"vlm"}
     for section, body in raw.items():
         if section not in sections:
             raise AgentConfigError(f"{where}: unknown section {section!r}; expected {', '.join(sorted(sections))}")
         if not isinstance(body, Mapping):
             raise AgentConfigError(f"{where}: {section}: expected a mapping of settings")
+        if section == "vlm":
+            data["vlm"] = body
+            continue
         for name, value in body.items():
             key = f"{section}.{name}"
+            if key == "quality.judge":
+                data["judge"] = value
+                continue
             if key not in _SPEC:
                 raise AgentConfigError(f"{where}: unknown key {key!r}")
             data[_SPEC[key][0]] = value

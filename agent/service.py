@@ -155,10 +155,10 @@ class Studio:
         self.renderer = Renderer(max_cache_bytes=self.config.render_cache_bytes)
         if planner is None:
             from agent.planners import default_planner
-            planner = default_planner()
+            planner = default_planner(config=self.config)
         if judge is None:
             from agent.judges import default_judge
-            judge = default_judge()
+            judge = default_judge(config=self.config)
         self.planner, self.judge = planner, judge
         self._sources: OrderedDict[str, SourceImage] = OrderedDict()
         self._sources_lock = threading.Lock()

@@ -120,6 +120,8 @@ def vlm_limits(config: Any = None) -> dict:
     raw: Mapping = {}
     if isinstance(config, Mapping):
         raw = config.get("vlm", config) or {}
+    elif isinstance(getattr(config, "vlm", None), Mapping):
+        raw = config.vlm
     elif config is not None and any(hasattr(config, f"vlm_{k}") for k in _LIMITS):
         raw = {k: getattr(config, f"vlm_{k}") for k in _LIMITS if hasattr(config, f"vlm_{k}")}
     elif CONFIG_PATH.is_file():

@@ -17,5 +17,6 @@ def default_judge(env=None, config=None) -> Judge:
     from agent.judges.embedded import EmbeddedJudge
     from agent.judges.vlm import VLMJudge
 
-    judge = VLMJudge.from_env(env, config)
-    return judge if judge is not None else EmbeddedJudge()
+    embedded = EmbeddedJudge(config=config)
+    judge = VLMJudge.from_env(env, config, fallback=embedded)
+    return judge if judge is not None else embedded

@@ -35,9 +35,9 @@ class VLMJudge:
         self._fallback = fallback
 
     @classmethod
-    def from_env(cls, env=None, config=None) -> "VLMJudge | None":
+    def from_env(cls, env=None, config=None, fallback: Judge | None = None) -> "VLMJudge | None":
         client = VLMClient.from_env(env, config)
-        return cls(client) if client else None
+        return cls(client, fallback=fallback) if client else None
 
     @property
     def fallback(self) -> Judge:
