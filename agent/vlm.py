@@ -141,6 +141,32 @@ def vlm_limits(config: Any = None) -> dict:
     return out
 
 
+
+class ModelBacked:
+    """What the VLM planner and judge share: a client, and the embedded
+    planner/judge they fall back to (built on first use unless given)."""
+
+    name = "vlm"
+
+    def __init__(self, client: "VLMClient", *, fallback: Any = None):
+        self.client = client
+        self._fallback = fallback
+
+    @classmethod
+    def from_env(cls, env=None, config=None, fallback: Any = None):
+        """An instance when ATELIER_VLM_BASE_URL and ATELIER_VLM_MODEL are set, else None."""
+        client = VLMClient.from_env(env, config)
+        return cls(client, fallback=fallback) if client else None
+
+    def _embedded(self):
+        raise NotImplementedError
+
+    @property
+    def fallback(self):
+        if self._fallback is None:
+            self._fallback = self._embedded()
+        return self._fallback
+
 # ---------------------------------------------------------------------------
 # profiles: how to talk to one model family
 # ---------------------------------------------------------------------------
@@ -554,5 +580,5 @@ def _short(text: str, limit: int = 160) -> str:
 
 __all__ = [
     "VLMClient", "VLMError", "VLMProfile", "VLMReply", "VLMSettings", "ReplyFormatError",
-    "extract_json_object", "image_data_url", "profile_for_model", "profile_from_profile", "vlm_limits",
+    "ModelBacked", "extract_json_object", "image_data_url", "profile_for_model", "profile_from_profile", "vlm_limits",
 ]

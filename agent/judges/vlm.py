@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 
 from agent.judges.base import Assessment, Judge, JudgeRequest
-from agent.vlm import VLMClient, VLMError
+from agent.vlm import ModelBacked, VLMClient, VLMError
 from schemas import Schema, load_schema
 
 log = logging.getLogger(__name__)
@@ -25,27 +25,13 @@ log = logging.getLogger(__name__)
 _STANDARD = ("score", "assessment", "dimensions", "diagnoses")
 
 
-class VLMJudge:
+class VLMJudge(ModelBacked):
     """Judges with a VLM; falls back to ``fallback`` (the embedded judge by default)."""
 
-    name = "vlm"
+    def _embedded(self) -> Judge:
+        from agent.judges.embedded import EmbeddedJudge
 
-    def __init__(self, client: VLMClient, *, fallback: Judge | None = None):
-        self.client = client
-        self._fallback = fallback
-
-    @classmethod
-    def from_env(cls, env=None, config=None, fallback: Judge | None = None) -> "VLMJudge | None":
-        client = VLMClient.from_env(env, config)
-        return cls(client, fallback=fallback) if client else None
-
-    @property
-    def fallback(self) -> Judge:
-        if self._fallback is None:
-            from agent.judges.embedded import EmbeddedJudge
-
-            self._fallback = EmbeddedJudge()
-        return self._fallback
+        return EmbeddedJudge()
 
     def assess(self, request: JudgeRequest) -> Assessment:
         schema = load_schema("quality", request.schema)

@@ -21,7 +21,7 @@ import logging
 from typing import Any
 
 from agent.planners.base import Plan, Planner, PlanError, PlanRequest, SubGoal
-from agent.vlm import VLMClient, VLMError, VLMProfile
+from agent.vlm import ModelBacked, VLMClient, VLMError, VLMProfile
 from pipeline import ops
 from schemas import Schema, load_schema
 
@@ -41,27 +41,13 @@ _STATS_KEYS = ("L_mean", "L_p01", "L_p99", "clip_high", "clip_low", "b_mean", "a
                "saturation_mean", "rms_contrast")
 
 
-class VLMPlanner:
+class VLMPlanner(ModelBacked):
     """Plans with a VLM; falls back to ``fallback`` (the embedded planner by default)."""
 
-    name = "vlm"
+    def _embedded(self) -> Planner:
+        from agent.planners.embedded import EmbeddedPlanner
 
-    def __init__(self, client: VLMClient, *, fallback: Planner | None = None):
-        self.client = client
-        self._fallback = fallback
-
-    @classmethod
-    def from_env(cls, env=None, config=None) -> "VLMPlanner | None":
-        client = VLMClient.from_env(env, config)
-        return cls(client) if client else None
-
-    @property
-    def fallback(self) -> Planner:
-        if self._fallback is None:
-            from agent.planners.embedded import EmbeddedPlanner
-
-            self._fallback = EmbeddedPlanner()
-        return self._fallback
+        return EmbeddedPlanner()
 
     # -- the turn -----------------------------------------------------------
     def plan(self, request: PlanRequest) -> Plan:
