@@ -186,10 +186,15 @@ def adjust_white_balance(rgb: np.ndarray, temperature: float = 0, tint: float = 
     """Temperature (blue..amber) and tint (green..magenta), in linear light."""
     if not temperature and not tint:
         return rgb
-    lin = srgb_to_linear(rgb) * white_balance_gains(temperature, tint)
-    # Keep the hue of channels pushed over 1 by scaling the pixel down instead of clipping.
-    peak = lin.max(axis=-1, keepdims=True)
-    lin = np.where(peak > 1.0, lin / np.maximum(peak, 1e-6), lin)
+    gains = white_balance_gains(temperature, tint)
+    lin = srgb_to_linear(rgb) * gains
+    # Keep each pixel's hue where a channel is pushed over 1: the brightest
+    # channel goes through the exposure shoulder (what was white, times the
+    # largest gain, lands on 1; smooth, and the identity as the gains near 1)
+    # and the pixel is scaled with it, instead of a hard clip.
+    peak = np.maximum(np.maximum(lin[..., 0], lin[..., 1]), lin[..., 2])
+    rolled = _shoulder(peak, max(1.0, float(gains.max())))
+    lin = lin * (rolled / np.maximum(peak, 1e-6))[..., None]
     return linear_to_srgb(lin)
 
 

@@ -87,7 +87,7 @@ class Piece:
 
 
 # Same phrase in two lists: the earlier category wins.
-_CATEGORY_ORDER = ("relative", "rollback", "intent", "fix", "target", "band", "magnitude", "reduce",
+_CATEGORY_ORDER = ("relative", "rollback", "intent", "fix", "target", "band", "magnitude", "towards", "reduce",
                    "avoid", "reset", "set", "increase", "objects", "global", "separator", "op")
 
 
@@ -124,9 +124,30 @@ class Vocabulary:
         for band, entry in (pe.get("bands") or {}).items():
             lists["band"] += [(w, band) for w in entry["words"]]
         lists["magnitude"] = [(w, w) for w in self.magnitudes]
-        for cat in ("reduce", "avoid", "reset", "set", "increase", "objects", "global", "rollback"):
+        for cat in ("reduce", "avoid", "reset", "set", "increase", "objects", "global", "rollback", "towards"):
             lists[cat] += [(w, cat) for w in grammar.get(cat, ())]
         lists["reduce"] += [(w, "reduce") for w in grammar.get("reduce_after", ())]
+        # "tone down the sky": these reduce words, on a target with no quality named, mean
+        # the implicit intent (profile: implicit_intents.tone_down).
+        lists["reduce"] += [(w, "reduce") for w in grammar.get("tone_down", ())]
+        self.tone_down = {" ".join(_tokens(w)) for w in grammar.get("tone_down", ())}
+        implicit = dict(pe.get("implicit_intents") or {})
+        self.tone_down_intent = implicit.get("tone_down")
+        if self.tone_down_intent is not None and self.tone_down_intent not in self.intents:
+            raise ProfileError(str(profile.path), "prompt_engineering.implicit_intents.tone_down",
+                               f"no intent called {self.tone_down_intent!r}")
+        # "shift the oranges towards yellow" (a hue move), "shift the tint towards green" (a cast).
+        shifts = dict(pe.get("colour_shifts") or {})
+        self.shift_hue = int(shifts.get("hue", 0))
+        self.casts: dict[str, tuple[tuple[str, int], ...]] = {}
+        for band, moves in (shifts.get("casts") or {}).items():
+            where = f"prompt_engineering.colour_shifts.casts.{band}"
+            if band not in ops.BANDS:
+                raise ProfileError(str(profile.path), where, f"expected one of {', '.join(ops.BANDS)}")
+            try:
+                self.casts[band] = tuple((ops.get_op(k).name, int(v)) for k, v in moves.items())
+            except ops.OpError as exc:
+                raise ProfileError(str(profile.path), where, str(exc)) from None
         lists["separator"] = [(w, "soft") for w in grammar.get("separators", ())]
         # Op names and labels ("temperature", "green saturation", "saturation_green"): lowest priority.
         for op in ops.OPS.values():
@@ -163,6 +184,19 @@ def _tokens(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
+#: Modifier phrases that may give their last word to a following quality phrase.
+_YIELDING = ("magnitude", "increase", "reduce")
+
+
+def _starts_quality(vocab: Vocabulary, tokens: list[str], j: int) -> bool:
+    """Whether an intent phrase of two or more words starts at token ``j``."""
+    for n in range(min(vocab.longest, len(tokens) - j), 1, -1):
+        hit = vocab.phrases.get(tuple(tokens[j:j + n]))
+        if hit and hit[0] in ("intent", "fix"):
+            return True
+    return False
+
+
 def _match(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
     """Greedy longest-phrase matching; unmatched tokens become 'word'/'number'/'separator' pieces."""
     pieces: list[Piece] = []
@@ -180,6 +214,12 @@ def _match(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
         for n in range(min(vocab.longest, len(tokens) - i), 0, -1):
             hit = vocab.phrases.get(tuple(tokens[i:i + n]))
             if hit:
+                if n > 1 and hit[0] in _YIELDING and _starts_quality(vocab, tokens, i + n - 1) \
+                        and tuple(tokens[i:i + n - 1]) in vocab.phrases:
+                    # "add more magenta", "a bit more contrast": the modifier gives its last
+                    # word back to the quality phrase it begins ("more magenta").
+                    n -= 1
+                    hit = vocab.phrases[tuple(tokens[i:i + n])]
                 pieces.append(Piece(hit[0], hit[1], " ".join(tokens[i:i + n]), i))
                 i += n
                 break
@@ -303,6 +343,68 @@ def _uses(vocab: Vocabulary, clause: Clause) -> list[Use]:
     for use in uses.values():
         use.targets, use.bands = list(targets), list(bands)
     return [uses[a.pos] for a in anchors]
+
+
+def _hue_direction(band: str, goal: str) -> int:
+    """+1 when ``goal`` lies ahead of ``band`` on the hue circle (red, orange, yellow, green,
+    aqua, blue, purple, magenta, red...), -1 when behind, 0 for the same band.
+
+    Positive hue_<band> rotates a band towards the next band's hue (pipeline/adjust.py).
+    """
+    order = list(ops.BANDS)
+    steps = (order.index(goal) - order.index(band)) % len(order)
+    return 0 if not steps else (1 if steps <= len(order) // 2 else -1)
+
+
+def _towards_uses(vocab: Vocabulary, clause: Clause, notes: list[str]) -> list[Use] | None:
+    """"shift/push/move X towards Y" where Y is a colour; None when the clause is not one.
+
+    X a band ("the oranges"): rotate that band's hue towards Y. X anything else (the tint,
+    the white balance, a target such as the shadows, or nothing): a colour cast towards Y,
+    from the profile's colour_shifts.casts, limited to the op named ("the tint") when it
+    has one.
+    """
+    marks = clause.of("towards")
+    if not marks:
+        return None
+    at = marks[0].pos
+    goals = [p for p in clause.of("band") if p.pos > at]
+    if not goals:
+        return None
+    goal = goals[0].key
+    said = goals[0].text.removeprefix("the ")    # "teal", "yellow": the person's word in the reply
+    subjects = [p.key for p in clause.of("band") if p.pos < at]
+    named = [p.key for p in clause.of("op") if p.pos < at]
+    for op_name in named:                       # "shift the orange hue towards yellow"
+        for band in ops.BANDS:
+            if op_name.endswith(f"_{band}"):
+                subjects.append(band)
+    targets = [p.key for p in clause.of("target")]
+    mags = clause.of("magnitude")
+    numbers = clause.of("number")
+    base = Use(intent=None, avoid=bool(clause.of("avoid")),  # type: ignore[arg-type]
+               scale=vocab.magnitudes[mags[0].key] if mags else 1.0,
+               number=numbers[0].key if numbers else None, targets=targets, pos=at)
+    in_where = " in {where}" if targets else ""
+    uses: list[Use] = []
+    if subjects:
+        for band in dict.fromkeys(subjects):
+            sign = _hue_direction(band, goal)
+            if not sign or not vocab.shift_hue:
+                notes.append(f"The {band}s are already {said}; nothing to shift.")
+                continue
+            intent = Intent(name=f"hue:{band}", label=f"{band}s towards {said}", kind="colour",
+                            ops=((f"hue_{band}", sign * vocab.shift_hue),),
+                            doing=f"shifting the {band}s{in_where} towards {said}")
+            uses.append(replace(base, intent=intent))
+        return uses
+    cast = vocab.casts.get(goal)
+    if not cast:
+        return None
+    only = [(op, v) for op, v in cast if op in named]
+    intent = Intent(name=f"cast:{goal}", label=f"towards {said}", kind="direct", ops=tuple(only or cast),
+                    doing=f"shifting {{where}} towards {said}")
+    return [replace(base, intent=intent)]
 
 
 # ---------------------------------------------------------------------------
@@ -563,6 +665,18 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
     previous_targets: list[str] = []
     for ci, clause in enumerate(clauses):
         order = order0 + ci * 100
+        towards = _towards_uses(vocab, clause, draft.notes)
+        if towards is not None:
+            # "shift the oranges towards yellow": the shift is the whole clause
+            draft.understood_any = True
+            for u in towards:
+                if u.avoid:
+                    draft.notes.append(f"Leaving {u.intent.label} alone, as asked.")
+                    continue
+                draft.moves += _intent_moves(vocab, u, request.state, order + u.pos, source, draft.notes)
+            previous_uses = [u for u in towards if not u.avoid]
+            previous_targets = towards[0].targets if towards else []
+            continue
         for rel in clause.of("relative"):
             draft.understood_any = True
             draft.moves += _relative_moves(vocab, rel.key, request.image_stats, order + rel.pos, draft,
@@ -581,7 +695,13 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
                 draft.understood_any = True
                 previous_targets = targets
                 continue
-            if bands and (clause.of("reduce", "increase", "magnitude") or not previous_uses or not soft) \
+            tone_down = [p for p in clause.of("reduce") if p.text in vocab.tone_down]
+            if targets and not bands and tone_down and vocab.tone_down_intent:
+                # "tone down the sky": less of what stands out there (the profile's implicit intent)
+                mags = clause.of("magnitude")
+                uses = [Use(vocab.intents[vocab.tone_down_intent], targets=targets, pos=tone_down[0].pos,
+                            scale=vocab.magnitudes[mags[0].key] if mags else 1.0)]
+            elif bands and (clause.of("reduce", "increase", "magnitude") or not previous_uses or not soft) \
                     and "more_saturated" in vocab.intents:
                 # "less green", "more blue": the band's saturation
                 use = Use(vocab.intents["more_saturated"], targets=targets, bands=bands, pos=clause.pieces[0].pos)
