@@ -1,0 +1,29 @@
+"""The benchmark runs end to end and reports every figure (small photo: behaviour, not seconds)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_bench_prints_every_figure_as_json():
+    res = subprocess.run([sys.executable, "-m", "pipeline.bench", "--json", "--runs", "1", "--size", "480x270"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    r = json.loads(res.stdout)
+    for key in ("global_4k_ms", "lut_compile_ms", "lut_apply_4k_ms", "coordinates_new_photo_4k_ms",
+                "full_turn_4k_ms", "proxy_1600_ms", "naive_global_4k_ms", "speedup_vs_naive"):
+        assert r[key] > 0, key
+    assert r["size_label"] == "480x270"
+    # The fused LUT stays within the design's error bounds against exact math.
+    assert r["lut_error_max"] <= 3 and r["lut_error_mean"] <= 0.2
+
+
+def test_bench_refuses_a_bad_size():
+    res = subprocess.run([sys.executable, "-m", "pipeline.bench", "--size", "huge"], cwd=REPO,
+                         capture_output=True, text=True)
+    assert res.returncode == 2 and "--size: expected WIDTHxHEIGHT" in res.stderr
