@@ -106,6 +106,32 @@ INSTRUCTIONS = [
     ("make the sky darker and bluer", {("exposure", "sky"): "-", ("saturation_blue", "sky"): "+"}),
     ("cooler; more contrast. sharper!", {("temperature", None): "-", ("contrast", None): "+", ("sharpen", None): "+"}),
     ("brighten the face and the background", {("exposure", "face"): "+", ("exposure", "subject!"): "+"}),
+    # "X towards Y": a band's hue (shorter way round the circle), else a white-balance cast
+    ("shift the oranges towards yellow", {("hue_orange", None): "+"}),
+    ("shift the reds towards orange", {("hue_red", None): "+"}),
+    ("push the greens towards yellow", {("hue_green", None): "-"}),
+    ("move the blues slightly towards teal", {("hue_blue", None): "-"}),
+    ("shift the magentas toward red", {("hue_magenta", None): "+"}),
+    ("shift the orange hue towards red", {("hue_orange", None): "-"}),
+    ("shift the tint towards green", {("tint", None): "-"}),
+    ("shift the tint towards magenta", {("tint", None): "+"}),
+    ("shift the white balance towards blue", {("temperature", None): "-"}),
+    ("push the shadows towards blue", {("temperature", "luminance"): "-"}),
+    # tint words; a modifier gives its last word back to the quality ("add more magenta")
+    ("add a bit more magenta", {("tint", None): "+"}),
+    ("add more magenta", {("tint", None): "+"}),
+    ("less magenta", {("tint", None): "-"}),
+    ("it has a green cast", {("tint", None): "+"}),
+    # "tone down <place>" with no quality named: darker there; a band: less intense
+    ("tone down the sky", {("exposure", "sky"): "-"}),
+    ("dial back the highlights a little", {("exposure", "luminance"): "-"}),
+    ("tone down the reds", {("saturation_red", None): "-"}),
+    ("tone down the warmth", {("temperature", None): "-"}),
+    # "add (some) X"
+    ("add some sharpening", {("sharpen", None): "+"}),
+    ("add some clarity", {("clarity", None): "+"}),
+    ("add some contrast", {("contrast", None): "+"}),
+    ("add some haze", {("dehaze", None): "-"}),
     # explicit values
     ("set contrast to 20", {("contrast", None): "=20"}),
     ("exposure -15", {("exposure", None): "-"}),
@@ -361,3 +387,65 @@ def test_unknown_diagnosis_is_noted_not_invented(planner):
     plan = plan_for(planner, "warmer", diagnoses=["composition_off"])
     assert any("composition_off" in n for n in plan.notes)
     assert {g.op for g in plan.sub_goals} == {"temperature"}
+
+
+# -- colour shifts, tint and tone-down vocabulary -----------------------------
+
+def test_towards_the_same_band_changes_nothing_and_says_so(planner):
+    plan = plan_for(planner, "shift the blues towards blue")
+    assert not plan.understood and not plan.sub_goals
+    assert "already" in plan.reply
+
+
+def test_towards_respects_avoid_magnitude_and_the_persons_word(planner):
+    assert not plan_for(planner, "don't shift the reds towards orange").sub_goals
+    full = moves(plan_for(planner, "shift the reds towards orange"))[("hue_red", None)]
+    slight = moves(plan_for(planner, "slightly shift the reds towards orange"))[("hue_red", None)]
+    assert 0 < slight < full
+    assert "teal" in plan_for(planner, "move the blues towards teal").reply
+    # a cast limited to the op named: the tint moves, the temperature does not
+    assert set(moves(plan_for(planner, "shift the tint towards aqua"))) == {("tint", None)}
+
+
+def test_modifier_yields_its_last_word_to_a_quality(planner):
+    assert set(moves(plan_for(planner, "add more magenta"))) == {("tint", None)}
+    a_bit = moves(plan_for(planner, "a bit more contrast"))[("contrast", None)]
+    assert 0 < a_bit < moves(plan_for(planner, "more contrast"))[("contrast", None)]
+    assert 0 < moves(plan_for(planner, "add a bit more magenta"))[("tint", None)] \
+        < moves(plan_for(planner, "more magenta"))[("tint", None)]
+    # band words keep their meaning when no quality phrase follows the modifier
+    assert ("saturation_blue", None) in moves(plan_for(planner, "add more blue"))
+
+
+def test_tone_down_a_place_never_removes_it(planner):
+    plan = plan_for(planner, "remove the sky")
+    assert not plan.sub_goals and not plan.understood
+
+
+def _render_plan(planner, img, message):
+    state = EditState()
+    for g in planner.plan(PlanRequest(message=message, state=state)).sub_goals:
+        state = state.with_value(g.op, g.value, mask=g.target, mode=g.mode)
+    return image_stats(render(img, state))
+
+
+def test_rendered_colour_shifts_move_the_way_the_words_say(planner, photos):
+    img = photos["coffee"]
+    before = image_stats(img)
+    hue = before["bands"]["orange"]["hue_mean"]
+    assert _render_plan(planner, img, "shift the oranges towards yellow")["bands"]["orange"]["hue_mean"] > hue + 1
+    assert _render_plan(planner, img, "shift the oranges towards red")["bands"]["orange"]["hue_mean"] < hue - 1
+    assert _render_plan(planner, img, "add a bit more magenta")["a_mean"] > before["a_mean"] + 0.5
+    assert _render_plan(planner, img, "shift the tint towards green")["a_mean"] < before["a_mean"] - 1
+    assert _render_plan(planner, img, "more contrast")["rms_contrast"] > before["rms_contrast"] + 0.5
+
+
+def test_bad_colour_shift_cast_is_a_profile_error(tmp_path):
+    import yaml
+    from profiles import ProfileError
+    data = load_profile("engine").to_dict()
+    data["prompt_engineering"]["colour_shifts"]["casts"]["green"] = {"greenness": -20}
+    path = tmp_path / "engine_bad.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(ProfileError, match=r"colour_shifts\.casts\.green"):
+        EmbeddedPlanner(load_profile(path))

@@ -229,3 +229,37 @@ def test_magnitude_words_land_in_their_named_band():
 def test_fallback_warning_text_is_for_people():
     text = textwrap.shorten(load_profile("my-new-model").warning, 200)
     assert "my-new-model" in text and "default_vlm" in text
+
+
+def test_engine_colour_shifts_cover_every_band_the_right_way():
+    """"X towards Y": a cast for every band, its ops real, each pointing at its colour."""
+    pe = load_profile("engine").prompt_engineering
+    shifts = pe["colour_shifts"]
+    low, high = ops.MAGNITUDES["moderate"]
+    assert low <= shifts["hue"] <= high
+    casts = shifts["casts"]
+    assert set(casts) == set(ops.BANDS)
+    for band, moves in casts.items():
+        assert moves, band
+        for op in moves:
+            assert op in ops.OPS, (band, op)
+    assert casts["green"]["tint"] < 0 < casts["magenta"]["tint"]          # tint +100 = more magenta
+    assert casts["blue"]["temperature"] < 0 < casts["orange"]["temperature"]
+    assert pe["grammar"]["towards"] and "to" not in pe["grammar"]["towards"]   # "to" is too common
+
+
+def test_engine_implicit_tone_down_is_a_darkening_intent():
+    pe = load_profile("engine").prompt_engineering
+    name = pe["implicit_intents"]["tone_down"]
+    assert pe["intent_translations"][name]["ops"]["exposure"] < 0
+    assert "tone down" in pe["grammar"]["tone_down"]
+
+
+def test_engine_contrast_intents_are_visible_on_the_sigmoid():
+    """The per-channel sigmoid barely moves midtones below ~25 (slope ~1 + (c/100)^2), so a
+    look or word whose main op is contrast asks for at least a moderate amount."""
+    low, _ = ops.MAGNITUDES["moderate"]
+    for name, intent in load_profile("engine").intent_translations().items():
+        op, value = next(iter(intent["ops"].items()))
+        if op == "contrast":
+            assert abs(value) >= low, name

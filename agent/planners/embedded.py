@@ -8,7 +8,9 @@ parameters of relative requests, iteration signals) lives in
    is one phrase, so its "and" never splits a clause);
 2. split into clauses at punctuation and joining words ("and", "but");
 3. per clause: intents with their modifiers (magnitude, "less"/"too"
-   negation, "don't", numbers), local targets and colour bands;
+   negation, "don't", numbers), local targets and colour bands; "X towards Y"
+   colour shifts (a band's hue, or a white-balance cast); "tone down <place>"
+   with no quality named (the profile's implicit intent);
 4. turn each intent into op moves on the -100..100 scale, respecting the
    current EditState ("less warm" after warming tones the warmth down);
 5. merge: opposite moves of one op from different words are a conflict (the
