@@ -72,16 +72,18 @@ def route_after_error(state: AgentState) -> str:
 
 
 def build_graph(planner, judge, store, renderer, config: AgentConfig, checkpointer=None, *,
-                sources: SourceLoader | None = None):
+                sources: SourceLoader | None = None, schemas_root=None):
     """Compile the agent graph with its dependencies injected (nothing global).
 
     ``sources`` maps a session id to its :class:`pipeline.render.SourceImage`;
     by default the original is loaded from the store's files on each call
-    (a Studio passes its own cached loader).
+    (a Studio passes its own cached loader). ``schemas_root`` is the schemas
+    folder the planner and judge load their output schemas from (None = the
+    shipped ``schemas/``).
     """
     if sources is None:
         sources = default_source_loader(store, config)
-    nodes = TurnNodes(planner, judge, store, renderer, config, sources)
+    nodes = TurnNodes(planner, judge, store, renderer, config, sources, schemas_root=schemas_root)
     g = StateGraph(AgentState)
     g.add_node("planner", nodes.plan)
     g.add_node("executor", nodes.execute)

@@ -112,7 +112,8 @@ class TurnNodes:
     """The six nodes of one Studio's graph, sharing injected dependencies."""
 
     def __init__(self, planner: Planner, judge: Judge, store: Store, renderer, config: AgentConfig,
-                 sources: SourceLoader):
+                 sources: SourceLoader, schemas_root: str | None = None):
+        self.schemas_root = str(schemas_root) if schemas_root else None
         self.planner = planner
         self.judge = judge
         self.store = store
@@ -162,6 +163,7 @@ class TurnNodes:
             diagnoses=diagnoses, style=state.get("style"), turn=int(state["turn"]),
             max_sub_goals=self.config.max_sub_goals,
             schema=str(self.store.get_session(state["session_id"]).settings.get("planner_schema", "default")),
+            schema_root=self.schemas_root,
         )
         plan = self.planner.plan(request)
         if not isinstance(plan, Plan):
@@ -251,7 +253,7 @@ class TurnNodes:
         result = self.judge.assess(JudgeRequest(
             original=original_img, current=current_img, sub_goals=goals, state=candidate,
             previous_state=previous, previous=previous_img, masks=masks, message=state["message"],
-            schema=str(session.settings.get("quality_schema", "default")),
+            schema=str(session.settings.get("quality_schema", "default")), schema_root=self.schemas_root,
         ))
         if not isinstance(result, Assessment):
             raise TypeError(f"the judge returned {type(result).__name__}, expected an Assessment")

@@ -21,7 +21,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -40,6 +40,10 @@ SESSIONS_DIR_ENV = "ATELIER_SESSIONS_DIR"
 EXPORT_FORMATS = {"jpeg": "jpg", "jpg": "jpg", "png": "png", "tiff": "tif", "tif": "tif"}
 _FORMAT_EXT = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "TIFF": "tif", "GIF": "gif", "MPO": "jpg"}
 MAX_MESSAGE_CHARS = 2000
+#: Longest example output (JSON text) the schema generator accepts.
+MAX_EXAMPLE_CHARS = 20_000
+#: A progress callback: receives small dicts while a turn runs (see agent/progress.py).
+ProgressFn = Callable[[dict], None]
 _TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{20,128}$")
 _WAITING = "a turn is waiting for your review: approve, modify, roll back or replan first"
 
@@ -144,8 +148,12 @@ class Studio:
     """Sessions, turns and renders over one database and sessions folder (see docs/service-api.md)."""
 
     def __init__(self, database_url: str | None = None, sessions_dir: str | os.PathLike | None = None,
-                 planner=None, judge=None, config: AgentConfig | None = None):
+                 planner=None, judge=None, config: AgentConfig | None = None,
+                 schemas_root: str | os.PathLike | None = None):
         self.config = config or load_config()
+        # Output schemas (and the custom ones generate_schema writes): <root>/<agent>/[custom/]<name>.yaml
+        self.schemas_root = Path(schemas_root).resolve() if schemas_root else None
+        self._schema_lock = threading.Lock()
         folder = sessions_dir or os.environ.get(SESSIONS_DIR_ENV) or self.config.sessions_path()
         self.sessions_dir = Path(folder).resolve()
         url = resolve_database_url(database_url, self.sessions_dir, self.config.database_file)
@@ -166,7 +174,7 @@ class Studio:
         self._locks_guard = threading.Lock()
         self._recovered: set[str] = set()
         self.graph = build_graph(planner, judge, self.store, self.renderer, self.config,
-                                 self.checkpointer, sources=self._source)
+                                 self.checkpointer, sources=self._source, schemas_root=self.schemas_root)
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
@@ -236,10 +244,14 @@ class Studio:
     def _pending(self, session: SessionRecord) -> dict | None:
         return self._interrupt(session.active_thread) if session.active_thread else None
 
-    def _run(self, session: SessionRecord, thread_id: str, payload: Any, turn: int, message: str) -> TurnResult:
+    def _run(self, session: SessionRecord, thread_id: str, payload: Any, turn: int, message: str,
+             progress: ProgressFn | None = None) -> TurnResult:
         config = self._thread_config(thread_id)
         try:
-            self.graph.invoke(payload, config)
+            if progress is None:
+                self.graph.invoke(payload, config)
+            else:
+                self._stream(payload, config, progress)
         except Exception as exc:  # noqa: BLE001 - whatever broke, the person gets a clear answer
             return self._fail_turn(session, turn, message, exc)
         snapshot = self.graph.get_state(config)
@@ -249,6 +261,24 @@ class Studio:
         if review is None:
             self._forget_thread(thread_id)  # the finished turn lives in the store now
         return result
+
+    def _stream(self, payload: Any, config: dict, progress: ProgressFn) -> None:
+        """Run the graph like ``invoke``, telling ``progress`` as each node starts and finishes."""
+        from agent.progress import progress_event
+
+        known: list[dict] = []
+        alive = True
+        for part in self.graph.stream(payload, config, stream_mode="tasks"):
+            event = progress_event(part)
+            if event is None or not alive:
+                continue
+            if "sub_goals" in event:
+                known = event["sub_goals"]
+            event["sub_goals"] = [dict(r) for r in known]
+            try:
+                progress(event)
+            except Exception:  # noqa: BLE001 - a broken listener (a closed tab) never costs the turn
+                alive = False
 
     def _forget_thread(self, thread_id: str) -> None:
         """Drop a finished turn's checkpoints so the checkpoint database stays small."""
@@ -405,15 +435,71 @@ class Studio:
         self._recovered.add(session_id)
         return self._info(record)
 
-    @staticmethod
-    def _check_schema(agent: str, name: str | None) -> str:
+    def _check_schema(self, agent: str, name: str | None) -> str:
         if name is None:
             return "default"
         from schemas import SchemaError, check_schema_name
         try:
-            return check_schema_name(agent, name)
+            return check_schema_name(agent, name, root=self.schemas_root)
         except SchemaError as exc:
             raise InvalidInput(str(exc)) from None
+
+    # -- output schemas -----------------------------------------------------------------
+    def list_schemas(self, agent: str) -> list[str]:
+        """Names of the output schemas ``agent`` ("planner", "executor", "quality") can use, "default" first."""
+        from schemas import SchemaError, list_schemas
+        try:
+            return list_schemas(agent, root=self.schemas_root)
+        except SchemaError as exc:
+            raise InvalidInput(str(exc)) from None
+
+    def generate_schema(self, example: dict | str, *, agent: str, name: str, overwrite: bool = False) -> dict:
+        """Infer an output schema from one example output and save it as ``<agent>/custom/<name>.yaml``.
+
+        ``example``: a JSON object, or its text. The new schema ``extends: default``
+        when the example carries the agent's default fields, and always accepts its
+        own example. Returns ``{"agent", "name", "path", "extends", "fields", "yaml"}``
+        (``fields``: the names the schema adds). Bad JSON, a bad or taken name
+        (without ``overwrite``) or an example with nothing new raise InvalidInput.
+        """
+        import json
+
+        from schemas import AGENTS, SchemaError, _NAME
+        from schemas.generate import generate_schema
+
+        if agent not in AGENTS:
+            raise InvalidInput(f"agent: expected one of {', '.join(AGENTS)}, got {agent!r}")
+        name = name.strip() if isinstance(name, str) else name
+        if not isinstance(name, str) or not _NAME.match(name) or name == "default":
+            raise InvalidInput(f"name: {name!r} is not a schema name: use 1-64 letters, digits, '-' and '_' "
+                               "(starting with a letter or digit), and not 'default'")
+        if isinstance(example, str):
+            if len(example) > MAX_EXAMPLE_CHARS:
+                raise InvalidInput(f"example: too long ({len(example)} characters; at most {MAX_EXAMPLE_CHARS})")
+            if not example.strip():
+                raise InvalidInput("example: paste one example output as a JSON object")
+            try:
+                example = json.loads(example)
+            except json.JSONDecodeError as exc:
+                raise InvalidInput(f"example: not valid JSON ({exc.msg} at line {exc.lineno}, "
+                                   f"column {exc.colno})") from None
+        if not isinstance(example, dict) or not example:
+            kind = ("an empty object" if isinstance(example, dict) else "a list" if isinstance(example, list)
+                    else "null" if example is None else "true/false" if isinstance(example, bool)
+                    else "a number" if isinstance(example, (int, float)) else "text" if isinstance(example, str)
+                    else type(example).__name__)
+            raise InvalidInput(f"example: expected a JSON object with at least one field, got {kind}")
+        with self._schema_lock:
+            if not overwrite and name in self.list_schemas(agent):
+                raise InvalidInput(f"name: a {agent} schema named {name!r} already exists; "
+                                   "choose another name (or overwrite it)")
+            try:
+                path, doc = generate_schema(example, agent=agent, name=name, root=self.schemas_root,
+                                            overwrite=overwrite, source="an example output")
+            except SchemaError as exc:
+                raise InvalidInput(str(exc)) from None
+        return {"agent": agent, "name": name, "path": str(path), "extends": doc.get("extends"),
+                "fields": list(doc.get("fields") or {}), "yaml": path.read_text(encoding="utf-8")}
 
     def _original_bytes(self, image: Any, filename: str | None) -> tuple[bytes, str]:
         title = (Path(filename).name if filename else "") or ""
@@ -464,8 +550,12 @@ class Studio:
         return [self._info(s) for s in self.store.list_sessions()]
 
     # -- turns --------------------------------------------------------------------------
-    def send_message(self, session_id: str, text: str) -> TurnResult:
-        """One turn: plan, execute, judge; stops at review when the session's mode asks for it."""
+    def send_message(self, session_id: str, text: str, *, progress: ProgressFn | None = None) -> TurnResult:
+        """One turn: plan, execute, judge; stops at review when the session's mode asks for it.
+
+        ``progress``, when given, is called with small dicts as the turn runs
+        (stage, status, message, sub_goals, fraction; see agent/progress.py).
+        """
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("say what you would like to change, e.g. \"make it warmer\"")
         text = text.strip()
@@ -475,20 +565,24 @@ class Studio:
             session = self._session(session_id)
             if session.active_thread:
                 raise InvalidInput(_WAITING)
-            return self._start_turn(session, text)
+            return self._start_turn(session, text, progress=progress)
 
-    def _start_turn(self, session: SessionRecord, message: str, modify_values: dict | None = None) -> TurnResult:
+    def _start_turn(self, session: SessionRecord, message: str, modify_values: dict | None = None,
+                    progress: ProgressFn | None = None) -> TurnResult:
         turn = self.store.last_turn(session.id) + 1
         thread_id = f"{session.id}:{turn}:{secrets.token_hex(4)}"
         self.store.update_session(session.id, active_thread=thread_id)
         payload = fresh_turn_state(session_id=session.id, turn=turn, message=message, style=session.style,
                                    review_mode=session.review_mode, head_asset_id=session.head_asset_id,
                                    modify_values=modify_values)
-        return self._run(session, thread_id, payload, turn, message)
+        return self._run(session, thread_id, payload, turn, message, progress)
 
     def review(self, session_id: str, action: str, *, values: dict | None = None, target: Any = None,
-               feedback: str | None = None) -> TurnResult:
-        """The person's decision: approve, modify (slider values), rollback (turn or version), replan."""
+               feedback: str | None = None, progress: ProgressFn | None = None) -> TurnResult:
+        """The person's decision: approve, modify (slider values), rollback (turn or version), replan.
+
+        ``progress`` as for :meth:`send_message` (a standalone rollback runs no graph and reports nothing).
+        """
         from langgraph.types import Command
 
         if action not in ("approve", "modify", "rollback", "replan"):
@@ -505,7 +599,7 @@ class Studio:
                 checked = self._check_values(values)
                 if pending is None:
                     words = " ".join(f"{k}={v}" for k, v in checked.items())
-                    return self._start_turn(session, f"/modify {words}", modify_values=checked)
+                    return self._start_turn(session, f"/modify {words}", modify_values=checked, progress=progress)
                 decision = {"action": "modify", "values": checked}
             elif pending is None:
                 raise InvalidInput(f"{action}: nothing is waiting for your review")
@@ -516,7 +610,8 @@ class Studio:
             else:
                 decision = {"action": "approve"}
             turn = int(pending.get("turn") or 0)
-            return self._run(session, session.active_thread, Command(resume=decision), turn, "/" + action)
+            return self._run(session, session.active_thread, Command(resume=decision), turn, "/" + action,
+                             progress)
 
     def _rollback_turn(self, session: SessionRecord, asset_id: str, target: Any) -> TurnResult:
         """A rollback with nothing under review is a turn of its own: the head moves, the branch stays."""

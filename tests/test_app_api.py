@@ -105,6 +105,21 @@ def test_a_whole_session_through_the_api(client, coffee, tmp_path):
         assert im.convert("RGB").tobytes() == original.tobytes()   # rollback is bit-exact
 
 
+def test_a_session_with_the_cinematographer_judge_schema(client, coffee):
+    s = client.predict(handle_file(str(coffee)), "", "always", "cinematographer", api_name="/start_session")
+    assert s["quality_schema"] == "cinematographer"
+    turn = client.predict(s["resume_token"], "make it warmer and brighter", api_name="/edit")
+    assert turn["status"] == "awaiting_review"
+    # The schema's custom fields come back with the turn and the review: measured where the built-in
+    # judge can (the colour grade), None (= not assessed) where only a vision model could say.
+    assert set(turn["fields"]) == {"composition_score", "lighting_quality", "mood", "color_grade"}
+    assert turn["fields"]["color_grade"] == "warm" and turn["fields"]["composition_score"] is None
+    assert turn["review"]["fields"] == turn["fields"]
+    assert any("composition_score" in w for w in turn["warnings"])
+    with pytest.raises(AppError, match="unknown quality schema 'noir'"):
+        client.predict(handle_file(str(coffee)), "", "", "noir", api_name="/start_session")
+
+
 def test_bad_input_gets_a_message_not_a_session(client, tmp_path):
     fake = tmp_path / "notes.jpg"
     fake.write_text("not a photo at all\n" * 50)
@@ -179,3 +194,21 @@ def test_review_commands_read_as_words():
     assert views.chat_messages(log) == [{"role": "user", "content": "_Rolled back_"},
                                         {"role": "assistant", "content": "Rolled back."},
                                         {"role": "user", "content": "_Modified: exposure=30_"}]
+
+
+def test_the_progress_line_lights_the_current_step():
+    line = views.progress_html({"stage": "executor", "status": "running", "fraction": 0.35,
+                                "message": "Applying 2 adjustments: temperature +25, exposure +20"})
+    assert 'data-step="planner">Plan' in line and 'class="tp-step tp-done" data-step="planner"' in line
+    assert 'class="tp-step tp-active" data-step="executor"' in line
+    assert 'class="tp-step tp-todo" data-step="quality"' in line
+    assert "width:35%" in line and "Applying 2 adjustments: temperature +25, exposure +20" in line
+    assert "<script>" not in views.progress_html({"stage": "quality", "message": "<script>x</script>"})
+    assert views.progress_html(None) == ""
+
+
+def test_custom_fields_not_assessed_read_as_a_dash():
+    md = views.review_markdown({"turn": 1, "score": 0.8, "assessment": "ok", "dimensions": {},
+                                "fields": {"composition_score": None, "shot": {"lens_mm": 50}, "mood": "calm"}})
+    assert 'class="metric custom-field not-assessed" title="not assessed"' in md
+    assert "None" not in md and "lens mm 50" in md and ">calm<" in md

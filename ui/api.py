@@ -9,6 +9,7 @@ message for a person.
     from gradio_client import Client, handle_file
     client = Client("http://127.0.0.1:7860/")
     s = client.predict(handle_file("photo.jpg"), "", "always", api_name="/start_session")
+    # or with a judge schema: client.predict(handle_file("photo.jpg"), "", "always", "cinematographer", ...)
     turn = client.predict(s["resume_token"], "make it warmer", api_name="/edit")
     client.predict(s["resume_token"], "approve", {}, "", "", api_name="/review")
     path = client.predict(s["resume_token"], "", "png", api_name="/export")
@@ -16,6 +17,7 @@ message for a person.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,7 @@ def create_ui(c: dict) -> None:
         c["api_image"] = gr.File(label="image", type="filepath")
         c["api_style"] = gr.Textbox(label="style")
         c["api_review_mode"] = gr.Textbox(label="review_mode")
+        c["api_quality_schema"] = gr.Textbox(label="quality_schema")
         c["api_token"] = gr.Textbox(label="resume_token")
         c["api_message"] = gr.Textbox(label="message")
         c["api_action"] = gr.Textbox(label="action")
@@ -68,22 +71,25 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
             raise gr.Error("Unknown or expired resume token: start a session first.") from None
 
     def guarded(fn):
+        @functools.wraps(fn)   # keeps the signature: an optional parameter stays optional for gradio_client
         def call(*args):
             try:
                 return fn(*args)
             except AtelierError as exc:
                 raise gr.Error(str(exc)) from None
-        call.__name__ = fn.__name__
-        call.__doc__ = fn.__doc__
         return call
 
     @guarded
-    def start_session(image, style, review_mode):
-        """Start a session from an image file; returns the session (keep its resume_token)."""
+    def start_session(image, style, review_mode, quality_schema=None):
+        """Start a session from an image file; returns the session (keep its resume_token).
+
+        quality_schema (optional): the judge's output schema, e.g. "cinematographer" (default "default").
+        """
         if not image:
             raise gr.Error("image: upload a photo (JPEG, PNG, TIFF or WebP).")
         info = studio.start_session(Path(image), style=(style or "").strip() or None,
-                                    review_mode=(review_mode or "").strip() or None, filename=Path(image).name)
+                                    review_mode=(review_mode or "").strip() or None, filename=Path(image).name,
+                                    quality_schema=(quality_schema or "").strip() or None)
         return public(as_dict(info))
 
     @guarded
@@ -125,7 +131,7 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
         gr.on([], fn, inputs, outputs, **kwargs)
 
     heavy = dict(concurrency_id="studio", show_progress="hidden")
-    t(start_session, [c["api_image"], c["api_style"], c["api_review_mode"]], c["api_result"],
+    t(start_session, [c["api_image"], c["api_style"], c["api_review_mode"], c["api_quality_schema"]], c["api_result"],
       api_name="start_session", **heavy)
     t(edit, [c["api_token"], c["api_message"]], c["api_result"], api_name="edit", **heavy)
     t(review, [c["api_token"], c["api_action"], c["api_values"], c["api_target"], c["api_feedback"]],

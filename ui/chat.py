@@ -1,11 +1,21 @@
-"""Middle column: the conversation and the instruction box; runs a turn with visible progress."""
+"""Middle column: the conversation and the instruction box; runs a turn with live progress.
+
+A turn is a generator handler: it shows the message at once, then one update
+per progress event from ``Studio.send_message(..., progress=...)`` (the stage
+line with a bar under the chat, the working bubble's text, and the sub-goals
+in the right column as they are planned, applied and judged), then the
+finished turn.
+"""
 
 from __future__ import annotations
 
 import gradio as gr
 
 from ui import views
-from ui.session_view import SessionView, as_dict, view_outputs, view_updates
+from ui.session_view import SessionView, as_dict, progress_updates, run_with_progress, view_outputs, view_updates
+
+#: The first progress line, shown before the graph reports anything.
+FIRST_EVENT = {"stage": "planner", "status": "running", "message": "Planning…", "fraction": 0.02, "sub_goals": []}
 
 
 def create_ui(c: dict) -> None:
@@ -13,6 +23,7 @@ def create_ui(c: dict) -> None:
                            layout="bubble", buttons=["copy"], feedback_options=None,
                            placeholder="Ask for a change in your own words: “warmer and brighter”, "
                                        "“the sky is too bright”, “give it a moody film look”, “undo that”.")
+    c["turn_progress"] = gr.HTML("", elem_id="turn-progress", visible=False)
     with gr.Row(equal_height=True):
         c["instruction"] = gr.Textbox(show_label=False, elem_id="instruction", scale=5, lines=1, max_lines=4,
                                       placeholder="Tell me what to change, e.g. “make it warmer and brighter”",
@@ -25,32 +36,38 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
 
     studio = sv.studio
 
-    def run_turn(text, sid, chat, progress=gr.Progress()):
+    def run_turn(text, sid, chat):
         text = (text or "").strip()
         if not sid:
             yield {c["notice"]: "Start with a photo first."}
             return
         if not text:
             return
-        # Show the message and a working bubble at once; the turn itself can take seconds.
-        yield {
-            c["chat"]: list(chat or []) + views.working_message(text),
-            c["instruction"]: gr.update(value="", interactive=False),
-            c["send"]: gr.update(interactive=False),
-            c["sub_goals"]: "_Planning the edit…_",
-            c["notice"]: "",
-        }
-        progress(0.1, desc="Planning, rendering and checking…")
-        try:
-            result = as_dict(studio.send_message(sid, text))
-        except AtelierError as exc:
-            gr.Warning(str(exc))
-            out = view_updates(c, sv.build(sid), sv)
-            out[c["notice"]] = str(exc)
-            out[c["instruction"]] = gr.update(value=text, interactive=True)
-            yield out
-            return
-        progress(0.9, desc="Updating the studio…")
+        before = list(chat or [])
+
+        def working(event) -> dict:
+            out = progress_updates(c, sv, event)
+            out[c["chat"]] = before + views.working_message(text, str(event.get("message") or "Working…"))
+            return out
+
+        # Show the message and the first step at once; the turn itself can take seconds.
+        yield {**working(FIRST_EVENT), c["instruction"]: gr.update(value="", interactive=False),
+               c["send"]: gr.update(interactive=False), c["notice"]: ""}
+        result = None
+        for kind, item in run_with_progress(lambda progress: studio.send_message(sid, text, progress=progress)):
+            if kind == "event":
+                yield working(item)
+            elif kind == "error":
+                if not isinstance(item, AtelierError):
+                    raise item
+                gr.Warning(str(item))
+                out = view_updates(c, sv.build(sid), sv)
+                out[c["notice"]] = str(item)
+                out[c["instruction"]] = gr.update(value=text, interactive=True)
+                yield out
+                return
+            else:
+                result = as_dict(item)
         out = view_updates(c, sv.build(sid, turn_result=result), sv)
         out[c["notice"]] = "  \n".join(f"⚠️ {w}" for w in result.get("warnings") or [])
         yield out
@@ -58,4 +75,4 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
     outputs = view_outputs(c) + [c["notice"]]
     for trigger in (c["send"].click, c["instruction"].submit):
         trigger(run_turn, [c["instruction"], c["sid"], c["chat"]], outputs, concurrency_id="studio",
-                api_visibility="private", show_progress="minimal", show_progress_on=[c["sub_goals"]])
+                api_visibility="private", show_progress="hidden")

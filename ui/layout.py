@@ -60,7 +60,8 @@ def build_studio(studio: Any) -> gr.Blocks:
         c["selected"] = gr.State(None)       # gallery asset shown instead of the head
         c["gallery_ids"] = gr.State([])      # asset ids in gallery order
         c["review_ops"] = gr.State([])       # the pending turn's ops, for the modify sliders
-        start.create_ui(c, demo_photos=photos, styles=list(studio.styles()), default_review_mode=review_default)
+        start.create_ui(c, demo_photos=photos, styles=list(studio.styles()), default_review_mode=review_default,
+                        quality_schemas=list(studio.list_schemas("quality")))
         with gr.Column(visible=False, elem_id="studio") as c["studio_area"]:
             with gr.Row(equal_height=False):
                 with gr.Column(scale=7, min_width=520):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import gradio as gr
 
 from ui import views
-from ui.session_view import MODIFY_POOL, SessionView, as_dict, view_outputs, view_updates
+from ui.session_view import (MODIFY_POOL, SessionView, as_dict, progress_updates, run_with_progress,
+                             view_outputs, view_updates)
 
 
 def create_ui(c: dict) -> None:
@@ -35,40 +36,52 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
     studio = sv.studio
 
     def act(sid, action, **kwargs):
+        """Run a review action with live progress (a modify or replan re-renders and re-judges)."""
         if not sid:
-            return {c["notice"]: "Start with a photo first."}
-        try:
-            result = as_dict(studio.review(sid, action, **kwargs))
-        except AtelierError as exc:
-            # Nothing changed in the session; say why and leave the panel as it is.
-            gr.Warning(str(exc))
-            return {c["notice"]: str(exc)}
+            yield {c["notice"]: "Start with a photo first."}
+            return
+        result = None
+        for kind, item in run_with_progress(lambda progress: studio.review(sid, action, progress=progress, **kwargs)):
+            if kind == "event":
+                yield progress_updates(c, sv, item)
+            elif kind == "error":
+                if not isinstance(item, AtelierError):
+                    raise item
+                # Nothing changed in the session; say why and leave the panel as it is.
+                gr.Warning(str(item))
+                yield {c["notice"]: str(item), c["turn_progress"]: gr.update(value="", visible=False)}
+                return
+            else:
+                result = as_dict(item)
         out = view_updates(c, sv.build(sid, turn_result=result), sv)
         out[c["notice"]] = "  \n".join(f"⚠️ {w}" for w in result.get("warnings") or [])
-        return out
+        yield out
 
     def approve(sid):
-        return act(sid, "approve")
+        yield from act(sid, "approve")
 
     def rollback(sid):
         pending = as_dict(studio.pending_review(sid)) if sid else {}
         parent = sv.parent_of(sid, pending["asset_id"]) if pending else None
         if not parent:
-            return {c["notice"]: "Nothing to roll back to."}
-        return act(sid, "rollback", target=parent)
+            yield {c["notice"]: "Nothing to roll back to."}
+            return
+        yield from act(sid, "rollback", target=parent)
 
     def replan(sid, feedback):
         feedback = (feedback or "").strip()
         if not feedback:
-            return {c["notice"]: "Say in one line what should change, then press Replan."}
-        return act(sid, "replan", feedback=feedback)
+            yield {c["notice"]: "Say in one line what should change, then press Replan."}
+            return
+        yield from act(sid, "replan", feedback=feedback)
 
     def apply_modify(sid, review_ops, *values):
         names = [spec["name"] for spec in views.modify_sliders(review_ops, MODIFY_POOL)]
         changed = views.changed_values(names, values, review_ops)
         if not changed:
-            return {c["notice"]: "Move a slider first, then apply."}
-        return act(sid, "modify", values=changed)
+            yield {c["notice"]: "Move a slider first, then apply."}
+            return
+        yield from act(sid, "modify", values=changed)
 
     def open_modify():
         return gr.update(visible=True)

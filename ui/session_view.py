@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import queue
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import gradio as gr
 from PIL import Image
@@ -154,6 +156,40 @@ class SessionView:
         return choices, stale
 
 
+def run_with_progress(call: Callable[..., Any]) -> Iterator[tuple[str, Any]]:
+    """Run ``call(progress=...)`` on a worker thread; yield ("event", dict) as it reports, then
+    ("result", value) or ("error", exception).
+
+    For generator handlers: each event can become an intermediate page update.
+    If the browser goes away mid-turn the worker still finishes the turn (it
+    lives in the store either way); its later events are simply not shown.
+    """
+    inbox: queue.Queue = queue.Queue()
+
+    def work() -> None:
+        try:
+            inbox.put(("result", call(progress=lambda event: inbox.put(("event", event)))))
+        except BaseException as exc:  # noqa: BLE001 - handed to the handler, which decides
+            inbox.put(("error", exc))
+
+    threading.Thread(target=work, name="atelier-turn", daemon=True).start()
+    while True:
+        kind, item = inbox.get()
+        yield kind, item
+        if kind != "event":
+            return
+
+
+def progress_updates(c: Mapping[str, Any], sv: SessionView, event: Mapping[str, Any]) -> dict:
+    """A progress event -> the live progress line and the turn's sub-goals as they execute."""
+    rows = list(event.get("sub_goals") or [])
+    return {
+        c["turn_progress"]: gr.update(value=views.progress_html(event), visible=True),
+        c["sub_goals"]: (views.sub_goals_markdown(rows, labels=sv.op_labels) if rows
+                         else f"_{event.get('message') or 'Working…'}_"),
+    }
+
+
 def new_staging_dir() -> Path:
     """A private folder (mode 0700) in the system temp dir for files shown to browsers."""
     return Path(tempfile.mkdtemp(prefix="atelier-view-"))
@@ -174,6 +210,8 @@ def view_updates(c: Mapping[str, Any], view: View, sv: SessionView) -> dict:
         title = f"**{s.get('title') or 'Untitled'}** · {s.get('width')}×{s.get('height')} px"
         if s.get("style"):
             title += f" · style *{s['style']}*"
+        if s.get("quality_schema") and s["quality_schema"] != "default":
+            title += f" · judge *{s['quality_schema']}*"
         note = views.notices_markdown(s.get("notices"))
         title += f"  \n{note}" if note else ""
     out = {
@@ -200,6 +238,7 @@ def view_updates(c: Mapping[str, Any], view: View, sv: SessionView) -> dict:
                                     placeholder=("Approve, modify, roll back or replan the turn above first"
                                                  if pending else "Tell me what to change, e.g. “make it warmer and brighter”")),
         c["send"]: gr.update(interactive=has and not pending),
+        c["turn_progress"]: gr.update(value="", visible=False),
     }
     for slider, spec in zip(c["modify_sliders"], slider_specs):
         out[slider] = gr.update(visible=spec["visible"], label=spec["label"], minimum=spec["minimum"],
@@ -210,7 +249,7 @@ def view_updates(c: Mapping[str, Any], view: View, sv: SessionView) -> dict:
 #: Component names every full refresh writes (handlers list them as outputs).
 VIEW_KEYS = ("compare", "score", "photo_title", "chat", "gallery", "gallery_ids", "selected", "rollback_to",
              "adjustments", "sub_goals", "review_panel", "review_md", "review_ops", "modify_group",
-             "replan_feedback", "studio_area", "start_panel", "instruction", "send")
+             "replan_feedback", "studio_area", "start_panel", "instruction", "send", "turn_progress")
 
 
 def view_outputs(c: Mapping[str, Any]) -> list:

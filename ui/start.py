@@ -1,4 +1,9 @@
-"""Header and start panel: my sessions, new session, upload or demo photo, style, review mode.
+"""Header and start panel: my sessions, new session, upload or demo photo, style, review mode, judge schema.
+
+The judge schema (``Studio.list_schemas("quality")``) shapes what the quality
+judge returns for the session (``start_session(quality_schema=...)``); the
+folded "Shape the judge's output" panel makes a new one from a pasted example
+output (``Studio.generate_schema``), after which it is offered in the list.
 
 Also owns page load: the browser's remembered resume token is validated with
 ``Studio.resume`` and the session comes back exactly as it was left.
@@ -9,13 +14,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import html
+
 import gradio as gr
 
 from ui import browser, views
 from ui.session_view import SessionView, as_dict, view_outputs, view_updates
 
 
-def create_ui(c: dict, *, demo_photos: list[Path], styles: list[str], default_review_mode: str) -> None:
+#: What the example box shows before anything is pasted.
+EXAMPLE_PLACEHOLDER = ('{"score": 0.82, "assessment": "Warmer, as asked; skin stays natural.",\n'
+                       ' "composition_score": 0.7, "mood": "warm nostalgic"}')
+
+
+def create_ui(c: dict, *, demo_photos: list[Path], styles: list[str], default_review_mode: str,
+              quality_schemas: list[str] | None = None) -> None:
     with gr.Row(elem_id="studio-header"):
         with gr.Column(scale=3, min_width=260):
             gr.HTML('<h1>Atelier</h1><div class="tagline">Talk to your photo. Every version kept, nothing re-encoded.</div>')
@@ -36,9 +49,31 @@ def create_ui(c: dict, *, demo_photos: list[Path], styles: list[str], default_re
                     elem_id="demo-photos", interactive=False, buttons=[])
                 with gr.Row():
                     c["style"] = gr.Dropdown(label="Style (optional)", choices=[("None", "")] + [(s, s) for s in styles],
-                                             value="", elem_id="style", scale=1)
+                                             value="", elem_id="style", scale=1, min_width=150)
+                    c["quality_schema"] = gr.Dropdown(
+                        label="Judge schema", choices=list(quality_schemas or ["default"]), value="default",
+                        elem_id="quality-schema", scale=1, min_width=150, interactive=True)
                     c["review_mode"] = gr.Radio(label="Review each turn", choices=list(views.REVIEW_MODES),
                                                 value=default_review_mode, elem_id="review-mode", scale=2)
+        with gr.Accordion("Shape the judge's output", open=False, elem_id="schema-panel"):
+            gr.Markdown("Paste one example of what you want the judge to report (a JSON object) and name it: "
+                        "Atelier infers a schema from it, with `score` and `assessment` kept from the default, "
+                        "and offers it under **Judge schema**. A vision model fills every field; the built-in "
+                        "judge fills what it can measure and marks the rest as not assessed.",
+                        elem_id="schema-help")
+            with gr.Row(equal_height=False):
+                with gr.Column(scale=3):
+                    c["schema_example"] = gr.Textbox(label="Example output (JSON)", lines=5, max_lines=14,
+                                                     placeholder=EXAMPLE_PLACEHOLDER, elem_id="schema-example")
+                    with gr.Row(equal_height=True):
+                        c["schema_name"] = gr.Textbox(label="Schema name", placeholder="e.g. cinematographer",
+                                                      max_lines=1, elem_id="schema-name", scale=3)
+                        c["generate_schema"] = gr.Button("Make schema", elem_id="generate-schema", scale=1,
+                                                         min_width=120)
+                with gr.Column(scale=4):
+                    c["schema_status"] = gr.Markdown("", elem_id="schema-status")
+                    c["schema_yaml"] = gr.Code("", language="yaml", label="The new schema", interactive=False,
+                                               visible=False, elem_id="schema-yaml", max_lines=18)
         c["cancel_start"] = gr.Button("Back to my photo", elem_id="cancel-start", size="sm", visible=False)
 
 
@@ -81,10 +116,10 @@ def create_event_handlers(c: dict, sv: SessionView, *, demo_photos: list[Path]) 
                 mine = browser.without(mine, mine["current"])
         return show_session(c, sv, sid, mine)
 
-    def start(image, filename, style, review_mode, browser_value):
+    def start(image, filename, style, review_mode, quality_schema, browser_value):
         try:
             info = as_dict(studio.start_session(image, style=style or None, review_mode=review_mode or None,
-                                                filename=filename))
+                                                filename=filename, quality_schema=quality_schema or None))
         except AtelierError as exc:
             # The current session stays exactly as it was: only the message changes.
             gr.Warning(str(exc))
@@ -93,14 +128,35 @@ def create_event_handlers(c: dict, sv: SessionView, *, demo_photos: list[Path]) 
         out[c["upload"]] = None
         return out
 
-    def start_from_upload(path, style, review_mode, browser_value):
+    def start_from_upload(path, style, review_mode, quality_schema, browser_value):
         if not path:
             return {}
-        return start(Path(path), Path(path).name, style, review_mode, browser_value)
+        return start(Path(path), Path(path).name, style, review_mode, quality_schema, browser_value)
 
-    def start_from_demo(style, review_mode, browser_value, evt: gr.SelectData):
+    def start_from_demo(style, review_mode, quality_schema, browser_value, evt: gr.SelectData):
         photo = demo_photos[int(evt.index)]  # index into the server's own list: no client path is trusted
-        return start(photo, photo.name, style, review_mode, browser_value)
+        return start(photo, photo.name, style, review_mode, quality_schema, browser_value)
+
+    def schema_choices(current):
+        names = list(studio.list_schemas("quality"))
+        return gr.update(choices=names, value=current if current in names else "default")
+
+    def make_schema(example, name, current):
+        name = (name or "").strip()
+        try:
+            made = studio.generate_schema(example or "", agent="quality", name=name)
+        except AtelierError as exc:
+            return {c["schema_status"]: f"**Could not make that schema.** {html.escape(str(exc))}",
+                    c["schema_yaml"]: gr.update(value="", visible=False),
+                    c["quality_schema"]: schema_choices(current)}
+        added = ", ".join(f"<code>{html.escape(f)}</code>" for f in made["fields"])
+        kept = "keeps the default score and assessment and adds" if made.get("extends") else "has the fields"
+        return {
+            c["schema_status"]: (f"Saved **{html.escape(made['name'])}** (`quality/custom/{made['name']}.yaml`): "
+                                 f"it {kept} {added}. It is selected under **Judge schema** for your next session."),
+            c["schema_yaml"]: gr.update(value=made["yaml"], visible=True),
+            c["quality_schema"]: schema_choices(made["name"]),
+        }
 
     def switch(token, browser_value):
         if not token:
@@ -122,10 +178,16 @@ def create_event_handlers(c: dict, sv: SessionView, *, demo_photos: list[Path]) 
     heavy = dict(concurrency_id="studio", api_visibility="private", show_progress="minimal")
     c["demo"].load(on_load, [c["browser"]], outputs, concurrency_id="view", api_visibility="private",
                    show_progress="minimal")
-    c["upload"].upload(start_from_upload, [c["upload"], c["style"], c["review_mode"], c["browser"]],
-                       outputs + [c["upload"]], **heavy)
-    c["demo_photos"].select(start_from_demo, [c["style"], c["review_mode"], c["browser"]],
+    c["upload"].upload(start_from_upload, [c["upload"], c["style"], c["review_mode"], c["quality_schema"],
+                                           c["browser"]], outputs + [c["upload"]], **heavy)
+    c["demo_photos"].select(start_from_demo, [c["style"], c["review_mode"], c["quality_schema"], c["browser"]],
                             outputs + [c["upload"]], **heavy)
+    # The list is read again on each page load (schemas made in another tab or with the CLI).
+    c["demo"].load(schema_choices, [c["quality_schema"]], c["quality_schema"], queue=False,
+                   api_visibility="private")
+    c["generate_schema"].click(make_schema, [c["schema_example"], c["schema_name"], c["quality_schema"]],
+                               [c["schema_status"], c["schema_yaml"], c["quality_schema"]],
+                               concurrency_id="view", api_visibility="private", show_progress="minimal")
     c["sessions"].input(switch, [c["sessions"], c["browser"]], outputs, concurrency_id="view",
                         api_visibility="private", show_progress="minimal")
     c["new_session"].click(open_start, [c["sid"]], [c["start_panel"], c["cancel_start"], c["notice"]],

@@ -99,6 +99,7 @@ footer { opacity: .5; }
 .metric-name { color: #a9a09a; }
 .metric-value { font-variant-numeric: tabular-nums; font-weight: 600; }
 .metric.custom-field { border-style: dashed; }
+.metric.not-assessed .metric-value { color: #777; font-weight: 400; }
 #review-panel h3 { margin: 0 0 4px 0; font-size: 1.02rem; }
 #right-column .label-wrap, #right-column h4 { color: #9a9a9a; }
 .panel-title { color: #9a9a9a; text-transform: uppercase; font-size: .74rem; letter-spacing: .09em; margin: 2px 0 6px 0; }
@@ -119,6 +120,19 @@ footer { opacity: .5; }
 .metric.detail { font-size: .72rem; padding: 1px 7px; }
 #start-panel { border: 1px solid #2e2e2e; border-radius: 8px; padding: 14px; background: #181818; }
 #upload { min-height: 220px; }
+#turn-progress { padding: 0 2px; }
+.tp { font-size: .84rem; }
+.tp-steps { display: flex; gap: 6px; align-items: center; color: #777; font-size: .74rem; text-transform: uppercase;
+            letter-spacing: .08em; }
+.tp-step.tp-done { color: #b8a48c; }
+.tp-step.tp-active { color: #e09a4c; font-weight: 600; }
+.tp-sep { color: #555; }
+.tp-bar { height: 3px; background: #2e2e2e; border-radius: 2px; margin: 5px 0 4px 0; overflow: hidden; }
+.tp-fill { height: 3px; background: #d08a3c; transition: width .25s ease-out; }
+.tp-message { color: #d6d6d6; }
+#schema-panel { margin-top: 10px; }
+#schema-help { color: #a9a9a9; font-size: .86rem; }
+#schema-status { font-size: .88rem; }
 """
 
 #: Runs once in the browser: keep the page dark even where the system prefers light.

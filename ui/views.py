@@ -83,13 +83,46 @@ def chat_messages(log: Iterable[Mapping[str, Any]]) -> list[dict]:
     return messages
 
 
-def working_message(text: str) -> list[dict]:
-    """The two bubbles shown the moment a message is sent, before the turn returns."""
+def working_message(text: str, status: str = "Planning, rendering and checking the result…") -> list[dict]:
+    """The two bubbles shown while a turn runs: the person's words and what the agent is doing now."""
     return [
         {"role": "user", "content": text},
-        {"role": "assistant", "content": "Planning, rendering and checking the result…",
-         "metadata": {"title": "Working", "status": "pending"}},
+        {"role": "assistant", "content": status, "metadata": {"title": "Working", "status": "pending"}},
     ]
+
+
+# -- live progress of a turn -------------------------------------------------------
+
+#: The steps of a turn as the progress line names them (service stage -> label).
+PROGRESS_STEPS: tuple[tuple[str, str], ...] = (
+    ("planner", "Plan"), ("executor", "Apply"), ("quality", "Judge"), ("review", "Review"),
+)
+
+
+def progress_html(event: Mapping[str, Any] | None) -> str:
+    """A progress event from ``Studio.send_message(progress=...)`` -> the line shown under the chat.
+
+    Plan · Apply · Judge · Review with the current step lit, a bar (the event's
+    ``fraction``) and the event's message ("Applying 2 adjustments: ...").
+    """
+    if not event:
+        return ""
+    stage = str(event.get("stage") or "")
+    order = [s for s, _ in PROGRESS_STEPS]
+    current = order.index(stage) if stage in order else (len(order) if stage == "finish" else -1)
+    steps = []
+    for i, (name, label) in enumerate(PROGRESS_STEPS):
+        state = "done" if i < current else "active" if i == current else "todo"
+        steps.append(f'<span class="tp-step tp-{state}" data-step="{name}">{label}</span>')
+    try:
+        fraction = min(1.0, max(0.0, float(event.get("fraction") or 0.0)))
+    except (TypeError, ValueError):
+        fraction = 0.0
+    message = html.escape(str(event.get("message") or ""))
+    return (f'<div class="tp" data-stage="{html.escape(stage)}">'
+            f'<div class="tp-steps">{"<span class=tp-sep>›</span>".join(steps)}</div>'
+            f'<div class="tp-bar"><div class="tp-fill" style="width:{fraction * 100:.0f}%"></div></div>'
+            f'<div class="tp-message">{message}</div></div>')
 
 
 # -- history and gallery ---------------------------------------------------------
@@ -245,21 +278,25 @@ def version_note(asset: Mapping[str, Any]) -> str:
 
 
 def _number(v: Any) -> str:
+    if v is None:
+        return "–"      # not assessed (a custom field the built-in judge cannot measure)
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
         return f"{v:.2f}"
     if isinstance(v, (list, tuple)):
         return ", ".join(_number(x) for x in v) or "–"
+    if isinstance(v, Mapping):
+        return ", ".join(f"{html.escape(str(k)).replace('_', ' ')} {_number(x)}" for k, x in v.items()) or "–"
     return html.escape(str(v))
 
 
 def _chips(values: Mapping[str, Any], cls: str) -> str:
-    return "".join(
-        f'<span class="metric {cls}"><span class="metric-name">{html.escape(str(k)).replace("_", " ")}</span>'
-        f'<span class="metric-value">{_number(v)}</span></span>'
-        for k, v in values.items()
-    )
+    def chip(k: Any, v: Any) -> str:
+        extra, title = ("", "") if v is not None else (" not-assessed", ' title="not assessed"')
+        return (f'<span class="metric {cls}{extra}"{title}><span class="metric-name">'
+                f'{html.escape(str(k)).replace("_", " ")}</span><span class="metric-value">{_number(v)}</span></span>')
+    return "".join(chip(k, v) for k, v in values.items())
 
 
 def review_markdown(payload: Mapping[str, Any] | None) -> str:

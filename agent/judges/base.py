@@ -25,6 +25,7 @@ class JudgeRequest:
     masks: dict[str, np.ndarray] = field(default_factory=dict)  # json.dumps(spec, sort_keys=True) -> float mask at this size
     message: str = ""
     schema: str = "default"               # quality output schema name
+    schema_root: str | None = None        # schemas folder (None = the shipped schemas/)
 
 
 @dataclass

@@ -521,13 +521,13 @@ def _colour_grade(original: measure.LabImage, current: measure.LabImage) -> str:
 
 
 def _custom_fields(schema_name: str, original: measure.LabImage, current: measure.LabImage,
-                   dims: dict) -> tuple[dict, list[str]]:
+                   dims: dict, root: str | None = None) -> tuple[dict, list[str]]:
     """Fill the quality schema's custom fields this judge can measure; the rest are None."""
     if not schema_name or schema_name == "default":
         return {}, []
     try:
         import schemas
-        schema = schemas.load_schema("quality", schema_name)
+        schema = schemas.load_schema("quality", schema_name, root=root)
     except Exception as exc:  # a missing or broken schema must not sink the turn
         return {}, [f"quality schema {schema_name!r} not loaded ({exc}); custom fields not assessed"]
     measured = {}
@@ -703,7 +703,8 @@ class EmbeddedJudge:
         elif not technical.sentences:
             sentences.append("No new clipping, banding or oversaturation.")
 
-        fields, field_warnings = _custom_fields(request.schema, views.original, views.after, dims)
+        fields, field_warnings = _custom_fields(request.schema, views.original, views.after, dims,
+                                                getattr(request, "schema_root", None))
         warnings += field_warnings
         assessment = Assessment(
             score=float(min(1.0, max(0.0, score))),

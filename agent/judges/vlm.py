@@ -34,7 +34,7 @@ class VLMJudge(ModelBacked):
         return EmbeddedJudge()
 
     def assess(self, request: JudgeRequest) -> Assessment:
-        schema = load_schema("quality", request.schema)
+        schema = load_schema("quality", request.schema, root=request.schema_root)
         try:
             reply = self.client.ask_json(
                 system=self.system_prompt(schema),

@@ -95,6 +95,7 @@ class PlanRequest:
     turn: int = 1
     max_sub_goals: int = 6
     schema: str = "default"                # planner output schema name
+    schema_root: str | None = None         # schemas folder (None = the shipped schemas/)
 
 
 @dataclass

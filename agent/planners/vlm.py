@@ -51,7 +51,7 @@ class VLMPlanner(ModelBacked):
 
     # -- the turn -----------------------------------------------------------
     def plan(self, request: PlanRequest) -> Plan:
-        schema = load_schema("planner", request.schema)  # unknown names are rejected at the edge too
+        schema = load_schema("planner", request.schema, root=getattr(request, "schema_root", None))  # unknown names are rejected at the edge too
         try:
             reply = self.client.ask_json(
                 system=self.system_prompt(schema, request),
