@@ -8,6 +8,8 @@ through the builder — nothing is patched.
 from __future__ import annotations
 
 import re
+import socket
+from pathlib import Path
 from typing import Callable
 
 import cv2
@@ -17,6 +19,32 @@ from skimage import data as skdata
 
 from agent.judges.base import Assessment
 from agent.planners.base import Plan, SubGoal
+
+#: Debian's Chromium, driven by Playwright (the Playwright browser download is not available).
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 for a server a test launches."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for every browser test of the run."""
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package", pytrace=False)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
 
 _STEP = re.compile(r"\b([a-z_]+)([+=-])(\d+)(?:@([a-z]+))?")
 _TARGETS = {"sky": {"type": "sky"}, "top": {"type": "gradient", "start": [0.5, 0.0], "end": [0.5, 0.6]},

@@ -6,7 +6,6 @@ and the pure functions that turn service records into what the panels show.
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -15,15 +14,11 @@ from gradio_client.exceptions import AppError
 from PIL import Image
 from skimage import data as skdata
 
+from conftest import free_port
 from ui import browser, views
 
 ENDPOINTS = {"/start_session", "/edit", "/review", "/history", "/export"}
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +29,7 @@ def app_url(tmp_path_factory):
     sessions = tmp_path_factory.mktemp("sessions")
     studio = Studio(database_url=f"sqlite:///{sessions / 'atelier.db'}", sessions_dir=sessions)
     demo, options = create_app(studio)
-    port = _free_port()
+    port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **options)
     yield f"http://127.0.0.1:{port}/", sessions
     demo.close()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from pathlib import Path
 
 import numpy as np
@@ -17,24 +16,14 @@ import pytest
 from PIL import Image
 from skimage import data as skdata
 
-playwright_api = pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import expect, sync_playwright  # noqa: E402
+from playwright.sync_api import expect
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+from conftest import free_port
+
 TURN = 60_000      # ms: a turn on a busy 2-core machine, with margin
 VIEWPORT = {"width": 1600, "height": 1000}
 SCORED = re.compile(r"T\d+ · \d\.\d\d")
 
-if not Path(CHROMIUM).exists():  # pragma: no cover - .ci/run installs it
-    pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package", pytrace=False)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _launch(sessions: Path, port: int):
@@ -51,7 +40,7 @@ def _launch(sessions: Path, port: int):
 def server(tmp_path_factory):
     """(url, sessions folder, relaunch) — the app on a free port; relaunch() simulates a server restart."""
     sessions = tmp_path_factory.mktemp("sessions")
-    port = _free_port()
+    port = free_port()
     running = {"demo": None, "studio": None}
 
     def start():
@@ -69,13 +58,6 @@ def server(tmp_path_factory):
     yield f"http://127.0.0.1:{port}/", sessions, relaunch
     stop()
 
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import socket
 import time
 from pathlib import Path
 
@@ -20,10 +19,10 @@ import pytest
 from PIL import Image
 from skimage import data as skdata
 
-pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import expect, sync_playwright  # noqa: E402
+from playwright.sync_api import expect
 
-from test_app_browser import CHROMIUM, CHROMIUM_ARGS, TURN, VIEWPORT, open_studio, upload, wait_for_photo  # noqa: E402
+from conftest import free_port
+from test_app_browser import TURN, VIEWPORT, open_studio, upload, wait_for_photo
 
 REPO = Path(__file__).resolve().parents[1]
 DELAY_S = 0.5
@@ -47,11 +46,6 @@ class Slow:
         return self._inner.assess(request)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
@@ -69,19 +63,12 @@ def server(tmp_path_factory):
     studio = Studio(database_url=f"sqlite:///{sessions / 'atelier.db'}", sessions_dir=sessions,
                     planner=Slow(default_planner()), judge=Slow(default_judge()), schemas_root=root)
     demo, options = create_app(studio)
-    port = _free_port()
+    port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **options)
     yield f"http://127.0.0.1:{port}/", studio, root
     demo.close()
     studio.close()
 
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
