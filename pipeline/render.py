@@ -26,7 +26,6 @@ state key, size) in a bounded, thread-safe cache.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -39,7 +38,7 @@ import numpy as np
 
 from pipeline import ops
 from pipeline.adjust import apply_pixel_ops
-from pipeline.masks import MaskCache, build_mask, feather_mask
+from pipeline.masks import MaskCache, build_mask, feather_mask, image_digest
 from pipeline.spatial import apply_spatial_ops
 from pipeline.state import EditState
 
@@ -139,9 +138,7 @@ class SourceImage:
         if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3 or arr.shape[0] < 1 or arr.shape[1] < 1:
             raise RenderError(f"expected a uint8 RGB image of shape (H, W, 3), got {arr.dtype} {arr.shape}")
         arr = _frozen(np.ascontiguousarray(arr).copy())
-        h = hashlib.blake2b(arr.tobytes(), digest_size=16)
-        h.update(repr(arr.shape).encode())
-        return cls(pixels=arr, digest=h.hexdigest())
+        return cls(pixels=arr, digest=image_digest(arr))
 
     @property
     def height(self) -> int:

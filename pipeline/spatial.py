@@ -13,16 +13,14 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from pipeline.measure import analysis_copy
+
 #: Long side of the copy on which large-radius maps are computed.
 WORK_SIDE = 640
 
 
 def _downscaled(img: np.ndarray, side: int = WORK_SIDE) -> np.ndarray:
-    h, w = img.shape[:2]
-    s = side / max(h, w)
-    if s >= 1:
-        return img
-    return cv2.resize(img, (max(1, round(w * s)), max(1, round(h * s))), interpolation=cv2.INTER_AREA)
+    return analysis_copy(img, side=side)[0]
 
 
 def _upscaled(x: np.ndarray, shape: tuple[int, int]) -> np.ndarray:

@@ -671,12 +671,7 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
         if towards is not None:
             # "shift the oranges towards yellow": the shift is the whole clause
             draft.understood_any = True
-            for u in towards:
-                if u.avoid:
-                    draft.notes.append(f"Leaving {u.intent.label} alone, as asked.")
-                    continue
-                draft.moves += _intent_moves(vocab, u, request.state, order + u.pos, source, draft.notes)
-            previous_uses = [u for u in towards if not u.avoid]
+            previous_uses = _apply_uses(vocab, towards, request.state, order, source, draft)
             previous_targets = towards[0].targets if towards else []
             continue
         for rel in clause.of("relative"):
@@ -729,14 +724,21 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
         if clause.of("objects"):
             draft.objects = True
         draft.understood_any = True
-        for u in uses:
-            if u.avoid:
-                draft.notes.append(f"Leaving {u.intent.label} alone, as asked.")
-                continue
-            draft.moves += _intent_moves(vocab, u, request.state, order + u.pos, source, draft.notes)
-        previous_uses = [u for u in uses if not u.avoid]
+        previous_uses = _apply_uses(vocab, uses, request.state, order, source, draft)
         previous_targets = uses[0].targets if uses else []
     return draft
+
+
+def _apply_uses(vocab: Vocabulary, uses: list[Use], state: EditState, order: int, source: str, draft: Draft) -> list[Use]:
+    """Turn a clause's intents into moves ("don't ..." ones only leave a note); returns those applied."""
+    applied = []
+    for u in uses:
+        if u.avoid:
+            draft.notes.append(f"Leaving {u.intent.label} alone, as asked.")
+            continue
+        draft.moves += _intent_moves(vocab, u, state, order + u.pos, source, draft.notes)
+        applied.append(u)
+    return applied
 
 
 def _reset_targets(vocab: Vocabulary, targets: list[str], state: EditState, order: int, draft: Draft) -> list[Move]:
