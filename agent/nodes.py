@@ -24,6 +24,7 @@ from langgraph.types import interrupt
 
 from agent.config import AgentConfig
 from agent.context_folding import AssetContext, fold_context_for_prompt
+from agent.dialogue import dialogue_state
 from agent.judges.base import Assessment, Judge, JudgeRequest
 from agent.planners.base import Plan, PlanError, Planner, PlanRequest, SubGoal
 from agent.state import ActionRecord, AgentState, ToolContext
@@ -125,14 +126,15 @@ class TurnNodes:
     def _edit_state(self, asset_id: str) -> EditState:
         return EditState.from_dict(self.store.get_asset(asset_id).state)
 
-    def planner_context(self, state: AgentState) -> str:
-        """The folded three-layer context for this turn's planner prompt."""
+    def planner_context(self, state: AgentState, dialogue=None) -> str:
+        """The folded three-layer context (and the dialogue state) for this turn's planner prompt."""
         chain = [AssetContext(a.turn, a.summary, a.score) for a in self.store.ancestors(state["base_asset_id"])]
         actions = [ActionRecord.from_dict(t.action) for t in self.store.turns(state["session_id"]) if t.action]
         tools = [ToolContext.from_dict(t) for t in state.get("tool_contexts") or []]
         return fold_context_for_prompt(chain, actions, tools, budget_tokens=self.config.budget_tokens,
                                        keep_recent=self.config.keep_recent_turns,
-                                       chars_per_token=self.config.chars_per_token)
+                                       chars_per_token=self.config.chars_per_token,
+                                       dialogue=dialogue.prompt_text() if dialogue is not None else "")
 
     # -- nodes -----------------------------------------------------------------------------
     @guarded("planner")
@@ -157,13 +159,15 @@ class TurnNodes:
         side = self.config.judge_long_side
         current = self.renderer.render(source, edit, side)
         original = self.renderer.render(source, EditState(), side)
+        dialogue = dialogue_state(self.store, state["session_id"], state["base_asset_id"])
         request = PlanRequest(
-            message=state["message"], state=edit, context=self.planner_context(state),
+            message=state["message"], state=edit, context=self.planner_context(state, dialogue),
             image_stats=image_stats(current), image=current, original=original, feedback=feedback,
             diagnoses=diagnoses, style=state.get("style"), turn=int(state["turn"]),
             max_sub_goals=self.config.max_sub_goals,
             schema=str(self.store.get_session(state["session_id"]).settings.get("planner_schema", "default")),
             schema_root=self.schemas_root,
+            dialogue=dialogue,
         )
         plan = self.planner.plan(request)
         if not isinstance(plan, Plan):

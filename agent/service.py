@@ -327,6 +327,7 @@ class Studio:
         else:
             shown = asset_id or head
         reply = values.get("reply") or ""
+        plan = values.get("plan") or {}
         if review is not None:
             score = assessment.get("score")
             judged = f" Score {score:.2f}: {assessment.get('assessment', '')}" if score is not None else ""
@@ -338,6 +339,8 @@ class Studio:
             dimensions=dict(assessment.get("dimensions") or {}), fields=dict(assessment.get("fields") or {}),
             asset_id=asset_id, head_asset_id=head, rendered_path=self._proxy_path(session.id, shown),
             warnings=list(values.get("warnings") or []), review=review,
+            kind=str(plan.get("kind") or "edit") if status == "not_understood" else "edit",
+            quick_replies=[str(q) for q in plan.get("quick_replies") or []][:3],
         )
 
     def _asset(self, session_id: str, asset_id: str | None) -> AssetRecord:
