@@ -134,6 +134,8 @@ class TurnResult:
     quick_replies: list[str] = field(default_factory=list)
     #: What kind of turn this was: one of TURN_KINDS.
     kind: str = "edit"
+    #: The file a chat export wrote ("export as png"), else None.
+    export_path: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -573,11 +575,25 @@ class Studio:
         text = text.strip()
         if len(text) > MAX_MESSAGE_CHARS:
             raise InvalidInput(f"that message is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS})")
+        route = self.router.route(text)
+        if route.kind != "modification":
+            # small talk, questions and chat commands: answered before any planning (agent/router.py)
+            from agent.dialogue_commands import handle
+            return handle(self, session_id, route, text, progress)
         with self._lock(session_id):
             session = self._session(session_id)
             if session.active_thread:
                 raise InvalidInput(_WAITING)
             return self._start_turn(session, text, progress=progress)
+
+    @property
+    def router(self):
+        """The message router (agent/router.py), built on first use from the engine profile."""
+        if getattr(self, "_router", None) is None:
+            from agent.router import Router
+            vocab = getattr(self.planner, "vocab", None)
+            self._router = Router(vocab=vocab) if vocab is not None else Router()
+        return self._router
 
     def _start_turn(self, session: SessionRecord, message: str, modify_values: dict | None = None,
                     progress: ProgressFn | None = None) -> TurnResult:
@@ -640,14 +656,18 @@ class Studio:
                           kind="command")
 
     # -- undo / redo --------------------------------------------------------------------
-    def undo(self, session_id: str, *, progress: ProgressFn | None = None) -> TurnResult:
+    def undo(self, session_id: str, *, steps: int = 1, progress: ProgressFn | None = None) -> TurnResult:
         """Step the head back to its parent version (bit-exact: the parent's state is re-rendered).
 
-        A turn of its own (status ``rolled_back``, kind ``command``). The version
-        undone from is remembered on the session, so :meth:`redo` (even from a new
-        Studio after a restart) brings it back. At the original: ``InvalidInput
-        ("nothing to undo")`` and the session is unchanged.
+        ``steps``: how many versions back along the head path (more than there are
+        stops at the original). A turn of its own (status ``rolled_back``, kind
+        ``command``). The versions undone from are remembered on the session, so
+        :meth:`redo` (even from a new Studio after a restart) brings them back one
+        at a time. At the original: ``InvalidInput("nothing to undo")`` and the
+        session is unchanged.
         """
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise InvalidInput(f"steps: expected a whole number of versions >= 1, got {steps!r}")
         with self._lock(session_id):
             session = self._session(session_id)
             if session.active_thread:
@@ -655,16 +675,18 @@ class Studio:
             head = self.store.get_asset(session.head_asset_id, session.id)
             if not head.parent_id:
                 raise InvalidInput("nothing to undo: this is the original photo")
-            parent = self.store.get_asset(head.parent_id, session.id)
+            chain = self.store.ancestors(head.id)           # original ... head
+            target = chain[max(0, len(chain) - 1 - steps)]
+            undone = chain[chain.index(target) + 1:][::-1]  # head first, down to the child of target
             stack = self._redo_stack(session)
             # keep the trail only while it is one chain (a new edit since the last undo starts a new one)
             if stack and self._parent_of(session.id, stack[-1]) != head.id:
                 stack = []
-            self._set_redo_stack(session, stack + [head.id])
-            what = head.summary or f"turn {head.turn}"
-            where = "the original" if parent.parent_id is None else f"turn {parent.turn}"
+            self._set_redo_stack(session, stack + [a.id for a in undone])
+            what = (head.summary or f"turn {head.turn}") if len(undone) == 1 else f"the last {len(undone)} changes"
+            where = "the original" if target.parent_id is None else f"turn {target.turn}"
             reply = f"Undid {what}; back to {where}. Say \"redo\" to bring it back."
-            return self._move_head(session, parent, "/undo", reply, f"undo to T{parent.turn}", progress)
+            return self._move_head(session, target, "/undo", reply, f"undo to T{target.turn}", progress)
 
     def redo(self, session_id: str, *, progress: ProgressFn | None = None) -> TurnResult:
         """Bring back the version the last :meth:`undo` stepped away from.
