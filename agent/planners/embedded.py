@@ -375,8 +375,9 @@ class EmbeddedPlanner:
     def _not_understood(self, draft: Draft, notes: list[str]) -> Plan:
         can = self.vocab.capabilities()
         if draft.rollback:
-            reply = ("To undo, roll back: the Roll back button, or /rollback <turn> in the CLI, "
-                     "restores an earlier version exactly.")
+            reply = ("Say \u201cundo\u201d on its own to step back one version, \u201cgo back two steps\u201d, "
+                     "\u201cback to before the warmth\u201d or \u201cstart over\u201d; every earlier version comes "
+                     "back exactly.")
         elif draft.relative_without_stats:
             reply = f"I need to measure the photo to {draft.relative_without_stats[0]}, and no image statistics came with the request."
         elif draft.objects:
