@@ -71,6 +71,7 @@ class SessionInfo:
     notices: list[str] = field(default_factory=list)
     planner_schema: str = "default"
     quality_schema: str = "default"
+    shareable: bool = False          # the person agreed to share this session as training data
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -541,10 +542,29 @@ class Studio:
                            head_asset_id=s.head_asset_id, width=s.width, height=s.height,
                            notices=list(s.settings.get("notices") or []),
                            planner_schema=str(s.settings.get("planner_schema") or "default"),
-                           quality_schema=str(s.settings.get("quality_schema") or "default"))
+                           quality_schema=str(s.settings.get("quality_schema") or "default"),
+                           shareable=bool(s.settings.get("shareable", False)))
 
     def session(self, session_id: str) -> SessionInfo:
         return self._info(self._session(session_id))
+
+    def set_shareable(self, session_id: str, shareable: bool) -> SessionInfo:
+        """Mark (or unmark) a session as shareable training data (`python -m agent.synthesize --from-sessions`)."""
+        if not isinstance(shareable, bool):
+            raise InvalidInput(f"shareable: expected true or false, got {shareable!r}")
+        with self._lock(session_id):
+            session = self._session(session_id)
+            settings = dict(session.settings)
+            settings["shareable"] = shareable
+            self.store.update_session(session_id, settings=settings)
+            return self._info(self._session(session_id))
+
+    def turn_log(self, session_id: str) -> list[dict]:
+        """Every finished turn: ``turn``, ``message``, ``plan`` (the planner's output or None), ``outcome``,
+        ``reply``, ``asset_id`` (the version it produced or None), oldest first."""
+        self._session(session_id)
+        return [{"turn": t.turn, "message": t.message, "plan": t.plan, "outcome": t.outcome, "reply": t.reply,
+                 "asset_id": t.asset_id} for t in self.store.turns(session_id)]
 
     def resume(self, token: str) -> SessionInfo:
         """The session a browser's resume token names; unknown or malformed tokens raise SessionNotFound."""
