@@ -180,6 +180,7 @@ class Studio:
             from agent.judges import default_judge
             judge = default_judge(config=self.config)
         self.planner, self.judge = planner, judge
+        self._wire_model_circuit()
         self._sources: OrderedDict[str, SourceImage] = OrderedDict()
         self._sources_lock = threading.Lock()
         self._locks: dict[str, threading.RLock] = {}
@@ -199,6 +200,38 @@ class Studio:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    # -- the model endpoint: one deadline per turn, a circuit breaker, a status badge ---------
+    def _wire_model_circuit(self) -> None:
+        """Give the planner's and the judge's VLM clients one shared circuit and this config's turn deadline."""
+        from agent.vlm import DEFAULT_COOLDOWN_S, ModelCircuit, VLMClient, VLMSettings, vlm_limits
+
+        limits = vlm_limits(self.config)
+        self.turn_deadline_s = float(limits.get("turn_deadline_s", VLMSettings.turn_deadline_s))
+        self.model_circuit = ModelCircuit(float(limits.get("circuit_cooldown_s", DEFAULT_COOLDOWN_S)))
+        self._model_clients = []
+        for part in (self.planner, self.judge):
+            client = getattr(part, "client", None)
+            if isinstance(client, VLMClient):
+                client.circuit = self.model_circuit
+                self._model_clients.append(client)
+
+    def model_status(self) -> dict:
+        """Which planner and judge answer now, for the studio's badge.
+
+        ``{"state": "model" | "fallback" | "embedded", "label": str, "until": ISO time or None}``:
+        "model" = the configured VLM; "fallback" = the VLM stopped answering (timeout or refused
+        connection) and the built-in planner and judge stand in until ``until``; "embedded" = no
+        model is configured.
+        """
+        if not self._model_clients:
+            return {"state": "embedded", "label": "Built-in planner and judge", "until": None}
+        where = self._model_clients[0].where
+        until = self.model_circuit.until
+        if until is not None:
+            return {"state": "fallback", "until": until.isoformat(),
+                    "label": f"Built-in fallback until {until:%H:%M:%S} UTC ({where} is not answering)"}
+        return {"state": "model", "label": f"Model: {where}", "until": None}
 
     # -- internals ----------------------------------------------------------------------
     def _lock(self, session_id: str) -> threading.RLock:
@@ -258,12 +291,15 @@ class Studio:
 
     def _run(self, session: SessionRecord, thread_id: str, payload: Any, turn: int, message: str,
              progress: ProgressFn | None = None) -> TurnResult:
+        from agent.vlm import turn_deadline
+
         config = self._thread_config(thread_id)
         try:
-            if progress is None:
-                self.graph.invoke(payload, config)
-            else:
-                self._stream(payload, config, progress)
+            with turn_deadline(self.turn_deadline_s):  # planner, judge, repairs and replans share it
+                if progress is None:
+                    self.graph.invoke(payload, config)
+                else:
+                    self._stream(payload, config, progress)
         except Exception as exc:  # noqa: BLE001 - whatever broke, the person gets a clear answer
             return self._fail_turn(session, turn, message, exc)
         snapshot = self.graph.get_state(config)
