@@ -66,12 +66,16 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
             return _answered(studio, session_id, "Nothing yet: this is the original photo.", kind="command")
         steps = f" ({len(edits)} change{'s' if len(edits) != 1 else ''}: {'; '.join(said)})" if edits else ""
         return _answered(studio, session_id, f"Now: {recipe}{steps}.", kind="command")
-    if session.active_thread:
-        if name == "undo":   # "undo" during review: keep the version before it
+    if studio.pending_review(session_id) is not None:
+        if name == "undo":   # "undo" during review: drop the version under review, keep the one before it
             result = studio.review(session_id, "rollback", target=session.head_asset_id, progress=progress)
             result.kind = "command"
             return result
-        raise InvalidInput("a turn is waiting for your review: approve, modify, roll back or replan first")
+        # anything else: keep talking, as with an edit request (the version under review is kept first)
+        with studio._lock(session_id):
+            current = studio._session(session_id)
+            if studio._pending(current) is not None:
+                studio._keep_pending(current)
     try:
         if name == "undo":
             return studio.undo(session_id, progress=progress)
