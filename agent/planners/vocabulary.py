@@ -179,6 +179,8 @@ class Vocabulary:
         insist = dict(pe.get("insist") or {})
         self.insist_words = {tuple(_tokens(w)): True for w in insist.get("words") or ()}
         self.insist_magnitude = float(insist.get("magnitude", 2.0))
+        self.soft_rate = float(insist.get("soft_rate", 0.5))
+        self.soft_share = float(insist.get("soft_share", 0.25))
         self.monochrome = dict(pe.get("monochrome") or {})
         # Nouns that follow "the" without naming a place ("the colours", "the mood", "the edit").
         self.not_places = {t for w in pe.get("not_places") or () for t in _tokens(w)}
