@@ -30,9 +30,9 @@ from pipeline.masks import describe_mask, normalize_mask_spec
 from pipeline.state import EditState
 
 #: Pieces that make a message a request of its own rather than a follow-up.
-_ANCHORS = ("intent", "fix", "problem", "op", "relative", "band", "towards", "objects", "rollback", "reset", "set")
+_ANCHORS = ("intent", "fix", "problem", "op", "relative", "band", "towards", "objects", "reset", "set")
 #: Pieces a follow-up may carry.
-_CARRIED = ("magnitude", "increase", "reduce", "separator", "global", "target", "avoid")
+_CARRIED = ("magnitude", "increase", "reduce", "separator", "global", "target", "avoid", "rollback")
 
 
 @dataclass
@@ -127,7 +127,13 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     if leftover:
         return None
     targets = list(dict.fromkeys(p.key for p in pieces if p.category == "target"))
-    mags = [vocab.magnitudes[p.key] for p in pieces if p.category == "magnitude"]
+    # magnitude words said besides the follow-up phrase ("way too much"), not inside it ("too far")
+    phrase_spans: set[int] = set()
+    for found in (repeat, pull, fractions):
+        for pos, n, _ in found:
+            phrase_spans.update(range(pos, pos + n))
+    mags = [vocab.magnitudes[p.key] for p in pieces if p.category == "magnitude"
+            and not set(range(p.pos, p.pos + len(p.text.split()))) <= phrase_spans]
     wants_less = bool(pull or fractions)
     wants_more = bool(repeat)
     if wants_less and wants_more:   # "no, less": the last one said wins
@@ -138,6 +144,13 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         return None
     dialogue = getattr(request, "dialogue", None)
     base = dialogue.base_edit() if dialogue is not None else None
+    if targets:
+        # "dial back the highlights": a follow-up only when the last change touched that place;
+        # otherwise the grammar reads it ("tone down <place>", or asks what to do there)
+        specs = [normalize_mask_spec(vocab.targets[t]) for t in targets]
+        touched = base is not None and any(c.target and normalize_mask_spec(c.target) in specs for c in base.changes)
+        if base is None or not base.changes or (wants_less and not touched):
+            return None
     if base is None or not base.changes:
         what = "less of" if wants_less else "more of"
         return FollowUp(question=f"There is no earlier change to go on yet: {what} what?",
