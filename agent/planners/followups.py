@@ -140,7 +140,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         last_pull = max(pos for pos, _, _ in pull + fractions)
         wants_more = max(pos for pos, _, _ in repeat) > last_pull
         wants_less = not wants_more
-    if not (wants_less or wants_more or (targets and retarget)):
+    if not (wants_less or wants_more or targets):    # a place alone after a change: "and the sky"
         return None
     dialogue = getattr(request, "dialogue", None)
     base = dialogue.base_edit() if dialogue is not None else None
