@@ -77,7 +77,12 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
         if call is None:
             return {c["notice"]: f"{which.title()} is not available in this version of the service."}
         try:
-            result = as_dict(call(sid))
+            pending = as_dict(studio.pending_review(sid))
+            if pending and which == "undo":
+                # Undo while a turn waits: drop that turn's version (the review's Roll back), bit-exact
+                result = as_dict(studio.review(sid, "rollback", target=sv.parent_of(sid, pending["asset_id"])))
+            else:
+                result = as_dict(call(sid))
         except AtelierError as exc:
             gr.Warning(str(exc))
             return {c["notice"]: str(exc)}

@@ -170,7 +170,7 @@ footer { opacity: .5; }
 /* phones: one column; photo, then the message box and Send, then the chat, then the panels */
 @media (max-width: 720px) {
   html, body { overflow-x: hidden; }
-  .gradio-container { padding-left: 6px !important; padding-right: 6px !important; }
+  .gradio-container .main { padding-left: 8px !important; padding-right: 8px !important; }
   #studio-row, #studio-header, #start-row { flex-direction: column !important; flex-wrap: nowrap !important; }
   #studio-row > .column, #studio-header > *, #start-row > .column {
     width: 100% !important; min-width: 0 !important; max-width: 100% !important; flex: 1 1 auto !important; }
@@ -180,11 +180,17 @@ footer { opacity: .5; }
   #talk-column > #quick-replies { order: 4; }
   #talk-column > #review-panel { order: 5; }
   #compare { height: auto !important; max-height: 420px; }
+  #chat { height: 320px !important; max-height: 320px !important; }
   #review-panel .row { flex-wrap: wrap; }
   #review-panel button { flex: 1 1 40% !important; min-width: 0 !important; }
   #photo-tools > * { min-width: 0 !important; }
   #export-format { min-width: 0 !important; }
-  #gallery { height: auto !important; }
+  #demo-photos, #demo-photos .grid-wrap, #gallery, #gallery .grid-wrap { height: auto !important; max-height: none !important; }
+  #demo-photos .grid-container { grid-template-columns: repeat(2, minmax(0, 1fr)) !important;
+                                 grid-auto-rows: auto !important; grid-template-rows: none !important; }
+  #gallery .grid-container { grid-template-columns: repeat(3, minmax(0, 1fr)) !important;
+                             grid-auto-flow: row !important; grid-template-rows: none !important; }
+  #demo-photos .thumbnail-item, #gallery .thumbnail-item { min-width: 0 !important; }
 }
 """
 
@@ -261,6 +267,12 @@ JS = r"""
       item.classList.toggle('variant', / · variant$/.test(text));
     });
   }
+  function wireDemos() {
+    qa('#demo-photos .thumbnail-item').forEach((item) => {
+      const cap = q('.caption-label', item);
+      if (cap) setAttr(item, 'aria-label', 'Start with the demo photo ' + cap.textContent.trim());
+    });
+  }
   function wireChat() {
     qa('#chat button').forEach((b) => {
       const name = (b.getAttribute('aria-label') || b.title || '').toLowerCase();
@@ -270,7 +282,7 @@ JS = r"""
   let queued = false;
   function sweep() {
     queued = false;
-    wireCompare(); wireGallery(); wireChat();
+    wireCompare(); wireGallery(); wireDemos(); wireChat();
   }
   new MutationObserver(() => { if (!queued) { queued = true; requestAnimationFrame(sweep); } })
     .observe(document.body, {subtree: true, childList: true, attributes: true,
