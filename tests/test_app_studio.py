@@ -135,7 +135,13 @@ def choose_review_mode(page, label: str) -> None:
     page.locator("#review-mode label", has_text=label).click()
 
 
+STAGE_OF = {"exposure": "white-balance-tone-contrast", "temperature": "color-temperature"}
+
+
 def slider_value(page, op: str) -> int:
+    """The op's slider position (its stage's fold is opened first when it is closed)."""
+    if page.locator(f"#adj-{op}").count() == 0:
+        page.locator(f"#stage-{STAGE_OF[op]} .label-wrap").first.click()
     return int(float(page.locator(f"#adj-{op} input[type=range]").input_value()))
 
 
@@ -324,11 +330,11 @@ def test_modify_in_review_uses_the_same_sliders(server, browser):
     send(page, "warmer please")
     panel = page.locator("#review-panel")
     expect(panel).to_be_visible(timeout=TURN)
+    expect(page.locator("#adj-temperature")).to_have_count(0)       # its fold is closed
+    page.locator("#modify").click()
+    page.wait_for_function("() => document.activeElement.closest('[id^=adj-]')?.id === 'adj-temperature'")
     warm = slider_value(page, "temperature")
     assert warm > 0
-    page.locator("#modify").click()
-    focused = page.evaluate("() => document.activeElement.closest('[id^=adj-]')?.id")
-    assert focused == "adj-temperature", focused
     under_review = after_src(page)
     for _ in range(6):
         page.keyboard.press("ArrowLeft")

@@ -15,12 +15,20 @@ from ui.session_view import SessionView, as_dict, progress_updates, run_with_pro
 
 #: Runs in the browser on Modify: open the stage that holds the first touched op and focus its slider.
 FOCUS_SLIDER_JS = """() => {
-  const name = (document.querySelector('#modify-target textarea, #modify-target input') || {}).value || '';
-  const box = (name && document.getElementById('adj-' + name)) || document.querySelector('#adjustments .adj-slider');
-  if (!box) return;
-  const stage = box.closest('.adj-stage');
-  if (stage && !box.checkVisibility()) { const b = stage.querySelector('button'); if (b) b.click(); }
-  setTimeout(() => { const r = box.querySelector('input[type=range]'); if (r) { r.focus(); r.scrollIntoView({block: 'center'}); } }, 150);
+  const [stage, name] = ((document.querySelector('#modify-target textarea, #modify-target input') || {}).value || '|').split('|');
+  const focus = (tries) => {
+    const box = document.getElementById('adj-' + name);
+    const range = box && box.querySelector('input[type=range]');
+    if (range) { range.focus(); range.scrollIntoView({block: 'center'}); return; }
+    if (tries > 20) return;
+    setTimeout(() => focus(tries + 1), 100);
+  };
+  if (!document.getElementById('adj-' + name)) {
+    const acc = document.getElementById('stage-' + stage);
+    const toggle = acc && acc.querySelector('button, .label-wrap');
+    if (toggle) toggle.click();
+  }
+  focus(0);
 }"""
 
 

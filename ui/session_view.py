@@ -79,6 +79,7 @@ class SessionView:
         self.ops_table = list(studio.ops_table())
         self.op_labels = {row["name"]: row.get("label") or row["name"] for row in self.ops_table}
         self.compare_side = COMPARE_LONG_SIDE
+        self.stage_of = {row["name"]: str(row.get("stage") or "other") for row in self.ops_table}
 
     # -- files ---------------------------------------------------------------
     def stage(self, src: Path | str, name: str | None = None, *, for_display: bool = False) -> str:
@@ -249,7 +250,8 @@ def view_updates(c: Mapping[str, Any], view: View, sv: SessionView) -> dict:
         c["review_panel"]: gr.update(visible=bool(pending)),
         c["review_md"]: views.review_markdown(pending),
         c["review_ops"]: review_ops,
-        c["modify_target"]: review_ops[0]["name"] if review_ops else "",
+        c["modify_target"]: (f"{sv.stage_of.get(review_ops[0]['name'], '')}|{review_ops[0]['name']}"
+                             if review_ops else ""),
         c["replan_feedback"]: "",
         c["studio_area"]: gr.update(visible=has),
         c["start_panel"]: gr.update(visible=not has),
