@@ -31,6 +31,7 @@ from agent.store import Store, new_id
 from pipeline import ops
 from pipeline.masks import describe_mask
 from pipeline.measure import image_stats
+from pipeline.render import in_frame_of
 from pipeline.state import EditState
 
 SourceLoader = Callable[[str], Any]  # session id -> pipeline.render.SourceImage
@@ -196,7 +197,7 @@ class TurnNodes:
             start_id = state.get("asset_id") or state["base_asset_id"]
             overridden = set(values)
             kept = [g for g in goals_from_rows(state.get("sub_goals") or []) if g.target or g.op not in overridden]
-            person = [SubGoal(op=name, value=int(v), mode="set", description="your value")
+            person = [SubGoal(op=name, value=v, mode="set", description="your value")
                       for name, v in values.items()]
             start = self._edit_state(start_id)
             new_state, person_steps = apply_sub_goals(start, person)
@@ -208,7 +209,8 @@ class TurnNodes:
             for i, s in enumerate(steps):
                 s.step = i + 1
             person_modified = True
-            reply = "Set " + ", ".join(f"{ops.get_op(n).label.lower()} to {int(v)}" for n, v in values.items()) \
+            reply = "Set " + ", ".join(f"{ops.get_op(n).label.lower()} to {ops.get_op(n).describe_value(v).lstrip('+')}"
+                                       for n, v in values.items()) \
                 + ", as you asked."
         else:
             goals = goals_from_rows(state.get("sub_goals") or [])
@@ -239,16 +241,21 @@ class TurnNodes:
         candidate = self._edit_state(state["asset_id"])
         previous = self._edit_state(state["base_asset_id"])
         side = self.config.judge_long_side
-        original_img = self.renderer.render(source, EditState(), side)
+        # The original and the previous version are seen through the new frame (crop,
+        # rotation), so every comparison is like for like; the frame itself is checked
+        # from pixels by agent.judges.geometry_checks.
+        original_img = self.renderer.render(source, in_frame_of(EditState(), candidate), side)
         current_img = self.renderer.render(source, candidate, side)
-        previous_img = self.renderer.render(source, previous, side)
+        previous_img = self.renderer.render(source, in_frame_of(previous, candidate), side)
         goals = goals_from_rows(state.get("sub_goals") or [])
         masks = {}
         for g in goals:
             if g.target:
                 key = json.dumps(g.target, sort_keys=True)
                 if key not in masks:
-                    masks[key] = self.renderer.mask(source, g.target, original_img.shape[:2])
+                    masks[key] = (self.renderer.mask_for(source, g.target, candidate, side)
+                                  if hasattr(self.renderer, "mask_for")
+                                  else self.renderer.mask(source, g.target, original_img.shape[:2]))
         session = self.store.get_session(state["session_id"])
         result = self.judge.assess(JudgeRequest(
             original=original_img, current=current_img, sub_goals=goals, state=candidate,

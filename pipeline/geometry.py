@@ -317,7 +317,7 @@ def detect_tilt(original: np.ndarray, max_tilt: float = 20.0) -> float:
     :data:`DETECT_SIDE`, then a standard Hough transform at 0.05 degree
     resolution votes for lines within ``max_tilt`` of horizontal or vertical;
     the strongest line family wins (its angle is the vote-weighted mean of the
-    lines within half a degree of the strongest). Returns 0.0 when no line is
+    lines within half a degree of the best-supported angle). Returns 0.0 when no line is
     long enough to trust (a third of the short side).
     """
     img = np.asarray(original)
@@ -339,11 +339,16 @@ def detect_tilt(original: np.ndarray, max_tilt: float = 20.0) -> float:
         lines = cv2.HoughLinesWithAccumulator(edges, 1, step, threshold, min_theta=lo, max_theta=hi)
         if lines is None:
             continue
-        for _rho, theta, votes in lines.reshape(-1, 3)[:50]:
+        for _rho, theta, votes in lines.reshape(-1, 3)[:60]:
             found.append((math.degrees(theta) - centre, float(votes)))
     if not found:
         return 0.0
-    found.sort(key=lambda f: -f[1])
-    best = found[0][0]
-    near = [(a, v) for a, v in found if abs(a - best) <= 0.5]
-    return round(sum(a * v for a, v in near) / sum(v for _, v in near), 3)
+    # Consensus, not the single strongest edge: the angle whose neighbourhood
+    # (half a degree) gathers the most votes, so one slanted edge (a roof, a
+    # leaning pole in perspective) does not outvote a family of parallel lines.
+    angles = np.array([a for a, _ in found])
+    votes = np.array([v for _, v in found])
+    support = [(votes[np.abs(angles - a) <= 0.5].sum(), a) for a in angles]
+    best = max(support)[1]
+    near = np.abs(angles - best) <= 0.5
+    return round(float((angles[near] * votes[near]).sum() / votes[near].sum()), 3)

@@ -372,10 +372,19 @@ def subgoal_json_schema(mask_schema: dict | None = None) -> dict:
     if mask_schema:
         defs = mask_schema.get("$defs", {})
         target = {"anyOf": [{"$ref": mask_schema["$ref"]}, {"type": "null"}]}
+    # Each op's own range: one if/then per distinct range (most ops share -100..100).
+    ranges: dict[tuple, list[str]] = {}
+    for o in OPS.values():
+        if o.control != "points":
+            ranges.setdefault(("integer" if o.step == 1 else "number", o.min, o.max), []).append(o.name)
+    per_op = [{"if": {"properties": {"op": {"enum": names}}},
+               "then": {"properties": {"value": {"type": t, "minimum": lo, "maximum": hi}}}}
+              for (t, lo, hi), names in ranges.items()]
     return {
         **({"$defs": defs} if defs else {}),
         "type": "object",
         "required": ["op", "value"],
+        "allOf": per_op,
         "properties": {
             "op": {"type": "string", "enum": list(OPS)},
             "value": {"type": "number", "minimum": min(-100, *(o.min for o in OPS.values())),

@@ -75,7 +75,7 @@ class SubGoal:
     def summary(self) -> str:
         """'temperature +20 on the sky' — a line a person reads."""
         where = f" on {describe_mask(self.target)}" if self.target else ""
-        amount = f"{self.value:+d}" if self.mode == "add" else f"= {self.value}"
+        amount = f"{self.value:+}" if self.mode == "add" else f"= {self.value}"
         return f"{self.op} {amount}{where}"
 
 
