@@ -171,7 +171,7 @@ def apply_finishing_pixel_ops(rgb: np.ndarray, settings: Mapping[str, Any]) -> n
 def reduce_noise(img: np.ndarray, luminance: float = 0, color: float = 0) -> np.ndarray:
     """Luminance (0..100) and colour (0..100) noise reduction of a uint8 RGB image.
 
-    Luminance: a self-guided filter on Y (radius ~ long side / 1200, edges kept;
+    Luminance: a self-guided filter on Y (radius ~ long side / 900, edges kept;
     ``eps`` grows with the amount). Colour: Cr and Cb smoothed on a quarter-size
     copy and blended back by the amount (chroma noise is blotchy and low in detail).
     """
@@ -181,8 +181,8 @@ def reduce_noise(img: np.ndarray, luminance: float = 0, color: float = 0) -> np.
     y, cr, cb = cv2.split(ycc)
     long_side = max(img.shape[:2])
     if luminance:
-        radius = max(1, round(long_side / 1200))
-        eps = (luminance / 100.0 * 18.0) ** 2
+        radius = max(2, round(long_side / 900))
+        eps = (luminance / 100.0 * 25.0) ** 2
         y = cv2.ximgproc.guidedFilter(y, y, radius, eps)
     if color:
         h, w = cr.shape
