@@ -230,10 +230,30 @@ def vignette(img: np.ndarray, amount: float, midpoint: float = 0, feather: float
     return cv2.blendLinear(img, target, 1.0 - m, m)
 
 
-def grain_seed(amount: float, size: float) -> int:
-    """Seed of the grain pattern: a function of the grain settings only, so the
-    grain stays put while other sliders move and a state always renders the same."""
-    return int.from_bytes(hashlib.sha256(f"grain:{amount:g}:{size:g}".encode()).digest()[:8], "little")
+def grain_seed(size: float) -> int:
+    """Seed of the grain pattern: a function of the grain size only, so the grain
+    stays put while the amount or any other slider moves, and a state always
+    renders the same."""
+    return int.from_bytes(hashlib.sha256(f"grain:{size:g}".encode()).digest()[:8], "little")
+
+
+@lru_cache(maxsize=3)
+def grain_field(size: float, height: int, width: int) -> np.ndarray:
+    """Unit-spread grain noise for an image of ``height x width`` (cached: a proxy
+    re-render with new settings reuses it)."""
+    particle = max(height, width) / 2000.0 * 2.0 ** (1.5 * size / 100.0)
+    f = max(1.0, particle)
+    gh, gw = max(2, round(height / f)), max(2, round(width / f))
+    rng = np.random.Generator(np.random.PCG64(grain_seed(size)))
+    noise = rng.standard_normal((gh, gw), dtype=np.float32)
+    if (gh, gw) != (height, width):
+        noise = cv2.resize(noise, (width, height), interpolation=cv2.INTER_LINEAR)
+        noise *= np.float32(1.0 / max(1e-6, float(np.sqrt((noise[::7, ::7] ** 2).mean()))))
+    if particle < 1.0:
+        # Finer than a pixel (a small proxy): the visible spread of averaged particles.
+        noise *= np.float32(np.sqrt(particle))
+    noise.flags.writeable = False
+    return noise
 
 
 # Grain weight per 8-bit luma: strongest in the midtones, a little in shadows and highlights.
@@ -250,18 +270,7 @@ def grain(img: np.ndarray, amount: float, size: float = 0) -> np.ndarray:
     """
     if not amount:
         return img
-    h, w = img.shape[:2]
-    particle = max(h, w) / 2000.0 * 2.0 ** (1.5 * size / 100.0)
-    f = max(1.0, particle)
-    gh, gw = max(2, round(h / f)), max(2, round(w / f))
-    rng = np.random.Generator(np.random.PCG64(grain_seed(amount, size)))
-    noise = rng.standard_normal((gh, gw), dtype=np.float32)
-    if (gh, gw) != (h, w):
-        noise = cv2.resize(noise, (w, h), interpolation=cv2.INTER_LINEAR)
-        noise *= np.float32(1.0 / max(1e-6, float(np.sqrt((noise[::7, ::7] ** 2).mean()))))
-    if particle < 1.0:
-        # Finer than a pixel (a small proxy): the visible spread of averaged particles.
-        noise *= np.float32(np.sqrt(particle))
+    noise = grain_field(float(size), *img.shape[:2])
     weight = cv2.LUT(cv2.cvtColor(img, cv2.COLOR_RGB2GRAY), _GRAIN_WEIGHT * np.float32(GRAIN_SIGMA * amount / 100.0))
     delta = cv2.multiply(noise, weight)
     delta = np.rint(delta).astype(np.int16)

@@ -31,6 +31,7 @@ state key, size) in a bounded, thread-safe cache.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -363,6 +364,12 @@ class Renderer:
 
     def _frame_mask(self, source: SourceImage, spec: Mapping, frame: Frame, size: tuple[int, int],
                     feather: float) -> np.ndarray:
+        key = (source.digest, json.dumps(spec, sort_keys=True), frame.matrix.tobytes(), frame.width,
+               frame.height, size, feather, "mask")
+        return self.framed.get_or_create(key, lambda: _frozen(self._warp_mask(source, spec, frame, size, feather)))
+
+    def _warp_mask(self, source: SourceImage, spec: Mapping, frame: Frame, size: tuple[int, int],
+                   feather: float) -> np.ndarray:
         s = min(1.0, size[1] / frame.width)
         src_size = (max(1, round(source.height * s)), max(1, round(source.width * s)))
         m = build_mask(spec, source.pixels, src_size, cache=self.masks, key=source.digest)
