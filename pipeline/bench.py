@@ -153,7 +153,7 @@ def run(runs: int = 5, width: int = 3840, height: int = 2160) -> dict:
 TOOLBOX_OPS = {
     "crop_aspect": lambda i: {"crop_aspect": 1 + i % 6},
     "crop (free rectangle)": lambda i: {"crop_left": 5 + i, "crop_top": 8, "crop_right": 12, "crop_bottom": 3},
-    "rotate": lambda i: {"rotate": 1 + i % 3},
+    "rotate": lambda i: {"rotate": 90 * (1 + i % 3)},
     "flip_h": lambda i: {"flip_h": 1, "crop_zoom": i},
     "straighten": lambda i: {"straighten": 2.5 + 0.1 * i},
     "auto_straighten": lambda i: {"auto_straighten": 1, "straighten": 0.1 * i},

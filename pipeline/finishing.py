@@ -58,7 +58,7 @@ def finishing_ops(Op) -> list:
         rows += [
             Op(f"grade_{r}_hue", f"{r.title()} grade hue", f, "color grading",
                f"Hue of the colour added to the {r} (degrees: 0 red, 30 orange, 60 yellow, 120 green, "
-               f"190 teal, 220 blue, 300 magenta).", "", "", min=0, max=359, control="hue", wrap=True,
+               f"190 teal, 220 blue, 300 magenta).", "", "", min=0, max=359, control="hue", period=360,
                unit="degrees"),
             Op(f"grade_{r}", f"{r.title()} grade", f, "color grading",
                f"How much of the grade hue is added to the {r} (luminance kept).",

@@ -12,7 +12,7 @@ rotation.
 
 Order of the frame, as a photographer sets it:
 
-1. ``rotate`` (quarter turns clockwise) and ``flip_h`` / ``flip_v``;
+1. ``rotate`` (0, 90, 180, 270 degrees clockwise) and ``flip_h`` / ``flip_v``;
 2. ``straighten`` (degrees, positive turns the picture clockwise) plus the
    detected tilt when ``auto_straighten`` is on; the rotated picture is cropped
    to the largest rectangle of its own aspect that holds only valid pixels (no
@@ -36,8 +36,6 @@ import numpy as np
 
 #: crop_aspect choices (index 0 keeps the frame's own aspect).
 ASPECTS: tuple[str, ...] = ("original", "1:1", "4:5", "3:2", "2:3", "16:9", "9:16", "5:4", "4:3", "3:4")
-#: rotate choices: clockwise quarter turns.
-ROTATIONS: tuple[str, ...] = ("0", "90", "180", "270")
 #: The steepest straighten, either way (degrees).
 MAX_ANGLE = 45
 #: The most a free crop may cut from one side (percent), and the least it must keep (percent of a side).
@@ -64,13 +62,14 @@ def geometry_ops(Op) -> list:
 
     return [
         Op("rotate", "Rotate", g, "orientation",
-           "Quarter turns clockwise, applied first (90 = rotate right, 270 = rotate left).",
-           "", "", kind="geometry", min=0, max=len(ROTATIONS) - 1, control="choice",
-           choices=ROTATIONS, wrap=True),
+           "Turns the picture by quarter turns, applied first (degrees clockwise: 90 = rotate right, "
+           "-90 or 270 = rotate left; stored as 0, 90, 180 or 270).",
+           "turned left (counter-clockwise)", "turned right (clockwise)", kind="geometry",
+           min=-270, max=270, step=90, period=360, control="angle", unit="degrees"),
         Op("flip_h", "Flip horizontal", g, "orientation", "Mirror left-right.",
-           "", "mirrored left-right", kind="geometry", min=0, max=1, control="toggle", wrap=True),
+           "", "mirrored left-right", kind="geometry", min=0, max=1, control="toggle", period=2),
         Op("flip_v", "Flip vertical", g, "orientation", "Mirror top-bottom.",
-           "", "mirrored top-bottom", kind="geometry", min=0, max=1, control="toggle", wrap=True),
+           "", "mirrored top-bottom", kind="geometry", min=0, max=1, control="toggle", period=2),
         Op("straighten", "Straighten", g, "straighten",
            "Rotates the picture by this many degrees (positive = clockwise) and crops to the largest "
            "rectangle of valid pixels.", f"{MAX_ANGLE} degrees counter-clockwise",
@@ -194,7 +193,7 @@ def frame_for(settings: Mapping[str, Any], width: int, height: int, tilt: float 
     when ``auto_straighten`` is on. Raises :class:`GeometryError` for a crop
     that keeps too little of the frame.
     """
-    quarter = int(settings.get("rotate", 0)) % 4
+    quarter = int(settings.get("rotate", 0)) // 90 % 4
     fh, fv = bool(settings.get("flip_h", 0)), bool(settings.get("flip_v", 0))
     m, Wo, Ho = _orientation(quarter, fh, fv, float(width), float(height))
     angle = float(settings.get("straighten", 0))

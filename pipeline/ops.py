@@ -96,8 +96,12 @@ class Op:
     control: str = "slider"
     step: float = 1
     choices: tuple = ()
-    wrap: bool = False
+    period: int = 0          # > 0: values wrap modulo this (hues, quarter turns, toggles)
     unit: str = ""
+
+    @property
+    def wrap(self) -> bool:
+        return self.period > 0
 
     def check(self, value: Any) -> Any:
         """Return ``value`` in its stored form (an int, an angle rounded to
@@ -111,6 +115,8 @@ class Op:
         v = _as_number(self.name, value)
         if self.step == 1 and v != int(v):
             raise OpError(f"{self.name}: expected a whole number, got {value!r}")
+        if self.step > 1 and v % self.step:
+            raise OpError(f"{self.name}: expected a multiple of {self.step:g}, got {value!r}")
         if not self.min <= v <= self.max:
             raise OpError(
                 f"{self.name}: {value!r} is outside its range {self.min}..{self.max}{self._unit_hint()}"
@@ -127,11 +133,12 @@ class Op:
             value = int(value)
         v = _as_number(self.name, value)
         if self.wrap:
-            span = self.max - self.min + 1
-            return self._stored(self.min + (round(v) - self.min) % span)
+            return self._stored(v)
         return self._stored(max(self.min, min(self.max, v)))
 
     def _stored(self, v: float) -> Any:
+        if self.period:
+            return int(round(v / self.step) * self.step) % self.period
         if self.step == 1:
             return int(round(v))
         digits = max(0, -int(math.floor(math.log10(self.step))))

@@ -131,7 +131,7 @@ def test_a_level_photo_is_left_level():
 @pytest.mark.parametrize("label", ASPECTS[1:])
 def test_aspect_presets_give_the_exact_aspect(label, photos):
     img = photos["coffee"]
-    for extra in ({}, {"straighten": -2.5}, {"rotate": 1}):
+    for extra in ({}, {"straighten": -2.5}, {"rotate": 90}):
         out = render(img, _state(crop_aspect=label, **extra))
         h, w = out.shape[:2]
         # exact up to the rounding of one side to whole pixels
@@ -149,15 +149,16 @@ def test_crop_rectangle_is_the_exact_pixels(photos):
 
 def test_rotate_and_flip_are_numpys_own(photos):
     img = photos["coffee"]
-    assert np.array_equal(render(img, _state(rotate=1)), np.rot90(img, -1))
-    assert np.array_equal(render(img, _state(rotate="270")), np.rot90(img, 1))
-    assert np.array_equal(render(img, _state(rotate=2)), img[::-1, ::-1])
+    assert np.array_equal(render(img, _state(rotate=90)), np.rot90(img, -1))
+    assert np.array_equal(render(img, _state(rotate=-90)), np.rot90(img, 1))
+    assert np.array_equal(render(img, _state(rotate=180)), img[::-1, ::-1])
     assert np.array_equal(render(img, _state(flip_h=1)), img[:, ::-1])
     assert np.array_equal(render(img, _state(flip_v=1)), img[::-1])
-    assert np.array_equal(render(img, _state(rotate=1, flip_h=1)), np.rot90(img, -1)[:, ::-1])
-    # "rotate left" twice from the right is a half turn; four quarter turns are the identity
-    s = _state(rotate=1).with_value("rotate", 3, mode="add")
-    assert s.settings == {}
+    assert np.array_equal(render(img, _state(rotate=90, flip_h=1)), np.rot90(img, -1)[:, ::-1])
+    # "rotate left" after "rotate right" is back where it was; 270 is -90
+    assert _state(rotate=90).with_value("rotate", -90, mode="add").settings == {}
+    assert _state(rotate=-90).settings == {"rotate": 270}
+    assert _state(rotate=180).with_value("rotate", 270, mode="add").settings == {"rotate": 90}
     assert _state(flip_h=1).with_value("flip_h", 1, mode="add").settings == {}
 
 
@@ -183,7 +184,7 @@ def test_proxy_and_export_frame_the_same_picture(photos):
 # -- masks follow the frame -----------------------------------------------------------------
 
 @pytest.mark.parametrize("geometry", [
-    {"crop_left": 40, "crop_bottom": 20, "rotate": 1},
+    {"crop_left": 40, "crop_bottom": 20, "rotate": 90},
     {"crop_aspect": "1:1", "flip_h": 1},
     {"straighten": 6, "crop_top": 10},
 ])
@@ -217,7 +218,7 @@ def test_mask_for_returns_the_mask_in_the_frame(photos):
     assert abs(plain[:, :20].mean() - plain[:, -20:].mean()) > 0.8
     m = renderer.mask_for(source, spec, _state(flip_h=1))
     assert np.array_equal(m, plain[:, ::-1])  # mirrored with the picture
-    turned = renderer.mask_for(source, spec, _state(rotate=1, crop_bottom=50))
+    turned = renderer.mask_for(source, spec, _state(rotate=90, crop_bottom=50))
     assert np.allclose(turned, np.rot90(plain[:, :256], -1), atol=1e-6)  # the left half, turned right
 
 
@@ -226,7 +227,7 @@ def test_mask_for_returns_the_mask_in_the_frame(photos):
 def test_renders_with_geometry_are_pure_and_bit_exact(photos):
     img = photos["coffee"]
     a = _state(straighten=-2.2, crop_aspect="3:2", exposure=10, grain=30)
-    b = _state(rotate=1, crop_left=20)
+    b = _state(rotate=90, crop_left=20)
     first = render(img, a)
     renderer = Renderer()
     source = SourceImage.from_array(img)
@@ -240,7 +241,7 @@ def test_rollback_after_a_crop_is_bit_exact(make_studio, photo):
     info = studio.start_session(photo)
     t1 = studio.send_message(info.id, "exposure+10 straighten+3")
     t1_pixels = studio.render(info.id, t1.asset_id).tobytes()
-    t2 = studio.send_message(info.id, "crop_aspect=1 rotate+1 grain+40")
+    t2 = studio.send_message(info.id, "crop_aspect=1 rotate+90 grain+40")
     shown = studio.render(info.id, t2.asset_id)
     assert shown.shape[0] == shown.shape[1]
     studio.review(info.id, "rollback", target=1)
