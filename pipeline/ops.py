@@ -123,6 +123,21 @@ class Op:
             )
         return self._stored(v)
 
+    def check_change(self, value: Any) -> Any:
+        """Validate a change (a sub-goal in mode "add"): any move that stays within the
+        op's span, so "less grain" (-15) is a valid move for an op that is 0..100."""
+        if self.control in ("points", "choice") or isinstance(value, (str, bool)):
+            return self.check(value)
+        v = _as_number(self.name, value)
+        if self.step == 1 and v != int(v):
+            raise OpError(f"{self.name}: expected a whole number, got {value!r}")
+        if self.step > 1 and v % self.step:
+            raise OpError(f"{self.name}: expected a multiple of {self.step:g}, got {value!r}")
+        span = self.max - self.min
+        if not -span <= v <= span:
+            raise OpError(f"{self.name}: a change of {value!r} is outside -{span}..+{span}{self._unit_hint()}")
+        return int(v) if self.step >= 1 else round(v, 2)
+
     def clamp(self, value: Any) -> Any:
         """Round and clamp ``value`` into the op's range (wrapping ops wrap)."""
         if self.control == "points":
@@ -383,7 +398,9 @@ def subgoal_json_schema(mask_schema: dict | None = None) -> dict:
     ranges: dict[tuple, list[str]] = {}
     for o in OPS.values():
         if o.control != "points":
-            ranges.setdefault(("integer" if o.step == 1 else "number", o.min, o.max), []).append(o.name)
+            # a change (mode add) may go below 0 on a 0..N op ("less grain")
+            lo = o.min if o.min < 0 or o.control == "choice" else -(o.max - o.min)
+            ranges.setdefault(("integer" if o.step >= 1 else "number", lo, o.max), []).append(o.name)
     per_op = [{"if": {"properties": {"op": {"enum": names}}},
                "then": {"properties": {"value": {"type": t, "minimum": lo, "maximum": hi}}}}
               for (t, lo, hi), names in ranges.items()]

@@ -42,8 +42,8 @@ def _settings(data: Any, where: str, clamp: bool) -> dict[str, int]:
     return settings
 
 
-# Ops that only make sense for the whole frame (never inside a layer's mask).
-_WHOLE_FRAME = frozenset(
+#: Ops that only make sense for the whole frame (never inside a layer's mask).
+WHOLE_FRAME_OPS = _WHOLE_FRAME = frozenset(
     n for n, o in ops.OPS.items()
     if o.kind == "geometry" or n in ("vignette", "vignette_midpoint", "vignette_feather", "grain", "grain_size"))
 
