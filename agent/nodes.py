@@ -32,6 +32,7 @@ from agent.store import Store, new_id
 from pipeline import ops
 from pipeline.masks import describe_mask
 from pipeline.measure import image_stats
+from pipeline.render import in_frame_of
 from pipeline.state import EditState
 
 SourceLoader = Callable[[str], Any]  # session id -> pipeline.render.SourceImage
@@ -217,9 +218,9 @@ class TurnNodes:
                 return (json.dumps(target, sort_keys=True) if target else None, op)
 
             kept = [g for g in goals_from_rows(state.get("sub_goals") or []) if key(g.target, g.op) not in overridden]
-            person = [SubGoal(op=name, value=int(v), mode="set", description="your value")
+            person = [SubGoal(op=name, value=v, mode="set", description="your value")
                       for name, v in values.items()]
-            person += [SubGoal(op=name, value=int(v), mode="set", target=l["mask"], description="your value")
+            person += [SubGoal(op=name, value=v, mode="set", target=l["mask"], description="your value")
                        for l in layer_values for name, v in l["values"].items()]
             start = self._edit_state(start_id)
             new_state, person_steps = apply_sub_goals(start, person)
@@ -231,7 +232,7 @@ class TurnNodes:
             for i, s in enumerate(steps):
                 s.step = i + 1
             person_modified = True
-            said = [f"{ops.get_op(g.op).label.lower()}{_where_words(g.target)} to {g.value}" for g in person]
+            said = [f"{ops.get_op(g.op).label.lower()}{_where_words(g.target)} to {ops.get_op(g.op).describe_value(g.value).lstrip('+')}" for g in person]
             reply = "Set " + ", ".join(said) + ", as you asked."
         else:
             goals = goals_from_rows(state.get("sub_goals") or [])
@@ -262,16 +263,21 @@ class TurnNodes:
         candidate = self._edit_state(state["asset_id"])
         previous = self._edit_state(state["base_asset_id"])
         side = self.config.judge_long_side
-        original_img = self.renderer.render(source, EditState(), side)
+        # The original and the previous version are seen through the new frame (crop,
+        # rotation), so every comparison is like for like; the frame itself is checked
+        # from pixels by agent.judges.geometry_checks.
+        original_img = self.renderer.render(source, in_frame_of(EditState(), candidate), side)
         current_img = self.renderer.render(source, candidate, side)
-        previous_img = self.renderer.render(source, previous, side)
+        previous_img = self.renderer.render(source, in_frame_of(previous, candidate), side)
         goals = goals_from_rows(state.get("sub_goals") or [])
         masks = {}
         for g in goals:
             if g.target:
                 key = json.dumps(g.target, sort_keys=True)
                 if key not in masks:
-                    masks[key] = self.renderer.mask(source, g.target, original_img.shape[:2])
+                    masks[key] = (self.renderer.mask_for(source, g.target, candidate, side)
+                                  if hasattr(self.renderer, "mask_for")
+                                  else self.renderer.mask(source, g.target, original_img.shape[:2]))
         session = self.store.get_session(state["session_id"])
         result = self.judge.assess(JudgeRequest(
             original=original_img, current=current_img, sub_goals=goals, state=candidate,

@@ -34,7 +34,7 @@ from agent.store import (AssetRecord, SessionRecord, Store, new_id, open_checkpo
 from pipeline import ops
 from pipeline.imageio import ImageLoadError, load_image, save_image, write_bytes_atomic
 from pipeline.render import Renderer, SourceImage
-from pipeline.state import EditState
+from pipeline.state import EditState, EditStateError
 
 SESSIONS_DIR_ENV = "ATELIER_SESSIONS_DIR"
 EXPORT_FORMATS = {"jpeg": "jpg", "jpg": "jpg", "png": "png", "tiff": "tif", "tif": "tif"}
@@ -424,6 +424,16 @@ class Studio:
                 raise InvalidInput(f"modify: {exc}") from None
         return out
 
+    def _check_together(self, session: SessionRecord, pending: dict | None, values: dict) -> None:
+        """Values that are fine one by one but not together (a crop that keeps nothing): InvalidInput."""
+        asset_id = (pending or {}).get("asset_id") or session.head_asset_id
+        if not asset_id:
+            return
+        try:
+            EditState.from_dict(self.store.get_asset(asset_id, session.id).state).with_settings(values, clamp=False)
+        except EditStateError as exc:
+            raise InvalidInput(f"modify: {exc}") from None
+
     # -- sessions -----------------------------------------------------------------------
     def styles(self) -> list[str]:
         """Named looks a session may start with (from the planner, else the engine profile)."""
@@ -441,9 +451,11 @@ class Studio:
 
     def ops_table(self) -> list[dict]:
         """The op registry as rows for sliders."""
+        # "kind" is the widget: slider, angle, choice (with "choices"), toggle, hue or points.
         return [{"name": o.name, "label": o.label, "stage": o.stage, "group": o.group, "min": o.min,
                  "max": o.max, "default": o.default, "description": o.description,
-                 "minus": getattr(o, "minus", ""), "plus": getattr(o, "plus", "")} for o in ops.OPS.values()]
+                 "minus": getattr(o, "minus", ""), "plus": getattr(o, "plus", ""), "kind": o.control,
+                 "step": o.step, **({"choices": list(o.choices)} if o.choices else {})} for o in ops.OPS.values()]
 
     def start_session(self, image: Any, *, style: str | None = None, review_mode: str | None = None,
                       filename: str | None = None, planner_schema: str | None = None,
@@ -694,6 +706,7 @@ class Studio:
                 decision = {"action": "rollback", "asset_id": asset_id}
             elif action == "modify":
                 checked = self._check_values(values)
+                self._check_together(session, pending, checked)
                 if pending is None:
                     words = " ".join(f"{k}={v}" for k, v in checked.items())
                     return self._start_turn(session, f"/modify {words}", modify_values=checked, progress=progress)
@@ -882,11 +895,14 @@ class Studio:
 
     @staticmethod
     def _with_values(state: EditState, values: dict[str, int], layers: list[dict]) -> EditState:
-        if values:
-            state = state.with_settings(values, clamp=False)
-        for layer in layers:
-            for name, value in layer["values"].items():
-                state = state.with_value(name, value, mask=layer["mask"], mode="set", clamp=False)
+        try:
+            if values:
+                state = state.with_settings(values, clamp=False)
+            for layer in layers:
+                for name, value in layer["values"].items():
+                    state = state.with_value(name, value, mask=layer["mask"], mode="set", clamp=False)
+        except EditStateError as exc:  # fine one by one, not together (a crop that keeps nothing)
+            raise InvalidInput(f"values: {exc}") from None
         return state
 
     def preview(self, session_id: str, values: dict | None, *, layers: Any = None) -> Path:
