@@ -288,7 +288,9 @@ class Renderer:
     original's content digest, so nothing is shared between different photos.
     """
 
-    def __init__(self, max_cache_bytes: int = 768 * 2**20):
+    def __init__(self, max_cache_bytes: int = 768 * 2**20, blobs=None):
+        #: Where painted masks (and other pixel assets a state refers to) are read: a pipeline.blobs.BlobStore.
+        self.blobs = blobs
         self.renders = BoundedCache(max_cache_bytes // 2)
         self.coords = BoundedCache(max_cache_bytes // 4)
         self.luts = BoundedCache(32 * 2**20)
@@ -303,7 +305,7 @@ class Renderer:
 
     def mask(self, source: SourceImage, spec: Mapping, size: tuple[int, int], feather: float = 0) -> np.ndarray:
         """The soft mask of ``spec`` at ``size`` (height, width), float32 0..1."""
-        m = build_mask(spec, source.pixels, size, cache=self.masks, key=source.digest)
+        m = build_mask(spec, source.pixels, size, cache=self.masks, key=source.digest, blobs=self.blobs)
         return feather_mask(m, feather) if feather else m
 
     def render(self, source: SourceImage, state: EditState, long_side: int | None = None) -> np.ndarray:
@@ -355,14 +357,14 @@ class Renderer:
         return out
 
 
-def render(original: np.ndarray, state: EditState, long_side: int | None = None) -> np.ndarray:
+def render(original: np.ndarray, state: EditState, long_side: int | None = None, *, blobs=None) -> np.ndarray:
     """Pure function: uint8 RGB ``original`` rendered with ``state``.
 
     Same inputs, same bytes. For many renders of one photo use a
     :class:`Renderer` and a :class:`SourceImage`, which cache coordinates,
-    LUTs, masks and results.
+    LUTs, masks and results. ``blobs``: the BlobStore painted masks live in.
     """
-    return Renderer(max_cache_bytes=0).render(SourceImage.from_array(original), state, long_side).copy()
+    return Renderer(max_cache_bytes=0, blobs=blobs).render(SourceImage.from_array(original), state, long_side).copy()
 
 
 def render_exact(original: np.ndarray, state: EditState, long_side: int | None = None) -> np.ndarray:

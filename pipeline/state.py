@@ -24,11 +24,21 @@ class EditStateError(ValueError):
     """A malformed EditState: the message names the bad field."""
 
 
-def _settings(data: Any, where: str, clamp: bool) -> dict[str, int]:
+def _settings(data: Any, where: str, clamp: bool, *, local: bool = True) -> dict[str, int]:
     try:
-        return ops.check_settings(data or {}, clamp=clamp)
+        checked = ops.check_settings(data or {}, clamp=clamp)
     except ops.OpError as exc:
         raise EditStateError(f"{where}: {exc}") from None
+    if not local:
+        _refuse_region_ops(checked, where)
+    return checked
+
+
+def _refuse_region_ops(settings: Mapping[str, Any], where: str) -> None:
+    region = [n for n in settings if n in ops.REGION_OPS]
+    if region:
+        raise EditStateError(f"{where}: {', '.join(region)} works on a selected region only "
+                             "(a local layer with a mask), not on the whole photo")
 
 
 @dataclass(frozen=True)
@@ -118,7 +128,7 @@ class EditState:
         if not isinstance(layers, list):
             raise EditStateError("state.layers: expected a list")
         return cls(
-            settings=_settings(data.get("settings"), "state.settings", clamp),
+            settings=_settings(data.get("settings"), "state.settings", clamp, local=False),
             layers=tuple(
                 LocalLayer.from_dict(l, where=f"state.layers[{i}]", clamp=clamp)
                 for i, l in enumerate(layers)
@@ -173,6 +183,8 @@ class EditState:
         if mode not in ("set", "add"):
             raise EditStateError(f"mode: expected 'set' or 'add', got {mode!r}")
         o = ops.get_op(op)
+        if mask is None:
+            _refuse_region_ops({op: 1}, "state.settings")
         current = self.value(op, mask)
         target = current + ops._as_number(op, value) if mode == "add" else value
         new = o.clamp(target) if clamp else o.check(target)
@@ -196,10 +208,7 @@ class EditState:
         """Return a copy with several global values set at once."""
         settings = dict(self.settings)
         settings.update(values)
-        try:
-            checked = ops.check_settings(settings, clamp=clamp)
-        except ops.OpError as exc:
-            raise EditStateError(f"state.settings: {exc}") from None
+        checked = _settings(settings, "state.settings", clamp, local=False)
         return EditState(settings=checked, layers=self.layers)
 
     def diff(self, other: "EditState") -> dict[str, tuple[int, int]]:

@@ -72,7 +72,7 @@ def test_it_is_a_judge(judge):
 
 
 def test_every_op_has_a_measurable_effect():
-    assert set(EFFECTS) == set(ops.OPS)
+    assert set(EFFECTS) == set(ops.PIXEL_OPS + ops.SPATIAL_OPS)
 
 
 def test_sizes_must_match(judge, photos):

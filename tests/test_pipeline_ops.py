@@ -21,13 +21,17 @@ def test_registry_declares_every_op_of_the_design():
     expected = {"exposure", "contrast", "highlights", "shadows", "whites", "blacks", "temperature", "tint",
                 "saturation", "vibrance", "clarity", "dehaze", "sharpen"}
     expected |= {f"{k}_{b}" for k in ("hue", "saturation", "luminance") for b in ops.BANDS}
-    assert set(ops.OPS) == expected
+    assert set(ops.PIXEL_OPS + ops.SPATIAL_OPS) == expected
+    assert expected <= set(ops.OPS)
     assert len(ops.BANDS) == 8
 
 
 def test_every_op_is_declared_on_the_photographers_scale():
     for op in ops.OPS.values():
-        assert (op.min, op.max, op.default) == (-100, 100, 0), op.name
+        if op.kind in ("pixel", "spatial"):
+            assert (op.min, op.max, op.default) == (-100, 100, 0), op.name
+        else:  # retouch / region ops: 0 = untouched, the strongest at 100
+            assert op.min <= op.default == 0 <= op.max == 100, op.name
         assert op.stage in ops.STAGES
         assert op.description and op.plus and op.minus and op.label
 
