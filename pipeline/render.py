@@ -13,6 +13,12 @@ exact math of :mod:`pipeline.adjust` at grid points, and applied in a single
   settings, so they are computed once per (original, size) and cached; a
   re-render with new settings is one LUT build plus one remap.
 
+Before any of that, the retouch stage (:mod:`pipeline.retouch`: dust and
+blemish healing, removal of painted regions, red eye, skin, teeth, eyes)
+runs on the original's pixels at the render size; its result is cached per
+(original, retouch part of the state, size) together with its LUT
+coordinates, so moving a tone slider afterwards costs what it did before.
+
 Local layers are blended through their soft masks; the first layer's tone
 and colour are compiled together with the global stack into one composite
 LUT, so it costs one more remap. Then spatial ops (dehaze, clarity, sharpen)
@@ -38,7 +44,9 @@ import numpy as np
 
 from pipeline import ops
 from pipeline.adjust import apply_pixel_ops
-from pipeline.masks import MaskCache, build_mask, feather_mask, image_digest
+from pipeline.masks import MaskCache, build_mask, face_boxes, feather_mask, image_digest
+from pipeline import portrait
+from pipeline.retouch import RetouchReport, apply_retouch, retouch_key
 from pipeline.spatial import apply_spatial_ops
 from pipeline.state import EditState
 
@@ -323,18 +331,56 @@ class Renderer:
         self.renders.put(key, out)
         return out
 
+    # -- the retouch stage (healing, portrait): runs first, on the original's pixels ---------------
+    def features(self, source: SourceImage) -> portrait.Features:
+        """Faces, eyes and mouths of ``source`` (fractions of the frame), found once per original."""
+        def find() -> np.ndarray:
+            boxes = face_boxes(source.pixels, cache=self.masks, key=source.digest)
+            return portrait.find_features(source.pixels, boxes).to_array()
+        return portrait.Features.from_array(self.masks.get_or_compute((source.digest, "portrait-features"), find))
+
+    def retouched(self, source: SourceImage, state: EditState,
+                  size: tuple[int, int]) -> tuple[np.ndarray, RetouchReport] | None:
+        """The original at ``size`` with the state's retouch ops applied, and what they did (None: no retouch)."""
+        key = retouch_key(state)
+        if key is None:
+            return None
+        cache_key = (source.digest, "retouch", key, size)
+        hit = self.renders.get(cache_key)
+        if hit is not None:
+            return hit[0], hit[3]
+        img, report = apply_retouch(
+            source.resized(size), state, features=lambda: self.features(source),
+            skin=lambda: self.mask(source, {"type": "skin"}, size),
+            region=lambda spec, feather: self.mask(source, spec, size, feather))
+        img = _frozen(img) if img is not source.resized(size) else img
+        coords = lut_coordinates(img)
+        self.renders.put(cache_key, (img, *coords, report))
+        return img, report
+
+    def retouch_report(self, source: SourceImage, state: EditState, long_side: int | None = None) -> RetouchReport:
+        """What the retouch ops of ``state`` did at ``long_side`` (spots healed, notes for the person)."""
+        done = self.retouched(source, state, source.size_for(long_side))
+        return done[1] if done is not None else RetouchReport()
+
     def _render(self, source: SourceImage, state: EditState, size: tuple[int, int]) -> np.ndarray:
         base = source.resized(size)
         if state.is_identity:
             return base
-        coords = self._coords(source, size)
+        done = self.retouched(source, state, size)
+        if done is not None:
+            base = done[0]
+            cached = self.renders.get((source.digest, "retouch", retouch_key(state), size))
+            coords = cached[1:3] if cached is not None else lut_coordinates(base)
+        else:
+            coords = self._coords(source, size)
         g_pixel = _pixel_settings(state.settings)
         out = apply_lut(self.lut(g_pixel), coords) if g_pixel else base
         masks: list[np.ndarray | None] = []
         fresh = True  # is `out` still LUT(base)? then a layer is one composite LUT on cached coordinates
         for layer in state.layers:
-            if not layer.settings:
-                masks.append(None)
+            if not (_pixel_settings(layer.settings) or _spatial_settings(layer.settings)):
+                masks.append(None)  # empty, or a retouch-only layer (remove): done in the retouch stage
                 continue
             mask = self.mask(source, layer.mask, size, layer.feather)
             if layer.opacity != 1.0:
