@@ -27,6 +27,7 @@ from agent.context_folding import AssetContext, fold_context_for_prompt
 from agent.dialogue import dialogue_state
 from agent.judges.base import Assessment, Judge, JudgeRequest
 from agent.planners.base import Plan, PlanError, Planner, PlanRequest, SubGoal
+from agent.selection import NO_SELECTION_REPLY, resolve_selection
 from agent.state import ActionRecord, AgentState, ToolContext
 from agent.store import Store, new_id
 from pipeline import ops
@@ -185,6 +186,9 @@ class TurnNodes:
             raise PlanError(f"the planner returned {type(plan).__name__}, expected a Plan")
         goals = [SubGoal.from_dict(g.to_dict() if isinstance(g, SubGoal) else g, f"sub_goals[{i}]")
                  for i, g in enumerate(plan.sub_goals)]
+        goals, no_selection = resolve_selection(goals, self.store.get_session(state["session_id"]).settings)
+        if no_selection:
+            plan.understood, plan.reply = False, NO_SELECTION_REPLY
         warnings = list(state.get("warnings") or [])
         warnings += [n for n in plan.notes if isinstance(n, str) and n not in warnings]  # e.g. a held conflict, a fallback
         if len(goals) > self.config.max_sub_goals:

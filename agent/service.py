@@ -33,6 +33,7 @@ from agent.store import (AssetRecord, SessionRecord, Store, new_id, open_checkpo
                          resolve_database_url)
 from pipeline import ops
 from pipeline.imageio import ImageLoadError, load_image, save_image, write_bytes_atomic
+from pipeline.blobs import BlobStore
 from pipeline.render import Renderer, SourceImage
 from pipeline.state import EditState, EditStateError
 
@@ -174,7 +175,9 @@ class Studio:
         self.store = Store(url, self.sessions_dir)
         self.checkpointer, self._close_checkpointer = open_checkpointer(
             url, self.sessions_dir, self.config.checkpoints_file)
-        self.renderer = Renderer(max_cache_bytes=self.config.render_cache_bytes)
+        #: Content-addressed pixel assets (painted selections, healed patches), shared by every session.
+        self.blobs = BlobStore(self.sessions_dir / "blobs")
+        self.renderer = Renderer(max_cache_bytes=self.config.render_cache_bytes, blobs=self.blobs)
         if planner is None:
             from agent.planners import default_planner
             planner = default_planner(config=self.config)
@@ -1002,6 +1005,59 @@ class Studio:
             pixels = self.renderer.render(self._source(session_id), EditState.from_dict(asset.state), None)
             save_image(pixels, path, quality=self.config.export_quality)
         return path
+
+
+    # -- selections (brush / lasso, click, box) -------------------------------------------
+    def select(self, session_id: str, *, mask: Any = None, point: Any = None, box: Any = None) -> dict:
+        """Make the session's selection from a painted ``mask``, a click ``point`` [x, y] or a ``box``
+        [x0, y0, x1, y1] (fractions 0..1 of the original's frame); exactly one of them.
+
+        The mask is stored as a content-addressed blob and becomes "the selection" chat refers to
+        ("brighten the selection", "remove this"). Returns ``{"selection_id", "coverage" (0..1),
+        "preview" (PNG path: the photo with the selection tinted), "mask" (the mask spec),
+        "source" ("mask" | "point" | "box")}``. A selection of zero pixels, two inputs at once or a
+        point outside the photo raise ``InvalidInput``; the session is unchanged.
+        """
+        from pipeline import selections
+
+        given = {k: v for k, v in (("mask", mask), ("point", point), ("box", box)) if v is not None}
+        if len(given) != 1:
+            raise InvalidInput("select: give exactly one of mask (a painted mask), point [x, y] or box "
+                               f"[x0, y0, x1, y1]; got {', '.join(given) or 'none'}")
+        (kind, value), = given.items()
+        with self._lock(session_id):
+            session = self._session(session_id)
+            source = self._source(session_id)
+            try:
+                if kind == "mask":
+                    pixels = selections.painted_mask(value, (source.height, source.width))
+                elif kind == "point":
+                    pixels = selections.click_mask(source.pixels, value)
+                else:
+                    pixels = selections.box_mask(source.pixels, value)
+            except selections.SelectionError as exc:
+                raise InvalidInput(str(exc)) from None
+            share = selections.coverage(pixels)
+            if not np.any(pixels >= 128):
+                raise InvalidInput("The selection is empty (zero pixels): brush over, click on or drag a box "
+                                   "around what you want to select. Nothing was changed.")
+            digest = self.blobs.put_array(pixels)
+            preview = self.store.session_dir(session_id) / "selections" / f"{digest[:24]}.png"
+            if not preview.exists():
+                save_image(selections.preview(source.pixels, pixels), preview)
+            spec = {"type": "painted", "blob": digest}
+            settings = dict(session.settings)
+            settings["selection"] = {"mask": spec, "coverage": round(share, 6), "source": kind}
+            self.store.update_session(session_id, settings=settings)
+        return {"selection_id": digest, "coverage": share, "preview": str(preview), "mask": spec, "source": kind}
+
+    def selection(self, session_id: str) -> dict | None:
+        """The session's latest selection (as :meth:`select` returned it, without the preview), or None."""
+        found = self._session(session_id).settings.get("selection")
+        if not found:
+            return None
+        return {"selection_id": found["mask"]["blob"], "coverage": found["coverage"], "mask": dict(found["mask"]),
+                "source": found.get("source")}
 
 
 __all__ = ["AssetInfo", "AtelierError", "InvalidInput", "ReviewPayload", "SessionInfo", "SessionNotFound",
