@@ -49,7 +49,7 @@ def test_identity_is_exact(photos, renderer):
 
 
 # The tone and colour table; geometry, finishing and retouch have their own tests.
-TONE_OPS = list(ops.PIXEL_OPS + ops.SPATIAL_OPS)
+TONE_OPS = [n for n, o in ops.OPS.items() if o.stage not in ("finishing", "geometry", "retouch")]
 
 
 @pytest.mark.parametrize("name", TONE_OPS)
