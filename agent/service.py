@@ -125,6 +125,7 @@ class TurnResult:
     rendered_path: str | None = None
     warnings: list = field(default_factory=list)
     review: ReviewPayload | None = None
+    details: dict = field(default_factory=dict)   # skills trace, review tier(s), failures by kind
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -173,7 +174,9 @@ class Studio:
         self._locks: dict[str, threading.RLock] = {}
         self._locks_guard = threading.Lock()
         self._recovered: set[str] = set()
-        self.graph = build_graph(planner, judge, self.store, self.renderer, self.config,
+        from agent.skills import SkillPlanner  # requests for skills ("use the film skill") are planned from skills/
+
+        self.graph = build_graph(SkillPlanner(planner, self.config), judge, self.store, self.renderer, self.config,
                                  self.checkpointer, sources=self._source, schemas_root=self.schemas_root)
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -329,6 +332,7 @@ class Studio:
             dimensions=dict(assessment.get("dimensions") or {}), fields=dict(assessment.get("fields") or {}),
             asset_id=asset_id, head_asset_id=head, rendered_path=self._proxy_path(session.id, shown),
             warnings=list(values.get("warnings") or []), review=review,
+            details=dict(values.get("details") or {}),
         )
 
     def _asset(self, session_id: str, asset_id: str | None) -> AssetRecord:
@@ -710,6 +714,35 @@ class Studio:
             pixels = self.renderer.render(self._source(session_id), EditState.from_dict(asset.state), None)
             save_image(pixels, path, quality=self.config.export_quality)
         return path
+
+
+def _skills_api():
+    """Studio.skills / Studio.apply_skill (the skill registry: skills/ and $ATELIER_SKILLS_DIR)."""
+
+    def skills(self) -> list[dict]:
+        """Every skill (looks, retouch recipes, compound skills) as small rows, in menu order."""
+        from skills import SkillError, load_skills
+        try:
+            return [s.summary() for s in load_skills().values()]
+        except SkillError as exc:
+            raise InvalidInput(str(exc)) from None
+
+    def apply_skill(self, session_id: str, name: str, *, progress: ProgressFn | None = None) -> TurnResult:
+        """Apply one skill by name as a turn (like saying "use the <name> skill"); gates are checked on the photo."""
+        from skills import SkillError, load_skills
+        try:
+            known = load_skills()
+        except SkillError as exc:
+            raise InvalidInput(str(exc)) from None
+        if not isinstance(name, str) or name.strip().lower().replace(" ", "_") not in known:
+            raise InvalidInput(f"skill: unknown skill {name!r}; choose one of {', '.join(known)}")
+        skill = known[name.strip().lower().replace(" ", "_")]
+        return self.send_message(session_id, f"use the {skill.name} skill", progress=progress)
+
+    return skills, apply_skill
+
+
+Studio.skills, Studio.apply_skill = _skills_api()
 
 
 __all__ = ["AssetInfo", "AtelierError", "InvalidInput", "ReviewPayload", "SessionInfo", "SessionNotFound",

@@ -6,7 +6,7 @@ request takes the next scripted :class:`Reply` (or asks ``responder`` when the
 script is empty) and is recorded in ``requests`` (the parsed JSON body plus
 arrival time), so tests can check what a model would have seen.
 
-Faults it can play: replies in code fences or with prose, extra keys,
+Tool calls (``Reply.calls``) script an agent's tool-call turns. Faults it can play: replies in code fences or with prose, extra keys,
 truncation (``finish_reason="length"``), refusals, HTTP errors with
 ``Retry-After`` (429) or without (500), a hang past the client's timeout and a
 dropped connection.
@@ -40,6 +40,7 @@ class Reply:
     error: str = ""           # error message for a non-200 status
     hang_s: float = 0.0       # wait this long before answering (released when the server stops)
     drop: bool = False        # close the connection without any answer
+    tool_calls: list | None = None   # [(name, arguments dict or raw JSON text)]: an assistant tool-call turn
 
     # -- the replies tests need ---------------------------------------------
     @classmethod
@@ -78,6 +79,11 @@ class Reply:
     @classmethod
     def dropped(cls) -> "Reply":
         return cls(drop=True)
+
+    @classmethod
+    def calls(cls, *calls: tuple[str, Any], content: str | None = None) -> "Reply":
+        """Tool calls: ``Reply.calls(("edit", {"session_id": "x", "message": "warmer"}))``; a str is sent raw."""
+        return cls(content=content, tool_calls=list(calls), finish_reason="tool_calls")
 
 
 @dataclass
@@ -226,6 +232,12 @@ class _Handler(BaseHTTPRequestHandler):
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.refusal is not None:
             message["refusal"] = reply.refusal
+        if reply.tool_calls:
+            n = len(self.owner.requests)
+            message["tool_calls"] = [
+                {"id": f"call_{n}_{i}", "type": "function",
+                 "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+                for i, (name, args) in enumerate(reply.tool_calls)]
         self._send(200, {
             "id": f"chatcmpl-{len(self.owner.requests)}",
             "object": "chat.completion",
