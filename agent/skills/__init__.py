@@ -111,24 +111,35 @@ def _contains(text: str, phrase: str) -> bool:
     return bool(phrase) and re.search(rf"(?<![a-z0-9]){re.escape(phrase)}(?![a-z0-9])", text) is not None
 
 
+def _match(text: str, skill: Skill) -> tuple[float, str]:
+    """(confidence 0..1, the phrase that matched) of ``text`` asking for ``skill``."""
+    t = _norm(text)
+    names = [_norm(skill.name), _norm(skill.label)]
+    asked = bool(_SKILL_ASK.search(text)) or t in names
+    best, phrase = 0.0, ""
+    for n in names:
+        if asked and _contains(t, n) and len(n) > len(phrase):
+            best, phrase = 1.0, n
+    if best == 1.0:
+        return best, phrase
+    words = max(1, len(t.split()))
+    for candidate in (*skill.words, *names):
+        p = _norm(candidate)
+        if _contains(t, p):
+            n = len(p.split())
+            score = min(0.95, 0.45 + 0.15 * n + 0.3 * n / words)
+            if score > best:
+                best, phrase = score, p
+    return round(best, 3), phrase
+
+
 def skill_confidence(text: str, skill: Skill) -> float:
     """0..1: how surely ``text`` asks for ``skill``.
 
     Naming it ("the clean portrait skill", "clean_portrait") is 1.0; one of its phrases scores by
     how much of the clause it covers (a two-word phrase in a short clause is about 0.8); nothing, 0.
     """
-    t = _norm(text)
-    names = {_norm(skill.name), _norm(skill.label)}
-    if any(_contains(t, n) for n in names) and (_SKILL_ASK.search(text) or t in names):
-        return 1.0
-    best = 0.0
-    words = max(1, len(t.split()))
-    for phrase in (*skill.words, _norm(skill.label), _norm(skill.name)):
-        p = _norm(phrase)
-        if _contains(t, p):
-            n = len(p.split())
-            best = max(best, min(0.95, 0.45 + 0.15 * n + 0.3 * n / words))
-    return round(best, 3)
+    return _match(text, skill)[0]
 
 
 @dataclass
@@ -151,8 +162,12 @@ class Selection:
 def select_skill(clause: str, registry: Mapping[str, Skill], facts: ImageFacts | None = None,
                  min_confidence: float = DEFAULTS["min_confidence"]) -> Selection:
     """The best skill for ``clause`` whose gates pass, or None (fall back to the planner)."""
-    scored = sorted(((skill_confidence(clause, s), s) for s in registry.values()), key=lambda p: -p[0])
-    scored = [(c, s) for c, s in scored if c > 0]
+    matched = [(*_match(clause, s), s) for s in registry.values()]
+    matched = [(c, p, s) for c, p, s in matched if c > 0]
+    # "clean portrait" also contains "clean": a skill whose phrase lies inside a longer match is not asked for
+    scored = sorted(((c, s) for c, p, s in matched
+                     if not any(p != q and _contains(q, p) for _, q, _ in matched)),
+                    key=lambda pair: (-pair[0], pair[1].order))
     candidates = [(s.name, c) for c, s in scored]
     refused: list[str] = []
     for conf, skill in scored:
