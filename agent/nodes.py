@@ -86,7 +86,7 @@ def apply_sub_goals(state: EditState, goals: list[SubGoal]) -> tuple[EditState, 
         status = "no_change" if after == before else "clamped" if clamped else "applied"
         steps.append(ToolContext(step=i + 1, op=goal.op, mode=goal.mode, value=goal.value, before=before,
                                  after=after, requested=int(requested), clamped=clamped, status=status,
-                                 target=goal.target))
+                                 target=goal.target, limit="op range" if clamped else None))
     return state, steps
 
 
@@ -246,7 +246,21 @@ class TurnNodes:
                 + ", as you asked."
         else:
             goals = goals_from_rows(state.get("sub_goals") or [])
-            new_state, steps = apply_sub_goals(self._edit_state(state["base_asset_id"]), goals)
+            base_state = self._edit_state(state["base_asset_id"])
+            # the profiles' ranges and sweet spots hold the planner's moves (agent/limits.py)
+            from agent.limits import executor_profiles, hold_to_profile, insists
+            engine, model = executor_profiles(self.planner)
+            goals, held = hold_to_profile(base_state, goals, engine, model,
+                                          insist=insists(state.get("message", ""), engine))
+            new_state, steps = apply_sub_goals(base_state, goals)
+            for i, h in held.items():
+                steps[i].requested, steps[i].clamped, steps[i].limit = h["requested"], True, h["limit"]
+                steps[i].status = "clamped"
+            held_ops = {goals[i].op for i in held}
+            # the planner's "will be past its sweet spot" notes are superseded by what was really held
+            warnings = [w for w in state.get("warnings") or []
+                        if not ("past its sweet spot" in w and any(w.startswith(f"{o} ") for o in held_ops))]
+            held_lines = [h["line"] for h in held.values() if h["line"] not in warnings]
             person_modified = False
         source = self.sources(state["session_id"])
         asset_id = new_id()
@@ -262,9 +276,14 @@ class TurnNodes:
                              status="pending", asset_id=asset_id)
         status_of = {s.step: s.status for s in steps}
         rows = [dict(g.to_dict(), status=status_of.get(i + 1, "applied")) for i, g in enumerate(goals)]
+        details = dict(state.get("details") or {})
+        details["executor"] = {"steps": [s.to_dict() for s in steps]}  # schemas/executor/default.yaml
+        extra = {"reply": reply} if values else {}
+        if not values and held_lines:
+            extra["warnings"] = warnings + held_lines
         return {"asset_id": asset_id, "sub_goals": rows, "tool_contexts": [s.to_dict() for s in steps],
                 "review": None, "modify_values": None, "person_modified": person_modified,
-                "assessment": None, "error": None, **({"reply": reply} if values else {})}
+                "assessment": None, "error": None, "details": details, **extra}
 
     @guarded("quality")
     def assess(self, state: AgentState) -> dict:

@@ -47,6 +47,7 @@ class ToolContext:
     clamped: bool
     status: str
     target: dict | None = None
+    limit: str | None = None          # what held the value: "op range", "range" (model profile), "sweet spot"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
