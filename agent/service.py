@@ -140,6 +140,8 @@ class TurnResult:
     kind: str = "edit"
     #: The file a chat export wrote ("export as png"), else None.
     export_path: str | None = None
+    #: The turn's details: skills trace, review tier(s), failures by kind, the executor's record.
+    details: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -191,7 +193,9 @@ class Studio:
         self._locks: dict[str, threading.RLock] = {}
         self._locks_guard = threading.Lock()
         self._recovered: set[str] = set()
-        self.graph = build_graph(planner, judge, self.store, self.renderer, self.config,
+        from agent.skills import SkillPlanner  # requests for skills ("use the film skill") are planned from skills/
+
+        self.graph = build_graph(SkillPlanner(planner, self.config), judge, self.store, self.renderer, self.config,
                                  self.checkpointer, sources=self._source, schemas_root=self.schemas_root)
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -385,6 +389,7 @@ class Studio:
             warnings=list(values.get("warnings") or []), review=review,
             kind=str(plan.get("kind") or "edit") if status == "not_understood" else "edit",
             quick_replies=[str(q) for q in plan.get("quick_replies") or []][:3],
+            details=dict(values.get("details") or {}),
         )
 
     def _asset(self, session_id: str, asset_id: str | None) -> AssetRecord:
@@ -1058,6 +1063,27 @@ class Studio:
             return None
         return {"selection_id": found["mask"]["blob"], "coverage": found["coverage"], "mask": dict(found["mask"]),
                 "source": found.get("source")}
+
+    # -- skills (skills/ and $ATELIER_SKILLS_DIR) -----------------------------------------
+    def skills(self) -> list[dict]:
+        """Every skill (looks, retouch recipes, compound skills) as small rows, in menu order."""
+        from skills import SkillError, load_skills
+        try:
+            return [s.summary() for s in load_skills().values()]
+        except SkillError as exc:
+            raise InvalidInput(str(exc)) from None
+
+    def apply_skill(self, session_id: str, name: str, *, progress: ProgressFn | None = None) -> TurnResult:
+        """Apply one skill by name as a turn (like saying "use the <name> skill"); gates are checked on the photo."""
+        from skills import SkillError, load_skills
+        try:
+            known = load_skills()
+        except SkillError as exc:
+            raise InvalidInput(str(exc)) from None
+        if not isinstance(name, str) or name.strip().lower().replace(" ", "_") not in known:
+            raise InvalidInput(f"skill: unknown skill {name!r}; choose one of {', '.join(known)}")
+        skill = known[name.strip().lower().replace(" ", "_")]
+        return self.send_message(session_id, f"use the {skill.name} skill", progress=progress)
 
 
 __all__ = ["AssetInfo", "AtelierError", "InvalidInput", "ReviewPayload", "SessionInfo", "SessionNotFound",
