@@ -38,6 +38,7 @@ import numpy as np
 
 from pipeline import ops
 from pipeline.adjust import apply_pixel_ops
+from pipeline.generate.layers import composite, composite_key
 from pipeline.masks import MaskCache, build_mask, feather_mask, image_digest
 from pipeline.spatial import apply_spatial_ops
 from pipeline.state import EditState
@@ -288,7 +289,12 @@ class Renderer:
     original's content digest, so nothing is shared between different photos.
     """
 
-    def __init__(self, max_cache_bytes: int = 768 * 2**20):
+    def __init__(self, max_cache_bytes: int = 768 * 2**20, blobs=None):
+        #: Where painted masks (and other pixel assets a state refers to) are read: a pipeline.blobs.BlobStore.
+        self.blobs = blobs
+        #: The original with a state's generated layers composited, by (original, layers) key.
+        self.generated: OrderedDict[str, SourceImage] = OrderedDict()
+        self._generated_lock = threading.Lock()
         self.renders = BoundedCache(max_cache_bytes // 2)
         self.coords = BoundedCache(max_cache_bytes // 4)
         self.luts = BoundedCache(32 * 2**20)
@@ -311,6 +317,7 @@ class Renderer:
 
         The returned array is read-only (it may be shared through the cache).
         """
+        source = self.with_generated(source, state)
         size = source.size_for(long_side)
         key = (source.digest, state.key(), size)
         cached = self.renders.get(key)
@@ -320,6 +327,32 @@ class Renderer:
         out = _frozen(out) if out is not source.resized(size) else out
         self.renders.put(key, out)
         return out
+
+    def with_generated(self, source: SourceImage, state: EditState) -> SourceImage:
+        """The original with the state's generated layers composited (the original itself when it has none).
+
+        Pure given the blob resolver: the stored pixels are composited, no model runs.
+        """
+        if not state.generated:
+            return source
+        if self.blobs is None:
+            raise RenderError("this version has generated layers but the renderer has no blob store")
+        key = composite_key(source.digest, state.generated)
+        with self._generated_lock:
+            hit = self.generated.get(key)
+            if hit is not None:
+                self.generated.move_to_end(key)
+                return hit
+        try:
+            pixels = composite(source.pixels, state.generated, self.blobs.get_array)
+        except (LookupError, ValueError) as exc:
+            raise RenderError(f"a generated layer could not be composited: {exc}") from None
+        derived = SourceImage.from_array(pixels)
+        with self._generated_lock:
+            self.generated[key] = derived
+            while len(self.generated) > 4:
+                self.generated.popitem(last=False)
+        return derived
 
     def _render(self, source: SourceImage, state: EditState, size: tuple[int, int]) -> np.ndarray:
         base = source.resized(size)
@@ -355,14 +388,15 @@ class Renderer:
         return out
 
 
-def render(original: np.ndarray, state: EditState, long_side: int | None = None) -> np.ndarray:
-    """Pure function: uint8 RGB ``original`` rendered with ``state``.
+def render(original: np.ndarray, state: EditState, long_side: int | None = None, *, blobs=None) -> np.ndarray:
+    """Pure function: uint8 RGB ``original`` rendered with ``state``
+    (``blobs``: the BlobStore generated layers and painted masks live in).
 
     Same inputs, same bytes. For many renders of one photo use a
     :class:`Renderer` and a :class:`SourceImage`, which cache coordinates,
     LUTs, masks and results.
     """
-    return Renderer(max_cache_bytes=0).render(SourceImage.from_array(original), state, long_side).copy()
+    return Renderer(max_cache_bytes=0, blobs=blobs).render(SourceImage.from_array(original), state, long_side).copy()
 
 
 def render_exact(original: np.ndarray, state: EditState, long_side: int | None = None) -> np.ndarray:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from pipeline import ops
+from pipeline.generate.layers import GeneratedLayer, GeneratedLayerError
 from pipeline.masks import MaskSpecError, normalize_mask_spec
 
 
@@ -92,12 +93,26 @@ class LocalLayer:
         )
 
 
+def _generated(data: Any) -> tuple:
+    if not data:
+        return ()
+    if not isinstance(data, (list, tuple)):
+        raise EditStateError("state.generated: expected a list")
+    try:
+        return tuple(GeneratedLayer.from_dict(g, where=f"state.generated[{i}]") for i, g in enumerate(data))
+    except GeneratedLayerError as exc:
+        raise EditStateError(str(exc)) from None
+
+
 @dataclass(frozen=True)
 class EditState:
     """Global settings plus ordered local layers. Treat as immutable."""
 
     settings: dict = field(default_factory=dict)
     layers: tuple = ()
+    #: Generated layers (pipeline.generate.layers.GeneratedLayer), composited onto the
+    #: original before any adjustment; their pixels live in the blob store.
+    generated: tuple = ()
 
     # -- construction -------------------------------------------------
     @classmethod
@@ -111,7 +126,7 @@ class EditState:
             return cls()
         if not isinstance(data, Mapping):
             raise EditStateError(f"state: expected an object, got {type(data).__name__}")
-        unknown = set(data) - {"settings", "layers", "version"}
+        unknown = set(data) - {"settings", "layers", "version", "generated"}
         if unknown:
             raise EditStateError(f"state: unknown field(s) {', '.join(sorted(unknown))}")
         layers = data.get("layers") or []
@@ -123,6 +138,7 @@ class EditState:
                 LocalLayer.from_dict(l, where=f"state.layers[{i}]", clamp=clamp)
                 for i, l in enumerate(layers)
             ),
+            generated=_generated(data.get("generated")),
         )
 
     @classmethod
@@ -134,7 +150,10 @@ class EditState:
         return cls.from_dict(data, clamp=clamp)
 
     def to_dict(self) -> dict:
-        return {"settings": dict(self.settings), "layers": [l.to_dict() for l in self.layers]}
+        d = {"settings": dict(self.settings), "layers": [l.to_dict() for l in self.layers]}
+        if self.generated:  # absent when empty, so states without generation keep their keys
+            d["generated"] = [g.to_dict() for g in self.generated]
+        return d
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, indent=indent, separators=None if indent else (",", ":"))
@@ -146,7 +165,7 @@ class EditState:
     # -- queries ------------------------------------------------------
     @property
     def is_identity(self) -> bool:
-        return not self.settings and all(not l.settings for l in self.layers)
+        return not self.settings and all(not l.settings for l in self.layers) and not self.generated
 
     def value(self, op: str, mask: Mapping | None = None) -> int:
         ops.get_op(op)
@@ -179,7 +198,7 @@ class EditState:
         if mask is None:
             settings = dict(self.settings)
             settings[op] = new
-            return EditState(settings=ops.check_settings(settings), layers=self.layers)
+            return EditState(settings=ops.check_settings(settings), layers=self.layers, generated=self.generated)
         spec = normalize_mask_spec(mask)
         layers = list(self.layers)
         for i, layer in enumerate(layers):
@@ -190,7 +209,7 @@ class EditState:
                 break
         else:
             layers.append(LocalLayer(spec, ops.check_settings({op: new}), name=layer_name))
-        return EditState(settings=dict(self.settings), layers=tuple(layers))
+        return EditState(settings=dict(self.settings), layers=tuple(layers), generated=self.generated)
 
     def with_settings(self, values: Mapping[str, Any], *, clamp: bool = True) -> "EditState":
         """Return a copy with several global values set at once."""
@@ -200,7 +219,12 @@ class EditState:
             checked = ops.check_settings(settings, clamp=clamp)
         except ops.OpError as exc:
             raise EditStateError(f"state.settings: {exc}") from None
-        return EditState(settings=checked, layers=self.layers)
+        return EditState(settings=checked, layers=self.layers, generated=self.generated)
+
+    def with_generated(self, layer: GeneratedLayer | Mapping) -> "EditState":
+        """Return a copy with one more generated layer on top of the others."""
+        return EditState(settings=dict(self.settings), layers=self.layers,
+                         generated=self.generated + (_generated([layer])[0],))
 
     def diff(self, other: "EditState") -> dict[str, tuple[int, int]]:
         """Global op -> (self value, other value) for every op that differs."""
@@ -238,5 +262,22 @@ def state_json_schema() -> dict:
                 },
             },
             "version": {"type": "integer"},
+            "generated": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["pixels", "mask", "box", "canvas"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "pixels": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                        "mask": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                        "box": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 4, "maxItems": 4},
+                        "canvas": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2},
+                        "offset": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 2},
+                        "recipe": {"type": "object"},
+                        "name": {"type": "string"},
+                    },
+                },
+            },
         },
     }
