@@ -8,8 +8,9 @@ arrival time), so tests can check what a model would have seen.
 
 Faults it can play: replies in code fences or with prose, extra keys,
 truncation (``finish_reason="length"``), refusals, HTTP errors with
-``Retry-After`` (429) or without (500), a hang past the client's timeout and a
-dropped connection.
+``Retry-After`` (429) or without (500), a hang past the client's timeout, a
+slow but valid answer, a garbage body that is not JSON, a dropped connection,
+and (:func:`refusing_base_url`) an address where nothing listens.
 
     with FakeOpenAIServer() as server:
         server.script(Reply.json({"reply": "ok", ...}))
@@ -40,6 +41,7 @@ class Reply:
     error: str = ""           # error message for a non-200 status
     hang_s: float = 0.0       # wait this long before answering (released when the server stops)
     drop: bool = False        # close the connection without any answer
+    raw: bytes | None = None  # send these bytes as the body instead of a chat completion
 
     # -- the replies tests need ---------------------------------------------
     @classmethod
@@ -78,6 +80,24 @@ class Reply:
     @classmethod
     def dropped(cls) -> "Reply":
         return cls(drop=True)
+
+    @classmethod
+    def slow(cls, obj: Any, seconds: float) -> "Reply":
+        """A valid answer that takes ``seconds`` to arrive."""
+        return cls(content=json.dumps(obj), hang_s=seconds)
+
+    @classmethod
+    def garbage(cls) -> "Reply":
+        """HTTP 200 whose body is not JSON at all (a proxy's error page, a broken server)."""
+        return cls(raw=b"<html><body>502 upstream \x00\xff garbled</body></html>")
+
+
+def refusing_base_url() -> str:
+    """A /v1 URL on 127.0.0.1 where nothing listens: connecting is refused at once."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
 
 
 @dataclass
@@ -218,6 +238,9 @@ class _Handler(BaseHTTPRequestHandler):
             except OSError:
                 pass
             return
+        if reply.raw is not None:
+            self._send_raw(200, reply.raw)
+            return
         if reply.status != 200:
             kind = "rate_limit_exceeded" if reply.status == 429 else "server_error"
             self._send(reply.status, {"error": {"message": reply.error or "error", "type": kind}},
@@ -236,7 +259,9 @@ class _Handler(BaseHTTPRequestHandler):
         }, reply.headers)
 
     def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
-        data = json.dumps(payload).encode()
+        self._send_raw(status, json.dumps(payload).encode(), headers)
+
+    def _send_raw(self, status: int, data: bytes, headers: dict | None = None) -> None:
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

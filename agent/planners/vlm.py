@@ -21,7 +21,7 @@ import logging
 from typing import Any
 
 from agent.planners.base import Plan, Planner, PlanError, PlanRequest, SubGoal
-from agent.vlm import ModelBacked, VLMClient, VLMError, VLMProfile
+from agent.vlm import ModelBacked, ModelResting, VLMClient, VLMError, VLMProfile
 from pipeline import ops
 from schemas import Schema, load_schema
 
@@ -60,6 +60,10 @@ class VLMPlanner(ModelBacked):
                 schema=schema,
                 check=lambda data: plan_problems(data, request.max_sub_goals),
             )
+        except ModelResting as exc:  # the circuit is open: the person was told once when it opened
+            quiet = self.fallback.plan(request)
+            quiet.source = f"embedded (fallback: {exc.reason})"
+            return quiet
         except VLMError as exc:
             return self._fall_back(request, exc.reason)
         except Exception as exc:  # a bug here must not cost the person their turn
