@@ -149,7 +149,7 @@ def backend_from_env(env: dict | None = None, **options: Any) -> GenerationBacke
     from pipeline.generate.runtime import needs_gpu_message, on_cpu_space
 
     if kind == "diffusers":
-        if on_cpu_space():
+        if on_cpu_space(env):
             return NoBackend(needs_gpu_message())
         if not model:
             return NoBackend(f"{BACKEND_ENV}=diffusers needs {MODEL_ENV}: a model id in the local Hugging Face "

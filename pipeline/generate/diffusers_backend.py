@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 import threading
 import time
+import warnings
 import weakref
 from pathlib import Path
 from typing import Any
@@ -130,7 +131,9 @@ class DiffusersBackend(GenerationBackend):
         dtype = torch.float32 if device == "cpu" else (torch.bfloat16 if flux and device == "cuda" else torch.float16)
         _claim_residency(self)
         try:
-            pipe = DiffusionPipeline.from_pretrained(source, torch_dtype=dtype, local_files_only=True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)  # torch_dtype is renamed dtype in newer diffusers
+                pipe = DiffusionPipeline.from_pretrained(source, torch_dtype=dtype, local_files_only=True)
         except (OSError, EnvironmentError, ValueError) as exc:
             raise GenerationError("model_missing", f"The model {self.model!r} is not in the local Hugging Face "
                                   "cache (Atelier never downloads models). Download it once (huggingface-cli "
