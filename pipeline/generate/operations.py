@@ -157,7 +157,7 @@ def parse_aspect(aspect) -> float:
 def expanded_canvas(width: int, height: int, aspect: float, anchor: str = "center") -> tuple[int, int, int, int]:
     """(canvas width, canvas height, offset x, offset y) that widen or heighten the image to ``aspect``."""
     if abs(width / height - aspect) < 1e-3:
-        raise GenerationError("bad_request", f"the photo already has that aspect ({width}x{height})")
+        raise GenerationError("bad_request", f"The photo already has that aspect ({width}x{height})")
     if width / height < aspect:
         cw, ch = round(height * aspect), height
     else:
