@@ -176,6 +176,9 @@ class Studio:
         #: Content-addressed pixel assets (painted selections, healed patches), shared by every session.
         self.blobs = BlobStore(self.sessions_dir / "blobs")
         self.renderer = Renderer(max_cache_bytes=self.config.render_cache_bytes, blobs=self.blobs)
+        from pipeline.gpu import upgrade_renderer
+        # the torch path when CUDA is present (ATELIER_RENDER_DEVICE=cpu keeps OpenCV): same pixels within 1 level
+        self.renderer = upgrade_renderer(self.renderer, self.config.render_cache_bytes)
         if planner is None:
             from agent.planners import default_planner
             planner = default_planner(config=self.config)
