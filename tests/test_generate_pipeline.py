@@ -18,7 +18,7 @@ from pipeline.generate.layers import GeneratedLayer  # noqa: E402
 from pipeline.render import RenderError, render  # noqa: E402
 from pipeline.state import EditState, EditStateError  # noqa: E402
 from tests.conftest import small_photo  # noqa: E402
-from tests.tiny_diffusion import tiny_inpaint_pipeline  # noqa: E402
+from pipeline.generate.tiny import tiny_inpaint_pipeline  # noqa: E402
 
 BUCKETS = [(64, 64), (96, 64), (64, 96)]
 PARAMS = GenerationParams(prompt="an empty wall", seed=7, steps=2, cfg=5.0, sampler_name="euler", width=64, height=64)

@@ -22,7 +22,7 @@ from pipeline.generate.comfyui import ComfyUIBackend  # noqa: E402
 from pipeline.generate.diffusers_backend import DiffusersBackend  # noqa: E402
 from pipeline.state import EditState  # noqa: E402
 from tests.conftest import ScriptedJudge, ScriptedPlanner, free_port, small_photo  # noqa: E402
-from tests.tiny_diffusion import tiny_inpaint_pipeline  # noqa: E402
+from pipeline.generate.tiny import tiny_inpaint_pipeline  # noqa: E402
 
 QUICK = {"width": 64, "height": 64, "steps": 2, "cfg": 5.0, "sampler_name": "euler"}
 SELECTION = {"type": "radial", "center": [0.5, 0.45], "radius": [0.18, 0.2], "softness": 0}
