@@ -42,8 +42,12 @@ SPATIAL = [o.name for o in ops.OPS.values() if o.kind == "spatial"]
 GROUPS = [PIXEL[i::4] for i in range(4)]
 
 
-def _value(op: str, sign: int) -> int:
+def _value(op: str, sign: int):
     o = ops.OPS[op]
+    if o.control == "points":   # a tone curve: an S one way, its inverse the other
+        return [[0, 0], [64, 40], [192, 220], [255, 255]] if sign > 0 else [[0, 0], [64, 90], [192, 170], [255, 255]]
+    if o.control in ("choice", "hue", "toggle"):
+        return o.max * 3 // 4 if sign > 0 else max(1, o.max // 4)
     return o.max * 3 // 4 if sign > 0 else o.min * 3 // 4
 
 
