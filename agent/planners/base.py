@@ -52,14 +52,14 @@ class SubGoal:
         unknown = set(data) - {"op", "value", "mode", "target", "description", "id", "stage"}
         if unknown:
             raise PlanError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
-        try:
-            op = ops.get_op(data.get("op"))
-            value = op.check(data.get("value"))
-        except ops.OpError as exc:
-            raise PlanError(f"{where}: {exc}") from None
         mode = data.get("mode", "add")
         if mode not in ("add", "set"):
             raise PlanError(f"{where}.mode: expected 'add' or 'set', got {mode!r}")
+        try:
+            op = ops.get_op(data.get("op"))
+            value = op.check(data.get("value")) if mode == "set" else op.check_change(data.get("value"))
+        except ops.OpError as exc:
+            raise PlanError(f"{where}: {exc}") from None
         target = data.get("target")
         if target is not None:
             try:
@@ -75,7 +75,7 @@ class SubGoal:
     def summary(self) -> str:
         """'temperature +20 on the sky' — a line a person reads."""
         where = f" on {describe_mask(self.target)}" if self.target else ""
-        amount = f"{self.value:+d}" if self.mode == "add" else f"= {self.value}"
+        amount = f"{self.value:+}" if self.mode == "add" else f"= {self.value}"
         return f"{self.op} {amount}{where}"
 
 

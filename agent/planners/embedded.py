@@ -29,6 +29,7 @@ import math
 import re
 from dataclasses import replace
 
+from pipeline.state import WHOLE_FRAME_OPS
 from agent.planners.base import Plan, PlanRequest, SubGoal
 from agent.planners.followups import read_followup
 from agent.planners.grammar import Draft, Move, _read
@@ -279,8 +280,9 @@ class EmbeddedPlanner:
         pairs: list[tuple[Move, SubGoal]] = []
         for i, m in enumerate(limited, 1):
             goal = SubGoal.from_dict({
-                "op": m.op, "value": m.value, "mode": m.mode, "target": m.target, "id": f"sg{i}",
-                "description": "",
+                "op": m.op, "value": m.value, "mode": m.mode, "id": f"sg{i}", "description": "",
+                # crop, rotation, vignette and grain act on the whole frame, never inside a mask
+                "target": None if m.op in WHOLE_FRAME_OPS else m.target,
             })
             goal.description = f"{m.label}: {goal.summary()}"[:200]
             pairs.append((m, goal))
