@@ -235,6 +235,16 @@ def _match(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
     i = 0
     while i < len(tokens):
         tok = tokens[i]
+        special = tok in _HARD_SEPARATORS or re.fullmatch(r"[+-]?\d+(?:\.\d+)?%?", tok)
+        if special:
+            # a phrase that starts with a number or a colon ("3:2", "16:9") wins over the number
+            n = next((n for n in range(min(vocab.longest, len(tokens) - i), 1, -1)
+                      if tuple(tokens[i:i + n]) in vocab.phrases), 0)
+            if n:
+                hit = vocab.phrases[tuple(tokens[i:i + n])]
+                pieces.append(Piece(hit[0], hit[1], " ".join(tokens[i:i + n]), i))
+                i += n
+                continue
         if tok in _HARD_SEPARATORS:
             pieces.append(Piece("separator", "hard", tok, i))
             i += 1
