@@ -59,12 +59,15 @@ def _nonzero(x: float) -> int:
 
 
 def pull_back_moves(base, state: EditState, fraction: float, order: int, *, only_ops=None,
-                    only_targets=None, label: str = "") -> list[Move]:
-    """Each op ``base`` changed moves back toward its value before ``base`` by ``fraction`` (0..1]."""
+                    only_targets=None, label: str = "", discrete=frozenset()) -> list[Move]:
+    """Each op ``base`` changed moves back toward its value before ``base`` by ``fraction`` (0..1].
+
+    Ops in ``discrete`` (a rotation, an aspect ratio) are choices, not amounts: left as they are.
+    """
     out = []
     pct = f"{fraction:.0%}"
     for rank, c in enumerate(base.changes):
-        if only_ops is not None and c.op not in only_ops:
+        if (only_ops is not None and c.op not in only_ops) or c.op in discrete:
             continue
         if only_targets is not None and (normalize_mask_spec(c.target) if c.target else None) not in only_targets:
             continue
@@ -97,7 +100,8 @@ def reduce_look_moves(vocab: Vocabulary, dialogue, intent: Intent, scale: float,
             return []
     low, high = vocab.pull_back_limits
     fraction = min(high, max(low, vocab.pull_back_fraction * scale))
-    moves = pull_back_moves(base, state, fraction, order, only_ops=only, label=f"less {intent.label}")
+    moves = pull_back_moves(base, state, fraction, order, only_ops=only, label=f"less {intent.label}",
+                            discrete=vocab.discrete_ops)
     if moves:
         draft.followup = {"move": "reduce_look", "base_asset": base.asset_id, "fraction": round(fraction, 2)}
     return moves
@@ -166,7 +170,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         if fractions or (mags and mags[-1] >= vocab.streak_magnitude):
             # "way too much, halve it" after "more", "more": the whole run of repeats, not its last step
             base = _since_streak(dialogue, base)
-        moves = pull_back_moves(base, state, fraction, 0, only_targets=only_targets)
+        moves = pull_back_moves(base, state, fraction, 0, only_targets=only_targets, discrete=vocab.discrete_ops)
         if not moves:
             return FollowUp(notes=["That change is already fully taken back."],
                             dialogue={"move": "pull_back", "base_asset": base.asset_id})
@@ -177,7 +181,13 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         return _retarget(vocab, base, targets, scale)
     moves = []
     for rank, c in enumerate(base.changes):
-        value = _nonzero(c.delta * scale)
+        if c.op in vocab.discrete_ops:       # "again" after "rotate left": the same choice once more
+            if c.op == "rotate" or not c.delta:
+                value = c.delta
+            else:
+                continue
+        else:
+            value = _nonzero(c.delta * scale)
         if value:
             moves.append(Move(c.op, value, "add", c.target, f"more of {_what(base)}",
                               f"repeating {_what(base)} (\u00d7{scale:g})", "followup", 0, rank, "followup"))

@@ -173,6 +173,7 @@ class Vocabulary:
         limits = dict(fu.get("pull_back_limits") or {})
         self.pull_back_limits = (float(limits.get("min", 0.15)), float(limits.get("max", 0.85)))
         self.streak_magnitude = float(fu.get("streak_magnitude", 1.5))
+        self.discrete_ops = {str(o) for o in fu.get("discrete_ops") or ()}
         self.retarget = {tuple(_tokens(w)): True for w in fu.get("retarget") or ()}
         self.chatter = {t for w in fu.get("filler") or () for t in _tokens(w)}
         self.no_history_replies = [str(x) for x in fu.get("no_history_quick_replies") or ()]
