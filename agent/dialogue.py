@@ -114,17 +114,6 @@ class DialogueState:
             return self.by_asset(last.followup.get("base_asset")) or last
         return last
 
-    def streak_start(self, edit: TurnMoves) -> TurnMoves:
-        """The first edit of a run of repeats ("more contrast", "more", "more" -> the first)."""
-        seen = {edit.asset_id}
-        while edit.followup.get("move") == "repeat":
-            earlier = self.by_asset(edit.followup.get("base_asset"))
-            if earlier is None or earlier.asset_id in seen:
-                break
-            seen.add(earlier.asset_id)
-            edit = earlier
-        return edit
-
     def find(self, intents: Iterable[str] = (), ops: Iterable[str] = (), words: Iterable[str] = ()) -> TurnMoves | None:
         """The most recent edit that named one of ``intents``, moved one of ``ops`` or said one of ``words``."""
         intents, ops, words = set(intents), set(ops), [w.lower() for w in words if w]
