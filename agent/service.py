@@ -762,7 +762,8 @@ class Studio:
                           kind="command")
 
     # -- undo / redo --------------------------------------------------------------------
-    def undo(self, session_id: str, *, steps: int = 1, progress: ProgressFn | None = None) -> TurnResult:
+    def undo(self, session_id: str, *, steps: int = 1, progress: ProgressFn | None = None,
+             said: str | None = None) -> TurnResult:
         """Step the head back to its parent version (bit-exact: the parent's state is re-rendered).
 
         ``steps``: how many versions back along the head path (more than there are
@@ -792,9 +793,9 @@ class Studio:
             what = (head.summary or f"turn {head.turn}") if len(undone) == 1 else f"the last {len(undone)} changes"
             where = "the original" if target.parent_id is None else f"turn {target.turn}"
             reply = f"Undid {what}; back to {where}. Say \"redo\" to bring it back."
-            return self._move_head(session, target, "/undo", reply, f"undo to T{target.turn}", progress)
+            return self._move_head(session, target, said or "/undo", reply, f"undo to T{target.turn}", progress)
 
-    def redo(self, session_id: str, *, progress: ProgressFn | None = None) -> TurnResult:
+    def redo(self, session_id: str, *, progress: ProgressFn | None = None, said: str | None = None) -> TurnResult:
         """Bring back the version the last :meth:`undo` stepped away from.
 
         Nothing undone (or a new edit or rollback since): ``InvalidInput("nothing to
@@ -810,7 +811,7 @@ class Studio:
             child = self.store.get_asset(stack[-1], session.id)
             self._set_redo_stack(session, stack[:-1])
             reply = f"Redid {child.summary or f'turn {child.turn}'}."
-            return self._move_head(session, child, "/redo", reply, f"redo to T{child.turn}", progress)
+            return self._move_head(session, child, said or "/redo", reply, f"redo to T{child.turn}", progress)
 
     def _redo_stack(self, session: SessionRecord) -> list[str]:
         return [str(a) for a in (session.settings.get(_REDO_KEY) or [])]
