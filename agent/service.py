@@ -33,6 +33,7 @@ from agent.store import (AssetRecord, SessionRecord, Store, new_id, open_checkpo
                          resolve_database_url)
 from pipeline import ops
 from pipeline.imageio import ImageLoadError, load_image, save_image, write_bytes_atomic
+from pipeline.blobs import BlobStore
 from pipeline.render import Renderer, SourceImage
 from pipeline.state import EditState, EditStateError
 
@@ -137,6 +138,10 @@ class TurnResult:
     quick_replies: list[str] = field(default_factory=list)
     #: What kind of turn this was: one of TURN_KINDS.
     kind: str = "edit"
+    #: The file a chat export wrote ("export as png"), else None.
+    export_path: str | None = None
+    #: The turn's details: skills trace, review tier(s), failures by kind, the executor's record.
+    details: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -172,7 +177,9 @@ class Studio:
         self.store = Store(url, self.sessions_dir)
         self.checkpointer, self._close_checkpointer = open_checkpointer(
             url, self.sessions_dir, self.config.checkpoints_file)
-        self.renderer = Renderer(max_cache_bytes=self.config.render_cache_bytes)
+        #: Content-addressed pixel assets (painted selections, healed patches), shared by every session.
+        self.blobs = BlobStore(self.sessions_dir / "blobs")
+        self.renderer = Renderer(max_cache_bytes=self.config.render_cache_bytes, blobs=self.blobs)
         if planner is None:
             from agent.planners import default_planner
             planner = default_planner(config=self.config)
@@ -186,7 +193,9 @@ class Studio:
         self._locks: dict[str, threading.RLock] = {}
         self._locks_guard = threading.Lock()
         self._recovered: set[str] = set()
-        self.graph = build_graph(planner, judge, self.store, self.renderer, self.config,
+        from agent.skills import SkillPlanner  # requests for skills ("use the film skill") are planned from skills/
+
+        self.graph = build_graph(SkillPlanner(planner, self.config), judge, self.store, self.renderer, self.config,
                                  self.checkpointer, sources=self._source, schemas_root=self.schemas_root)
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -366,6 +375,7 @@ class Studio:
         else:
             shown = asset_id or head
         reply = values.get("reply") or ""
+        plan = values.get("plan") or {}
         if review is not None:
             score = assessment.get("score")
             judged = f" Score {score:.2f}: {assessment.get('assessment', '')}" if score is not None else ""
@@ -377,6 +387,9 @@ class Studio:
             dimensions=dict(assessment.get("dimensions") or {}), fields=dict(assessment.get("fields") or {}),
             asset_id=asset_id, head_asset_id=head, rendered_path=self._proxy_path(session.id, shown),
             warnings=list(values.get("warnings") or []), review=review,
+            kind=str(plan.get("kind") or "edit") if status == "not_understood" else "edit",
+            quick_replies=[str(q) for q in plan.get("quick_replies") or []][:3],
+            details=dict(values.get("details") or {}),
         )
 
     def _asset(self, session_id: str, asset_id: str | None) -> AssetRecord:
@@ -641,6 +654,11 @@ class Studio:
         text = text.strip()
         if len(text) > MAX_MESSAGE_CHARS:
             raise InvalidInput(f"that message is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS})")
+        route = self.router.route(text)
+        if route.kind != "modification":
+            # small talk, questions and chat commands: answered before any planning (agent/router.py)
+            from agent.dialogue_commands import handle
+            return handle(self, session_id, route, text, progress)
         with self._lock(session_id):
             session = self._session(session_id)
             if self._pending(session) is not None:
@@ -648,6 +666,15 @@ class Studio:
                 self._keep_pending(session)
                 session = self.store.get_session(session_id)
             return self._start_turn(session, text, progress=progress)
+
+    @property
+    def router(self):
+        """The message router (agent/router.py), built on first use from the engine profile."""
+        if getattr(self, "_router", None) is None:
+            from agent.router import Router
+            vocab = getattr(self.planner, "vocab", None)
+            self._router = Router(vocab=vocab) if vocab is not None else Router()
+        return self._router
 
     def _keep_pending(self, session: SessionRecord) -> TurnResult:
         """Approve the turn under review (the person went on talking instead of deciding)."""
@@ -719,14 +746,18 @@ class Studio:
                           kind="command")
 
     # -- undo / redo --------------------------------------------------------------------
-    def undo(self, session_id: str, *, progress: ProgressFn | None = None) -> TurnResult:
+    def undo(self, session_id: str, *, steps: int = 1, progress: ProgressFn | None = None) -> TurnResult:
         """Step the head back to its parent version (bit-exact: the parent's state is re-rendered).
 
-        A turn of its own (status ``rolled_back``, kind ``command``). The version
-        undone from is remembered on the session, so :meth:`redo` (even from a new
-        Studio after a restart) brings it back. At the original: ``InvalidInput
-        ("nothing to undo")`` and the session is unchanged.
+        ``steps``: how many versions back along the head path (more than there are
+        stops at the original). A turn of its own (status ``rolled_back``, kind
+        ``command``). The versions undone from are remembered on the session, so
+        :meth:`redo` (even from a new Studio after a restart) brings them back one
+        at a time. At the original: ``InvalidInput("nothing to undo")`` and the
+        session is unchanged.
         """
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise InvalidInput(f"steps: expected a whole number of versions >= 1, got {steps!r}")
         with self._lock(session_id):
             session = self._session(session_id)
             if session.active_thread:
@@ -734,16 +765,18 @@ class Studio:
             head = self.store.get_asset(session.head_asset_id, session.id)
             if not head.parent_id:
                 raise InvalidInput("nothing to undo: this is the original photo")
-            parent = self.store.get_asset(head.parent_id, session.id)
+            chain = self.store.ancestors(head.id)           # original ... head
+            target = chain[max(0, len(chain) - 1 - steps)]
+            undone = chain[chain.index(target) + 1:][::-1]  # head first, down to the child of target
             stack = self._redo_stack(session)
             # keep the trail only while it is one chain (a new edit since the last undo starts a new one)
             if stack and self._parent_of(session.id, stack[-1]) != head.id:
                 stack = []
-            self._set_redo_stack(session, stack + [head.id])
-            what = head.summary or f"turn {head.turn}"
-            where = "the original" if parent.parent_id is None else f"turn {parent.turn}"
+            self._set_redo_stack(session, stack + [a.id for a in undone])
+            what = (head.summary or f"turn {head.turn}") if len(undone) == 1 else f"the last {len(undone)} changes"
+            where = "the original" if target.parent_id is None else f"turn {target.turn}"
             reply = f"Undid {what}; back to {where}. Say \"redo\" to bring it back."
-            return self._move_head(session, parent, "/undo", reply, f"undo to T{parent.turn}", progress)
+            return self._move_head(session, target, "/undo", reply, f"undo to T{target.turn}", progress)
 
     def redo(self, session_id: str, *, progress: ProgressFn | None = None) -> TurnResult:
         """Bring back the version the last :meth:`undo` stepped away from.
@@ -977,6 +1010,80 @@ class Studio:
             pixels = self.renderer.render(self._source(session_id), EditState.from_dict(asset.state), None)
             save_image(pixels, path, quality=self.config.export_quality)
         return path
+
+
+    # -- selections (brush / lasso, click, box) -------------------------------------------
+    def select(self, session_id: str, *, mask: Any = None, point: Any = None, box: Any = None) -> dict:
+        """Make the session's selection from a painted ``mask``, a click ``point`` [x, y] or a ``box``
+        [x0, y0, x1, y1] (fractions 0..1 of the original's frame); exactly one of them.
+
+        The mask is stored as a content-addressed blob and becomes "the selection" chat refers to
+        ("brighten the selection", "remove this"). Returns ``{"selection_id", "coverage" (0..1),
+        "preview" (PNG path: the photo with the selection tinted), "mask" (the mask spec),
+        "source" ("mask" | "point" | "box")}``. A selection of zero pixels, two inputs at once or a
+        point outside the photo raise ``InvalidInput``; the session is unchanged.
+        """
+        from pipeline import selections
+
+        given = {k: v for k, v in (("mask", mask), ("point", point), ("box", box)) if v is not None}
+        if len(given) != 1:
+            raise InvalidInput("select: give exactly one of mask (a painted mask), point [x, y] or box "
+                               f"[x0, y0, x1, y1]; got {', '.join(given) or 'none'}")
+        (kind, value), = given.items()
+        with self._lock(session_id):
+            session = self._session(session_id)
+            source = self._source(session_id)
+            try:
+                if kind == "mask":
+                    pixels = selections.painted_mask(value, (source.height, source.width))
+                elif kind == "point":
+                    pixels = selections.click_mask(source.pixels, value)
+                else:
+                    pixels = selections.box_mask(source.pixels, value)
+            except selections.SelectionError as exc:
+                raise InvalidInput(str(exc)) from None
+            share = selections.coverage(pixels)
+            if not np.any(pixels >= 128):
+                raise InvalidInput("The selection is empty (zero pixels): brush over, click on or drag a box "
+                                   "around what you want to select. Nothing was changed.")
+            digest = self.blobs.put_array(pixels)
+            preview = self.store.session_dir(session_id) / "selections" / f"{digest[:24]}.png"
+            if not preview.exists():
+                save_image(selections.preview(source.pixels, pixels), preview)
+            spec = {"type": "painted", "blob": digest}
+            settings = dict(session.settings)
+            settings["selection"] = {"mask": spec, "coverage": round(share, 6), "source": kind}
+            self.store.update_session(session_id, settings=settings)
+        return {"selection_id": digest, "coverage": share, "preview": str(preview), "mask": spec, "source": kind}
+
+    def selection(self, session_id: str) -> dict | None:
+        """The session's latest selection (as :meth:`select` returned it, without the preview), or None."""
+        found = self._session(session_id).settings.get("selection")
+        if not found:
+            return None
+        return {"selection_id": found["mask"]["blob"], "coverage": found["coverage"], "mask": dict(found["mask"]),
+                "source": found.get("source")}
+
+    # -- skills (skills/ and $ATELIER_SKILLS_DIR) -----------------------------------------
+    def skills(self) -> list[dict]:
+        """Every skill (looks, retouch recipes, compound skills) as small rows, in menu order."""
+        from skills import SkillError, load_skills
+        try:
+            return [s.summary() for s in load_skills().values()]
+        except SkillError as exc:
+            raise InvalidInput(str(exc)) from None
+
+    def apply_skill(self, session_id: str, name: str, *, progress: ProgressFn | None = None) -> TurnResult:
+        """Apply one skill by name as a turn (like saying "use the <name> skill"); gates are checked on the photo."""
+        from skills import SkillError, load_skills
+        try:
+            known = load_skills()
+        except SkillError as exc:
+            raise InvalidInput(str(exc)) from None
+        if not isinstance(name, str) or name.strip().lower().replace(" ", "_") not in known:
+            raise InvalidInput(f"skill: unknown skill {name!r}; choose one of {', '.join(known)}")
+        skill = known[name.strip().lower().replace(" ", "_")]
+        return self.send_message(session_id, f"use the {skill.name} skill", progress=progress)
 
 
 __all__ = ["AssetInfo", "AtelierError", "InvalidInput", "ReviewPayload", "SessionInfo", "SessionNotFound",

@@ -298,13 +298,20 @@ def framed(original: np.ndarray, frame: Frame, out_size: tuple[int, int],
                           borderMode=cv2.BORDER_REPLICATE)
 
 
+def framed_image(pixels: np.ndarray, frame: Frame, out_size: tuple[int, int],
+                 src_full: tuple[int, int]) -> np.ndarray:
+    """An array laid out like the original but at any size (a mask, a retouched copy) seen through
+    ``frame`` at ``out_size``; same dtype as ``pixels``."""
+    if pixels.shape[:2] == src_full:
+        return framed(pixels, frame, out_size)
+    m = frame.pixel_matrix(out_size, src_full, pixels.shape[:2])
+    return cv2.warpAffine(np.ascontiguousarray(pixels), m, (out_size[1], out_size[0]),
+                          flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_REPLICATE)
+
+
 def framed_mask(mask: np.ndarray, frame: Frame, out_size: tuple[int, int], src_full: tuple[int, int]) -> np.ndarray:
     """A float mask computed on the original (at any size) warped into the frame."""
-    if mask.shape[:2] == src_full:
-        return framed(mask, frame, out_size)
-    m = frame.pixel_matrix(out_size, src_full, mask.shape[:2])
-    return cv2.warpAffine(np.ascontiguousarray(mask, np.float32), m, (out_size[1], out_size[0]),
-                          flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_REPLICATE)
+    return framed_image(np.asarray(mask, np.float32), frame, out_size, src_full)
 
 
 # -- automatic straightening ---------------------------------------------------------------

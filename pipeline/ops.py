@@ -27,6 +27,7 @@ from typing import Any, Iterable, Mapping
 
 #: Render stages, in render order.
 STAGES: tuple[str, ...] = (
+    "retouch",
     "white-balance-tone-contrast",
     "color-temperature",
     "hsl",
@@ -77,8 +78,12 @@ class Op:
     fused into one LUT), ``"spatial"`` for ops that look at neighbours
     (clarity, dehaze, sharpen), ``"finish"`` for noise reduction, vignette and
     grain (:mod:`pipeline.finishing`) and ``"geometry"`` for the frame
-    (:mod:`pipeline.geometry`). ``control`` says what widget edits it; ``step``
-    is its resolution (1 = whole numbers).
+    (:mod:`pipeline.geometry`). ``"retouch"`` ops (healing, portrait; 0..100,
+    :mod:`pipeline.retouch`) run first, on the original's pixels, before any
+    tone or colour; ``"region"`` ops act on a local layer's mask only
+    (``remove`` fills it from its surroundings) and are refused as global
+    settings. ``control`` says what widget edits it; ``step`` is its
+    resolution (1 = whole numbers).
     """
 
     name: str
@@ -280,8 +285,43 @@ def _declare() -> dict[str, Op]:
     from pipeline.finishing import finishing_ops
     from pipeline.geometry import geometry_ops
 
-    ops += finishing_ops(Op) + geometry_ops(Op)
+    ops = _retouch_ops() + ops + finishing_ops(Op) + geometry_ops(Op)
     return {op.name: op for op in ops}
+
+
+def _retouch_ops() -> list[Op]:
+    """Healing and portrait ops (stage "retouch"): 0 = untouched, 100 = the strongest sensible amount."""
+    def r(name, label, group, description, plus, kind="retouch"):
+        return Op(name, label, "retouch", group, description, "no change", plus, kind=kind, min=0, max=100)
+
+    return [
+        r("dust_removal", "Dust removal", "healing",
+          "Finds and heals dust spots in smooth areas (sky, walls, studio backdrops); "
+          "higher values also catch fainter and larger spots.",
+          "every spot that can be told from the scene healed"),
+        r("blemish_removal", "Blemish removal", "healing",
+          "Finds and heals small blemishes inside the skin of the people found in the photo.",
+          "fainter and larger blemishes healed too"),
+        r("red_eye", "Red-eye removal", "healing",
+          "Neutralises red pupils where eyes are found reliably.",
+          "red pupils fully neutral and dark"),
+        r("skin_smoothing", "Skin smoothing", "portrait",
+          "Smooths skin blotches while keeping pore texture (frequency separation on the skin mask).",
+          "strongly smoothed skin, pores kept"),
+        r("even_skin_tone", "Even skin tone", "portrait",
+          "Evens out redness and colour patches in the skin (lightness untouched).",
+          "one even skin colour"),
+        r("teeth_whitening", "Teeth whitening", "portrait",
+          "Whitens teeth (less yellow, a little brighter) where a mouth is found reliably.",
+          "clean white teeth"),
+        r("eye_brightening", "Eye brightening", "portrait",
+          "Brightens the eyes (iris and whites) where they are found reliably.",
+          "clearly brighter eyes"),
+        r("remove", "Remove", "healing",
+          "Fills a local layer's region (a painted or clicked selection) from its surroundings: "
+          "inpainting for small areas, a patch-based fill for larger ones. Not a slider; local layers only.",
+          "the region fully replaced", kind="region"),
+    ]
 
 
 #: name -> Op, in render order.
@@ -293,6 +333,10 @@ FINISH_OPS: tuple[str, ...] = tuple(n for n, o in OPS.items() if o.kind == "fini
 GEOMETRY_OPS: tuple[str, ...] = tuple(n for n, o in OPS.items() if o.kind == "geometry")
 #: Ops edited on the -100..100 slider scale (the original tone and colour table).
 SLIDER_OPS: tuple[str, ...] = tuple(n for n, o in OPS.items() if o.control == "slider" and (o.min, o.max) == (-100, 100))
+#: Healing and portrait ops, run first on the original (pipeline.retouch).
+RETOUCH_OPS: tuple[str, ...] = tuple(n for n, o in OPS.items() if o.kind == "retouch")
+#: Ops that act on a local layer's mask only (not sliders, refused as global settings).
+REGION_OPS: tuple[str, ...] = tuple(n for n, o in OPS.items() if o.kind == "region")
 
 
 def get_op(name: str) -> Op:

@@ -13,6 +13,12 @@ exact math of :mod:`pipeline.adjust` at grid points, and applied in a single
   settings, so they are computed once per (original, size) and cached; a
   re-render with new settings is one LUT build plus one remap.
 
+Before any of that, the retouch stage (:mod:`pipeline.retouch`: dust and
+blemish healing, removal of painted regions, red eye, skin, teeth, eyes)
+runs on the original's pixels at the render size; its result is cached per
+(original, retouch part of the state, size) together with its LUT
+coordinates, so moving a tone slider afterwards costs what it did before.
+
 Local layers are blended through their soft masks; the first layer's tone
 and colour are compiled together with the global stack into one composite
 LUT, so it costs one more remap. Then spatial ops (dehaze, clarity, sharpen)
@@ -44,9 +50,11 @@ import numpy as np
 
 from pipeline import ops
 from pipeline.adjust import apply_pixel_ops
+from pipeline import portrait
 from pipeline.finishing import apply_denoise, apply_finish
-from pipeline.geometry import Frame, detect_tilt, frame_for, framed, framed_mask
-from pipeline.masks import MaskCache, build_mask, feather_mask, image_digest
+from pipeline.geometry import Frame, detect_tilt, frame_for, framed, framed_image, framed_mask
+from pipeline.masks import MaskCache, build_mask, face_boxes, feather_mask, image_digest
+from pipeline.retouch import RetouchReport, apply_retouch, retouch_key
 from pipeline.spatial import apply_spatial_ops
 from pipeline.state import EditState
 
@@ -316,7 +324,9 @@ class Renderer:
     original's content digest, so nothing is shared between different photos.
     """
 
-    def __init__(self, max_cache_bytes: int = 768 * 2**20):
+    def __init__(self, max_cache_bytes: int = 768 * 2**20, blobs=None):
+        #: Where painted masks (and other pixel assets a state refers to) are read: a pipeline.blobs.BlobStore.
+        self.blobs = blobs
         self.renders = BoundedCache(max_cache_bytes // 2)
         self.coords = BoundedCache(max_cache_bytes // 4)
         self.luts = BoundedCache(32 * 2**20)
@@ -388,7 +398,7 @@ class Renderer:
 
     def mask(self, source: SourceImage, spec: Mapping, size: tuple[int, int], feather: float = 0) -> np.ndarray:
         """The soft mask of ``spec`` at ``size`` (height, width), float32 0..1."""
-        m = build_mask(spec, source.pixels, size, cache=self.masks, key=source.digest)
+        m = build_mask(spec, source.pixels, size, cache=self.masks, key=source.digest, blobs=self.blobs)
         return feather_mask(m, feather) if feather else m
 
     def render(self, source: SourceImage, state: EditState, long_side: int | None = None) -> np.ndarray:
@@ -410,19 +420,81 @@ class Renderer:
         self.renders.put(key, out)
         return out
 
+    # -- the retouch stage (healing, portrait): runs first, on the original's pixels ---------------
+    def features(self, source: SourceImage) -> portrait.Features:
+        """Faces, eyes and mouths of ``source`` (fractions of the frame), found once per original."""
+        def find() -> np.ndarray:
+            boxes = face_boxes(source.pixels, cache=self.masks, key=source.digest)
+            return portrait.find_features(source.pixels, boxes).to_array()
+        return portrait.Features.from_array(self.masks.get_or_compute((source.digest, "portrait-features"), find))
+
+    def retouched(self, source: SourceImage, state: EditState,
+                  size: tuple[int, int]) -> tuple[np.ndarray, RetouchReport] | None:
+        """The original at ``size`` (unframed) with the state's retouch ops applied, and what they did
+        (None: no retouch)."""
+        key = retouch_key(state)
+        if key is None:
+            return None
+        cache_key = (source.digest, "retouch", key, size)
+        hit = self.renders.get(cache_key)
+        if hit is not None:
+            return hit[0], hit[3]
+        img, report = apply_retouch(
+            source.resized(size), state, features=lambda: self.features(source),
+            skin=lambda: self.mask(source, {"type": "skin"}, size),
+            region=lambda spec, feather: self.mask(source, spec, size, feather))
+        img = _frozen(img) if img is not source.resized(size) else img
+        coords = lut_coordinates(img)
+        self.renders.put(cache_key, (img, *coords, report))
+        return img, report
+
+    def retouch_report(self, source: SourceImage, state: EditState, long_side: int | None = None) -> RetouchReport:
+        """What the retouch ops of ``state`` did at ``long_side`` (spots healed, notes for the person)."""
+        done = self.retouched(source, state, source.size_for(long_side))
+        return done[1] if done is not None else RetouchReport()
+
+    def _retouched_base(self, source: SourceImage, state: EditState, size: tuple[int, int],
+                        frame: Frame | None):
+        """(base pixels, LUT coordinates) when the state retouches, else None.
+
+        Retouching works on the original's own frame (spots and regions are found
+        there), at the scale of the output; the result is then framed like the original."""
+        if retouch_key(state) is None:
+            return None
+        if frame is None:
+            img, _ = self.retouched(source, state, size)
+            cached = self.renders.get((source.digest, "retouch", retouch_key(state), size))
+            return img, (cached[1:3] if cached is not None else lut_coordinates(img))
+        s = min(1.0, size[1] / frame.width)
+        src_size = (max(1, round(source.height * s)), max(1, round(source.width * s)))
+        img, _ = self.retouched(source, state, src_size)
+        key = (source.digest, "retouch-framed", retouch_key(state), frame.matrix.tobytes(), frame.width,
+               frame.height, size)
+
+        def make():
+            base = _frozen(framed_image(img, frame, size, (source.height, source.width)))
+            return (base, *lut_coordinates(base))
+        base, *coords = self.framed.get_or_create(key, make)
+        return base, tuple(coords)
+
     def _render(self, source: SourceImage, state: EditState, size: tuple[int, int],
                 frame: Frame | None = None) -> np.ndarray:
         base = self._base(source, frame, size)
         if state.is_identity:
             return base
-        coords = self._coords(source, size, frame)
+        retouched = self._retouched_base(source, state, size, frame)
+        if retouched is not None:
+            base, coords = retouched
+        else:
+            coords = self._coords(source, size, frame)
         g_pixel = _pixel_settings(state.settings)
         out = apply_lut(self.lut(g_pixel), coords) if g_pixel else base
         masks: list[np.ndarray | None] = []
         fresh = True  # is `out` still LUT(base)? then a layer is one composite LUT on cached coordinates
         for layer in state.layers:
-            if not layer.settings:
-                masks.append(None)
+            if not (_pixel_settings(layer.settings) or _spatial_settings(layer.settings)
+                    or _finish_settings(layer.settings)):
+                masks.append(None)  # empty, or a retouch-only layer (remove): done in the retouch stage
                 continue
             if frame is None:
                 mask = self.mask(source, layer.mask, size, layer.feather)
@@ -454,14 +526,14 @@ class Renderer:
         return apply_finish(out, finish)
 
 
-def render(original: np.ndarray, state: EditState, long_side: int | None = None) -> np.ndarray:
+def render(original: np.ndarray, state: EditState, long_side: int | None = None, *, blobs=None) -> np.ndarray:
     """Pure function: uint8 RGB ``original`` rendered with ``state``.
 
     Same inputs, same bytes. For many renders of one photo use a
     :class:`Renderer` and a :class:`SourceImage`, which cache coordinates,
-    LUTs, masks and results.
+    LUTs, masks and results. ``blobs``: the BlobStore painted masks live in.
     """
-    return Renderer(max_cache_bytes=0).render(SourceImage.from_array(original), state, long_side).copy()
+    return Renderer(max_cache_bytes=0, blobs=blobs).render(SourceImage.from_array(original), state, long_side).copy()
 
 
 def render_exact(original: np.ndarray, state: EditState, long_side: int | None = None) -> np.ndarray:

@@ -24,11 +24,13 @@ class EditStateError(ValueError):
     """A malformed EditState: the message names the bad field."""
 
 
-def _settings(data: Any, where: str, clamp: bool) -> dict[str, int]:
+def _settings(data: Any, where: str, clamp: bool, *, local: bool = True) -> dict[str, int]:
     try:
         settings = ops.check_settings(data or {}, clamp=clamp)
     except ops.OpError as exc:
         raise EditStateError(f"{where}: {exc}") from None
+    if not local:
+        _refuse_region_ops(settings, where)
     if where.endswith("layers") or ".layers[" in where:
         whole = [k for k in settings if k in _WHOLE_FRAME]
         if whole:
@@ -40,6 +42,13 @@ def _settings(data: Any, where: str, clamp: bool) -> dict[str, int]:
         except GeometryError as exc:
             raise EditStateError(f"{where}: {exc}") from None
     return settings
+
+
+def _refuse_region_ops(settings: Mapping[str, Any], where: str) -> None:
+    region = [n for n in settings if n in ops.REGION_OPS]
+    if region:
+        raise EditStateError(f"{where}: {', '.join(region)} works on a selected region only "
+                             "(a local layer with a mask), not on the whole photo")
 
 
 #: Ops that only make sense for the whole frame (never inside a layer's mask).
@@ -135,7 +144,7 @@ class EditState:
         if not isinstance(layers, list):
             raise EditStateError("state.layers: expected a list")
         return cls(
-            settings=_settings(data.get("settings"), "state.settings", clamp),
+            settings=_settings(data.get("settings"), "state.settings", clamp, local=False),
             layers=tuple(
                 LocalLayer.from_dict(l, where=f"state.layers[{i}]", clamp=clamp)
                 for i, l in enumerate(layers)
@@ -192,6 +201,8 @@ class EditState:
         if mode not in ("set", "add"):
             raise EditStateError(f"mode: expected 'set' or 'add', got {mode!r}")
         o = ops.get_op(op)
+        if mask is None:
+            _refuse_region_ops({op: 1}, "state.settings")
         current = self.value(op, mask)
         if mode == "add" and o.control in ("points", "choice") and not o.wrap:
             mode = "set"  # a curve or a choice has no "more": the value replaces it
@@ -217,7 +228,7 @@ class EditState:
         """Return a copy with several global values set at once."""
         settings = dict(self.settings)
         settings.update(values)
-        return EditState(settings=_settings(settings, "state.settings", clamp), layers=self.layers)
+        return EditState(settings=_settings(settings, "state.settings", clamp, local=False), layers=self.layers)
 
     def with_crop(self, rect: Any) -> "EditState":
         """Return a copy cropped to the normalised rectangle ``[x0, y0, x1, y1]`` (0..1 of

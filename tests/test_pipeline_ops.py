@@ -27,6 +27,9 @@ def test_registry_declares_every_op_of_the_design():
                  "noise_reduction", "color_noise_reduction", "vignette", "vignette_midpoint",
                  "vignette_feather", "grain", "grain_size"}
     expected |= {f"grade_{r}{h}" for r in ("shadows", "midtones", "highlights") for h in ("", "_hue")}
+    # issue 11: healing and portrait
+    expected |= {"dust_removal", "blemish_removal", "red_eye", "skin_smoothing", "even_skin_tone",
+                 "teeth_whitening", "eye_brightening", "remove"}
     assert set(ops.OPS) == expected
     assert len(ops.BANDS) == 8
 
@@ -37,6 +40,9 @@ def test_every_op_is_declared_on_the_photographers_scale():
         assert op.description and op.label and op.default == 0, op.name
         if op.stage in ("finishing", "geometry"):
             assert op.min <= 0 <= op.max, op.name  # 0 is still the identity
+            continue
+        if op.kind in ("retouch", "region"):  # 0 = untouched, the strongest at 100
+            assert (op.min, op.max) == (0, 100), op.name
             continue
         assert (op.min, op.max, op.default) == (-100, 100, 0), op.name
         assert op.plus and op.minus

@@ -48,8 +48,8 @@ def test_identity_is_exact(photos, renderer):
         assert np.array_equal(render(img, EditState.from_dict({"settings": {"exposure": 0, "clarity": 0}})), img)
 
 
-# The tone and colour table; geometry and finishing have their own tests (tests/test_geometry.py).
-TONE_OPS = [n for n, o in ops.OPS.items() if o.stage not in ("finishing", "geometry")]
+# The tone and colour table; geometry, finishing and retouch have their own tests.
+TONE_OPS = [n for n, o in ops.OPS.items() if o.stage not in ("finishing", "geometry", "retouch")]
 
 
 @pytest.mark.parametrize("name", TONE_OPS)

@@ -96,6 +96,7 @@ class PlanRequest:
     max_sub_goals: int = 6
     schema: str = "default"                # planner output schema name
     schema_root: str | None = None         # schemas folder (None = the shipped schemas/)
+    dialogue: Any = None                   # agent.dialogue.DialogueState: the moves of earlier turns
 
 
 @dataclass
@@ -108,6 +109,12 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     source: str = "embedded"
     fields: dict = field(default_factory=dict)   # custom planner-schema fields
+    #: "edit", or "clarify": a short question instead of a guess (no version; ``quick_replies`` filled).
+    kind: str = "edit"
+    quick_replies: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)     # the looks / qualities named ("warmer", "dreamy")
+    intents: list[str] = field(default_factory=list)    # the profile intents behind them
+    dialogue: dict = field(default_factory=dict)        # a follow-up: {"move": ..., "base_asset": ...}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -117,6 +124,11 @@ class Plan:
             "notes": list(self.notes),
             "source": self.source,
             "fields": dict(self.fields),
+            "kind": self.kind,
+            "quick_replies": list(self.quick_replies),
+            "labels": list(self.labels),
+            "intents": list(self.intents),
+            "dialogue": dict(self.dialogue),
         }
 
 
