@@ -53,7 +53,8 @@ from pipeline.adjust import apply_pixel_ops
 from pipeline import portrait
 from pipeline.finishing import apply_denoise, apply_finish
 from pipeline.generate.layers import composite, composite_key
-from pipeline.geometry import Frame, detect_tilt, frame_for, framed, framed_image, framed_mask
+from pipeline.geometry import (Frame, axis_box, detect_tilt, frame_for, framed, framed_image, framed_mask,
+                               orient)
 from pipeline.masks import MaskCache, build_mask, face_boxes, feather_mask, image_digest
 from pipeline.retouch import RetouchReport, apply_retouch, retouch_key
 from pipeline.spatial import apply_spatial_ops
@@ -398,7 +399,19 @@ class Renderer:
         if frame is None:
             return self.coords.get_or_create((source.digest, size), lambda: lut_coordinates(source.resized(size)))
         key = (source.digest, frame.matrix.tobytes(), frame.width, frame.height, size, "coords")
-        return self.coords.get_or_create(key, lambda: lut_coordinates(self._base(source, frame, size)))
+        return self.coords.get_or_create(key, lambda: self._framed_coords(source, frame, size))
+
+    def _framed_coords(self, source: SourceImage, frame: Frame, size: tuple[int, int]):
+        """LUT coordinates of a framed base. A crop, quarter turn or flip at full resolution
+        shows the original's own pixels, so its coordinates are the original's, sliced and
+        turned (per-pixel maps): a new crop costs a slice, not a new 4K pass."""
+        if frame.axis_aligned:
+            x0, y0, x1, y1 = axis_box(frame, source.height, source.width)
+            shape = (x1 - x0, y1 - y0) if frame.quarter % 2 else (y1 - y0, x1 - x0)
+            if shape == size:
+                full = self._coords(source, (source.height, source.width))
+                return tuple(np.ascontiguousarray(orient(m[y0:y1, x0:x1], frame)) for m in full)
+        return lut_coordinates(self._base(source, frame, size))
 
     def mask(self, source: SourceImage, spec: Mapping, size: tuple[int, int], feather: float = 0) -> np.ndarray:
         """The soft mask of ``spec`` at ``size`` (height, width), float32 0..1."""
