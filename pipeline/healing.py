@@ -317,7 +317,10 @@ def _patch_fill(img: np.ndarray, part: np.ndarray, stat: np.ndarray) -> np.ndarr
     clone_mask = cv2.dilate(part[by0:by1, bx0:bx1], np.ones((3, 3), np.uint8)) * 255
     clone_mask[0, :] = clone_mask[-1, :] = 0
     clone_mask[:, 0] = clone_mask[:, -1] = 0
-    blended = _poisson(src_patch, target, clone_mask)
+    # seamlessClone takes its boundary from just inside the mask's edge too: give it a smooth
+    # membrane fill there, never the object being removed.
+    membrane = heal_spots(np.ascontiguousarray(target), clone_mask)
+    blended = _poisson(src_patch, membrane, clone_mask)
     out = img.copy()
     sel = part[by0:by1, bx0:bx1].astype(bool) | (clone_mask > 0)
     region = out[by0:by1, bx0:bx1]
