@@ -50,7 +50,7 @@ ProgressFn = Callable[[dict], None]
 _TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{20,128}$")
 #: TurnResult.kind: an edit (a new version or a review), a chat command (undo, export ...), an answer
 #: to a question, small talk, or a clarifying question (no version; quick_replies filled).
-TURN_KINDS = ("edit", "command", "question", "chat", "clarify")
+TURN_KINDS = ("edit", "command", "question", "chat", "clarify", "generate")
 #: Session setting holding the undo trail: versions undone from, newest last (redo pops it).
 _REDO_KEY = "redo_stack"
 _WAITING = "a turn is waiting for your review: approve, modify, roll back or replan first"
@@ -166,7 +166,7 @@ class Studio:
 
     def __init__(self, database_url: str | None = None, sessions_dir: str | os.PathLike | None = None,
                  planner=None, judge=None, config: AgentConfig | None = None,
-                 schemas_root: str | os.PathLike | None = None):
+                 schemas_root: str | os.PathLike | None = None, generation_backend=None):
         self.config = config or load_config()
         # Output schemas (and the custom ones generate_schema writes): <root>/<agent>/[custom/]<name>.yaml
         self.schemas_root = Path(schemas_root).resolve() if schemas_root else None
@@ -180,6 +180,9 @@ class Studio:
         #: Content-addressed pixel assets (painted selections, healed patches), shared by every session.
         self.blobs = BlobStore(self.sessions_dir / "blobs")
         self.renderer = Renderer(max_cache_bytes=self.config.render_cache_bytes, blobs=self.blobs)
+        from pipeline.gpu import upgrade_renderer
+        # the torch path when CUDA is present (ATELIER_RENDER_DEVICE=cpu keeps OpenCV): same pixels within 1 level
+        self.renderer = upgrade_renderer(self.renderer, self.config.render_cache_bytes)
         if planner is None:
             from agent.planners import default_planner
             planner = default_planner(config=self.config)
@@ -197,10 +200,14 @@ class Studio:
 
         self.graph = build_graph(SkillPlanner(planner, self.config), judge, self.store, self.renderer, self.config,
                                  self.checkpointer, sources=self._source, schemas_root=self.schemas_root)
+        from agent.generation import GenerationDesk
+        #: Generation (issue 14): backend from ATELIER_GEN_BACKEND / ATELIER_GEN_MODEL unless one is injected.
+        self.generation = GenerationDesk(self, generation_backend)
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
         """Release the database connections (the data stays)."""
+        self.generation.close()
         self._close_checkpointer()
         self.store.close()
 
@@ -665,6 +672,9 @@ class Studio:
                 # Keep talking: the version under review is kept as if approved, and the new turn starts from it.
                 self._keep_pending(session)
                 session = self.store.get_session(session_id)
+            generative = self._generative_turn(session, text)
+            if generative is not None:
+                return generative
             return self._start_turn(session, text, progress=progress)
 
     @property
@@ -675,6 +685,12 @@ class Studio:
             vocab = getattr(self.planner, "vocab", None)
             self._router = Router(vocab=vocab) if vocab is not None else Router()
         return self._router
+    def _generative_turn(self, session: SessionRecord, text: str) -> TurnResult | None:
+        """Remove / fill / expand / regenerate / create asked in words: answered by generation, not the planner."""
+        from agent.planners.generative import parse_generative
+
+        request = parse_generative(text)
+        return None if request is None else self.generation.chat_turn(session, request)
 
     def _keep_pending(self, session: SessionRecord) -> TurnResult:
         """Approve the turn under review (the person went on talking instead of deciding)."""
@@ -1010,6 +1026,40 @@ class Studio:
             pixels = self.renderer.render(self._source(session_id), EditState.from_dict(asset.state), None)
             save_image(pixels, path, quality=self.config.export_quality)
         return path
+
+    # -- generation (issue 14; docs/generation.md) ----------------------------------------------
+    def get_defaults(self) -> dict:
+        """The generation defaults: ``{"image": {width, height, steps, cfg, sampler_name, scheduler, denoise,
+        model, negative_prompt}}`` (the model's profile, overridden by set_defaults)."""
+        return self.generation.get_defaults()
+
+    def set_defaults(self, image: dict, persist: bool = False) -> dict:
+        """Override generation defaults (validated: unknown or out-of-range keys raise InvalidInput naming the
+        key); ``persist`` keeps them across restarts. Returns the new defaults."""
+        return self.generation.set_defaults(image, persist)
+
+    def generate_image(self, prompt: str, negative_prompt: str | None = None, seed: int | None = None,
+                       width: int | None = None, height: int | None = None, steps: int | None = None,
+                       cfg: float | None = None, sampler_name: str | None = None, scheduler: str | None = None,
+                       denoise: float | None = None, model: str | None = None,
+                       return_inline_preview: bool = False) -> dict:
+        """A new photo from text, which becomes the original of a new session; the asset answer
+        (asset_id, asset_url, image_url, filename, subfolder, folder_type, workflow_id, prompt_id,
+        mime_type, width, height, bytes_size, ...). No backend, model missing, out of memory or a server
+        that is down raise GenerationFailed (an AtelierError) with the reason; nothing is created."""
+        return self.generation.generate_image(prompt, negative_prompt=negative_prompt, seed=seed, width=width,
+                                              height=height, steps=steps, cfg=cfg, sampler_name=sampler_name,
+                                              scheduler=scheduler, denoise=denoise, model=model,
+                                              return_inline_preview=return_inline_preview)
+
+    def regenerate(self, asset_id: str, seed: int | None = None, param_overrides: dict | None = None) -> dict:
+        """Make a generated version again (new seed, or ``seed``; ``param_overrides`` such as steps or cfg):
+        a generated original gives a new session, a version with generated layers a new branch (the head)."""
+        return self.generation.regenerate(asset_id, seed=seed, param_overrides=param_overrides)
+
+    def generation_status(self) -> dict:
+        """The generation backend: ``{"backend", "model", "ready", ...}`` (``reason`` when it cannot run)."""
+        return self.generation.status()
 
 
     # -- selections (brush / lasso, click, box) -------------------------------------------

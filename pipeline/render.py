@@ -52,6 +52,7 @@ from pipeline import ops
 from pipeline.adjust import apply_pixel_ops
 from pipeline import portrait
 from pipeline.finishing import apply_denoise, apply_finish
+from pipeline.generate.layers import composite, composite_key
 from pipeline.geometry import Frame, detect_tilt, frame_for, framed, framed_image, framed_mask
 from pipeline.masks import MaskCache, build_mask, face_boxes, feather_mask, image_digest
 from pipeline.retouch import RetouchReport, apply_retouch, retouch_key
@@ -327,6 +328,9 @@ class Renderer:
     def __init__(self, max_cache_bytes: int = 768 * 2**20, blobs=None):
         #: Where painted masks (and other pixel assets a state refers to) are read: a pipeline.blobs.BlobStore.
         self.blobs = blobs
+        #: The original with a state's generated layers composited, by (original, layers) key.
+        self.generated: OrderedDict[str, SourceImage] = OrderedDict()
+        self._generated_lock = threading.Lock()
         self.renders = BoundedCache(max_cache_bytes // 2)
         self.coords = BoundedCache(max_cache_bytes // 4)
         self.luts = BoundedCache(32 * 2**20)
@@ -406,6 +410,7 @@ class Renderer:
 
         The returned array is read-only (it may be shared through the cache).
         """
+        source = self.with_generated(source, state)
         try:
             frame = self.frame(source, state)
         except ValueError as exc:
@@ -477,6 +482,32 @@ class Renderer:
         base, *coords = self.framed.get_or_create(key, make)
         return base, tuple(coords)
 
+    def with_generated(self, source: SourceImage, state: EditState) -> SourceImage:
+        """The original with the state's generated layers composited (the original itself when it has none).
+
+        Pure given the blob resolver: the stored pixels are composited, no model runs.
+        """
+        if not state.generated:
+            return source
+        if self.blobs is None:
+            raise RenderError("this version has generated layers but the renderer has no blob store")
+        key = composite_key(source.digest, state.generated)
+        with self._generated_lock:
+            hit = self.generated.get(key)
+            if hit is not None:
+                self.generated.move_to_end(key)
+                return hit
+        try:
+            pixels = composite(source.pixels, state.generated, self.blobs.get_array)
+        except (LookupError, ValueError) as exc:
+            raise RenderError(f"a generated layer could not be composited: {exc}") from None
+        derived = SourceImage.from_array(pixels)
+        with self._generated_lock:
+            self.generated[key] = derived
+            while len(self.generated) > 4:
+                self.generated.popitem(last=False)
+        return derived
+
     def _render(self, source: SourceImage, state: EditState, size: tuple[int, int],
                 frame: Frame | None = None) -> np.ndarray:
         base = self._base(source, frame, size)
@@ -527,7 +558,8 @@ class Renderer:
 
 
 def render(original: np.ndarray, state: EditState, long_side: int | None = None, *, blobs=None) -> np.ndarray:
-    """Pure function: uint8 RGB ``original`` rendered with ``state``.
+    """Pure function: uint8 RGB ``original`` rendered with ``state``
+    (``blobs``: the BlobStore generated layers and painted masks live in).
 
     Same inputs, same bytes. For many renders of one photo use a
     :class:`Renderer` and a :class:`SourceImage`, which cache coordinates,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from pipeline import ops
+from pipeline.generate.layers import GeneratedLayer, GeneratedLayerError
 from pipeline.masks import MaskSpecError, normalize_mask_spec
 
 
@@ -118,12 +119,26 @@ class LocalLayer:
         )
 
 
+def _generated(data: Any) -> tuple:
+    if not data:
+        return ()
+    if not isinstance(data, (list, tuple)):
+        raise EditStateError("state.generated: expected a list")
+    try:
+        return tuple(GeneratedLayer.from_dict(g, where=f"state.generated[{i}]") for i, g in enumerate(data))
+    except GeneratedLayerError as exc:
+        raise EditStateError(str(exc)) from None
+
+
 @dataclass(frozen=True)
 class EditState:
     """Global settings plus ordered local layers. Treat as immutable."""
 
     settings: dict = field(default_factory=dict)
     layers: tuple = ()
+    #: Generated layers (pipeline.generate.layers.GeneratedLayer), composited onto the
+    #: original before any adjustment; their pixels live in the blob store.
+    generated: tuple = ()
 
     # -- construction -------------------------------------------------
     @classmethod
@@ -137,7 +152,7 @@ class EditState:
             return cls()
         if not isinstance(data, Mapping):
             raise EditStateError(f"state: expected an object, got {type(data).__name__}")
-        unknown = set(data) - {"settings", "layers", "version"}
+        unknown = set(data) - {"settings", "layers", "version", "generated"}
         if unknown:
             raise EditStateError(f"state: unknown field(s) {', '.join(sorted(unknown))}")
         layers = data.get("layers") or []
@@ -149,6 +164,7 @@ class EditState:
                 LocalLayer.from_dict(l, where=f"state.layers[{i}]", clamp=clamp)
                 for i, l in enumerate(layers)
             ),
+            generated=_generated(data.get("generated")),
         )
 
     @classmethod
@@ -160,7 +176,10 @@ class EditState:
         return cls.from_dict(data, clamp=clamp)
 
     def to_dict(self) -> dict:
-        return {"settings": dict(self.settings), "layers": [l.to_dict() for l in self.layers]}
+        d = {"settings": dict(self.settings), "layers": [l.to_dict() for l in self.layers]}
+        if self.generated:  # absent when empty, so states without generation keep their keys
+            d["generated"] = [g.to_dict() for g in self.generated]
+        return d
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, indent=indent, separators=None if indent else (",", ":"))
@@ -172,7 +191,7 @@ class EditState:
     # -- queries ------------------------------------------------------
     @property
     def is_identity(self) -> bool:
-        return not self.settings and all(not l.settings for l in self.layers)
+        return not self.settings and all(not l.settings for l in self.layers) and not self.generated
 
     def value(self, op: str, mask: Mapping | None = None) -> Any:
         """The op's value (0 when unset): an int, an angle (float) or curve points."""
@@ -211,7 +230,8 @@ class EditState:
         if mask is None:
             settings = dict(self.settings)
             settings[op] = new
-            return EditState(settings=_settings(settings, "state.settings", False), layers=self.layers)
+            return EditState(settings=_settings(settings, "state.settings", False), layers=self.layers,
+                             generated=self.generated)
         spec = normalize_mask_spec(mask)
         layers = list(self.layers)
         for i, layer in enumerate(layers):
@@ -222,13 +242,14 @@ class EditState:
                 break
         else:
             layers.append(LocalLayer(spec, _settings({op: new}, "state.layers", False), name=layer_name))
-        return EditState(settings=dict(self.settings), layers=tuple(layers))
+        return EditState(settings=dict(self.settings), layers=tuple(layers), generated=self.generated)
 
     def with_settings(self, values: Mapping[str, Any], *, clamp: bool = True) -> "EditState":
         """Return a copy with several global values set at once."""
         settings = dict(self.settings)
         settings.update(values)
-        return EditState(settings=_settings(settings, "state.settings", clamp, local=False), layers=self.layers)
+        return EditState(settings=_settings(settings, "state.settings", clamp, local=False), layers=self.layers,
+                         generated=self.generated)
 
     def with_crop(self, rect: Any) -> "EditState":
         """Return a copy cropped to the normalised rectangle ``[x0, y0, x1, y1]`` (0..1 of
@@ -239,6 +260,11 @@ class EditState:
         except GeometryError as exc:
             raise EditStateError(str(exc)) from None
         return self.with_settings(insets, clamp=False)
+
+    def with_generated(self, layer: GeneratedLayer | Mapping) -> "EditState":
+        """Return a copy with one more generated layer on top of the others."""
+        return EditState(settings=dict(self.settings), layers=self.layers,
+                         generated=self.generated + (_generated([layer])[0],))
 
     def diff(self, other: "EditState") -> dict[str, tuple[int, int]]:
         """Global op -> (self value, other value) for every op that differs."""
@@ -276,5 +302,22 @@ def state_json_schema() -> dict:
                 },
             },
             "version": {"type": "integer"},
+            "generated": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["pixels", "mask", "box", "canvas"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "pixels": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                        "mask": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                        "box": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 4, "maxItems": 4},
+                        "canvas": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2},
+                        "offset": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 2},
+                        "recipe": {"type": "object"},
+                        "name": {"type": "string"},
+                    },
+                },
+            },
         },
     }

@@ -636,6 +636,12 @@ class EmbeddedJudge:
     def assess(self, request: JudgeRequest) -> Assessment:
         return self.report(request).assessment
 
+    def assess_generated(self, before: np.ndarray, after: np.ndarray, mask: np.ndarray, *,
+                         operation: str = "fill", signatures: Any = None):
+        """A generated region (remove / fill / expand): preservation, seams, colour match (agent/judges/generative.py)."""
+        from agent.judges.generative import assess_generated
+        return assess_generated(before, after, mask, operation=operation, signatures=signatures)
+
     def report(self, request: JudgeRequest) -> JudgeReport:
         """The Assessment plus per-sub-goal checks (for the UI and the trace)."""
         t = self.thresholds
