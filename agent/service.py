@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import cv2
 import numpy as np
 
 from agent.config import REVIEW_MODES, AgentConfig, load_config
@@ -38,8 +39,15 @@ from pipeline.render import Renderer, SourceImage
 from pipeline.state import EditState, EditStateError
 
 SESSIONS_DIR_ENV = "ATELIER_SESSIONS_DIR"
-EXPORT_FORMATS = {"jpeg": "jpg", "jpg": "jpg", "png": "png", "tiff": "tif", "tif": "tif"}
-_FORMAT_EXT = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "TIFF": "tif", "GIF": "gif", "MPO": "jpg"}
+EXPORT_FORMATS = {"jpeg": "jpg", "jpg": "jpg", "png": "png", "tiff": "tif", "tif": "tif", "webp": "webp"}
+
+
+def _flatten_white(pixels: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """Composite a render onto white through the original's transparency (for JPEG)."""
+    a = alpha.astype(np.float32)[..., None] / 255.0
+    return np.clip(pixels.astype(np.float32) * a + 255.0 * (1.0 - a) + 0.5, 0, 255).astype(np.uint8)
+_FORMAT_EXT = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "TIFF": "tif", "GIF": "gif", "MPO": "jpg",
+               "DNG": "dng", "CR2": "cr2", "CR3": "cr3", "NEF": "nef", "ARW": "arw", "RAF": "raf", "ORF": "orf"}
 MAX_MESSAGE_CHARS = 2000
 #: Live slider previews kept per session (older ones are deleted as new ones are written).
 PREVIEWS_KEPT = 16
@@ -261,8 +269,9 @@ class Studio:
                 self._sources.move_to_end(session_id)
                 return self._sources[session_id]
         session = self.store.get_session(session_id)
-        loaded = load_image(self.store.original_file(session), max_pixels=self.config.max_upload_pixels)
-        source = SourceImage.from_array(loaded.pixels)
+        loaded = load_image(self.store.original_file(session), max_pixels=self.config.max_upload_pixels,
+                            alpha="keep")
+        source = SourceImage.from_loaded(loaded)
         with self._sources_lock:
             self._sources[session_id] = source
             while len(self._sources) > self.config.source_cache_sessions:
@@ -493,9 +502,11 @@ class Studio:
                 raise InvalidInput(f"style: unknown look {style!r}; choose one of {', '.join(known)}")
         data, title = self._original_bytes(image, filename)
         try:
-            loaded = load_image(data, max_pixels=self.config.max_upload_pixels)
+            loaded = load_image(data, max_pixels=self.config.max_upload_pixels, alpha="keep", name=title or None)
         except ImageLoadError as exc:
             raise InvalidInput(str(exc)) from None
+        if loaded.pixels.ndim == 3 and loaded.pixels.shape[2] == 4 and (loaded.pixels[:, :, 3] < 255).any():
+            loaded.notices.append("Transparency kept: PNG, TIFF and WebP exports keep it.")
         session_id = new_id()
         name = f"original.{_FORMAT_EXT.get(loaded.format, 'img')}"
         folder = self.store.session_dir(session_id)
@@ -510,7 +521,7 @@ class Studio:
             self.store.remove_session_files(session_id)
             raise
         with self._sources_lock:
-            self._sources[session_id] = SourceImage.from_array(loaded.pixels)
+            self._sources[session_id] = SourceImage.from_loaded(loaded)
             while len(self._sources) > self.config.source_cache_sessions:
                 self._sources.popitem(last=False)
         self._recovered.add(session_id)
@@ -1016,16 +1027,62 @@ class Studio:
             save_image(source.proxy(side) if side else source.pixels, path)
         return path
 
-    def export(self, session_id: str, asset_id: str | None = None, *, fmt: str = "jpeg") -> Path:
-        """Full-resolution render of a version as jpeg, png or tiff (same state, same pixels)."""
+    def export(self, session_id: str, asset_id: str | None = None, *, fmt: str = "jpeg", quality: int | None = None,
+               long_side: int | None = None, keep_metadata: bool = True, drop_gps: bool = True) -> Path:
+        """Render a version (default: the head) for export: jpeg, png, tiff or webp.
+
+        ``quality`` 1..100 for JPEG / WebP (default ``images.export_quality``); ``long_side``: pixels of the
+        long side (None = full resolution; never upscales). The sRGB profile is always embedded. With
+        ``keep_metadata`` the original's EXIF goes along (orientation reset: the pixels are upright), its GPS
+        position removed unless ``drop_gps=False``. 16-bit originals (16-bit PNG / TIFF, RAW) export at 16
+        bits in PNG and TIFF; transparency is kept in PNG, TIFF and WebP (JPEG is flattened onto white).
+        Files: ``<session>/exports/<asset>-full.<ext>`` with the defaults, else the options in the name.
+        """
         ext = EXPORT_FORMATS.get(str(fmt).lower())
         if ext is None:
-            raise InvalidInput(f"fmt: expected jpeg, png or tiff, got {fmt!r}")
+            raise InvalidInput(f"fmt: expected jpeg, png, tiff or webp, got {fmt!r}")
+        if quality is not None and (isinstance(quality, bool) or not isinstance(quality, int)
+                                    or not 1 <= quality <= 100):
+            raise InvalidInput(f"quality: expected a whole number 1..100, got {quality!r}")
+        side = self._check_side(long_side)
         asset = self._asset(session_id, asset_id)
-        path = self.store.session_dir(session_id) / "exports" / f"{asset.id}-full.{ext}"
+        q = self.config.export_quality if quality is None else quality
+        tag = "full" if side is None else str(side)
+        if quality is not None and ext in ("jpg", "webp"):
+            tag += f"-q{q}"
+        if not keep_metadata:
+            tag += "-nometa"
+        elif not drop_gps:
+            tag += "-gps"
+        path = self.store.session_dir(session_id) / "exports" / f"{asset.id}-{tag}.{ext}"
         if not path.exists():
-            pixels = self.renderer.render(self._source(session_id), EditState.from_dict(asset.state), None)
-            save_image(pixels, path, quality=self.config.export_quality)
+            from pipeline.imageio import export_exif, srgb_icc
+
+            source = self._source(session_id)
+            state = EditState.from_dict(asset.state)
+            if source.deep is not None and ext in ("png", "tif"):
+                pixels = self.renderer.render_deep(source, state, side)
+            else:
+                pixels = np.array(self.renderer.render(source, state, side))
+            alpha = self.renderer.alpha_for(source, state, side)
+            if alpha is not None and self.renderer.frame(source, state) is None:
+                # where the photo is fully transparent the edit leaves the colour alone (no tint
+                # shows in viewers that ignore transparency)
+                clear = alpha == 0
+                base = source.deep if pixels.dtype == np.uint16 else source.pixels
+                if base.shape[:2] != pixels.shape[:2]:
+                    base = cv2.resize(base, (pixels.shape[1], pixels.shape[0]), interpolation=cv2.INTER_AREA)
+                pixels = np.array(pixels)
+                pixels[clear] = base[clear]
+            if alpha is not None:
+                if ext == "jpg":
+                    pixels = _flatten_white(pixels, alpha)
+                else:
+                    if alpha.dtype != pixels.dtype:
+                        alpha = alpha.astype(np.uint16) * np.uint16(257) if pixels.dtype == np.uint16 else alpha
+                    pixels = np.dstack([pixels, alpha])
+            exif = export_exif(source.exif, drop_gps=drop_gps) if keep_metadata else None
+            save_image(pixels, path, "tiff" if ext == "tif" else ext, quality=q, icc=srgb_icc(), exif=exif)
         return path
 
     # -- generation (issue 14; docs/generation.md) ----------------------------------------------
