@@ -17,8 +17,11 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import socket
 import threading
+import time
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -26,7 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 from agent.config import REVIEW_MODES, AgentConfig, load_config
-from agent.errors import AtelierError, InvalidInput, SessionNotFound
+from agent.errors import AtelierError, InvalidInput, SessionBusy, SessionNotFound
 from agent.graph import build_graph
 from agent.state import ActionRecord, fresh_turn_state
 from agent.store import (AssetRecord, SessionRecord, Store, new_id, open_checkpointer,
@@ -136,6 +139,21 @@ def _iso(dt) -> str:
     return dt.isoformat() if dt is not None else ""
 
 
+def _dead_here(owner: str) -> bool:
+    """True when a lease owner ('host:pid:token') names a process of this machine that no longer runs."""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname()[:40] or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # alive, another user's
+    return False
+
+
 def _canonical_side(width: int, height: int, long_side: int | None) -> int:
     """The long side a render at ``long_side`` really has (renders never upscale)."""
     full = max(width, height)
@@ -174,6 +192,9 @@ class Studio:
         self._locks: dict[str, threading.RLock] = {}
         self._locks_guard = threading.Lock()
         self._recovered: set[str] = set()
+        # Who this Studio is in session leases (several processes or Studios may share one database).
+        self.lease_owner = f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(4)}"
+        self._leased_here: set[str] = set()
         self.graph = build_graph(planner, judge, self.store, self.renderer, self.config,
                                  self.checkpointer, sources=self._source, schemas_root=self.schemas_root)
 
@@ -249,11 +270,77 @@ class Studio:
         session = self.store.get_session(session_id)
         if session_id not in self._recovered:
             with self._lock(session_id):
-                if session_id not in self._recovered:
-                    self._recover(session)
+                if session_id not in self._recovered and self._try_settle(session_id):
                     self._recovered.add(session_id)
             session = self.store.get_session(session_id)
         return session
+
+    def _try_settle(self, session_id: str) -> bool:
+        """Recover a killed turn if no live process holds the session's lease; True when checked."""
+        if session_id in self._leased_here:
+            self._recover(self.store.get_session(session_id))
+            return True
+        if self._acquire(session_id) is not None:
+            return False  # a turn is running in another replica: its active thread is alive
+        try:
+            self._recover(self.store.get_session(session_id))
+        finally:
+            self.store.release_lease(session_id, self.lease_owner)
+        return True
+
+    @contextmanager
+    def _leased(self, session_id: str):
+        """Hold the session's thread lock and its database lease (one replica at a time runs its turns).
+
+        Waits up to ``replicas.lease_wait_s`` for another replica's turn to end,
+        then raises SessionBusy. While held, a heartbeat renews the lease; a lease
+        whose process died expires after ``replicas.lease_ttl_s`` and the next
+        holder settles the turn it left (its pending versions go, nothing kept is lost).
+        """
+        with self._lock(session_id):
+            if session_id in self._leased_here:      # re-entered (review -> a turn of its own)
+                yield
+                return
+            ttl, wait = self.config.lease_ttl_s, self.config.lease_wait_s
+            give_up = time.monotonic() + wait
+            while (holder := self._acquire(session_id)) is not None:
+                if time.monotonic() >= give_up:
+                    raise SessionBusy("this session is busy with a turn on another server; "
+                                      "try again in a moment") from None
+                time.sleep(min(0.1, max(0.01, wait / 20)))
+            stop = threading.Event()
+            beat = threading.Thread(target=self._heartbeat, args=(session_id, ttl, stop),
+                                    name=f"lease-{session_id}", daemon=True)
+            beat.start()
+            self._leased_here.add(session_id)
+            try:
+                session = self.store.get_session(session_id)
+                if session.active_thread and self._interrupt(session.active_thread) is None:
+                    self._abandon_turn(session)      # a turn whose process was killed
+                if session_id not in self._recovered:
+                    self.store.sweep_orphan_files(session_id)
+                    self._recovered.add(session_id)
+                yield
+            finally:
+                self._leased_here.discard(session_id)
+                stop.set()
+                beat.join(timeout=5)
+                self.store.release_lease(session_id, self.lease_owner)
+
+    def _acquire(self, session_id: str) -> str | None:
+        """One try at the lease; a holder that is a dead process on this machine is taken over at once."""
+        holder = self.store.acquire_lease(session_id, self.lease_owner, self.config.lease_ttl_s)
+        if holder is not None and _dead_here(holder):
+            holder = self.store.acquire_lease(session_id, self.lease_owner, self.config.lease_ttl_s,
+                                              steal_from=holder)
+        return holder
+
+    def _heartbeat(self, session_id: str, ttl: float, stop: threading.Event) -> None:
+        while not stop.wait(ttl / 3):
+            try:
+                self.store.renew_lease(session_id, self.lease_owner, ttl)
+            except Exception:  # noqa: BLE001 - a missed beat only shortens the lease
+                pass
 
     def _recover(self, session: SessionRecord) -> None:
         if session.active_thread and self._interrupt(session.active_thread) is None:
@@ -597,7 +684,7 @@ class Studio:
         text = text.strip()
         if len(text) > MAX_MESSAGE_CHARS:
             raise InvalidInput(f"that message is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS})")
-        with self._lock(session_id):
+        with self._leased(session_id):
             session = self._session(session_id)
             if session.active_thread:
                 raise InvalidInput(_WAITING)
@@ -623,7 +710,7 @@ class Studio:
 
         if action not in ("approve", "modify", "rollback", "replan"):
             raise InvalidInput(f"action: expected approve, modify, rollback or replan, got {action!r}")
-        with self._lock(session_id):
+        with self._leased(session_id):
             session = self._session(session_id)
             pending = self._pending(session)
             if action == "rollback":
