@@ -30,7 +30,7 @@ from agent.state import AgentState
 
 def route_start(state: AgentState) -> str:
     """The person's own slider values skip the planner."""
-    return "executor" if state.get("modify_values") else "planner"
+    return "executor" if state.get("modify_values") or state.get("modify_layers") else "planner"
 
 
 def route_after_planner(state: AgentState) -> str:

@@ -62,6 +62,16 @@ def guarded(node_name: str):
     return wrap
 
 
+def _where_words(target: dict | None) -> str:
+    """' on the sky' for a local value, '' for a global one."""
+    if not target:
+        return ""
+    try:
+        return f" on {describe_mask(target)}"
+    except (KeyError, TypeError, ValueError):
+        return " on a local area"
+
+
 def goals_from_rows(rows: list[dict]) -> list[SubGoal]:
     """SubGoal rows from the state (which carry a per-step ``status``) back to SubGoals."""
     return [SubGoal.from_dict({k: v for k, v in row.items() if k != "status"}, f"sub_goals[{i}]")
@@ -178,7 +188,7 @@ class TurnNodes:
         update: dict[str, Any] = {
             "plan": plan.to_dict(), "sub_goals": [g.to_dict() for g in goals], "retries": retries,
             "review": None, "feedback": None, "error": None, "diagnoses": diagnoses,
-            "modify_values": None, "person_modified": False, "warnings": warnings,
+            "modify_values": None, "modify_layers": None, "person_modified": False, "warnings": warnings,
             "reply": plan.reply or "",
         }
         if not plan.understood or not goals:
@@ -190,26 +200,35 @@ class TurnNodes:
     def execute(self, state: AgentState) -> dict:
         """Apply the sub-goals (or the person's slider values) to the EditState, write the asset, render."""
         review = state.get("review") or {}
-        values = review.get("values") if review.get("action") == "modify" else state.get("modify_values")
-        if values:
+        modifying = review.get("action") == "modify"
+        values = (review.get("values") if modifying else state.get("modify_values")) or {}
+        layer_values = (review.get("layers") if modifying else state.get("modify_layers")) or []
+        if values or layer_values:
             # The person's own values start from the version under review (or the head) and never meet the planner.
             start_id = state.get("asset_id") or state["base_asset_id"]
-            overridden = set(values)
-            kept = [g for g in goals_from_rows(state.get("sub_goals") or []) if g.target or g.op not in overridden]
+            overridden = {(None, name) for name in values}
+            overridden |= {(json.dumps(l["mask"], sort_keys=True), name) for l in layer_values for name in l["values"]}
+
+            def key(target, op):
+                return (json.dumps(target, sort_keys=True) if target else None, op)
+
+            kept = [g for g in goals_from_rows(state.get("sub_goals") or []) if key(g.target, g.op) not in overridden]
             person = [SubGoal(op=name, value=int(v), mode="set", description="your value")
                       for name, v in values.items()]
+            person += [SubGoal(op=name, value=int(v), mode="set", target=l["mask"], description="your value")
+                       for l in layer_values for name, v in l["values"].items()]
             start = self._edit_state(start_id)
             new_state, person_steps = apply_sub_goals(start, person)
             goals = kept + person
             # keep the planner's steps on record as they were, then the person's
             previous_steps = [s for s in state.get("tool_contexts") or []
-                              if s.get("target") is not None or s["op"] not in overridden]
+                              if key(s.get("target"), s["op"]) not in overridden]
             steps = [ToolContext.from_dict(s) for s in previous_steps] + person_steps
             for i, s in enumerate(steps):
                 s.step = i + 1
             person_modified = True
-            reply = "Set " + ", ".join(f"{ops.get_op(n).label.lower()} to {int(v)}" for n, v in values.items()) \
-                + ", as you asked."
+            said = [f"{ops.get_op(g.op).label.lower()}{_where_words(g.target)} to {g.value}" for g in person]
+            reply = "Set " + ", ".join(said) + ", as you asked."
         else:
             goals = goals_from_rows(state.get("sub_goals") or [])
             new_state, steps = apply_sub_goals(self._edit_state(state["base_asset_id"]), goals)
@@ -229,8 +248,8 @@ class TurnNodes:
         status_of = {s.step: s.status for s in steps}
         rows = [dict(g.to_dict(), status=status_of.get(i + 1, "applied")) for i, g in enumerate(goals)]
         return {"asset_id": asset_id, "sub_goals": rows, "tool_contexts": [s.to_dict() for s in steps],
-                "review": None, "modify_values": None, "person_modified": person_modified,
-                "assessment": None, "error": None, **({"reply": reply} if values else {})}
+                "review": None, "modify_values": None, "modify_layers": None, "person_modified": person_modified,
+                "assessment": None, "error": None, **({"reply": reply} if person_modified else {})}
 
     @guarded("quality")
     def assess(self, state: AgentState) -> dict:

@@ -43,11 +43,18 @@ SESSIONS_DIR_ENV = "ATELIER_SESSIONS_DIR"
 EXPORT_FORMATS = {"jpeg": "jpg", "jpg": "jpg", "png": "png", "tiff": "tif", "tif": "tif"}
 _FORMAT_EXT = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "TIFF": "tif", "GIF": "gif", "MPO": "jpg"}
 MAX_MESSAGE_CHARS = 2000
+#: Live slider previews kept per session (older ones are deleted as new ones are written).
+PREVIEWS_KEPT = 16
 #: Longest example output (JSON text) the schema generator accepts.
 MAX_EXAMPLE_CHARS = 20_000
 #: A progress callback: receives small dicts while a turn runs (see agent/progress.py).
 ProgressFn = Callable[[dict], None]
 _TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{20,128}$")
+#: TurnResult.kind: an edit (a new version or a review), a chat command (undo, export ...), an answer
+#: to a question, small talk, or a clarifying question (no version; quick_replies filled).
+TURN_KINDS = ("edit", "command", "question", "chat", "clarify")
+#: Session setting holding the undo trail: versions undone from, newest last (redo pops it).
+_REDO_KEY = "redo_stack"
 _WAITING = "a turn is waiting for your review: approve, modify, roll back or replan first"
 
 
@@ -69,6 +76,7 @@ class SessionInfo:
     notices: list[str] = field(default_factory=list)
     planner_schema: str = "default"
     quality_schema: str = "default"
+    shareable: bool = False          # the person agreed to share this session as training data
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -128,6 +136,10 @@ class TurnResult:
     rendered_path: str | None = None
     warnings: list = field(default_factory=list)
     review: ReviewPayload | None = None
+    #: Short answers the person can pick (buttons in the studio, numbers in the CLI).
+    quick_replies: list[str] = field(default_factory=list)
+    #: What kind of turn this was: one of TURN_KINDS.
+    kind: str = "edit"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -512,7 +524,8 @@ class Studio:
     def ops_table(self) -> list[dict]:
         """The op registry as rows for sliders."""
         return [{"name": o.name, "label": o.label, "stage": o.stage, "group": o.group, "min": o.min,
-                 "max": o.max, "default": o.default, "description": o.description} for o in ops.OPS.values()]
+                 "max": o.max, "default": o.default, "description": o.description,
+                 "minus": getattr(o, "minus", ""), "plus": getattr(o, "plus", "")} for o in ops.OPS.values()]
 
     def start_session(self, image: Any, *, style: str | None = None, review_mode: str | None = None,
                       filename: str | None = None, planner_schema: str | None = None,
@@ -655,10 +668,29 @@ class Studio:
                            head_asset_id=s.head_asset_id, width=s.width, height=s.height,
                            notices=list(s.settings.get("notices") or []),
                            planner_schema=str(s.settings.get("planner_schema") or "default"),
-                           quality_schema=str(s.settings.get("quality_schema") or "default"))
+                           quality_schema=str(s.settings.get("quality_schema") or "default"),
+                           shareable=bool(s.settings.get("shareable", False)))
 
     def session(self, session_id: str) -> SessionInfo:
         return self._info(self._session(session_id))
+
+    def set_shareable(self, session_id: str, shareable: bool) -> SessionInfo:
+        """Mark (or unmark) a session as shareable training data (`python -m agent.synthesize --from-sessions`)."""
+        if not isinstance(shareable, bool):
+            raise InvalidInput(f"shareable: expected true or false, got {shareable!r}")
+        with self._lock(session_id):
+            session = self._session(session_id)
+            settings = dict(session.settings)
+            settings["shareable"] = shareable
+            self.store.update_session(session_id, settings=settings)
+            return self._info(self._session(session_id))
+
+    def turn_log(self, session_id: str) -> list[dict]:
+        """Every finished turn: ``turn``, ``message``, ``plan`` (the planner's output or None), ``outcome``,
+        ``reply``, ``asset_id`` (the version it produced or None), oldest first."""
+        self._session(session_id)
+        return [{"turn": t.turn, "message": t.message, "plan": t.plan, "outcome": t.outcome, "reply": t.reply,
+                 "asset_id": t.asset_id} for t in self.store.turns(session_id)]
 
     def resume(self, token: str) -> SessionInfo:
         """The session a browser's resume token names; unknown or malformed tokens raise SessionNotFound."""
@@ -686,18 +718,28 @@ class Studio:
             raise InvalidInput(f"that message is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS})")
         with self._leased(session_id):
             session = self._session(session_id)
-            if session.active_thread:
-                raise InvalidInput(_WAITING)
+            if self._pending(session) is not None:
+                # Keep talking: the version under review is kept as if approved, and the new turn starts from it.
+                self._keep_pending(session)
+                session = self.store.get_session(session_id)
             return self._start_turn(session, text, progress=progress)
 
+    def _keep_pending(self, session: SessionRecord) -> TurnResult:
+        """Approve the turn under review (the person went on talking instead of deciding)."""
+        from langgraph.types import Command
+
+        pending = self._pending(session) or {}
+        return self._run(session, session.active_thread, Command(resume={"action": "approve"}),
+                         int(pending.get("turn") or 0), "/approve")
+
     def _start_turn(self, session: SessionRecord, message: str, modify_values: dict | None = None,
-                    progress: ProgressFn | None = None) -> TurnResult:
+                    progress: ProgressFn | None = None, modify_layers: list | None = None) -> TurnResult:
         turn = self.store.last_turn(session.id) + 1
         thread_id = f"{session.id}:{turn}:{secrets.token_hex(4)}"
         self.store.update_session(session.id, active_thread=thread_id)
         payload = fresh_turn_state(session_id=session.id, turn=turn, message=message, style=session.style,
                                    review_mode=session.review_mode, head_asset_id=session.head_asset_id,
-                                   modify_values=modify_values)
+                                   modify_values=modify_values, modify_layers=modify_layers)
         return self._run(session, thread_id, payload, turn, message, progress)
 
     def review(self, session_id: str, action: str, *, values: dict | None = None, target: Any = None,
@@ -747,7 +789,86 @@ class Studio:
                                action=ActionRecord(turn, message, "rolled_back", f"back to T{asset.turn}").to_dict(),
                                asset_id=None, head_asset_id=asset_id, statuses={})
         return TurnResult(session_id=session.id, turn=turn, status="rolled_back", reply=reply,
-                          head_asset_id=asset_id, rendered_path=self._proxy_path(session.id, asset_id))
+                          head_asset_id=asset_id, rendered_path=self._proxy_path(session.id, asset_id),
+                          kind="command")
+
+    # -- undo / redo --------------------------------------------------------------------
+    def undo(self, session_id: str, *, progress: ProgressFn | None = None) -> TurnResult:
+        """Step the head back to its parent version (bit-exact: the parent's state is re-rendered).
+
+        A turn of its own (status ``rolled_back``, kind ``command``). The version
+        undone from is remembered on the session, so :meth:`redo` (even from a new
+        Studio after a restart) brings it back. At the original: ``InvalidInput
+        ("nothing to undo")`` and the session is unchanged.
+        """
+        with self._lock(session_id):
+            session = self._session(session_id)
+            if session.active_thread:
+                raise InvalidInput(_WAITING)
+            head = self.store.get_asset(session.head_asset_id, session.id)
+            if not head.parent_id:
+                raise InvalidInput("nothing to undo: this is the original photo")
+            parent = self.store.get_asset(head.parent_id, session.id)
+            stack = self._redo_stack(session)
+            # keep the trail only while it is one chain (a new edit since the last undo starts a new one)
+            if stack and self._parent_of(session.id, stack[-1]) != head.id:
+                stack = []
+            self._set_redo_stack(session, stack + [head.id])
+            what = head.summary or f"turn {head.turn}"
+            where = "the original" if parent.parent_id is None else f"turn {parent.turn}"
+            reply = f"Undid {what}; back to {where}. Say \"redo\" to bring it back."
+            return self._move_head(session, parent, "/undo", reply, f"undo to T{parent.turn}", progress)
+
+    def redo(self, session_id: str, *, progress: ProgressFn | None = None) -> TurnResult:
+        """Bring back the version the last :meth:`undo` stepped away from.
+
+        Nothing undone (or a new edit or rollback since): ``InvalidInput("nothing to
+        redo")`` and the session is unchanged.
+        """
+        with self._lock(session_id):
+            session = self._session(session_id)
+            if session.active_thread:
+                raise InvalidInput(_WAITING)
+            stack = self._redo_stack(session)
+            if not stack or self._parent_of(session.id, stack[-1]) != session.head_asset_id:
+                raise InvalidInput("nothing to redo: there is no undone change to bring back")
+            child = self.store.get_asset(stack[-1], session.id)
+            self._set_redo_stack(session, stack[:-1])
+            reply = f"Redid {child.summary or f'turn {child.turn}'}."
+            return self._move_head(session, child, "/redo", reply, f"redo to T{child.turn}", progress)
+
+    def _redo_stack(self, session: SessionRecord) -> list[str]:
+        return [str(a) for a in (session.settings.get(_REDO_KEY) or [])]
+
+    def _set_redo_stack(self, session: SessionRecord, stack: list[str]) -> None:
+        settings = dict(self.store.get_session(session.id).settings)
+        settings[_REDO_KEY] = list(stack)
+        self.store.update_session(session.id, settings=settings)
+
+    def _parent_of(self, session_id: str, asset_id: str) -> str | None:
+        try:
+            return self.store.get_asset(asset_id, session_id).parent_id
+        except AtelierError:
+            return None
+
+    def _move_head(self, session: SessionRecord, asset: AssetRecord, message: str, reply: str, summary: str,
+                   progress: ProgressFn | None) -> TurnResult:
+        """Record a turn that only moves the head to ``asset`` (no new version)."""
+        turn = self.store.last_turn(session.id) + 1
+        self.store.finish_turn(session_id=session.id, turn=turn, message=message, plan=None,
+                               outcome="rolled_back", reply=reply,
+                               action=ActionRecord(turn, message, "rolled_back", summary).to_dict(),
+                               asset_id=None, head_asset_id=asset.id, statuses={})
+        result = TurnResult(session_id=session.id, turn=turn, status="rolled_back", reply=reply,
+                            head_asset_id=asset.id, rendered_path=self._proxy_path(session.id, asset.id),
+                            kind="command")
+        if progress is not None:
+            try:
+                progress({"stage": "finish", "status": "done", "message": reply, "sub_goals": [],
+                          "fraction": 1.0})
+            except Exception:  # noqa: BLE001 - a broken listener never costs the turn
+                pass
+        return result
 
     def pending_review(self, session_id: str) -> ReviewPayload | None:
         with self._lock(session_id):
@@ -784,6 +905,100 @@ class Studio:
             log.append({"role": "assistant", "content": (pending.get("reply", "") + judged
                                                          + " Waiting for your review.").strip()})
         return log
+
+    # -- hands on the sliders -------------------------------------------------------------
+    def _check_layer_values(self, layers: Any, state: EditState) -> list[dict]:
+        """``{layer index: {op: value}}`` (or a list aligned with the layers) -> ``[{"mask", "values"}]``."""
+        if layers is None:
+            return []
+        if isinstance(layers, (list, tuple)):
+            layers = {i: v for i, v in enumerate(layers) if v}
+        if not isinstance(layers, dict):
+            raise InvalidInput("layers: expected {layer index: {op: value}}")
+        out = []
+        for index, values in layers.items():
+            try:
+                i = int(index)
+            except (TypeError, ValueError):
+                raise InvalidInput(f"layers: {index!r} is not a layer number") from None
+            if isinstance(index, bool) or not 0 <= i < len(state.layers):
+                raise InvalidInput(f"layers: this version has no local layer {index!r} "
+                                   f"({len(state.layers)} layer(s), numbered from 0)")
+            if not isinstance(values, dict):
+                raise InvalidInput(f"layers[{i}]: expected {{op: value}}, got {type(values).__name__}")
+            checked = {}
+            for name, value in values.items():
+                try:
+                    op = ops.get_op(name)
+                    checked[op.name] = op.check(value)
+                except ops.OpError as exc:
+                    raise InvalidInput(f"layers[{i}]: {exc}") from None
+            if checked:
+                out.append({"index": i, "mask": dict(state.layers[i].mask), "values": checked})
+        return out
+
+    def _slider_base(self, session: SessionRecord) -> AssetRecord:
+        """What the sliders move: the version under review, else the head."""
+        pending = self._pending(session)
+        return self.store.get_asset(pending["asset_id"] if pending else session.head_asset_id, session.id)
+
+    @staticmethod
+    def _with_values(state: EditState, values: dict[str, int], layers: list[dict]) -> EditState:
+        if values:
+            state = state.with_settings(values, clamp=False)
+        for layer in layers:
+            for name, value in layer["values"].items():
+                state = state.with_value(name, value, mask=layer["mask"], mode="set", clamp=False)
+        return state
+
+    def preview(self, session_id: str, values: dict | None, *, layers: Any = None) -> Path:
+        """A proxy render of the shown version with ``values`` set, recording nothing (live sliders).
+
+        ``values``: ``{op: absolute value}`` for global ops; ``layers``: ``{layer index: {op: value}}``
+        for the local layers of the version under review (else the head). Returns a JPEG under the
+        session's ``previews/`` folder (the newest few are kept). Bad values raise InvalidInput.
+        """
+        with self._lock(session_id):
+            session = self._session(session_id)
+            base = EditState.from_dict(self._slider_base(session).state)
+        checked = self._check_values(values) if values else {}
+        state = self._with_values(base, checked, self._check_layer_values(layers, base))
+        side = self.config.proxy_long_side
+        folder = self.store.session_dir(session_id) / "previews"
+        path = folder / f"{state.key()}-{_canonical_side(session.width, session.height, side)}.jpg"
+        if not path.exists():
+            save_image(self.renderer.render(self._source(session_id), state, side), path, quality=90)
+            for old in sorted(folder.glob("*.jpg"), key=lambda p: p.stat().st_mtime)[:-PREVIEWS_KEPT]:
+                old.unlink(missing_ok=True)
+        return path
+
+    def set_values(self, session_id: str, values: dict | None, *, layers: Any = None,
+                   progress: ProgressFn | None = None) -> TurnResult:
+        """Record the sliders' values as a version: a turn without the planner (the modify path).
+
+        With a turn under review this modifies that turn (it is judged again and stays under review
+        per the session's mode); otherwise it is a new turn from the head. ``values`` / ``layers`` as
+        for :meth:`preview`. Nothing to change (no values, or the same values) raises InvalidInput.
+        """
+        from langgraph.types import Command
+
+        with self._lock(session_id):
+            session = self._session(session_id)
+            base_asset = self._slider_base(session)
+            base = EditState.from_dict(base_asset.state)
+            checked = self._check_values(values) if values else {}
+            layer_values = self._check_layer_values(layers, base)
+            if self._with_values(base, checked, layer_values) == base:
+                raise InvalidInput("set_values: those are already the values of this version")
+            pending = self._pending(session)
+            if pending is not None:
+                decision = {"action": "modify", "values": checked, "layers": layer_values}
+                return self._run(session, session.active_thread, Command(resume=decision),
+                                 int(pending.get("turn") or 0), "/modify", progress)
+            words = " ".join([f"{k}={v}" for k, v in checked.items()]
+                             + [f"{k}@layer{l['index']}={v}" for l in layer_values for k, v in l["values"].items()])
+            return self._start_turn(session, f"/modify {words}", modify_values=checked or None,
+                                    modify_layers=layer_values or None, progress=progress)
 
     @staticmethod
     def _check_side(long_side: Any) -> int | None:
@@ -836,4 +1051,4 @@ class Studio:
 
 
 __all__ = ["AssetInfo", "AtelierError", "InvalidInput", "ReviewPayload", "SessionInfo", "SessionNotFound",
-           "Studio", "TurnResult"]
+           "Studio", "TURN_KINDS", "TurnResult"]

@@ -38,6 +38,8 @@ from pipeline.masks import MaskSpecError, normalize_mask_spec
 PROFILES_DIR = Path(__file__).resolve().parent
 SCHEMA_PATH = PROFILES_DIR / "_schema.yaml"
 FALLBACK_PROFILE = "default_vlm"
+#: The profile whose named looks (styles) are filled from the skill registry (skills/).
+LOOKS_PROFILE = "engine"
 
 __all__ = [
     "IterationSignal", "Profile", "ProfileError", "SweetSpot", "clear_profile_cache",
@@ -405,6 +407,24 @@ def _check_semantics(path: Path, data: dict) -> None:
                 _check_mask(path, f"{where}.target", adj["target"])
 
 
+def _fill_looks(path: Path, data: dict) -> None:
+    """The engine profile's named looks (``prompt_engineering.styles``) come from the skill registry.
+
+    Looks are skills (``skills/*.yaml``, ``kind: look``); planner code keeps reading
+    ``Profile.styles()`` / ``Profile.style(name)``. A style written in the profile itself wins.
+    """
+    from skills import SkillError, looks
+
+    pe = data.get("prompt_engineering")
+    if not isinstance(pe, dict):
+        return
+    try:
+        found = looks()
+    except SkillError as exc:
+        raise ProfileError(exc.file, exc.key, exc.problem) from None
+    pe["styles"] = {**found, **(pe.get("styles") or {})}
+
+
 def _load_file(path: Path) -> Profile:
     path = path.resolve()
     with _lock:
@@ -412,6 +432,8 @@ def _load_file(path: Path) -> Profile:
     if cached is not None:
         return cached
     data = _resolve_extends(path, _read_yaml(path))
+    if path.stem == LOOKS_PROFILE:
+        _fill_looks(path, data)
     _validate_schema(path, data)
     _check_semantics(path, data)
     profile = Profile(name=path.stem, path=path, data=_freeze(data), requested=path.stem)

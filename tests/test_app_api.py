@@ -63,10 +63,6 @@ def test_a_whole_session_through_the_api(client, coffee, tmp_path):
     assert 0.0 <= turn["score"] <= 1.0
     assert "rendered_path" not in turn and "rendered_path" not in (turn["review"] or {})
 
-    # A second message while a turn waits is refused with the reason.
-    with pytest.raises(AppError, match="waiting for your review"):
-        client.predict(token, "and more contrast", api_name="/edit")
-
     # Out-of-range modify names the op; the session is unchanged.
     with pytest.raises(AppError, match="exposure"):
         client.predict(token, "modify", {"exposure": 500}, "", "", api_name="/review")

@@ -51,7 +51,8 @@ def build_studio(studio: Any) -> gr.Blocks:
     """The whole page for one shared Studio; all per-person state lives in the browser and gr.State."""
     sv = SessionView(studio, new_staging_dir())
     photos = demo_photos()
-    review_default = getattr(studio, "default_review_mode", None) or "below_auto_approve"
+    # the config's review.review_mode is the studio's default (a Studio without a config: the service default)
+    review_default = getattr(getattr(studio, "config", None), "review_mode", None) or "below_auto_approve"
     with gr.Blocks(title="Atelier — photo studio", fill_width=True, delete_cache=(3600, 24 * 3600)) as demo:
         c: dict = {"demo": demo}
         c["browser"] = gr.BrowserState(browser.empty(), storage_key=browser.storage_key(),

@@ -52,17 +52,31 @@ from pipeline.masks import MaskSpecError, normalize_mask_spec
 #: Where the shipped scenario files live (relative to the repository).
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "evals" / "scenarios"
 
-SUITES = ("single", "multi", "soak")
+SUITES = ("single", "multi", "soak", "conversation")
+#: Conversation suites come in two splits: "tuning" (the planner may be tuned on
+#: it) and "heldout" (written before any tuning; never tuned on).
+SPLITS = ("tuning", "heldout")
+#: What a conversation turn is, for compliance per kind.
+TURN_KINDS = ("edit", "follow_up", "complaint", "undo", "negation", "local", "magnitude",
+              "unsupported", "chat", "question")
 REVIEW_MODES = ("always", "below_auto_approve", "never")
 ACTIONS = ("say", "approve", "modify", "rollback", "replan")
+#: Conversation folders (relative to the repository): one per split.
+CONVERSATION_DIR = Path(__file__).resolve().parents[2] / "evals" / "conversations"
 DIRECTIONS = ("up", "down", "within")
 REGIONS = ("all", "inside", "outside")
+
+#: Held-out evaluation photos shipped in assets/eval/ (see its README for sources).
+ASSET_PHOTO_DIR = Path(__file__).resolve().parents[2] / "assets" / "eval"
+ASSET_PHOTOS = {"quokka": "quokka.jpg", "department_store": "department_store.jpg",
+                "luispedro": "luispedro.jpg", "motorcycle": "motorcycle.jpg",
+                "tower": "tower.jpg", "cheetah": "cheetah.jpg"}
 
 #: skimage.data photos usable as scenario images (colour photos, bundled with
 #: scikit-image: no download). Grey ones are stacked to RGB.
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "camera", "immunohistochemistry",
           "hubble_deep_field", "retina", "cat", "colorwheel",
-          "moon", "coins", "clock", "brick", "grass", "gravel", "page")
+          "moon", "coins", "clock", "brick", "grass", "gravel", "page") + tuple(sorted(ASSET_PHOTOS))
 
 
 class ScenarioError(ValueError):
@@ -84,9 +98,12 @@ class Condition:
     amount: float
     at_most: float | None = None
     region: str = "all"
+    against: str | int | None = None    # None: the expectation's own base; else "original" or a step
 
     def describe(self) -> str:
         where = "" if self.region == "all" else f" ({self.region})"
+        if self.against is not None:
+            where += f" since {'the original' if self.against == 'original' else f'step {self.against}'}"
         if self.direction == "within":
             return f"{self.stat}{where} within ±{self.amount:g}"
         cap = f" (at most {self.at_most:g})" if self.at_most is not None else ""
@@ -109,10 +126,14 @@ class Expectation:
     against: str | int = "previous"
     preserve_outside: float | None = None
     same_as_step: int | None = None
+    no_new_version: bool = False   # chat/questions: the head stays, the render is byte-identical
+    refusal: bool = False          # unsupported: no new version and the reply says it cannot
+    stronger_than: int | None = None   # magnitude pairs: every up/down change >= 1.25x that step's
 
     @property
     def is_empty(self) -> bool:
-        return not self.conditions and self.preserve_outside is None and self.same_as_step is None
+        return (not self.conditions and self.preserve_outside is None and self.same_as_step is None
+                and not self.no_new_version and not self.refusal and self.stronger_than is None)
 
 
 @dataclass(frozen=True)
@@ -127,6 +148,7 @@ class Step:
     region: dict | None = None          # canonical mask spec for inside/outside checks
     expect: Expectation = field(default_factory=Expectation)
     tags: tuple[str, ...] = ()
+    kind: str = ""                      # conversation turns: one of TURN_KINDS
 
     def describe(self) -> str:
         if self.action == "say":
@@ -150,6 +172,7 @@ class Scenario:
     review_mode: str = "never"
     tags: tuple[str, ...] = ()
     source: str = ""
+    split: str = ""                     # conversation suites: "tuning" or "heldout"
 
 
 
@@ -220,6 +243,7 @@ def _expectation(where: str, data: Any, index: int, has_region: bool) -> Expecta
     against: str | int = "previous"
     preserve = None
     same_as = None
+    flags: dict[str, Any] = {"no_new_version": False, "refusal": False, "stronger_than": None}
     plain: dict = {}
     for key, value in data.items():
         if key in ("inside", "outside"):
@@ -239,10 +263,30 @@ def _expectation(where: str, data: Any, index: int, has_region: bool) -> Expecta
             preserve = _number(f"{where}.preserve_outside", value, 0, 1)
         elif key == "same_as_step":
             same_as = _step_number(f"{where}.same_as_step", value, index)
+        elif key == "since":
+            # Conditions measured against an earlier step: "less, but never past where we were".
+            if not isinstance(value, Mapping) or "step" not in value:
+                raise _fail(f"{where}.since", "expected {step: N, STAT: {...}, inside/outside: {...}}")
+            base = _step_number(f"{where}.since.step", value["step"], index)
+            base = "original" if base == 0 else base
+            for k, v in value.items():
+                if k == "step":
+                    continue
+                if k in ("inside", "outside") and not has_region:
+                    raise _fail(f"{where}.since.{k}", "needs a 'region' on the step")
+                region = k if k in ("inside", "outside") else "all"
+                cs = _conditions(f"{where}.since", v if region != "all" else {k: v}, region)
+                conditions += [Condition(c.stat, c.direction, c.amount, c.at_most, c.region, base) for c in cs]
+        elif key == "stronger_than":
+            flags[key] = _step_number(f"{where}.stronger_than", value, index)
+        elif key in flags:
+            if value is not True:
+                raise _fail(f"{where}.{key}", "expected true")
+            flags[key] = True
         else:
             plain[key] = value
     conditions = _conditions(where, plain, "all") + conditions if plain else conditions
-    return Expectation(tuple(conditions), against, preserve, same_as)
+    return Expectation(tuple(conditions), against, preserve, same_as, **flags)
 
 
 def _modify_values(where: str, data: Any) -> dict[str, int]:
@@ -261,7 +305,7 @@ def _step(where: str, data: Any, index: int) -> Step:
     if len(actions) != 1:
         raise _fail(where, f"give exactly one of {', '.join(ACTIONS)}")
     action = actions[0]
-    unknown = set(data) - set(ACTIONS) - {"region", "expect", "tags"}
+    unknown = set(data) - set(ACTIONS) - {"region", "expect", "tags", "kind"}
     if unknown:
         raise _fail(where, f"unknown field(s) {', '.join(sorted(unknown))}")
     region = None
@@ -289,11 +333,14 @@ def _step(where: str, data: Any, index: int) -> Step:
     tags = data.get("tags") or ()
     if not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags):
         raise _fail(f"{where}.tags", "expected a list of words")
-    return Step(index, action, text, values, rollback_to, region, expect, tuple(tags))
+    kind = data.get("kind", "")
+    if kind and kind not in TURN_KINDS:
+        raise _fail(f"{where}.kind", f"expected one of {', '.join(TURN_KINDS)}, got {kind!r}")
+    return Step(index, action, text, values, rollback_to, region, expect, tuple(tags), kind)
 
 
 def scenario_from_dict(data: Any, *, suite: str, image: str | None = None,
-                       source: str = "", where: str = "scenario") -> Scenario:
+                       source: str = "", where: str = "scenario", split: str = "") -> Scenario:
     """Validate one scenario (plain data from YAML) into a :class:`Scenario`."""
     if not isinstance(data, Mapping):
         raise _fail(where, f"expected an object, got {type(data).__name__}")
@@ -328,7 +375,16 @@ def scenario_from_dict(data: Any, *, suite: str, image: str | None = None,
     tags = data.get("tags") or ()
     if not isinstance(tags, (list, tuple)):
         raise _fail(f"{where}.tags", "expected a list of words")
-    return Scenario(sid.strip(), suite, photo, steps, upscale, mode, tuple(map(str, tags)), source)
+    if suite == "conversation":
+        # Every conversation turn says what kind it is: compliance is reported per kind.
+        steps = tuple(s if s.kind else _with_kind(s, "edit" if s.action == "say" else "") for s in steps)
+    return Scenario(sid.strip(), suite, photo, steps, upscale, mode, tuple(map(str, tags)), source, split)
+
+
+def _with_kind(step: Step, kind: str) -> Step:
+    from dataclasses import replace
+
+    return replace(step, kind=kind)
 
 
 def load_scenario_file(path: str | Path) -> list[Scenario]:
@@ -341,17 +397,22 @@ def load_scenario_file(path: str | Path) -> list[Scenario]:
         raise _fail(where, f"cannot read the file ({exc})") from None
     if not isinstance(data, Mapping):
         raise _fail(where, "expected an object with 'scenarios'")
-    unknown = set(data) - {"suite", "image", "scenarios", "description"}
+    unknown = set(data) - {"suite", "image", "scenarios", "description", "split"}
     if unknown:
         raise _fail(where, f"unknown field(s) {', '.join(sorted(unknown))}")
     suite = data.get("suite", "single")
     if suite not in SUITES:
         raise _fail(f"{where}.suite", f"expected one of {', '.join(SUITES)}, got {suite!r}")
+    split = data.get("split", "")
+    if suite == "conversation" and split not in SPLITS:
+        raise _fail(f"{where}.split", f"a conversation file needs split: {' or '.join(SPLITS)}, got {split!r}")
+    if suite != "conversation" and split:
+        raise _fail(f"{where}.split", "only conversation files have a split")
     items = data.get("scenarios")
     if not isinstance(items, list) or not items:
         raise _fail(f"{where}.scenarios", "expected a non-empty list")
     out = [scenario_from_dict(s, suite=suite, image=data.get("image"), source=str(path),
-                              where=f"{where}: scenarios[{i}]")
+                              where=f"{where}: scenarios[{i}]", split=split)
            for i, s in enumerate(items)]
     seen: set[str] = set()
     for s in out:
@@ -364,7 +425,7 @@ def load_scenario_file(path: str | Path) -> list[Scenario]:
 def scenario_paths(spec: str | Path | None = None) -> list[Path]:
     """Scenario files for ``spec``: a file, a folder, a glob, or None (the shipped set)."""
     if spec is None:
-        return sorted(SCENARIO_DIR.glob("*.yaml"))
+        return sorted(SCENARIO_DIR.glob("*.yaml")) + conversation_paths()
     p = Path(spec)
     if p.is_dir():
         return sorted(p.glob("*.yaml"))
@@ -374,6 +435,12 @@ def scenario_paths(spec: str | Path | None = None) -> list[Path]:
     if not matches:
         raise ScenarioError(f"scenarios: nothing matches {str(spec)!r}")
     return matches
+
+
+def conversation_paths(split: str | None = None) -> list[Path]:
+    """The shipped conversation files: both splits (held-out first), or one."""
+    splits = (split,) if split else ("heldout", "tuning")
+    return [p for sp in splits for p in sorted((CONVERSATION_DIR / sp).glob("*.yaml"))]
 
 
 def load_scenarios(spec: str | Path | None = None) -> list[Scenario]:
@@ -397,13 +464,19 @@ def smoke_subset(scenarios: Iterable[Scenario], size: int = 4) -> list[Scenario]
 
 
 def load_photo(name: str, upscale: float = 1.0):
-    """The named skimage.data photo as uint8 RGB, optionally enlarged (Lanczos)."""
+    """The named photo (skimage.data or assets/eval) as uint8 RGB, optionally enlarged (Lanczos)."""
     import numpy as np
     import skimage.data
 
     if name not in PHOTOS:
         raise ScenarioError(f"image: expected one of {', '.join(PHOTOS)}, got {name!r}")
-    img = getattr(skimage.data, name)()
+    if name in ASSET_PHOTOS:
+        from PIL import Image
+
+        with Image.open(ASSET_PHOTO_DIR / ASSET_PHOTOS[name]) as im:
+            img = np.asarray(im.convert("RGB"))
+    else:
+        img = getattr(skimage.data, name)()
     if img.ndim == 2:
         img = np.stack([img] * 3, axis=-1)
     img = np.ascontiguousarray(img[..., :3]).astype(np.uint8)
