@@ -678,7 +678,7 @@ class Studio:
         """Mark (or unmark) a session as shareable training data (`python -m agent.synthesize --from-sessions`)."""
         if not isinstance(shareable, bool):
             raise InvalidInput(f"shareable: expected true or false, got {shareable!r}")
-        with self._lock(session_id):
+        with self._leased(session_id):
             session = self._session(session_id)
             settings = dict(session.settings)
             settings["shareable"] = shareable
@@ -801,7 +801,7 @@ class Studio:
         Studio after a restart) brings it back. At the original: ``InvalidInput
         ("nothing to undo")`` and the session is unchanged.
         """
-        with self._lock(session_id):
+        with self._leased(session_id):
             session = self._session(session_id)
             if session.active_thread:
                 raise InvalidInput(_WAITING)
@@ -825,7 +825,7 @@ class Studio:
         Nothing undone (or a new edit or rollback since): ``InvalidInput("nothing to
         redo")`` and the session is unchanged.
         """
-        with self._lock(session_id):
+        with self._leased(session_id):
             session = self._session(session_id)
             if session.active_thread:
                 raise InvalidInput(_WAITING)
@@ -982,7 +982,7 @@ class Studio:
         """
         from langgraph.types import Command
 
-        with self._lock(session_id):
+        with self._leased(session_id):
             session = self._session(session_id)
             base_asset = self._slider_base(session)
             base = EditState.from_dict(base_asset.state)
