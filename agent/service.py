@@ -35,7 +35,7 @@ from agent.state import ActionRecord, fresh_turn_state
 from agent.store import (AssetRecord, SessionRecord, Store, new_id, open_checkpointer,
                          resolve_database_url)
 from pipeline import ops
-from pipeline.imageio import ImageLoadError, load_image, save_image, write_bytes_atomic
+from pipeline.imageio import ImageLoadError, load_image, save_image
 from pipeline.render import Renderer, SourceImage
 from pipeline.state import EditState
 
@@ -179,7 +179,7 @@ class Studio:
 
     def __init__(self, database_url: str | None = None, sessions_dir: str | os.PathLike | None = None,
                  planner=None, judge=None, config: AgentConfig | None = None,
-                 schemas_root: str | os.PathLike | None = None):
+                 schemas_root: str | os.PathLike | None = None, storage_url: str | None = None):
         self.config = config or load_config()
         # Output schemas (and the custom ones generate_schema writes): <root>/<agent>/[custom/]<name>.yaml
         self.schemas_root = Path(schemas_root).resolve() if schemas_root else None
@@ -187,7 +187,15 @@ class Studio:
         folder = sessions_dir or os.environ.get(SESSIONS_DIR_ENV) or self.config.sessions_path()
         self.sessions_dir = Path(folder).resolve()
         url = resolve_database_url(database_url, self.sessions_dir, self.config.database_file)
-        self.store = Store(url, self.sessions_dir)
+        # Originals, blobs and exports: the sessions folder, or ATELIER_STORAGE_URL shared by replicas.
+        from pipeline.storage import StoredBlobs, open_storage
+        try:
+            self.storage = open_storage(storage_url, self.sessions_dir)
+        except ValueError as exc:
+            raise AtelierError(str(exc)) from None
+        self.blobs = StoredBlobs(self.storage)
+        self.database_url = url
+        self.store = Store(url, self.sessions_dir, storage=self.storage)
         self.checkpointer, self._close_checkpointer = open_checkpointer(
             url, self.sessions_dir, self.config.checkpoints_file)
         self.renderer = Renderer(max_cache_bytes=self.config.render_cache_bytes)
@@ -266,7 +274,7 @@ class Studio:
                 self._sources.move_to_end(session_id)
                 return self._sources[session_id]
         session = self.store.get_session(session_id)
-        loaded = load_image(self.store.original_file(session), max_pixels=self.config.max_upload_pixels)
+        loaded = load_image(self.store.read_original(session), max_pixels=self.config.max_upload_pixels)
         source = SourceImage.from_array(loaded.pixels)
         with self._sources_lock:
             self._sources[session_id] = source
@@ -553,9 +561,8 @@ class Studio:
             raise InvalidInput(str(exc)) from None
         session_id = new_id()
         name = f"original.{_FORMAT_EXT.get(loaded.format, 'img')}"
-        folder = self.store.session_dir(session_id)
         try:
-            write_bytes_atomic(folder / name, data)   # the file before the row that names it
+            self.storage.write_bytes(f"{session_id}/{name}", data)   # the file before the row that names it
             record, _ = self.store.create_session(
                 session_id=session_id, resume_token=secrets.token_urlsafe(32), title=title, style=style,
                 review_mode=mode, original_path=name, width=loaded.width, height=loaded.height,
@@ -1043,11 +1050,13 @@ class Studio:
         if ext is None:
             raise InvalidInput(f"fmt: expected jpeg, png or tiff, got {fmt!r}")
         asset = self._asset(session_id, asset_id)
-        path = self.store.session_dir(session_id) / "exports" / f"{asset.id}-full.{ext}"
-        if not path.exists():
+        key = f"{session_id}/exports/{asset.id}-full.{ext}"   # in the shared storage: any replica finds it
+        if not self.storage.exists(key):
+            from pipeline.imageio import encode_image
             pixels = self.renderer.render(self._source(session_id), EditState.from_dict(asset.state), None)
-            save_image(pixels, path, quality=self.config.export_quality)
-        return path
+            self.storage.write_bytes(key, encode_image(pixels, {"jpg": "jpeg", "tif": "tiff"}.get(ext, ext),
+                                                       quality=self.config.export_quality))
+        return self.storage.local_path(key)
 
 
 __all__ = ["AssetInfo", "AtelierError", "InvalidInput", "ReviewPayload", "SessionInfo", "SessionNotFound",

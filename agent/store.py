@@ -222,9 +222,13 @@ class Store:
     Thread-safe: every method opens its own short SQLAlchemy session.
     """
 
-    def __init__(self, database_url: str, sessions_dir: str | os.PathLike):
+    def __init__(self, database_url: str, sessions_dir: str | os.PathLike, storage: Any = None):
+        from pipeline.storage import LocalStorage
+
         self.sessions_dir = Path(sessions_dir)
         self.sessions_dir.mkdir(parents=True, exist_ok=True)
+        #: Durable files (originals, blobs, exports); renders stay in the local sessions folder.
+        self.storage = storage if storage is not None else LocalStorage(self.sessions_dir)
         self.url = database_url
         if is_sqlite(database_url):
             db_file = _sqlite_file(database_url)
@@ -259,8 +263,16 @@ class Store:
         """Cached render of an asset at a size: ``<session>/renders/<asset>-<long_side>.<ext>``."""
         return self.session_dir(session_id) / "renders" / f"{asset_id}-{long_side}.{ext}"
 
+    def original_key(self, session: SessionRecord) -> str:
+        return f"{session.id}/{session.original_path}"
+
+    def read_original(self, session: SessionRecord) -> bytes:
+        """The untouched original's bytes, from the storage (a replica on another machine reads the same)."""
+        return self.storage.read_bytes(self.original_key(session))
+
     def original_file(self, session: SessionRecord) -> Path:
-        return self.session_dir(session.id) / session.original_path
+        """A local file holding the original (a local copy when the storage is shared)."""
+        return self.storage.local_path(self.original_key(session))
 
     def delete_asset_files(self, session_id: str, asset_ids: Iterable[str]) -> None:
         folder = self.session_dir(session_id) / "renders"
@@ -282,6 +294,11 @@ class Store:
                 if p.name.split("-", 1)[0] not in known or p.name.startswith(".tmp") or ".tmp" in p.suffixes:
                     p.unlink(missing_ok=True)
                     removed.append(p)
+        if self.storage.local_root != self.sessions_dir.resolve():   # exports in the shared storage
+            for key in self.storage.list(f"{session_id}/exports"):
+                if key.rsplit("/", 1)[1].split("-", 1)[0] not in known:
+                    self.storage.delete(key)
+                    removed.append(Path(key))
         return removed
 
     # -- sessions -------------------------------------------------------------------
@@ -478,6 +495,7 @@ class Store:
             return int(db.scalar(select(func.count()).select_from(TurnRow).where(TurnRow.session_id == session_id)) or 0)
 
     def remove_session_files(self, session_id: str) -> None:
+        self.storage.delete_tree(session_id)
         shutil.rmtree(self.session_dir(session_id), ignore_errors=True)
 
 
