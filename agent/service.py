@@ -262,6 +262,32 @@ class Studio:
                     "label": f"Built-in fallback until {until:%H:%M:%S} UTC ({where} is not answering)"}
         return {"state": "model", "label": f"Model: {where}", "until": None}
 
+    def private_paths(self) -> list[Path]:
+        """Every file and folder of this Studio that a web server must never serve.
+
+        The sessions folder (originals, renders, previews, the browser secret, the
+        local copies of shared files), the SQLite database and checkpoint files with
+        their -wal/-shm/-journal companions wherever they are, and a shared storage
+        folder (``file://`` storage URL).
+        """
+        from agent.store import _sqlite_file, is_sqlite
+
+        paths = [self.sessions_dir, self.sessions_dir / ".browser-secret"]
+        files = [self.sessions_dir / self.config.checkpoints_file]
+        if is_sqlite(self.database_url) and _sqlite_file(self.database_url) is not None:
+            files.append(_sqlite_file(self.database_url))
+        for f in files:
+            f = f.resolve()
+            paths += [f] + [f.with_name(f.name + tail) for tail in ("-wal", "-shm", "-journal")]
+        if self.storage.local_root is not None:
+            paths.append(self.storage.local_root)
+        out: list[Path] = []
+        for p in paths:
+            p = Path(p).resolve()
+            if p not in out:
+                out.append(p)
+        return out
+
     # -- internals ----------------------------------------------------------------------
     def _lock(self, session_id: str) -> threading.RLock:
         with self._locks_guard:
