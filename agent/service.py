@@ -1085,5 +1085,27 @@ class Studio:
         return self.storage.local_path(key)
 
 
+def apply_recipe(photo: Any, state: EditState, *, fmt: str = "jpeg", quality: int = 92,
+                 long_side: int | None = None, max_pixels: int = 50_000_000,
+                 renderer: Renderer | None = None) -> bytes:
+    """Render ``state`` (a recipe) on a photo without a session: encoded bytes in ``fmt``.
+
+    ``photo``: a path or the file's bytes. The batch path (``agent.batch --state/--style``);
+    same pixels as a session's export of the same state. A bad photo raises InvalidInput.
+    """
+    from pipeline.imageio import encode_image
+
+    ext = EXPORT_FORMATS.get(str(fmt).lower())
+    if ext is None:
+        raise InvalidInput(f"fmt: expected jpeg, png or tiff, got {fmt!r}")
+    try:
+        loaded = load_image(photo, max_pixels=max_pixels)
+    except ImageLoadError as exc:
+        raise InvalidInput(str(exc)) from None
+    renderer = renderer or Renderer(max_cache_bytes=0)
+    pixels = renderer.render(SourceImage.from_array(loaded.pixels), state, long_side)
+    return encode_image(np.ascontiguousarray(pixels), {"jpg": "jpeg", "tif": "tiff"}.get(ext, ext), quality=quality)
+
+
 __all__ = ["AssetInfo", "AtelierError", "InvalidInput", "ReviewPayload", "SessionInfo", "SessionNotFound",
-           "Studio", "TURN_KINDS", "TurnResult"]
+           "Studio", "TURN_KINDS", "TurnResult", "apply_recipe"]
