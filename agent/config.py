@@ -48,6 +48,7 @@ class AgentConfig:
     sessions_dir: str = "sessions"
     database_file: str = "atelier.db"
     checkpoints_file: str = "checkpoints.db"
+    source_cache_bytes: int = 512 * 1024 * 1024
     lease_ttl_s: float = 30.0
     lease_wait_s: float = 5.0
     memory_cap_mb: int = 2048
@@ -91,6 +92,7 @@ _SPEC: dict[str, tuple[str, str, float | None, float | None]] = {
     "paths.sessions_dir": ("sessions_dir", "name", None, None),
     "paths.database_file": ("database_file", "name", None, None),
     "paths.checkpoints_file": ("checkpoints_file", "name", None, None),
+    "images.source_cache_bytes": ("source_cache_bytes", "int", 0, 1 << 40),
     "replicas.lease_ttl_s": ("lease_ttl_s", "float", 0.5, 3600),
     "replicas.lease_wait_s": ("lease_wait_s", "float", 0, 600),
     "replicas.memory_cap_mb": ("memory_cap_mb", "int", 64, 1 << 20),

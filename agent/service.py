@@ -302,11 +302,20 @@ class Studio:
         session = self.store.get_session(session_id)
         loaded = load_image(self.store.read_original(session), max_pixels=self.config.max_upload_pixels)
         source = SourceImage.from_array(loaded.pixels)
+        self._remember_source(session_id, source)
+        return source
+
+    def _remember_source(self, session_id: str, source: SourceImage) -> None:
+        """Keep a decoded original, within images.source_cache_sessions and images.source_cache_bytes."""
         with self._sources_lock:
             self._sources[session_id] = source
-            while len(self._sources) > self.config.source_cache_sessions:
-                self._sources.popitem(last=False)
-        return source
+            self._sources.move_to_end(session_id)
+            # a source also keeps up to 4 resized copies: count it as 1.5x its pixels
+            held = sum(int(s.pixels.nbytes * 1.5) for s in self._sources.values())
+            while len(self._sources) > 1 and (len(self._sources) > self.config.source_cache_sessions
+                                              or held > self.config.source_cache_bytes):
+                _, dropped = self._sources.popitem(last=False)
+                held -= int(dropped.pixels.nbytes * 1.5)
 
     def _thread_config(self, thread_id: str) -> dict:
         return {"configurable": {"thread_id": thread_id}, "recursion_limit": 200}
@@ -597,10 +606,7 @@ class Studio:
         except Exception:
             self.store.remove_session_files(session_id)
             raise
-        with self._sources_lock:
-            self._sources[session_id] = SourceImage.from_array(loaded.pixels)
-            while len(self._sources) > self.config.source_cache_sessions:
-                self._sources.popitem(last=False)
+        self._remember_source(session_id, SourceImage.from_array(loaded.pixels))
         self._recovered.add(session_id)
         return self._info(record)
 
