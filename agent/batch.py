@@ -222,7 +222,7 @@ def run_batch(photos_dir: str | os.PathLike, out: str | os.PathLike, *, say: Seq
 
     start = time.perf_counter()
     try:
-        results = map_jobs(run_one, jobs, workers=workers, ray=ray, on_done=done)
+        results = map_jobs(run_one, jobs, workers=workers, ray_address=ray, on_done=done, errors="return")
     finally:
         bar.close()
         report.close()

@@ -134,9 +134,12 @@ def square_or_fail(x):
 
 def test_map_jobs_survives_a_bad_item_and_a_dead_worker():
     seen = []
-    results = map_jobs(square_or_fail, list(range(8)), workers=2, on_done=lambda item, r: seen.append(item))
+    results = map_jobs(square_or_fail, list(range(8)), workers=2, errors="return",
+                       on_done=lambda item, r: seen.append(item))
     assert results[3] == {"error": "ValueError: three is bad"}
     assert "died" in results[5]["error"]
     assert [r["x"] for i, r in enumerate(results) if i not in (3, 5)] == [0, 1, 4, 16, 36, 49]
     assert sorted(seen) == list(range(8))
-    assert map_jobs(square_or_fail, [1, 2, 3], workers=1)[2]["error"].startswith("ValueError")
+    assert map_jobs(square_or_fail, [1, 2, 3], workers=1, errors="return")[2]["error"].startswith("ValueError")
+    with pytest.raises(ValueError, match="three is bad"):                    # the default: a plain loop's
+        map_jobs(square_or_fail, [1, 2, 3], workers=1)
