@@ -25,14 +25,17 @@ from langgraph.types import interrupt
 
 from agent.config import AgentConfig
 from agent.context_folding import AssetContext, fold_context_for_prompt
+from agent.dialogue import dialogue_state
 from agent.failures import backoff_seconds, classify as classify_failure, failure_policy
 from agent.judges.base import Assessment, Judge, JudgeRequest
 from agent.planners.base import Plan, PlanError, Planner, PlanRequest, SubGoal
+from agent.selection import NO_SELECTION_REPLY, resolve_selection
 from agent.state import ActionRecord, AgentState, ToolContext
 from agent.store import Store, new_id
 from pipeline import ops
 from pipeline.masks import describe_mask
 from pipeline.measure import image_stats
+from pipeline.render import in_frame_of
 from pipeline.state import EditState
 
 SourceLoader = Callable[[str], Any]  # session id -> pipeline.render.SourceImage
@@ -163,14 +166,15 @@ class TurnNodes:
     def _edit_state(self, asset_id: str) -> EditState:
         return EditState.from_dict(self.store.get_asset(asset_id).state)
 
-    def planner_context(self, state: AgentState) -> str:
-        """The folded three-layer context for this turn's planner prompt."""
+    def planner_context(self, state: AgentState, dialogue=None) -> str:
+        """The folded three-layer context (and the dialogue state) for this turn's planner prompt."""
         chain = [AssetContext(a.turn, a.summary, a.score) for a in self.store.ancestors(state["base_asset_id"])]
         actions = [ActionRecord.from_dict(t.action) for t in self.store.turns(state["session_id"]) if t.action]
         tools = [ToolContext.from_dict(t) for t in state.get("tool_contexts") or []]
         return fold_context_for_prompt(chain, actions, tools, budget_tokens=self.config.budget_tokens,
                                        keep_recent=self.config.keep_recent_turns,
-                                       chars_per_token=self.config.chars_per_token)
+                                       chars_per_token=self.config.chars_per_token,
+                                       dialogue=dialogue.prompt_text() if dialogue is not None else "")
 
     # -- nodes -----------------------------------------------------------------------------
     @guarded("planner")
@@ -195,19 +199,24 @@ class TurnNodes:
         side = self.config.judge_long_side
         current = self.renderer.render(source, edit, side)
         original = self.renderer.render(source, EditState(), side)
+        dialogue = dialogue_state(self.store, state["session_id"], state["base_asset_id"])
         request = PlanRequest(
-            message=state["message"], state=edit, context=self.planner_context(state),
+            message=state["message"], state=edit, context=self.planner_context(state, dialogue),
             image_stats=image_stats(current), image=current, original=original, feedback=feedback,
             diagnoses=diagnoses, style=state.get("style"), turn=int(state["turn"]),
             max_sub_goals=self.config.max_sub_goals,
             schema=str(self.store.get_session(state["session_id"]).settings.get("planner_schema", "default")),
             schema_root=self.schemas_root,
+            dialogue=dialogue,
         )
         plan = self.planner.plan(request)
         if not isinstance(plan, Plan):
             raise PlanError(f"the planner returned {type(plan).__name__}, expected a Plan")
         goals = [SubGoal.from_dict(g.to_dict() if isinstance(g, SubGoal) else g, f"sub_goals[{i}]")
                  for i, g in enumerate(plan.sub_goals)]
+        goals, no_selection = resolve_selection(goals, self.store.get_session(state["session_id"]).settings)
+        if no_selection:
+            plan.understood, plan.reply = False, NO_SELECTION_REPLY
         warnings = list(state.get("warnings") or [])
         warnings += [n for n in plan.notes if isinstance(n, str) and n not in warnings]  # e.g. a held conflict, a fallback
         limit = self.config.max_sub_goals
@@ -247,9 +256,9 @@ class TurnNodes:
                 return (json.dumps(target, sort_keys=True) if target else None, op)
 
             kept = [g for g in goals_from_rows(state.get("sub_goals") or []) if key(g.target, g.op) not in overridden]
-            person = [SubGoal(op=name, value=int(v), mode="set", description="your value")
+            person = [SubGoal(op=name, value=v, mode="set", description="your value")
                       for name, v in values.items()]
-            person += [SubGoal(op=name, value=int(v), mode="set", target=l["mask"], description="your value")
+            person += [SubGoal(op=name, value=v, mode="set", target=l["mask"], description="your value")
                        for l in layer_values for name, v in l["values"].items()]
             start = self._edit_state(start_id)
             new_state, person_steps = apply_sub_goals(start, person)
@@ -261,7 +270,7 @@ class TurnNodes:
             for i, s in enumerate(steps):
                 s.step = i + 1
             person_modified = True
-            said = [f"{ops.get_op(g.op).label.lower()}{_where_words(g.target)} to {g.value}" for g in person]
+            said = [f"{ops.get_op(g.op).label.lower()}{_where_words(g.target)} to {ops.get_op(g.op).describe_value(g.value).lstrip('+')}" for g in person]
             reply = "Set " + ", ".join(said) + ", as you asked."
         else:
             goals = goals_from_rows(state.get("sub_goals") or [])
@@ -311,16 +320,21 @@ class TurnNodes:
         candidate = self._edit_state(state["asset_id"])
         previous = self._edit_state(state["base_asset_id"])
         side = self.config.judge_long_side
-        original_img = self.renderer.render(source, EditState(), side)
+        # The original and the previous version are seen through the new frame (crop,
+        # rotation), so every comparison is like for like; the frame itself is checked
+        # from pixels by agent.judges.geometry_checks.
+        original_img = self.renderer.render(source, in_frame_of(EditState(), candidate), side)
         current_img = self.renderer.render(source, candidate, side)
-        previous_img = self.renderer.render(source, previous, side)
+        previous_img = self.renderer.render(source, in_frame_of(previous, candidate), side)
         goals = goals_from_rows(state.get("sub_goals") or [])
         masks = {}
         for g in goals:
             if g.target:
                 key = json.dumps(g.target, sort_keys=True)
                 if key not in masks:
-                    masks[key] = self.renderer.mask(source, g.target, original_img.shape[:2])
+                    masks[key] = (self.renderer.mask_for(source, g.target, candidate, side)
+                                  if hasattr(self.renderer, "mask_for")
+                                  else self.renderer.mask(source, g.target, original_img.shape[:2]))
         session = self.store.get_session(state["session_id"])
         result = self.judge.assess(JudgeRequest(
             original=original_img, current=current_img, sub_goals=goals, state=candidate,

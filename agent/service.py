@@ -33,8 +33,9 @@ from agent.store import (AssetRecord, SessionRecord, Store, new_id, open_checkpo
                          resolve_database_url)
 from pipeline import ops
 from pipeline.imageio import ImageLoadError, load_image, save_image, write_bytes_atomic
+from pipeline.blobs import BlobStore
 from pipeline.render import Renderer, SourceImage
-from pipeline.state import EditState
+from pipeline.state import EditState, EditStateError
 
 SESSIONS_DIR_ENV = "ATELIER_SESSIONS_DIR"
 EXPORT_FORMATS = {"jpeg": "jpg", "jpg": "jpg", "png": "png", "tiff": "tif", "tif": "tif"}
@@ -49,7 +50,7 @@ ProgressFn = Callable[[dict], None]
 _TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{20,128}$")
 #: TurnResult.kind: an edit (a new version or a review), a chat command (undo, export ...), an answer
 #: to a question, small talk, or a clarifying question (no version; quick_replies filled).
-TURN_KINDS = ("edit", "command", "question", "chat", "clarify")
+TURN_KINDS = ("edit", "command", "question", "chat", "clarify", "generate")
 #: Session setting holding the undo trail: versions undone from, newest last (redo pops it).
 _REDO_KEY = "redo_stack"
 _WAITING = "a turn is waiting for your review: approve, modify, roll back or replan first"
@@ -137,6 +138,8 @@ class TurnResult:
     quick_replies: list[str] = field(default_factory=list)
     #: What kind of turn this was: one of TURN_KINDS.
     kind: str = "edit"
+    #: The file a chat export wrote ("export as png"), else None.
+    export_path: str | None = None
     #: The turn's details: skills trace, review tier(s), failures by kind, the executor's record.
     details: dict = field(default_factory=dict)
 
@@ -163,7 +166,7 @@ class Studio:
 
     def __init__(self, database_url: str | None = None, sessions_dir: str | os.PathLike | None = None,
                  planner=None, judge=None, config: AgentConfig | None = None,
-                 schemas_root: str | os.PathLike | None = None):
+                 schemas_root: str | os.PathLike | None = None, generation_backend=None):
         self.config = config or load_config()
         # Output schemas (and the custom ones generate_schema writes): <root>/<agent>/[custom/]<name>.yaml
         self.schemas_root = Path(schemas_root).resolve() if schemas_root else None
@@ -174,7 +177,12 @@ class Studio:
         self.store = Store(url, self.sessions_dir)
         self.checkpointer, self._close_checkpointer = open_checkpointer(
             url, self.sessions_dir, self.config.checkpoints_file)
-        self.renderer = Renderer(max_cache_bytes=self.config.render_cache_bytes)
+        #: Content-addressed pixel assets (painted selections, healed patches), shared by every session.
+        self.blobs = BlobStore(self.sessions_dir / "blobs")
+        self.renderer = Renderer(max_cache_bytes=self.config.render_cache_bytes, blobs=self.blobs)
+        from pipeline.gpu import upgrade_renderer
+        # the torch path when CUDA is present (ATELIER_RENDER_DEVICE=cpu keeps OpenCV): same pixels within 1 level
+        self.renderer = upgrade_renderer(self.renderer, self.config.render_cache_bytes)
         if planner is None:
             from agent.planners import default_planner
             planner = default_planner(config=self.config)
@@ -192,10 +200,14 @@ class Studio:
 
         self.graph = build_graph(SkillPlanner(planner, self.config), judge, self.store, self.renderer, self.config,
                                  self.checkpointer, sources=self._source, schemas_root=self.schemas_root)
+        from agent.generation import GenerationDesk
+        #: Generation (issue 14): backend from ATELIER_GEN_BACKEND / ATELIER_GEN_MODEL unless one is injected.
+        self.generation = GenerationDesk(self, generation_backend)
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
         """Release the database connections (the data stays)."""
+        self.generation.close()
         self._close_checkpointer()
         self.store.close()
 
@@ -370,6 +382,7 @@ class Studio:
         else:
             shown = asset_id or head
         reply = values.get("reply") or ""
+        plan = values.get("plan") or {}
         if review is not None:
             score = assessment.get("score")
             judged = f" Score {score:.2f}: {assessment.get('assessment', '')}" if score is not None else ""
@@ -381,6 +394,8 @@ class Studio:
             dimensions=dict(assessment.get("dimensions") or {}), fields=dict(assessment.get("fields") or {}),
             asset_id=asset_id, head_asset_id=head, rendered_path=self._proxy_path(session.id, shown),
             warnings=list(values.get("warnings") or []), review=review,
+            kind=str(plan.get("kind") or "edit") if status == "not_understood" else "edit",
+            quick_replies=[str(q) for q in plan.get("quick_replies") or []][:3],
             details=dict(values.get("details") or {}),
         )
 
@@ -424,6 +439,16 @@ class Studio:
                 raise InvalidInput(f"modify: {exc}") from None
         return out
 
+    def _check_together(self, session: SessionRecord, pending: dict | None, values: dict) -> None:
+        """Values that are fine one by one but not together (a crop that keeps nothing): InvalidInput."""
+        asset_id = (pending or {}).get("asset_id") or session.head_asset_id
+        if not asset_id:
+            return
+        try:
+            EditState.from_dict(self.store.get_asset(asset_id, session.id).state).with_settings(values, clamp=False)
+        except EditStateError as exc:
+            raise InvalidInput(f"modify: {exc}") from None
+
     # -- sessions -----------------------------------------------------------------------
     def styles(self) -> list[str]:
         """Named looks a session may start with (from the planner, else the engine profile)."""
@@ -441,9 +466,11 @@ class Studio:
 
     def ops_table(self) -> list[dict]:
         """The op registry as rows for sliders."""
+        # "kind" is the widget: slider, angle, choice (with "choices"), toggle, hue or points.
         return [{"name": o.name, "label": o.label, "stage": o.stage, "group": o.group, "min": o.min,
                  "max": o.max, "default": o.default, "description": o.description,
-                 "minus": getattr(o, "minus", ""), "plus": getattr(o, "plus", "")} for o in ops.OPS.values()]
+                 "minus": getattr(o, "minus", ""), "plus": getattr(o, "plus", ""), "kind": o.control,
+                 "step": o.step, **({"choices": list(o.choices)} if o.choices else {})} for o in ops.OPS.values()]
 
     def start_session(self, image: Any, *, style: str | None = None, review_mode: str | None = None,
                       filename: str | None = None, planner_schema: str | None = None,
@@ -634,13 +661,36 @@ class Studio:
         text = text.strip()
         if len(text) > MAX_MESSAGE_CHARS:
             raise InvalidInput(f"that message is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS})")
+        route = self.router.route(text)
+        if route.kind != "modification":
+            # small talk, questions and chat commands: answered before any planning (agent/router.py)
+            from agent.dialogue_commands import handle
+            return handle(self, session_id, route, text, progress)
         with self._lock(session_id):
             session = self._session(session_id)
             if self._pending(session) is not None:
                 # Keep talking: the version under review is kept as if approved, and the new turn starts from it.
                 self._keep_pending(session)
                 session = self.store.get_session(session_id)
+            generative = self._generative_turn(session, text)
+            if generative is not None:
+                return generative
             return self._start_turn(session, text, progress=progress)
+
+    @property
+    def router(self):
+        """The message router (agent/router.py), built on first use from the engine profile."""
+        if getattr(self, "_router", None) is None:
+            from agent.router import Router
+            vocab = getattr(self.planner, "vocab", None)
+            self._router = Router(vocab=vocab) if vocab is not None else Router()
+        return self._router
+    def _generative_turn(self, session: SessionRecord, text: str) -> TurnResult | None:
+        """Remove / fill / expand / regenerate / create asked in words: answered by generation, not the planner."""
+        from agent.planners.generative import parse_generative
+
+        request = parse_generative(text)
+        return None if request is None else self.generation.chat_turn(session, request)
 
     def _keep_pending(self, session: SessionRecord) -> TurnResult:
         """Approve the turn under review (the person went on talking instead of deciding)."""
@@ -680,6 +730,7 @@ class Studio:
                 decision = {"action": "rollback", "asset_id": asset_id}
             elif action == "modify":
                 checked = self._check_values(values)
+                self._check_together(session, pending, checked)
                 if pending is None:
                     words = " ".join(f"{k}={v}" for k, v in checked.items())
                     return self._start_turn(session, f"/modify {words}", modify_values=checked, progress=progress)
@@ -711,14 +762,18 @@ class Studio:
                           kind="command")
 
     # -- undo / redo --------------------------------------------------------------------
-    def undo(self, session_id: str, *, progress: ProgressFn | None = None) -> TurnResult:
+    def undo(self, session_id: str, *, steps: int = 1, progress: ProgressFn | None = None) -> TurnResult:
         """Step the head back to its parent version (bit-exact: the parent's state is re-rendered).
 
-        A turn of its own (status ``rolled_back``, kind ``command``). The version
-        undone from is remembered on the session, so :meth:`redo` (even from a new
-        Studio after a restart) brings it back. At the original: ``InvalidInput
-        ("nothing to undo")`` and the session is unchanged.
+        ``steps``: how many versions back along the head path (more than there are
+        stops at the original). A turn of its own (status ``rolled_back``, kind
+        ``command``). The versions undone from are remembered on the session, so
+        :meth:`redo` (even from a new Studio after a restart) brings them back one
+        at a time. At the original: ``InvalidInput("nothing to undo")`` and the
+        session is unchanged.
         """
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise InvalidInput(f"steps: expected a whole number of versions >= 1, got {steps!r}")
         with self._lock(session_id):
             session = self._session(session_id)
             if session.active_thread:
@@ -726,16 +781,18 @@ class Studio:
             head = self.store.get_asset(session.head_asset_id, session.id)
             if not head.parent_id:
                 raise InvalidInput("nothing to undo: this is the original photo")
-            parent = self.store.get_asset(head.parent_id, session.id)
+            chain = self.store.ancestors(head.id)           # original ... head
+            target = chain[max(0, len(chain) - 1 - steps)]
+            undone = chain[chain.index(target) + 1:][::-1]  # head first, down to the child of target
             stack = self._redo_stack(session)
             # keep the trail only while it is one chain (a new edit since the last undo starts a new one)
             if stack and self._parent_of(session.id, stack[-1]) != head.id:
                 stack = []
-            self._set_redo_stack(session, stack + [head.id])
-            what = head.summary or f"turn {head.turn}"
-            where = "the original" if parent.parent_id is None else f"turn {parent.turn}"
+            self._set_redo_stack(session, stack + [a.id for a in undone])
+            what = (head.summary or f"turn {head.turn}") if len(undone) == 1 else f"the last {len(undone)} changes"
+            where = "the original" if target.parent_id is None else f"turn {target.turn}"
             reply = f"Undid {what}; back to {where}. Say \"redo\" to bring it back."
-            return self._move_head(session, parent, "/undo", reply, f"undo to T{parent.turn}", progress)
+            return self._move_head(session, target, "/undo", reply, f"undo to T{target.turn}", progress)
 
     def redo(self, session_id: str, *, progress: ProgressFn | None = None) -> TurnResult:
         """Bring back the version the last :meth:`undo` stepped away from.
@@ -862,11 +919,14 @@ class Studio:
 
     @staticmethod
     def _with_values(state: EditState, values: dict[str, int], layers: list[dict]) -> EditState:
-        if values:
-            state = state.with_settings(values, clamp=False)
-        for layer in layers:
-            for name, value in layer["values"].items():
-                state = state.with_value(name, value, mask=layer["mask"], mode="set", clamp=False)
+        try:
+            if values:
+                state = state.with_settings(values, clamp=False)
+            for layer in layers:
+                for name, value in layer["values"].items():
+                    state = state.with_value(name, value, mask=layer["mask"], mode="set", clamp=False)
+        except EditStateError as exc:  # fine one by one, not together (a crop that keeps nothing)
+            raise InvalidInput(f"values: {exc}") from None
         return state
 
     def preview(self, session_id: str, values: dict | None, *, layers: Any = None) -> Path:
@@ -967,10 +1027,94 @@ class Studio:
             save_image(pixels, path, quality=self.config.export_quality)
         return path
 
+    # -- generation (issue 14; docs/generation.md) ----------------------------------------------
+    def get_defaults(self) -> dict:
+        """The generation defaults: ``{"image": {width, height, steps, cfg, sampler_name, scheduler, denoise,
+        model, negative_prompt}}`` (the model's profile, overridden by set_defaults)."""
+        return self.generation.get_defaults()
 
-def _skills_api():
-    """Studio.skills / Studio.apply_skill (the skill registry: skills/ and $ATELIER_SKILLS_DIR)."""
+    def set_defaults(self, image: dict, persist: bool = False) -> dict:
+        """Override generation defaults (validated: unknown or out-of-range keys raise InvalidInput naming the
+        key); ``persist`` keeps them across restarts. Returns the new defaults."""
+        return self.generation.set_defaults(image, persist)
 
+    def generate_image(self, prompt: str, negative_prompt: str | None = None, seed: int | None = None,
+                       width: int | None = None, height: int | None = None, steps: int | None = None,
+                       cfg: float | None = None, sampler_name: str | None = None, scheduler: str | None = None,
+                       denoise: float | None = None, model: str | None = None,
+                       return_inline_preview: bool = False) -> dict:
+        """A new photo from text, which becomes the original of a new session; the asset answer
+        (asset_id, asset_url, image_url, filename, subfolder, folder_type, workflow_id, prompt_id,
+        mime_type, width, height, bytes_size, ...). No backend, model missing, out of memory or a server
+        that is down raise GenerationFailed (an AtelierError) with the reason; nothing is created."""
+        return self.generation.generate_image(prompt, negative_prompt=negative_prompt, seed=seed, width=width,
+                                              height=height, steps=steps, cfg=cfg, sampler_name=sampler_name,
+                                              scheduler=scheduler, denoise=denoise, model=model,
+                                              return_inline_preview=return_inline_preview)
+
+    def regenerate(self, asset_id: str, seed: int | None = None, param_overrides: dict | None = None) -> dict:
+        """Make a generated version again (new seed, or ``seed``; ``param_overrides`` such as steps or cfg):
+        a generated original gives a new session, a version with generated layers a new branch (the head)."""
+        return self.generation.regenerate(asset_id, seed=seed, param_overrides=param_overrides)
+
+    def generation_status(self) -> dict:
+        """The generation backend: ``{"backend", "model", "ready", ...}`` (``reason`` when it cannot run)."""
+        return self.generation.status()
+
+
+    # -- selections (brush / lasso, click, box) -------------------------------------------
+    def select(self, session_id: str, *, mask: Any = None, point: Any = None, box: Any = None) -> dict:
+        """Make the session's selection from a painted ``mask``, a click ``point`` [x, y] or a ``box``
+        [x0, y0, x1, y1] (fractions 0..1 of the original's frame); exactly one of them.
+
+        The mask is stored as a content-addressed blob and becomes "the selection" chat refers to
+        ("brighten the selection", "remove this"). Returns ``{"selection_id", "coverage" (0..1),
+        "preview" (PNG path: the photo with the selection tinted), "mask" (the mask spec),
+        "source" ("mask" | "point" | "box")}``. A selection of zero pixels, two inputs at once or a
+        point outside the photo raise ``InvalidInput``; the session is unchanged.
+        """
+        from pipeline import selections
+
+        given = {k: v for k, v in (("mask", mask), ("point", point), ("box", box)) if v is not None}
+        if len(given) != 1:
+            raise InvalidInput("select: give exactly one of mask (a painted mask), point [x, y] or box "
+                               f"[x0, y0, x1, y1]; got {', '.join(given) or 'none'}")
+        (kind, value), = given.items()
+        with self._lock(session_id):
+            session = self._session(session_id)
+            source = self._source(session_id)
+            try:
+                if kind == "mask":
+                    pixels = selections.painted_mask(value, (source.height, source.width))
+                elif kind == "point":
+                    pixels = selections.click_mask(source.pixels, value)
+                else:
+                    pixels = selections.box_mask(source.pixels, value)
+            except selections.SelectionError as exc:
+                raise InvalidInput(str(exc)) from None
+            share = selections.coverage(pixels)
+            if not np.any(pixels >= 128):
+                raise InvalidInput("The selection is empty (zero pixels): brush over, click on or drag a box "
+                                   "around what you want to select. Nothing was changed.")
+            digest = self.blobs.put_array(pixels)
+            preview = self.store.session_dir(session_id) / "selections" / f"{digest[:24]}.png"
+            if not preview.exists():
+                save_image(selections.preview(source.pixels, pixels), preview)
+            spec = {"type": "painted", "blob": digest}
+            settings = dict(session.settings)
+            settings["selection"] = {"mask": spec, "coverage": round(share, 6), "source": kind}
+            self.store.update_session(session_id, settings=settings)
+        return {"selection_id": digest, "coverage": share, "preview": str(preview), "mask": spec, "source": kind}
+
+    def selection(self, session_id: str) -> dict | None:
+        """The session's latest selection (as :meth:`select` returned it, without the preview), or None."""
+        found = self._session(session_id).settings.get("selection")
+        if not found:
+            return None
+        return {"selection_id": found["mask"]["blob"], "coverage": found["coverage"], "mask": dict(found["mask"]),
+                "source": found.get("source")}
+
+    # -- skills (skills/ and $ATELIER_SKILLS_DIR) -----------------------------------------
     def skills(self) -> list[dict]:
         """Every skill (looks, retouch recipes, compound skills) as small rows, in menu order."""
         from skills import SkillError, load_skills
@@ -990,11 +1134,6 @@ def _skills_api():
             raise InvalidInput(f"skill: unknown skill {name!r}; choose one of {', '.join(known)}")
         skill = known[name.strip().lower().replace(" ", "_")]
         return self.send_message(session_id, f"use the {skill.name} skill", progress=progress)
-
-    return skills, apply_skill
-
-
-Studio.skills, Studio.apply_skill = _skills_api()
 
 
 __all__ = ["AssetInfo", "AtelierError", "InvalidInput", "ReviewPayload", "SessionInfo", "SessionNotFound",

@@ -159,21 +159,66 @@ def shown_version(result: Any, head_id: str) -> str:
     return head_id
 
 
+#: Words of an honest refusal ("I can't add a rainbow"): an unsupported request
+#: must say it cannot, not claim an edit it did not make.
+REFUSAL_MARKERS = ("can't", "cannot", "can not", "not able", "unable", "don't know how", "do not know how",
+                   "not supported", "isn't something i can", "is not something i can", "no tool",
+                   "not possible", "beyond what", "outside what i can", "not yet", "only adjust",
+                   "i adjust", "i can only", "won't be able", "can’t")
+
+#: Words of a reply that did not understand: a greeting or a question answered with
+#: these was not understood, even though nothing changed.
+NOT_UNDERSTOOD_MARKERS = ("don't know how", "do not know how", "didn't understand", "did not understand",
+                          "not sure what you mean", "don’t know how")
+
+#: A magnitude pair ("slightly" then "much"): the stronger word moves at least this many times more.
+STRONGER_FACTOR = 1.25
+
+
+def not_understood(reply: str | None) -> bool:
+    """True when a reply says the message was not understood."""
+    text = (reply or "").lower()
+    return any(m in text for m in NOT_UNDERSTOOD_MARKERS)
+
+
+def is_refusal(reply: str | None) -> bool:
+    """True when a reply says plainly that the request cannot be done."""
+    text = (reply or "").lower()
+    return any(m in text for m in REFUSAL_MARKERS)
+
+
 def check_step(step: Step, *, before: np.ndarray, after: np.ndarray, original: np.ndarray,
                renders: dict[int, np.ndarray], region: np.ndarray | None,
-               cache: checks.StatsCache) -> dict[str, Any]:
-    """Judge one step from pixels: conditions, preservation, byte-identity. Pure except the cache."""
+               cache: checks.StatsCache, prior: dict[int, list[dict]] | None = None,
+               same_head: bool | None = None, reply: str | None = None) -> dict[str, Any]:
+    """Judge one step from pixels: conditions, preservation, byte-identity. Pure except the cache.
+
+    ``prior``: earlier steps' condition results (for ``stronger_than``); ``same_head``:
+    whether the head version stayed the same (for ``no_new_version`` and ``refusal``);
+    ``reply``: what the agent said (an honest refusal must say it cannot).
+    """
     exp = step.expect
-    base = {"previous": before, "original": original}.get(exp.against) if isinstance(exp.against, str) \
-        else renders[exp.against]
+
+    def base_of(against) -> np.ndarray:
+        if isinstance(against, str):
+            return {"previous": before, "original": original}[against]
+        return renders[against]
+
     results = []
     for cond in exp.conditions:
+        base = base_of(cond.against if cond.against is not None else exp.against)
         if cond.region == "all":
             sb, sa = cache.stats(base), cache.stats(after)
         else:
             m = region if cond.region == "inside" else checks.outside(region)
             sb, sa = cache.stats(base, cond.region, m), cache.stats(after, cond.region, m)
         results.append(checks.check_condition(cond, sb, sa).to_dict())
+    stronger = None
+    if exp.stronger_than is not None:
+        earlier = {(c["stat"], c["region"]): c["change"] for c in (prior or {}).get(exp.stronger_than, ())}
+        pairs = [(abs(r["change"]), abs(earlier[(r["stat"], r["region"])])) for r in results
+                 if r["direction"] != "within" and (r["stat"], r["region"]) in earlier]
+        stronger = bool(pairs) and all(now >= STRONGER_FACTOR * then for now, then in pairs)
     # Preservation is a property of local edits: measured where the script promises it.
     pres = None
     if exp.preserve_outside is not None and region is not None:
@@ -181,13 +226,25 @@ def check_step(step: Step, *, before: np.ndarray, after: np.ndarray, original: n
     identical = None
     if exp.same_as_step is not None:
         identical = checks.pixels_identical(after, renders[exp.same_as_step])
+        if step.action == "say" and same_head:
+            # Undo in words must act: staying put is not going back, even when the
+            # pixels happen to match (the turn before changed nothing).
+            identical = False
+    unchanged = None
+    if exp.no_new_version or exp.refusal:
+        unchanged = bool(same_head) and checks.pixels_identical(after, before) and bool((reply or "").strip())
+        if exp.no_new_version and not_understood(reply):
+            unchanged = False   # "hi" answered with "I don't know how to do that" is not a chat reply
+    refused = is_refusal(reply) if exp.refusal else None
     verdict = None
     if not exp.is_empty:
         verdict = (all(r["passed"] for r in results)
                    and (exp.preserve_outside is None or (pres is not None and pres >= exp.preserve_outside))
-                   and identical is not False)
+                   and identical is not False and stronger is not False and unchanged is not False
+                   and refused is not False)
     return {"checks": results, "preservation_ssim": pres, "preserve_min": exp.preserve_outside,
-            "rollback_exact": identical, "pixel_pass": verdict}
+            "rollback_exact": identical, "stronger": stronger, "unchanged": unchanged, "refused": refused,
+            "pixel_pass": verdict}
 
 
 def _region_mask(spec: dict, original: np.ndarray) -> np.ndarray:
@@ -213,9 +270,10 @@ def run_scenario(harness: Harness, scenario: Scenario, options: RunOptions) -> S
     heads: dict[int, str] = {0: info.head_asset_id}
     masks: dict[str, np.ndarray] = {}
     cache = checks.StatsCache()
+    prior: dict[int, list[dict]] = {}
     current = original
     run = ScenarioRun(scenario={"scenario": scenario.id, "suite": scenario.suite, "image": scenario.image,
-                                "steps": len(scenario.steps), "session_id": sid})
+                                "split": scenario.split, "steps": len(scenario.steps), "session_id": sid})
     for step in scenario.steps:
         implicit_approve = False
         if step.action == "say" and studio.pending_review(sid) is not None:
@@ -223,6 +281,7 @@ def run_scenario(harness: Harness, scenario: Scenario, options: RunOptions) -> S
             studio.review(sid, "approve")
             implicit_approve = True
         before = current
+        head_before = studio.head(sid).id
         harness.planner.log.take()
         harness.judge.log.take()
         t0 = time.perf_counter()
@@ -247,16 +306,19 @@ def run_scenario(harness: Harness, scenario: Scenario, options: RunOptions) -> S
                 masks[key] = _region_mask(step.region, original)
             region = masks[key]
         verdicts = check_step(step, before=before, after=after, original=original,
-                              renders=renders, region=region, cache=cache)
+                              renders=renders, region=region, cache=cache, prior=prior,
+                              same_head=(shown == head_before), reply=_get(result, "reply"))
+        prior[step.index] = verdicts["checks"]
         if error and verdicts["pixel_pass"] is not None:
             verdicts["pixel_pass"] = False
         score = _get(result, "score")
         turn = {
             "scenario": scenario.id, "suite": scenario.suite, "image": scenario.image,
-            "step": step.index, "action": step.action, "instruction": step.describe(),
+            "split": scenario.split, "kind": step.kind, "step": step.index, "action": step.action, "instruction": step.describe(),
             "tags": list(step.tags + scenario.tags), "local": step.region is not None,
             "implicit_approve": implicit_approve,
             "status": _get(result, "status"), "reply": _get(result, "reply"),
+            "details": _get(result, "details"),
             "sub_goals": [dict(g) if isinstance(g, dict) else g for g in (_get(result, "sub_goals") or [])],
             "score": score,
             "judge_pass": (score >= limits["min_pass_score"]) if isinstance(score, (int, float))
