@@ -52,6 +52,10 @@ class AgentConfig:
     # ``vlm:`` (agent.vlm.vlm_limits) and ``quality.judge:`` (the embedded judge's thresholds).
     vlm: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     judge: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    # ``skills:`` (agent.skills), ``orchestrator:`` (agent.orchestrator), ``failures:`` (agent.failures).
+    skills: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    orchestrator: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    failures: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def with_overrides(self, **values: Any) -> "AgentConfig":
         """A copy with some values replaced, validated like the YAML."""
@@ -91,6 +95,8 @@ _SPEC: dict[str, tuple[str, str, float | None, float | None]] = {
 }
 _KEY_OF = {name: key for key, (name, *_rest) in _SPEC.items()}
 _KEY_OF.update(vlm="vlm", judge="quality.judge")
+#: Sections owned and validated by their consumers (the section name is the AgentConfig field).
+_OWNED = ("vlm", "skills", "orchestrator", "failures")
 
 
 def _check(key: str, kind: str, lo: float | None, hi: float | None, value: Any) -> Any:
@@ -126,6 +132,24 @@ def _check_judge(body: Mapping[str, Any]) -> None:
                          f"expected some of {', '.join(DEFAULTS)}")
 
 
+def _check_skills(body: Mapping[str, Any]) -> None:
+    from agent.skills import skills_settings
+
+    skills_settings(type("C", (), {"skills": dict(body)})())
+
+
+def _check_orchestrator(body: Mapping[str, Any]) -> None:
+    from agent.orchestrator.config import orchestrator_settings
+
+    orchestrator_settings(dict(body))
+
+
+def _check_failures(body: Mapping[str, Any]) -> None:
+    from agent.failures import failure_policy
+
+    failure_policy(dict(body))
+
+
 def _checked_section(key: str, body: Any, check) -> Mapping[str, Any]:
     if body is None:
         return MappingProxyType({})
@@ -144,6 +168,9 @@ def _validated(data: Mapping[str, Any]) -> AgentConfig:
         out[field] = _check(key, kind, lo, hi, data[field])
     out["vlm"] = _checked_section("vlm", data.get("vlm"), _check_vlm)
     out["judge"] = _checked_section("quality.judge", data.get("judge"), _check_judge)
+    out["skills"] = _checked_section("skills", data.get("skills"), _check_skills)
+    out["orchestrator"] = _checked_section("orchestrator", data.get("orchestrator"), _check_orchestrator)
+    out["failures"] = _checked_section("failures", data.get("failures"), _check_failures)
     if out["min_pass_score"] > out["auto_approve_threshold"]:
         raise AgentConfigError(
             "quality.min_pass_score: must not be above quality.auto_approve_threshold "
@@ -163,14 +190,14 @@ def config_from_mapping(raw: Any, where: str = "agent_config.yaml") -> AgentConf
     if not isinstance(raw, Mapping):
         raise AgentConfigError(f"{where}: expected sections of settings, got {type(raw).__name__}")
     data: dict[str, Any] = {f.name: getattr(AgentConfig(), f.name) for f in fields(AgentConfig)}
-    sections = {key.split(".")[0] for key in _SPEC} | {"vlm"}
+    sections = {key.split(".")[0] for key in _SPEC} | set(_OWNED)
     for section, body in raw.items():
         if section not in sections:
             raise AgentConfigError(f"{where}: unknown section {section!r}; expected {', '.join(sorted(sections))}")
         if not isinstance(body, Mapping):
             raise AgentConfigError(f"{where}: {section}: expected a mapping of settings")
-        if section == "vlm":
-            data["vlm"] = body
+        if section in _OWNED:
+            data[section] = body
             continue
         for name, value in body.items():
             key = f"{section}.{name}"

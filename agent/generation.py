@@ -339,13 +339,16 @@ class GenerationDesk:
         return new_id, info, outcome.layer.recipe
 
     # -- chat -------------------------------------------------------------------------------
-    def chat_turn(self, session, request: "GenerativeRequest") -> "TurnResult | None":
+    def chat_turn(self, session, request: "GenerativeRequest", progress=None) -> "TurnResult | None":
         """Answer a generative chat request as a turn of its own (None: not generative after all)."""
         from agent.service import TurnResult
 
         store = self.studio.store
         head = store.get_asset(session.head_asset_id, session.id)
         state = EditState.from_dict(head.state)
+        healed = self._heal_instead(session, request, progress)
+        if healed is not None:
+            return healed
         if request.kind == "regenerate" and not state.generated and request.text.lower().strip(" .!?") in (
                 "try again", "another one", "one more time"):
             return None  # "try again" after an ordinary edit is the planner's
@@ -426,6 +429,23 @@ class GenerationDesk:
                           fields={"generated_region": report}, asset_id=new_id, head_asset_id=new_id,
                           rendered_path=self.studio._proxy_path(session.id, new_id),
                           quick_replies=["regenerate", "undo"], kind="generate")
+
+    def _heal_instead(self, session, request: "GenerativeRequest", progress) -> "TurnResult | None":
+        """With no generation backend, "remove the selection" is still done: by the retouch stage's
+        classic region fill (the "remove" op on the selection), through the ordinary edit turn."""
+        from pipeline import ops
+
+        if not isinstance(self.backend, NoBackend) or request.kind != "remove" or request.target != "selection":
+            return None
+        spec = (session.settings.get("selection") or {}).get("mask")
+        if not spec or "remove" not in ops.OPS or ops.OPS["remove"].kind != "region":
+            return None
+        result = self.studio._start_turn(session, request.text, progress=progress,
+                                         modify_layers=[{"mask": dict(spec), "values": {"remove": 100}}])
+        if result.status not in ("failed", "not_understood"):
+            result.reply = ("No generation backend is configured, so I filled the selection from its surroundings "
+                            "(classic healing; set ATELIER_GEN_BACKEND for a generative remove). " + result.reply)
+        return result
 
     def _mask_for(self, session, request: "GenerativeRequest", below: np.ndarray) -> tuple[np.ndarray | None, str]:
         """The hard mask (full size) a remove or fill means, and words for it; (None, "") when there is none."""

@@ -35,7 +35,7 @@ from pipeline import ops
 from pipeline.imageio import ImageLoadError, load_image, save_image, write_bytes_atomic
 from pipeline.blobs import BlobStore
 from pipeline.render import Renderer, SourceImage
-from pipeline.state import EditState
+from pipeline.state import EditState, EditStateError
 
 SESSIONS_DIR_ENV = "ATELIER_SESSIONS_DIR"
 EXPORT_FORMATS = {"jpeg": "jpg", "jpg": "jpg", "png": "png", "tiff": "tif", "tif": "tif"}
@@ -138,6 +138,10 @@ class TurnResult:
     quick_replies: list[str] = field(default_factory=list)
     #: What kind of turn this was: one of TURN_KINDS.
     kind: str = "edit"
+    #: The file a chat export wrote ("export as png"), else None.
+    export_path: str | None = None
+    #: The turn's details: skills trace, review tier(s), failures by kind, the executor's record.
+    details: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -192,7 +196,9 @@ class Studio:
         self._locks: dict[str, threading.RLock] = {}
         self._locks_guard = threading.Lock()
         self._recovered: set[str] = set()
-        self.graph = build_graph(planner, judge, self.store, self.renderer, self.config,
+        from agent.skills import SkillPlanner  # requests for skills ("use the film skill") are planned from skills/
+
+        self.graph = build_graph(SkillPlanner(planner, self.config), judge, self.store, self.renderer, self.config,
                                  self.checkpointer, sources=self._source, schemas_root=self.schemas_root)
         from agent.generation import GenerationDesk
         #: Generation (issue 14): backend from ATELIER_GEN_BACKEND / ATELIER_GEN_MODEL unless one is injected.
@@ -376,6 +382,7 @@ class Studio:
         else:
             shown = asset_id or head
         reply = values.get("reply") or ""
+        plan = values.get("plan") or {}
         if review is not None:
             score = assessment.get("score")
             judged = f" Score {score:.2f}: {assessment.get('assessment', '')}" if score is not None else ""
@@ -387,6 +394,9 @@ class Studio:
             dimensions=dict(assessment.get("dimensions") or {}), fields=dict(assessment.get("fields") or {}),
             asset_id=asset_id, head_asset_id=head, rendered_path=self._proxy_path(session.id, shown),
             warnings=list(values.get("warnings") or []), review=review,
+            kind=str(plan.get("kind") or "edit") if status == "not_understood" else "edit",
+            quick_replies=[str(q) for q in plan.get("quick_replies") or []][:3],
+            details=dict(values.get("details") or {}),
         )
 
     def _asset(self, session_id: str, asset_id: str | None) -> AssetRecord:
@@ -429,6 +439,16 @@ class Studio:
                 raise InvalidInput(f"modify: {exc}") from None
         return out
 
+    def _check_together(self, session: SessionRecord, pending: dict | None, values: dict) -> None:
+        """Values that are fine one by one but not together (a crop that keeps nothing): InvalidInput."""
+        asset_id = (pending or {}).get("asset_id") or session.head_asset_id
+        if not asset_id:
+            return
+        try:
+            EditState.from_dict(self.store.get_asset(asset_id, session.id).state).with_settings(values, clamp=False)
+        except EditStateError as exc:
+            raise InvalidInput(f"modify: {exc}") from None
+
     # -- sessions -----------------------------------------------------------------------
     def styles(self) -> list[str]:
         """Named looks a session may start with (from the planner, else the engine profile)."""
@@ -446,9 +466,11 @@ class Studio:
 
     def ops_table(self) -> list[dict]:
         """The op registry as rows for sliders."""
+        # "kind" is the widget: slider, angle, choice (with "choices"), toggle, hue or points.
         return [{"name": o.name, "label": o.label, "stage": o.stage, "group": o.group, "min": o.min,
                  "max": o.max, "default": o.default, "description": o.description,
-                 "minus": getattr(o, "minus", ""), "plus": getattr(o, "plus", "")} for o in ops.OPS.values()]
+                 "minus": getattr(o, "minus", ""), "plus": getattr(o, "plus", ""), "kind": o.control,
+                 "step": o.step, **({"choices": list(o.choices)} if o.choices else {})} for o in ops.OPS.values()]
 
     def start_session(self, image: Any, *, style: str | None = None, review_mode: str | None = None,
                       filename: str | None = None, planner_schema: str | None = None,
@@ -639,23 +661,45 @@ class Studio:
         text = text.strip()
         if len(text) > MAX_MESSAGE_CHARS:
             raise InvalidInput(f"that message is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS})")
+        generative = self._generative_turn(session_id, text, progress)
+        if generative is not None:
+            return generative
+        route = self.router.route(text)
+        if route.kind != "modification":
+            # small talk, questions and chat commands: answered before any planning (agent/router.py)
+            from agent.dialogue_commands import handle
+            return handle(self, session_id, route, text, progress)
         with self._lock(session_id):
             session = self._session(session_id)
             if self._pending(session) is not None:
                 # Keep talking: the version under review is kept as if approved, and the new turn starts from it.
                 self._keep_pending(session)
                 session = self.store.get_session(session_id)
-            generative = self._generative_turn(session, text)
-            if generative is not None:
-                return generative
             return self._start_turn(session, text, progress=progress)
 
-    def _generative_turn(self, session: SessionRecord, text: str) -> TurnResult | None:
-        """Remove / fill / expand / regenerate / create asked in words: answered by generation, not the planner."""
+    def _generative_turn(self, session_id: str, text: str, progress: ProgressFn | None) -> TurnResult | None:
+        """Remove / fill / expand / regenerate / create asked in words: answered by generation (agent/generation.py)
+        before the router and the planner; None when the message is not a generative request."""
         from agent.planners.generative import parse_generative
 
         request = parse_generative(text)
-        return None if request is None else self.generation.chat_turn(session, request)
+        if request is None:
+            return None
+        with self._lock(session_id):
+            session = self._session(session_id)
+            if self._pending(session) is not None:
+                self._keep_pending(session)
+                session = self.store.get_session(session_id)
+            return self.generation.chat_turn(session, request, progress=progress)
+
+    @property
+    def router(self):
+        """The message router (agent/router.py), built on first use from the engine profile."""
+        if getattr(self, "_router", None) is None:
+            from agent.router import Router
+            vocab = getattr(self.planner, "vocab", None)
+            self._router = Router(vocab=vocab) if vocab is not None else Router()
+        return self._router
 
     def _keep_pending(self, session: SessionRecord) -> TurnResult:
         """Approve the turn under review (the person went on talking instead of deciding)."""
@@ -695,6 +739,7 @@ class Studio:
                 decision = {"action": "rollback", "asset_id": asset_id}
             elif action == "modify":
                 checked = self._check_values(values)
+                self._check_together(session, pending, checked)
                 if pending is None:
                     words = " ".join(f"{k}={v}" for k, v in checked.items())
                     return self._start_turn(session, f"/modify {words}", modify_values=checked, progress=progress)
@@ -726,14 +771,18 @@ class Studio:
                           kind="command")
 
     # -- undo / redo --------------------------------------------------------------------
-    def undo(self, session_id: str, *, progress: ProgressFn | None = None) -> TurnResult:
+    def undo(self, session_id: str, *, steps: int = 1, progress: ProgressFn | None = None) -> TurnResult:
         """Step the head back to its parent version (bit-exact: the parent's state is re-rendered).
 
-        A turn of its own (status ``rolled_back``, kind ``command``). The version
-        undone from is remembered on the session, so :meth:`redo` (even from a new
-        Studio after a restart) brings it back. At the original: ``InvalidInput
-        ("nothing to undo")`` and the session is unchanged.
+        ``steps``: how many versions back along the head path (more than there are
+        stops at the original). A turn of its own (status ``rolled_back``, kind
+        ``command``). The versions undone from are remembered on the session, so
+        :meth:`redo` (even from a new Studio after a restart) brings them back one
+        at a time. At the original: ``InvalidInput("nothing to undo")`` and the
+        session is unchanged.
         """
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise InvalidInput(f"steps: expected a whole number of versions >= 1, got {steps!r}")
         with self._lock(session_id):
             session = self._session(session_id)
             if session.active_thread:
@@ -741,16 +790,18 @@ class Studio:
             head = self.store.get_asset(session.head_asset_id, session.id)
             if not head.parent_id:
                 raise InvalidInput("nothing to undo: this is the original photo")
-            parent = self.store.get_asset(head.parent_id, session.id)
+            chain = self.store.ancestors(head.id)           # original ... head
+            target = chain[max(0, len(chain) - 1 - steps)]
+            undone = chain[chain.index(target) + 1:][::-1]  # head first, down to the child of target
             stack = self._redo_stack(session)
             # keep the trail only while it is one chain (a new edit since the last undo starts a new one)
             if stack and self._parent_of(session.id, stack[-1]) != head.id:
                 stack = []
-            self._set_redo_stack(session, stack + [head.id])
-            what = head.summary or f"turn {head.turn}"
-            where = "the original" if parent.parent_id is None else f"turn {parent.turn}"
+            self._set_redo_stack(session, stack + [a.id for a in undone])
+            what = (head.summary or f"turn {head.turn}") if len(undone) == 1 else f"the last {len(undone)} changes"
+            where = "the original" if target.parent_id is None else f"turn {target.turn}"
             reply = f"Undid {what}; back to {where}. Say \"redo\" to bring it back."
-            return self._move_head(session, parent, "/undo", reply, f"undo to T{parent.turn}", progress)
+            return self._move_head(session, target, "/undo", reply, f"undo to T{target.turn}", progress)
 
     def redo(self, session_id: str, *, progress: ProgressFn | None = None) -> TurnResult:
         """Bring back the version the last :meth:`undo` stepped away from.
@@ -877,11 +928,14 @@ class Studio:
 
     @staticmethod
     def _with_values(state: EditState, values: dict[str, int], layers: list[dict]) -> EditState:
-        if values:
-            state = state.with_settings(values, clamp=False)
-        for layer in layers:
-            for name, value in layer["values"].items():
-                state = state.with_value(name, value, mask=layer["mask"], mode="set", clamp=False)
+        try:
+            if values:
+                state = state.with_settings(values, clamp=False)
+            for layer in layers:
+                for name, value in layer["values"].items():
+                    state = state.with_value(name, value, mask=layer["mask"], mode="set", clamp=False)
+        except EditStateError as exc:  # fine one by one, not together (a crop that keeps nothing)
+            raise InvalidInput(f"values: {exc}") from None
         return state
 
     def preview(self, session_id: str, values: dict | None, *, layers: Any = None) -> Path:
@@ -1015,6 +1069,80 @@ class Studio:
     def generation_status(self) -> dict:
         """The generation backend: ``{"backend", "model", "ready", ...}`` (``reason`` when it cannot run)."""
         return self.generation.status()
+
+
+    # -- selections (brush / lasso, click, box) -------------------------------------------
+    def select(self, session_id: str, *, mask: Any = None, point: Any = None, box: Any = None) -> dict:
+        """Make the session's selection from a painted ``mask``, a click ``point`` [x, y] or a ``box``
+        [x0, y0, x1, y1] (fractions 0..1 of the original's frame); exactly one of them.
+
+        The mask is stored as a content-addressed blob and becomes "the selection" chat refers to
+        ("brighten the selection", "remove this"). Returns ``{"selection_id", "coverage" (0..1),
+        "preview" (PNG path: the photo with the selection tinted), "mask" (the mask spec),
+        "source" ("mask" | "point" | "box")}``. A selection of zero pixels, two inputs at once or a
+        point outside the photo raise ``InvalidInput``; the session is unchanged.
+        """
+        from pipeline import selections
+
+        given = {k: v for k, v in (("mask", mask), ("point", point), ("box", box)) if v is not None}
+        if len(given) != 1:
+            raise InvalidInput("select: give exactly one of mask (a painted mask), point [x, y] or box "
+                               f"[x0, y0, x1, y1]; got {', '.join(given) or 'none'}")
+        (kind, value), = given.items()
+        with self._lock(session_id):
+            session = self._session(session_id)
+            source = self._source(session_id)
+            try:
+                if kind == "mask":
+                    pixels = selections.painted_mask(value, (source.height, source.width))
+                elif kind == "point":
+                    pixels = selections.click_mask(source.pixels, value)
+                else:
+                    pixels = selections.box_mask(source.pixels, value)
+            except selections.SelectionError as exc:
+                raise InvalidInput(str(exc)) from None
+            share = selections.coverage(pixels)
+            if not np.any(pixels >= 128):
+                raise InvalidInput("The selection is empty (zero pixels): brush over, click on or drag a box "
+                                   "around what you want to select. Nothing was changed.")
+            digest = self.blobs.put_array(pixels)
+            preview = self.store.session_dir(session_id) / "selections" / f"{digest[:24]}.png"
+            if not preview.exists():
+                save_image(selections.preview(source.pixels, pixels), preview)
+            spec = {"type": "painted", "blob": digest}
+            settings = dict(session.settings)
+            settings["selection"] = {"mask": spec, "coverage": round(share, 6), "source": kind}
+            self.store.update_session(session_id, settings=settings)
+        return {"selection_id": digest, "coverage": share, "preview": str(preview), "mask": spec, "source": kind}
+
+    def selection(self, session_id: str) -> dict | None:
+        """The session's latest selection (as :meth:`select` returned it, without the preview), or None."""
+        found = self._session(session_id).settings.get("selection")
+        if not found:
+            return None
+        return {"selection_id": found["mask"]["blob"], "coverage": found["coverage"], "mask": dict(found["mask"]),
+                "source": found.get("source")}
+
+    # -- skills (skills/ and $ATELIER_SKILLS_DIR) -----------------------------------------
+    def skills(self) -> list[dict]:
+        """Every skill (looks, retouch recipes, compound skills) as small rows, in menu order."""
+        from skills import SkillError, load_skills
+        try:
+            return [s.summary() for s in load_skills().values()]
+        except SkillError as exc:
+            raise InvalidInput(str(exc)) from None
+
+    def apply_skill(self, session_id: str, name: str, *, progress: ProgressFn | None = None) -> TurnResult:
+        """Apply one skill by name as a turn (like saying "use the <name> skill"); gates are checked on the photo."""
+        from skills import SkillError, load_skills
+        try:
+            known = load_skills()
+        except SkillError as exc:
+            raise InvalidInput(str(exc)) from None
+        if not isinstance(name, str) or name.strip().lower().replace(" ", "_") not in known:
+            raise InvalidInput(f"skill: unknown skill {name!r}; choose one of {', '.join(known)}")
+        skill = known[name.strip().lower().replace(" ", "_")]
+        return self.send_message(session_id, f"use the {skill.name} skill", progress=progress)
 
 
 __all__ = ["AssetInfo", "AtelierError", "InvalidInput", "ReviewPayload", "SessionInfo", "SessionNotFound",

@@ -52,6 +52,9 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 import yaml
 
+from agent.parallel import ParallelError, map_jobs
+from pipeline.imageio import write_bytes_atomic
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PHRASES_FILE = REPO_ROOT / "configs" / "synthesis.yaml"
 TURN_TYPES = ("global_init", "global_refine", "local_edit", "rollback_correct", "style_shift")
@@ -307,57 +310,6 @@ def run_job(job: Job) -> dict:
         return {"job": job.__dict__, "error": f"{type(exc).__name__}: {exc}"}
 
 
-# -- running many: a process pool or Ray ------------------------------------------------
-
-def map_jobs(fn: Callable[[Any], dict], items: Sequence[Any], *, workers: int = 1, ray_address: str | None = None,
-             on_done: Callable[[Any, dict], None] | None = None) -> list[dict]:
-    """``fn`` over ``items`` in this process, a spawn process pool, or Ray ("local", "auto", host:port).
-
-    Results come back in the items' order; ``on_done(item, result)`` is called as each finishes.
-    """
-    results: dict[int, dict] = {}
-
-    def done(i: int, res: dict) -> None:
-        results[i] = res
-        if on_done:
-            on_done(items[i], res)
-
-    if ray_address:
-        try:
-            import ray
-        except ImportError:
-            raise SynthesisError("--ray needs the optional Ray package (pip install 'ray>=2.9')") from None
-        if ray_address == "local":
-            ray.init(runtime_env={"env_vars": {"PYTHONPATH": str(REPO_ROOT)}}, include_dashboard=False,
-                     ignore_reinit_error=True, log_to_driver=False, num_cpus=max(1, workers))
-        else:
-            ray.init(address=ray_address, ignore_reinit_error=True, log_to_driver=False,
-                     runtime_env={"working_dir": str(REPO_ROOT),
-                                  "excludes": [".venv", ".git", "sessions", "**/__pycache__"]})
-        try:
-            task = ray.remote(num_cpus=1)(fn)
-            refs = {task.remote(item): i for i, item in enumerate(items)}
-            pending = list(refs)
-            while pending:
-                ready, pending = ray.wait(pending, num_returns=1)
-                for ref in ready:
-                    done(refs[ref], ray.get(ref))
-        finally:
-            ray.shutdown()
-    elif workers <= 1:
-        for i, item in enumerate(items):
-            done(i, fn(item))
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
-            for fut in as_completed(futures):
-                done(futures[fut], fut.result())
-    return [results[i] for i in range(len(items))]
-
-
 # -- the driver ---------------------------------------------------------------------------
 
 def list_photos(paths: Iterable[str | os.PathLike]) -> list[Path]:
@@ -436,12 +388,7 @@ def to_record(result: dict, out: Path, system_prompt: str) -> dict:
 
 
 def _write_atomic(path: Path, data: bytes | str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_bytes_atomic(path, data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def verify_renders(record: dict, out: Path, photo: Path, long_side: int) -> list[str]:
@@ -546,7 +493,10 @@ def synthesize(photos: Sequence[str | os.PathLike], out: str | os.PathLike, *, c
     for round_ in range(MAX_DEDUP_ROUNDS + 1):
         jobs = [Job(i, attempts[i], seed, str(assigned[i]), turns, long_side, vlm) for i in todo]
         if jobs:
-            map_jobs(run_job, jobs, workers=workers, ray_address=ray_address, on_done=finish)
+            try:
+                map_jobs(run_job, jobs, workers=workers, ray_address=ray_address, on_done=finish)
+            except ParallelError as exc:
+                raise SynthesisError(str(exc)) from None
         todo = []
         for i in find_duplicates(records):
             del records[i]

@@ -13,12 +13,23 @@ exact math of :mod:`pipeline.adjust` at grid points, and applied in a single
   settings, so they are computed once per (original, size) and cached; a
   re-render with new settings is one LUT build plus one remap.
 
+Before any of that, the retouch stage (:mod:`pipeline.retouch`: dust and
+blemish healing, removal of painted regions, red eye, skin, teeth, eyes)
+runs on the original's pixels at the render size; its result is cached per
+(original, retouch part of the state, size) together with its LUT
+coordinates, so moving a tone slider afterwards costs what it did before.
+
 Local layers are blended through their soft masks; the first layer's tone
 and colour are compiled together with the global stack into one composite
 LUT, so it costs one more remap. Then spatial ops (dehaze, clarity, sharpen)
 run, at reduced resolution where their signal is smooth
-(:mod:`pipeline.spatial`). Render order: tone and colour (global, then each
-layer in order), then detail (global, then each layer's).
+(:mod:`pipeline.spatial`). Render order: the frame (crop, rotate, flip,
+straighten: :mod:`pipeline.geometry`, sampled from the original first so no
+work is spent on cropped-away pixels), tone and colour (global, then each
+layer in order; tone curves and colour grading are part of the same LUT),
+noise reduction, detail (global, then each layer's), then vignette and grain
+(:mod:`pipeline.finishing`). Masks are computed on the original and warped
+through the same frame.
 
 Same inputs give the same bytes; renders are cached by (original digest,
 state key, size) in a bounded, thread-safe cache.
@@ -26,6 +37,7 @@ state key, size) in a bounded, thread-safe cache.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -39,7 +51,11 @@ import numpy as np
 from pipeline import ops
 from pipeline.adjust import apply_pixel_ops
 from pipeline.generate.layers import composite, composite_key
-from pipeline.masks import MaskCache, build_mask, feather_mask, image_digest
+from pipeline import portrait
+from pipeline.finishing import apply_denoise, apply_finish
+from pipeline.geometry import Frame, detect_tilt, frame_for, framed, framed_image, framed_mask
+from pipeline.masks import MaskCache, build_mask, face_boxes, feather_mask, image_digest
+from pipeline.retouch import RetouchReport, apply_retouch, retouch_key
 from pipeline.spatial import apply_spatial_ops
 from pipeline.state import EditState
 
@@ -274,6 +290,26 @@ def _spatial_settings(settings: Mapping[str, int]) -> dict[str, int]:
     return {k: v for k, v in settings.items() if v and ops.OPS[k].kind == "spatial"}
 
 
+def _finish_settings(settings: Mapping[str, int]) -> dict[str, int]:
+    return {k: v for k, v in settings.items() if v and ops.OPS[k].kind == "finish"}
+
+
+def geometry_settings(settings: Mapping[str, int]) -> dict[str, int]:
+    """The geometry ops of ``settings`` (crop, rotate, flip, straighten)."""
+    return {k: v for k, v in settings.items() if v and ops.OPS[k].kind == "geometry"}
+
+
+def in_frame_of(state: EditState, framing: EditState) -> EditState:
+    """``state`` developed as before but framed like ``framing`` (its geometry replaced).
+
+    The judge compares the original and the previous version with the new one
+    through the new frame: ``in_frame_of(EditState(), new)`` is the original, cropped.
+    """
+    settings = {k: v for k, v in state.settings.items() if ops.OPS[k].kind != "geometry"}
+    settings.update(geometry_settings(framing.settings))
+    return EditState(settings=ops.check_settings(settings), layers=state.layers)
+
+
 def blend(under: np.ndarray, over: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """``over`` where mask is 1, ``under`` where it is 0, linear between."""
     m = np.ascontiguousarray(mask, dtype=np.float32)
@@ -299,17 +335,74 @@ class Renderer:
         self.coords = BoundedCache(max_cache_bytes // 4)
         self.luts = BoundedCache(32 * 2**20)
         self.masks = MaskCache(max_cache_bytes // 4)
+        self.framed = BoundedCache(max_cache_bytes // 8)
+        self.tilts: BoundedCache = BoundedCache(1 << 20)
+
+    def tilt(self, source: SourceImage) -> float:
+        """Detected clockwise tilt of the original in degrees (cached per photo)."""
+        cached = self.tilts.get(source.digest)
+        if cached is None:
+            cached = np.array([detect_tilt(source.pixels)], np.float64)
+            self.tilts.put(source.digest, cached)
+        return float(cached[0])
+
+    def frame(self, source: SourceImage, state: EditState) -> Frame | None:
+        """The frame of ``state`` on ``source`` (None when it has no geometry)."""
+        g = geometry_settings(state.settings)
+        if not g:
+            return None
+        tilt = self.tilt(source) if g.get("auto_straighten") else 0.0
+        return frame_for(g, source.width, source.height, tilt)
+
+    def output_size(self, source: SourceImage, state: EditState, long_side: int | None = None) -> tuple[int, int]:
+        """(height, width) of the render of ``state`` at ``long_side`` (None = full resolution)."""
+        frame = self.frame(source, state)
+        return frame.size_at(long_side) if frame else source.size_for(long_side)
+
+    def _base(self, source: SourceImage, frame: Frame | None, size: tuple[int, int]) -> np.ndarray:
+        """The original at ``size``, seen through ``frame``."""
+        if frame is None:
+            return source.resized(size)
+        key = (source.digest, frame.matrix.tobytes(), frame.width, frame.height, size)
+        return self.framed.get_or_create(key, lambda: _frozen(framed(source.pixels, frame, size)))
+
+    def mask_for(self, source: SourceImage, spec: Mapping, state: EditState, long_side: int | None = None,
+                 feather: float = 0) -> np.ndarray:
+        """The soft mask of ``spec`` in the frame of ``state`` at ``long_side``: computed on
+        the original and warped through the same crop, rotation and flip as the pixels."""
+        frame = self.frame(source, state)
+        if frame is None:
+            return self.mask(source, spec, source.size_for(long_side), feather)
+        size = frame.size_at(long_side)
+        return self._frame_mask(source, spec, frame, size, feather)
+
+    def _frame_mask(self, source: SourceImage, spec: Mapping, frame: Frame, size: tuple[int, int],
+                    feather: float) -> np.ndarray:
+        key = (source.digest, json.dumps(spec, sort_keys=True), frame.matrix.tobytes(), frame.width,
+               frame.height, size, feather, "mask")
+        return self.framed.get_or_create(key, lambda: _frozen(self._warp_mask(source, spec, frame, size, feather)))
+
+    def _warp_mask(self, source: SourceImage, spec: Mapping, frame: Frame, size: tuple[int, int],
+                   feather: float) -> np.ndarray:
+        s = min(1.0, size[1] / frame.width)
+        src_size = (max(1, round(source.height * s)), max(1, round(source.width * s)))
+        m = build_mask(spec, source.pixels, src_size, cache=self.masks, key=source.digest)
+        m = framed_mask(m, frame, size, (source.height, source.width))
+        return feather_mask(m, feather) if feather else m
 
     def lut(self, *stages: Mapping[str, int]) -> np.ndarray:
         key = tuple(tuple(sorted(s.items())) for s in stages)
         return self.luts.get_or_create(key, lambda: _frozen(compile_lut(*stages)))
 
-    def _coords(self, source: SourceImage, size: tuple[int, int]):
-        return self.coords.get_or_create((source.digest, size), lambda: lut_coordinates(source.resized(size)))
+    def _coords(self, source: SourceImage, size: tuple[int, int], frame: Frame | None = None):
+        if frame is None:
+            return self.coords.get_or_create((source.digest, size), lambda: lut_coordinates(source.resized(size)))
+        key = (source.digest, frame.matrix.tobytes(), frame.width, frame.height, size, "coords")
+        return self.coords.get_or_create(key, lambda: lut_coordinates(self._base(source, frame, size)))
 
     def mask(self, source: SourceImage, spec: Mapping, size: tuple[int, int], feather: float = 0) -> np.ndarray:
         """The soft mask of ``spec`` at ``size`` (height, width), float32 0..1."""
-        m = build_mask(spec, source.pixels, size, cache=self.masks, key=source.digest)
+        m = build_mask(spec, source.pixels, size, cache=self.masks, key=source.digest, blobs=self.blobs)
         return feather_mask(m, feather) if feather else m
 
     def render(self, source: SourceImage, state: EditState, long_side: int | None = None) -> np.ndarray:
@@ -318,12 +411,16 @@ class Renderer:
         The returned array is read-only (it may be shared through the cache).
         """
         source = self.with_generated(source, state)
-        size = source.size_for(long_side)
+        try:
+            frame = self.frame(source, state)
+        except ValueError as exc:
+            raise RenderError(str(exc)) from None
+        size = frame.size_at(long_side) if frame else source.size_for(long_side)
         key = (source.digest, state.key(), size)
         cached = self.renders.get(key)
         if cached is not None:
             return cached
-        out = self._render(source, state, size)
+        out = self._render(source, state, size, frame)
         out = _frozen(out) if out is not source.resized(size) else out
         self.renders.put(key, out)
         return out
@@ -354,20 +451,86 @@ class Renderer:
                 self.generated.popitem(last=False)
         return derived
 
-    def _render(self, source: SourceImage, state: EditState, size: tuple[int, int]) -> np.ndarray:
-        base = source.resized(size)
+    # -- the retouch stage (healing, portrait): runs first, on the original's pixels ---------------
+    def features(self, source: SourceImage) -> portrait.Features:
+        """Faces, eyes and mouths of ``source`` (fractions of the frame), found once per original."""
+        def find() -> np.ndarray:
+            boxes = face_boxes(source.pixels, cache=self.masks, key=source.digest)
+            return portrait.find_features(source.pixels, boxes).to_array()
+        return portrait.Features.from_array(self.masks.get_or_compute((source.digest, "portrait-features"), find))
+
+    def retouched(self, source: SourceImage, state: EditState,
+                  size: tuple[int, int]) -> tuple[np.ndarray, RetouchReport] | None:
+        """The original at ``size`` (unframed) with the state's retouch ops applied, and what they did
+        (None: no retouch)."""
+        key = retouch_key(state)
+        if key is None:
+            return None
+        cache_key = (source.digest, "retouch", key, size)
+        hit = self.renders.get(cache_key)
+        if hit is not None:
+            return hit[0], hit[3]
+        img, report = apply_retouch(
+            source.resized(size), state, features=lambda: self.features(source),
+            skin=lambda: self.mask(source, {"type": "skin"}, size),
+            region=lambda spec, feather: self.mask(source, spec, size, feather))
+        img = _frozen(img) if img is not source.resized(size) else img
+        coords = lut_coordinates(img)
+        self.renders.put(cache_key, (img, *coords, report))
+        return img, report
+
+    def retouch_report(self, source: SourceImage, state: EditState, long_side: int | None = None) -> RetouchReport:
+        """What the retouch ops of ``state`` did at ``long_side`` (spots healed, notes for the person)."""
+        done = self.retouched(source, state, source.size_for(long_side))
+        return done[1] if done is not None else RetouchReport()
+
+    def _retouched_base(self, source: SourceImage, state: EditState, size: tuple[int, int],
+                        frame: Frame | None):
+        """(base pixels, LUT coordinates) when the state retouches, else None.
+
+        Retouching works on the original's own frame (spots and regions are found
+        there), at the scale of the output; the result is then framed like the original."""
+        if retouch_key(state) is None:
+            return None
+        if frame is None:
+            img, _ = self.retouched(source, state, size)
+            cached = self.renders.get((source.digest, "retouch", retouch_key(state), size))
+            return img, (cached[1:3] if cached is not None else lut_coordinates(img))
+        s = min(1.0, size[1] / frame.width)
+        src_size = (max(1, round(source.height * s)), max(1, round(source.width * s)))
+        img, _ = self.retouched(source, state, src_size)
+        key = (source.digest, "retouch-framed", retouch_key(state), frame.matrix.tobytes(), frame.width,
+               frame.height, size)
+
+        def make():
+            base = _frozen(framed_image(img, frame, size, (source.height, source.width)))
+            return (base, *lut_coordinates(base))
+        base, *coords = self.framed.get_or_create(key, make)
+        return base, tuple(coords)
+
+    def _render(self, source: SourceImage, state: EditState, size: tuple[int, int],
+                frame: Frame | None = None) -> np.ndarray:
+        base = self._base(source, frame, size)
         if state.is_identity:
             return base
-        coords = self._coords(source, size)
+        retouched = self._retouched_base(source, state, size, frame)
+        if retouched is not None:
+            base, coords = retouched
+        else:
+            coords = self._coords(source, size, frame)
         g_pixel = _pixel_settings(state.settings)
         out = apply_lut(self.lut(g_pixel), coords) if g_pixel else base
         masks: list[np.ndarray | None] = []
         fresh = True  # is `out` still LUT(base)? then a layer is one composite LUT on cached coordinates
         for layer in state.layers:
-            if not layer.settings:
-                masks.append(None)
+            if not (_pixel_settings(layer.settings) or _spatial_settings(layer.settings)
+                    or _finish_settings(layer.settings)):
+                masks.append(None)  # empty, or a retouch-only layer (remove): done in the retouch stage
                 continue
-            mask = self.mask(source, layer.mask, size, layer.feather)
+            if frame is None:
+                mask = self.mask(source, layer.mask, size, layer.feather)
+            else:
+                mask = self._frame_mask(source, layer.mask, frame, size, layer.feather)
             if layer.opacity != 1.0:
                 mask = mask * np.float32(layer.opacity)
             masks.append(mask)
@@ -380,12 +543,18 @@ class Renderer:
                 layer_img = apply_lut(self.lut(l_pixel), lut_coordinates(out))
             out = blend(out, layer_img, mask)
             fresh = False
+        finish = _finish_settings(state.settings)
+        out = apply_denoise(out, finish)
+        for layer, mask in zip(state.layers, masks):
+            l_finish = _finish_settings(layer.settings)
+            if l_finish and mask is not None:
+                out = blend(out, apply_denoise(out, l_finish), mask)
         out = apply_spatial_ops(out, _spatial_settings(state.settings))
         for layer, mask in zip(state.layers, masks):
             l_spatial = _spatial_settings(layer.settings)
             if l_spatial and mask is not None:
                 out = blend(out, apply_spatial_ops(out, l_spatial), mask)
-        return out
+        return apply_finish(out, finish)
 
 
 def render(original: np.ndarray, state: EditState, long_side: int | None = None, *, blobs=None) -> np.ndarray:
@@ -394,7 +563,7 @@ def render(original: np.ndarray, state: EditState, long_side: int | None = None,
 
     Same inputs, same bytes. For many renders of one photo use a
     :class:`Renderer` and a :class:`SourceImage`, which cache coordinates,
-    LUTs, masks and results.
+    LUTs, masks and results. ``blobs``: the BlobStore painted masks live in.
     """
     return Renderer(max_cache_bytes=0, blobs=blobs).render(SourceImage.from_array(original), state, long_side).copy()
 
@@ -405,9 +574,10 @@ def render_exact(original: np.ndarray, state: EditState, long_side: int | None =
     Slow; used by the benchmark and tests to measure the LUT's error.
     """
     source = SourceImage.from_array(original)
-    size = source.size_for(long_side)
-    base = source.resized(size)
     renderer = Renderer(max_cache_bytes=0)
+    frame = renderer.frame(source, state)
+    size = frame.size_at(long_side) if frame else source.size_for(long_side)
+    base = renderer._base(source, frame, size)
 
     def exact(img: np.ndarray, *stages) -> np.ndarray:
         f = img.astype(np.float32) / 255.0
@@ -419,14 +589,20 @@ def render_exact(original: np.ndarray, state: EditState, long_side: int | None =
     out = exact(base, g_pixel) if g_pixel else base
     masks = []
     for layer in state.layers:
-        mask = renderer.mask(source, layer.mask, size, layer.feather) * np.float32(layer.opacity)
+        mask = renderer.mask_for(source, layer.mask, state, long_side, layer.feather) * np.float32(layer.opacity)
         masks.append(mask)
         l_pixel = _pixel_settings(layer.settings)
         if l_pixel:
             out = blend(out, exact(out, l_pixel), mask)
+    finish = _finish_settings(state.settings)
+    out = apply_denoise(out, finish)
+    for layer, mask in zip(state.layers, masks):
+        l_finish = _finish_settings(layer.settings)
+        if l_finish:
+            out = blend(out, apply_denoise(out, l_finish), mask)
     out = apply_spatial_ops(out, _spatial_settings(state.settings))
     for layer, mask in zip(state.layers, masks):
         l_spatial = _spatial_settings(layer.settings)
         if l_spatial:
             out = blend(out, apply_spatial_ops(out, l_spatial), mask)
-    return out
+    return apply_finish(out, finish)

@@ -25,11 +25,37 @@ class EditStateError(ValueError):
     """A malformed EditState: the message names the bad field."""
 
 
-def _settings(data: Any, where: str, clamp: bool) -> dict[str, int]:
+def _settings(data: Any, where: str, clamp: bool, *, local: bool = True) -> dict[str, int]:
     try:
-        return ops.check_settings(data or {}, clamp=clamp)
+        settings = ops.check_settings(data or {}, clamp=clamp)
     except ops.OpError as exc:
         raise EditStateError(f"{where}: {exc}") from None
+    if not local:
+        _refuse_region_ops(settings, where)
+    if where.endswith("layers") or ".layers[" in where:
+        whole = [k for k in settings if k in _WHOLE_FRAME]
+        if whole:
+            raise EditStateError(f"{where}: {', '.join(whole)} apply to the whole picture, not to a local layer")
+    elif any(ops.OPS[k].kind == "geometry" for k in settings):
+        from pipeline.geometry import GeometryError, frame_for
+        try:
+            frame_for(settings, 1000, 1000)
+        except GeometryError as exc:
+            raise EditStateError(f"{where}: {exc}") from None
+    return settings
+
+
+def _refuse_region_ops(settings: Mapping[str, Any], where: str) -> None:
+    region = [n for n in settings if n in ops.REGION_OPS]
+    if region:
+        raise EditStateError(f"{where}: {', '.join(region)} works on a selected region only "
+                             "(a local layer with a mask), not on the whole photo")
+
+
+#: Ops that only make sense for the whole frame (never inside a layer's mask).
+WHOLE_FRAME_OPS = _WHOLE_FRAME = frozenset(
+    n for n, o in ops.OPS.items()
+    if o.kind == "geometry" or n in ("vignette", "vignette_midpoint", "vignette_feather", "grain", "grain_size"))
 
 
 @dataclass(frozen=True)
@@ -133,7 +159,7 @@ class EditState:
         if not isinstance(layers, list):
             raise EditStateError("state.layers: expected a list")
         return cls(
-            settings=_settings(data.get("settings"), "state.settings", clamp),
+            settings=_settings(data.get("settings"), "state.settings", clamp, local=False),
             layers=tuple(
                 LocalLayer.from_dict(l, where=f"state.layers[{i}]", clamp=clamp)
                 for i, l in enumerate(layers)
@@ -167,12 +193,14 @@ class EditState:
     def is_identity(self) -> bool:
         return not self.settings and all(not l.settings for l in self.layers) and not self.generated
 
-    def value(self, op: str, mask: Mapping | None = None) -> int:
-        ops.get_op(op)
+    def value(self, op: str, mask: Mapping | None = None) -> Any:
+        """The op's value (0 when unset): an int, an angle (float) or curve points."""
+        o = ops.get_op(op)
+        empty = () if o.control == "points" else 0
         if mask is None:
-            return int(self.settings.get(op, 0))
+            return self.settings.get(op, empty)
         layer = self.find_layer(mask)
-        return int(layer.settings.get(op, 0)) if layer else 0
+        return layer.settings.get(op, empty) if layer else empty
 
     def find_layer(self, mask: Mapping) -> LocalLayer | None:
         spec = normalize_mask_spec(mask)
@@ -192,34 +220,46 @@ class EditState:
         if mode not in ("set", "add"):
             raise EditStateError(f"mode: expected 'set' or 'add', got {mode!r}")
         o = ops.get_op(op)
+        if mask is None:
+            _refuse_region_ops({op: 1}, "state.settings")
         current = self.value(op, mask)
+        if mode == "add" and o.control in ("points", "choice") and not o.wrap:
+            mode = "set"  # a curve or a choice has no "more": the value replaces it
         target = current + ops._as_number(op, value) if mode == "add" else value
         new = o.clamp(target) if clamp else o.check(target)
         if mask is None:
             settings = dict(self.settings)
             settings[op] = new
-            return EditState(settings=ops.check_settings(settings), layers=self.layers, generated=self.generated)
+            return EditState(settings=_settings(settings, "state.settings", False), layers=self.layers,
+                             generated=self.generated)
         spec = normalize_mask_spec(mask)
         layers = list(self.layers)
         for i, layer in enumerate(layers):
             if layer.mask == spec:
                 s = dict(layer.settings)
                 s[op] = new
-                layers[i] = LocalLayer(spec, ops.check_settings(s), layer.opacity, layer.feather, layer.name)
+                layers[i] = LocalLayer(spec, _settings(s, "state.layers", False), layer.opacity, layer.feather, layer.name)
                 break
         else:
-            layers.append(LocalLayer(spec, ops.check_settings({op: new}), name=layer_name))
+            layers.append(LocalLayer(spec, _settings({op: new}, "state.layers", False), name=layer_name))
         return EditState(settings=dict(self.settings), layers=tuple(layers), generated=self.generated)
 
     def with_settings(self, values: Mapping[str, Any], *, clamp: bool = True) -> "EditState":
         """Return a copy with several global values set at once."""
         settings = dict(self.settings)
         settings.update(values)
+        return EditState(settings=_settings(settings, "state.settings", clamp, local=False), layers=self.layers,
+                         generated=self.generated)
+
+    def with_crop(self, rect: Any) -> "EditState":
+        """Return a copy cropped to the normalised rectangle ``[x0, y0, x1, y1]`` (0..1 of
+        the straightened frame); raises EditStateError for a rectangle outside the image."""
+        from pipeline.geometry import GeometryError, crop_insets
         try:
-            checked = ops.check_settings(settings, clamp=clamp)
-        except ops.OpError as exc:
-            raise EditStateError(f"state.settings: {exc}") from None
-        return EditState(settings=checked, layers=self.layers, generated=self.generated)
+            insets = crop_insets(rect)
+        except GeometryError as exc:
+            raise EditStateError(str(exc)) from None
+        return self.with_settings(insets, clamp=False)
 
     def with_generated(self, layer: GeneratedLayer | Mapping) -> "EditState":
         """Return a copy with one more generated layer on top of the others."""

@@ -48,7 +48,7 @@ def browser():
 
 _STEP = re.compile(r"\b([a-z_]+)([+=-])(\d+)(?:@([a-z]+))?")
 _TARGETS = {"sky": {"type": "sky"}, "top": {"type": "gradient", "start": [0.5, 0.0], "end": [0.5, 0.6]},
-            "shadows": {"type": "luminance", "low": 0.0, "high": 0.35}}
+            "shadows": {"type": "luminance", "low": 0.0, "high": 0.35}, "selection": {"type": "selection"}}
 
 
 def small_photo(name: str = "astronaut", long_side: int = 400) -> np.ndarray:

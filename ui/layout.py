@@ -60,18 +60,20 @@ def build_studio(studio: Any) -> gr.Blocks:
         c["sid"] = gr.State(None)            # validated session id (server side only)
         c["selected"] = gr.State(None)       # gallery asset shown instead of the head
         c["gallery_ids"] = gr.State([])      # asset ids in gallery order
-        c["review_ops"] = gr.State([])       # the pending turn's ops, for the modify sliders
+        c["review_ops"] = gr.State([])       # the pending turn's ops (the ones Modify points at)
+        c["adj_base"] = gr.State(None)       # the EditState the sliders move (under review, else the head)
         start.create_ui(c, demo_photos=photos, styles=list(studio.styles()), default_review_mode=review_default,
                         quality_schemas=list(studio.list_schemas("quality")))
         with gr.Column(visible=False, elem_id="studio") as c["studio_area"]:
-            with gr.Row(equal_height=False):
-                with gr.Column(scale=7, min_width=520):
+            with gr.Row(equal_height=False, elem_id="studio-row"):
+                with gr.Column(scale=7, min_width=0, elem_id="photo-column"):
                     compare.create_ui(c)
-                with gr.Column(scale=4, min_width=380):
+                with gr.Column(scale=4, min_width=0, elem_id="talk-column"):
                     chat.create_ui(c)
                     review.create_ui(c)
-                with gr.Column(scale=2, min_width=250, elem_id="right-column"):
-                    adjustments.create_ui(c)
+                    chat.create_conversation(c)
+                with gr.Column(scale=3, min_width=0, elem_id="right-column"):
+                    adjustments.create_ui(c, sv.ops_table)
             gallery.create_ui(c)
         api.create_ui(c)
 

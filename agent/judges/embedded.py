@@ -355,6 +355,12 @@ def check_sub_goal(goal: SubGoal, request: JudgeRequest, views: _Views, t: Mappi
     effect = EFFECTS.get(goal.op)
     where_text = f" on {describe_mask(goal.target)}" if goal.target else ""
     if effect is None:
+        # geometry and finishing ops: their own pixel checks (aspect, levelness, vignette, grain, ...)
+        from agent.judges.toolbox_checks import check_toolbox_goal
+
+        found = check_toolbox_goal(goal, request, key)
+        if found is not None:
+            return SubGoalCheck(**found)
         return SubGoalCheck(goal.op, key, "not_measured", 1.0, where=where_text,
                             sentence=f"{goal.op}{where_text}: not measured.")
     moved = _needed_move(goal, request)
