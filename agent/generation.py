@@ -314,6 +314,8 @@ class GenerationDesk:
         layer = origin_state.generated[index]
         recipe = dict(layer.recipe)
         values = {k: recipe[k] for k in GenerationParams.__dataclass_fields__ if k in recipe}
+        if not overrides:
+            overrides = self._signal_overrides(origin, recipe.get("model", ""))
         values.update(overrides)
         values["seed"] = int(seed) if seed is not None else secrets.randbelow(_SEED_MAX)
         params = GenerationParams(**values)
@@ -337,6 +339,25 @@ class GenerationDesk:
                           asset_id=new_id, head_asset_id=new_id, statuses={})
         info = {**outcome.info, "reply": reply, "turn": turn, "report": report}
         return new_id, info, outcome.layer.recipe
+
+    def _signal_overrides(self, asset, model: str) -> dict:
+        """The profile's iteration signal for what the judge found in ``asset`` (e.g. a seam -> lower denoise)."""
+        report = (asset.scores or {}).get("generated_region") or {}
+        profile = self.profile(model)
+        for diagnosis in report.get("diagnoses") or []:
+            signal = profile.signal(diagnosis)
+            if signal:
+                return dict(signal.get("overrides") or {})
+        return {}
+
+    def _advice(self, report: dict, model: str) -> str:
+        """One line on what the judge found and what a regenerate will change (from the profile)."""
+        profile = self.profile(model)
+        for diagnosis in report.get("diagnoses") or []:
+            signal = profile.signal(diagnosis)
+            if signal:
+                return f" Say \"regenerate\" to try again: {signal['reason']}."
+        return ""
 
     # -- chat -------------------------------------------------------------------------------
     def chat_turn(self, session, request: "GenerativeRequest", progress=None) -> "TurnResult | None":
@@ -419,7 +440,8 @@ class GenerationDesk:
         before_canvas = _on_canvas(below, outcome.layer)
         new_id, report = self._apply(session, head.id, state, outcome, before_canvas, turn, request.text,
                                      f"{summary} (seed {outcome.layer.recipe['seed']})")
-        reply = f"{summary[0].upper()}{summary[1:]} (seed {outcome.layer.recipe['seed']}). {report['assessment']}"
+        reply = (f"{summary[0].upper()}{summary[1:]} (seed {outcome.layer.recipe['seed']}). {report['assessment']}"
+                 + self._advice(report, outcome.layer.recipe.get("model", "")))
         store.finish_turn(session_id=session.id, turn=turn, message=request.text, plan=None,
                           outcome="auto_approved", reply=reply,
                           action=ActionRecord(turn, request.text, "auto_approved", summary).to_dict(),

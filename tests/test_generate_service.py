@@ -318,3 +318,16 @@ def test_regenerate_of_an_edited_version_is_a_new_branch(studio, photo):
     assert recipe["seed"] == 77 and recipe["steps"] == 3
     with pytest.raises(InvalidInput, match="no generated pixels"):
         studio.regenerate(info[first].parent_id)
+
+
+def test_a_regenerate_after_a_diagnosed_result_follows_the_profiles_iteration_signal(studio, photo):
+    sid = studio.start_session(photo).id
+    _select(studio, sid, photo)
+    first = studio.send_message(sid, "remove the selection").asset_id
+    # the judge saw a seam in this version (recorded with it); a plain "regenerate" follows the profile's signal
+    asset = studio.store.get_asset(first, sid)
+    report = {**asset.scores["generated_region"], "diagnoses": ["seam"]}
+    studio.store.set_asset_fields(first, scores={**asset.scores, "generated_region": report})
+    again = studio.send_message(sid, "regenerate")
+    recipe = EditState.from_dict(studio.head(sid).state).generated[0].recipe
+    assert again.asset_id != first and recipe["denoise"] == 0.9  # sd2_inpainting.yaml: seam -> denoise 0.9
