@@ -210,7 +210,7 @@ def run_device(device: str, runs: int = 5, width: int = 3840, height: int = 2160
     # batch: one recipe over `batch` different photos (shifted copies), uploaded once as a session would
     photos = [SourceImage.from_array(np.ascontiguousarray(np.roll(photo, 97 * k, axis=1))) for k in range(batch)]
     for p in photos:
-        dev._base(p, size)
+        dev._device_base(p, size)
     _sync(dev.device)
     for label, state in (("global", glob), ("full_turn", full)):
         dev.render_batch(photos[:1], [state])
