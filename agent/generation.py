@@ -133,8 +133,7 @@ class GenerationDesk:
 
     def set_defaults(self, image: Any, persist: bool = False) -> dict:
         """Override some defaults (validated); ``persist`` writes them for the next start. Returns get_defaults()."""
-        validate("set_defaults", {"image": image, "persist": persist} if isinstance(persist, bool)
-                 else {"image": image, "persist": persist})
+        validate("set_defaults", {"image": image, "persist": persist})
         with self._lock:
             merged = {**self._overrides, **image}
             self._overrides = merged

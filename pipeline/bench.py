@@ -170,6 +170,8 @@ def run_device(device: str, runs: int = 5, width: int = 3840, height: int = 2160
 
     from pipeline.gpu import TorchRenderer, best_renderer
 
+    if device == "cuda" and not torch.cuda.is_available():
+        return {"device": "cuda", "note": "no CUDA device here (torch cannot see one): only the CPU path was measured"}
     dev = best_renderer(256 * 2**20, device=device)
     if not isinstance(dev, TorchRenderer):
         return {"device": "cpu", "note": "no CUDA device here: only the CPU path was measured"}
