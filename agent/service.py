@@ -798,6 +798,9 @@ class Studio:
         text = text.strip()
         if len(text) > MAX_MESSAGE_CHARS:
             raise InvalidInput(f"that message is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS})")
+        generative = self._generative_turn(session_id, text, progress)
+        if generative is not None:
+            return generative
         route = self.router.route(text)
         if route.kind != "modification":
             # small talk, questions and chat commands: answered before any planning (agent/router.py)
@@ -809,10 +812,22 @@ class Studio:
                 # Keep talking: the version under review is kept as if approved, and the new turn starts from it.
                 self._keep_pending(session)
                 session = self.store.get_session(session_id)
-            generative = self._generative_turn(session, text)
-            if generative is not None:
-                return generative
             return self._start_turn(session, text, progress=progress)
+
+    def _generative_turn(self, session_id: str, text: str, progress: ProgressFn | None) -> TurnResult | None:
+        """Remove / fill / expand / regenerate / create asked in words: answered by generation (agent/generation.py)
+        before the router and the planner; None when the message is not a generative request."""
+        from agent.planners.generative import parse_generative
+
+        request = parse_generative(text)
+        if request is None:
+            return None
+        with self._lock(session_id):
+            session = self._session(session_id)
+            if self._pending(session) is not None:
+                self._keep_pending(session)
+                session = self.store.get_session(session_id)
+            return self.generation.chat_turn(session, request, progress=progress)
 
     @property
     def router(self):
@@ -822,12 +837,6 @@ class Studio:
             vocab = getattr(self.planner, "vocab", None)
             self._router = Router(vocab=vocab) if vocab is not None else Router()
         return self._router
-    def _generative_turn(self, session: SessionRecord, text: str) -> TurnResult | None:
-        """Remove / fill / expand / regenerate / create asked in words: answered by generation, not the planner."""
-        from agent.planners.generative import parse_generative
-
-        request = parse_generative(text)
-        return None if request is None else self.generation.chat_turn(session, request)
 
     def _keep_pending(self, session: SessionRecord) -> TurnResult:
         """Approve the turn under review (the person went on talking instead of deciding)."""

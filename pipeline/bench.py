@@ -237,6 +237,8 @@ def run_device(device: str, runs: int = 5, width: int = 3840, height: int = 2160
 
     from pipeline.gpu import TorchRenderer, best_renderer
 
+    if device == "cuda" and not torch.cuda.is_available():
+        return {"device": "cuda", "note": "no CUDA device here (torch cannot see one): only the CPU path was measured"}
     dev = best_renderer(256 * 2**20, device=device)
     if not isinstance(dev, TorchRenderer):
         return {"device": "cpu", "note": "no CUDA device here: only the CPU path was measured"}
@@ -277,7 +279,7 @@ def run_device(device: str, runs: int = 5, width: int = 3840, height: int = 2160
     # batch: one recipe over `batch` different photos (shifted copies), uploaded once as a session would
     photos = [SourceImage.from_array(np.ascontiguousarray(np.roll(photo, 97 * k, axis=1))) for k in range(batch)]
     for p in photos:
-        dev._base(p, size)
+        dev._device_base(p, size)
     _sync(dev.device)
     for label, state in (("global", glob), ("full_turn", full)):
         dev.render_batch(photos[:1], [state])

@@ -520,6 +520,31 @@ class Renderer:
                 return source.alpha
             return cv2.resize(source.alpha, (size[1], size[0]), interpolation=cv2.INTER_AREA)
         return framed(source.alpha, frame, frame.size_at(long_side))
+    def with_generated(self, source: SourceImage, state: EditState) -> SourceImage:
+        """The original with the state's generated layers composited (the original itself when it has none).
+
+        Pure given the blob resolver: the stored pixels are composited, no model runs.
+        """
+        if not state.generated:
+            return source
+        if self.blobs is None:
+            raise RenderError("this version has generated layers but the renderer has no blob store")
+        key = composite_key(source.digest, state.generated)
+        with self._generated_lock:
+            hit = self.generated.get(key)
+            if hit is not None:
+                self.generated.move_to_end(key)
+                return hit
+        try:
+            pixels = composite(source.pixels, state.generated, self.blobs.get_array)
+        except (LookupError, ValueError) as exc:
+            raise RenderError(f"a generated layer could not be composited: {exc}") from None
+        derived = SourceImage.from_array(pixels)
+        with self._generated_lock:
+            self.generated[key] = derived
+            while len(self.generated) > 4:
+                self.generated.popitem(last=False)
+        return derived
 
     # -- the retouch stage (healing, portrait): runs first, on the original's pixels ---------------
     def features(self, source: SourceImage) -> portrait.Features:
@@ -577,32 +602,6 @@ class Renderer:
             return (base, *lut_coordinates(base))
         base, *coords = self.framed.get_or_create(key, make)
         return base, tuple(coords)
-
-    def with_generated(self, source: SourceImage, state: EditState) -> SourceImage:
-        """The original with the state's generated layers composited (the original itself when it has none).
-
-        Pure given the blob resolver: the stored pixels are composited, no model runs.
-        """
-        if not state.generated:
-            return source
-        if self.blobs is None:
-            raise RenderError("this version has generated layers but the renderer has no blob store")
-        key = composite_key(source.digest, state.generated)
-        with self._generated_lock:
-            hit = self.generated.get(key)
-            if hit is not None:
-                self.generated.move_to_end(key)
-                return hit
-        try:
-            pixels = composite(source.pixels, state.generated, self.blobs.get_array)
-        except (LookupError, ValueError) as exc:
-            raise RenderError(f"a generated layer could not be composited: {exc}") from None
-        derived = SourceImage.from_array(pixels)
-        with self._generated_lock:
-            self.generated[key] = derived
-            while len(self.generated) > 4:
-                self.generated.popitem(last=False)
-        return derived
 
     def _render(self, source: SourceImage, state: EditState, size: tuple[int, int],
                 frame: Frame | None = None) -> np.ndarray:
