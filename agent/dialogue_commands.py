@@ -72,7 +72,7 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
             result.kind = "command"
             return result
         # anything else: keep talking, as with an edit request (the version under review is kept first)
-        with studio._lock(session_id):
+        with studio._leased(session_id):
             current = studio._session(session_id)
             if studio._pending(current) is not None:
                 studio._keep_pending(current)
@@ -151,7 +151,7 @@ def _reset(studio: "Studio", session_id: str, route: Route, text: str, progress)
         label = ", ".join(dict.fromkeys(ops.get_op(n).label.lower() for n in names)) or "that"
         return _answered(studio, session_id, f"{label.capitalize()} is already at its neutral value; nothing to reset.",
                          kind="command")
-    with studio._lock(session_id):
+    with studio._leased(session_id):
         session = studio._session(session_id)
         result = studio._start_turn(session, text, modify_values=values, progress=progress)
     result.kind = "command"

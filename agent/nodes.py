@@ -29,7 +29,7 @@ from agent.dialogue import dialogue_state
 from agent.failures import backoff_seconds, classify as classify_failure, failure_policy
 from agent.judges.base import Assessment, Judge, JudgeRequest
 from agent.planners.base import Plan, PlanError, Planner, PlanRequest, SubGoal
-from agent.selection import NO_SELECTION_REPLY, resolve_selection
+from agent.selection import NO_SELECTION_REPLY, resolve_selection, retouch_notes
 from agent.state import ActionRecord, AgentState, ToolContext
 from agent.store import Store, new_id
 from pipeline import ops
@@ -343,6 +343,10 @@ class TurnNodes:
         extra = {"reply": reply} if person_modified else {}
         if not person_modified and held_lines:
             extra["warnings"] = warnings + held_lines
+        # Healing and portrait ops say honestly what they could not find (no face, no dust, no teeth).
+        notes = retouch_notes(self.renderer, source, new_state, goals, self.config.proxy_long_side)
+        if notes:
+            extra["reply"] = " ".join([extra.get("reply") or state.get("reply") or ""] + notes).strip()
         return {"asset_id": asset_id, "sub_goals": rows, "tool_contexts": [s.to_dict() for s in steps],
                 "review": None, "modify_values": None, "modify_layers": None, "person_modified": person_modified,
                 "assessment": None, "error": None, "details": details, **extra}

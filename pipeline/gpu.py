@@ -137,9 +137,7 @@ class TorchRenderer(Renderer):
         names = list(state.settings) + [n for layer in state.layers for n in layer.settings]
         return all(ops.OPS[n].kind in _KINDS for n in names if n in ops.OPS) and all(n in ops.OPS for n in names)
 
-    def _render(self, source: SourceImage, state: EditState, size: tuple[int, int],
-                frame=None) -> np.ndarray:
-        # geometry, retouch and finishing ops (and a crop's frame) run on the CPU path, same pixels
+    def _render(self, source: SourceImage, state: EditState, size: tuple[int, int], frame=None) -> np.ndarray:
         if state.is_identity or frame is not None or not self.covers(state):
             if not state.is_identity:
                 self.cpu_fallbacks += 1
@@ -330,7 +328,10 @@ class TorchRenderer(Renderer):
         outs = []
         for source, state in zip(sources, states):
             source = self.with_generated(source, state)
-            outs.append(self.render_tensor(source, state, source.size_for(long_side)))
+            if self.covers(state) and self.frame(source, state) is None:
+                outs.append(self.render_tensor(source, state, source.size_for(long_side)))
+            else:  # geometry, finishing, retouch: the CPU path, uploaded
+                outs.append(self.upload(self.render(source, state, long_side)))
         if self.device.type == "cuda":
             self.torch.cuda.synchronize()
         return outs

@@ -74,10 +74,11 @@ def _merge(moves: list[Move], state: EditState, notes: list[str]) -> list[Move]:
         op = ops.get_op(key[0])
         current = state.value(op.name, first.target) if first.target else state.value(op.name)
         if mode == "add":
-            value = op.clamp(current + value) - current    # never ask past the op's range
+            if not op.wrap:  # a wrapping op (quarter turns, a flip) has no limit to stop at
+                value = op.clamp(current + value) - current    # never ask past the op's range
             if not value:
                 if current:
-                    notes.append(f"{op.label} is already at its limit ({current:+d}).")
+                    notes.append(f"{op.label} is already at its limit ({current:+}).")
                 continue
         else:
             value = op.clamp(value)
