@@ -8,9 +8,8 @@ clauses join, and how an intent becomes op moves on the current EditState.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Mapping
 
 from agent.planners.base import PlanRequest
 from agent.planners.vocabulary import (_FILLER, MAX_MESSAGE_CHARS, Intent, Piece, Vocabulary, _match,
