@@ -694,7 +694,13 @@ class Studio:
         from agent.planners.generative import parse_generative
 
         request = parse_generative(text)
-        return None if request is None else self.generation.chat_turn(session, request)
+        if request is None:
+            return None
+        from pipeline.generate.base import NoBackend
+
+        if request.kind == "remove" and request.target == "selection" and isinstance(self.generation.backend, NoBackend):
+            return None  # "remove this" with no generation backend: the CPU fill of the selection (pipeline.healing)
+        return self.generation.chat_turn(session, request)
 
     def _keep_pending(self, session: SessionRecord) -> TurnResult:
         """Approve the turn under review (the person went on talking instead of deciding)."""
