@@ -696,9 +696,8 @@ class Studio:
         request = parse_generative(text)
         if request is None:
             return None
-        from pipeline.generate.base import NoBackend
-
-        if request.kind == "remove" and request.target == "selection" and isinstance(self.generation.backend, NoBackend):
+        no_backend = type(getattr(self.generation, "backend", None)).__name__ == "NoBackend"  # no torch import here
+        if request.kind == "remove" and request.target == "selection" and no_backend:
             return None  # "remove this" with no generation backend: the CPU fill of the selection (pipeline.healing)
         return self.generation.chat_turn(session, request)
 
