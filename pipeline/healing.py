@@ -202,7 +202,7 @@ def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequ
         return np.zeros((h, w), np.uint8)
     face_w = max(fw * w for _, _, fw, _ in faces)
     scale = min(1.0, 320.0 / face_w)
-    if scale < 1.0:  # found where the face is ~320 px wide (blemishes are then 3-20 px), healed at full size
+    if scale < 0.9:  # found where the face is ~320 px wide (blemishes are then 3-20 px), healed at full size
         small = cv2.resize(img, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA)
         small_skin = cv2.resize(skin.astype(np.float32), (small.shape[1], small.shape[0]),
                                 interpolation=cv2.INTER_AREA)

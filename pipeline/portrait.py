@@ -184,7 +184,27 @@ def describe_findings(features: Features, wanted: set[str]) -> list[str]:
 
 # --- masks in pixels --------------------------------------------------------------
 
+#: Soft shape masks (face zones, eyes) are drawn and blurred at this long side at most, then upsampled.
+SHAPE_SIDE = 768
+
+
+def _small_then_up(make, size: tuple[int, int], features: Features) -> np.ndarray:
+    """A smooth mask made at most SHAPE_SIDE px on its long side and resized to ``size`` (fast at 4K)."""
+    h, w = size
+    s = SHAPE_SIDE / max(h, w)
+    if s >= 1.0:
+        return make(size, features)
+    small = make((max(1, round(h * s)), max(1, round(w * s))), features)
+    if not small.any():
+        return np.zeros((h, w), np.float32)
+    return cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
+
+
 def eye_mask(size: tuple[int, int], features: Features) -> np.ndarray:
+    return _small_then_up(eye_mask_at, size, features)
+
+
+def eye_mask_at(size: tuple[int, int], features: Features) -> np.ndarray:
     """Soft discs over the eyes (float32 HxW)."""
     h, w = size
     mask = np.zeros((h, w), np.float32)
@@ -197,6 +217,10 @@ def eye_mask(size: tuple[int, int], features: Features) -> np.ndarray:
 
 
 def near_faces(size: tuple[int, int], features: Features) -> np.ndarray:
+    return _small_then_up(near_faces_at, size, features)
+
+
+def near_faces_at(size: tuple[int, int], features: Features) -> np.ndarray:
     """Soft zone (float32 HxW) of each face and its neck: skin ops stay there, off skin-coloured objects."""
     h, w = size
     mask = np.zeros((h, w), np.float32)
@@ -209,6 +233,10 @@ def near_faces(size: tuple[int, int], features: Features) -> np.ndarray:
 
 
 def feature_mask(size: tuple[int, int], features: Features) -> np.ndarray:
+    return _small_then_up(feature_mask_at, size, features)
+
+
+def feature_mask_at(size: tuple[int, int], features: Features) -> np.ndarray:
     """Soft mask (float32 HxW) over eyes (with lids and brows) and mouths: skin ops leave these alone."""
     h, w = size
     mask = np.zeros((h, w), np.float32)
@@ -361,8 +389,15 @@ def brighten_eyes(img: np.ndarray, features: Features, amount: float) -> np.ndar
     if amount <= 0 or not mask.any():
         return img
     a = min(100.0, amount) / 100.0
-    f = img.astype(np.float32)
+    ys, xs = np.nonzero(mask > 0)
+    pad = 8
+    y0, y1 = max(0, ys.min() - pad), min(img.shape[0], ys.max() + 1 + pad)
+    x0, x1 = max(0, xs.min() - pad), min(img.shape[1], xs.max() + 1 + pad)
+    region = np.ascontiguousarray(img[y0:y1, x0:x1])
+    f = region.astype(np.float32)
     blur = cv2.GaussianBlur(f, (0, 0), max(1.0, 0.004 * max(img.shape[:2])))
     lifted = f + (255 - f) * 0.25 * a + (f - blur) * 0.6 * a
-    out = np.clip(lifted + 0.5, 0, 255).astype(np.uint8)
-    return _blend(img, out, mask)
+    out = img.copy()
+    out[y0:y1, x0:x1] = _blend(region, np.clip(lifted + 0.5, 0, 255).astype(np.uint8),
+                               np.ascontiguousarray(mask[y0:y1, x0:x1]))
+    return out
