@@ -53,7 +53,8 @@ from pipeline.adjust import apply_pixel_ops
 from pipeline import portrait
 from pipeline.finishing import apply_denoise, apply_finish
 from pipeline.generate.layers import composite, composite_key
-from pipeline.geometry import Frame, detect_tilt, frame_for, framed, framed_image, framed_mask
+from pipeline.geometry import (Frame, axis_box, detect_tilt, frame_for, framed, framed_image, framed_mask,
+                               orient)
 from pipeline.masks import MaskCache, build_mask, face_boxes, feather_mask, image_digest
 from pipeline.retouch import RetouchReport, apply_retouch, retouch_key
 from pipeline.spatial import apply_spatial_ops
@@ -441,7 +442,19 @@ class Renderer:
         if frame is None:
             return self.coords.get_or_create((source.digest, size), lambda: lut_coordinates(source.resized(size)))
         key = (source.digest, frame.matrix.tobytes(), frame.width, frame.height, size, "coords")
-        return self.coords.get_or_create(key, lambda: lut_coordinates(self._base(source, frame, size)))
+        return self.coords.get_or_create(key, lambda: self._framed_coords(source, frame, size))
+
+    def _framed_coords(self, source: SourceImage, frame: Frame, size: tuple[int, int]):
+        """LUT coordinates of a framed base. A crop, quarter turn or flip at full resolution
+        shows the original's own pixels, so its coordinates are the original's, sliced and
+        turned (per-pixel maps): a new crop costs a slice, not a new 4K pass."""
+        if frame.axis_aligned:
+            x0, y0, x1, y1 = axis_box(frame, source.height, source.width)
+            shape = (x1 - x0, y1 - y0) if frame.quarter % 2 else (y1 - y0, x1 - x0)
+            if shape == size:
+                full = self._coords(source, (source.height, source.width))
+                return tuple(np.ascontiguousarray(orient(m[y0:y1, x0:x1], frame)) for m in full)
+        return lut_coordinates(self._base(source, frame, size))
 
     def mask(self, source: SourceImage, spec: Mapping, size: tuple[int, int], feather: float = 0) -> np.ndarray:
         """The soft mask of ``spec`` at ``size`` (height, width), float32 0..1."""
@@ -507,6 +520,31 @@ class Renderer:
                 return source.alpha
             return cv2.resize(source.alpha, (size[1], size[0]), interpolation=cv2.INTER_AREA)
         return framed(source.alpha, frame, frame.size_at(long_side))
+    def with_generated(self, source: SourceImage, state: EditState) -> SourceImage:
+        """The original with the state's generated layers composited (the original itself when it has none).
+
+        Pure given the blob resolver: the stored pixels are composited, no model runs.
+        """
+        if not state.generated:
+            return source
+        if self.blobs is None:
+            raise RenderError("this version has generated layers but the renderer has no blob store")
+        key = composite_key(source.digest, state.generated)
+        with self._generated_lock:
+            hit = self.generated.get(key)
+            if hit is not None:
+                self.generated.move_to_end(key)
+                return hit
+        try:
+            pixels = composite(source.pixels, state.generated, self.blobs.get_array)
+        except (LookupError, ValueError) as exc:
+            raise RenderError(f"a generated layer could not be composited: {exc}") from None
+        derived = SourceImage.from_array(pixels)
+        with self._generated_lock:
+            self.generated[key] = derived
+            while len(self.generated) > 4:
+                self.generated.popitem(last=False)
+        return derived
 
     # -- the retouch stage (healing, portrait): runs first, on the original's pixels ---------------
     def features(self, source: SourceImage) -> portrait.Features:
@@ -564,32 +602,6 @@ class Renderer:
             return (base, *lut_coordinates(base))
         base, *coords = self.framed.get_or_create(key, make)
         return base, tuple(coords)
-
-    def with_generated(self, source: SourceImage, state: EditState) -> SourceImage:
-        """The original with the state's generated layers composited (the original itself when it has none).
-
-        Pure given the blob resolver: the stored pixels are composited, no model runs.
-        """
-        if not state.generated:
-            return source
-        if self.blobs is None:
-            raise RenderError("this version has generated layers but the renderer has no blob store")
-        key = composite_key(source.digest, state.generated)
-        with self._generated_lock:
-            hit = self.generated.get(key)
-            if hit is not None:
-                self.generated.move_to_end(key)
-                return hit
-        try:
-            pixels = composite(source.pixels, state.generated, self.blobs.get_array)
-        except (LookupError, ValueError) as exc:
-            raise RenderError(f"a generated layer could not be composited: {exc}") from None
-        derived = SourceImage.from_array(pixels)
-        with self._generated_lock:
-            self.generated[key] = derived
-            while len(self.generated) > 4:
-                self.generated.popitem(last=False)
-        return derived
 
     def _render(self, source: SourceImage, state: EditState, size: tuple[int, int],
                 frame: Frame | None = None) -> np.ndarray:
