@@ -134,6 +134,17 @@ class TurnNodes:
                                        keep_recent=self.config.keep_recent_turns,
                                        chars_per_token=self.config.chars_per_token)
 
+    def judge_history(self, source, session_id: str, base_asset_id: str, side: int):
+        """The messages of the changes that still stand (oldest first) and the render before
+        the last of them: the judge reads follow-ups ("bit more", "halve it") against them."""
+        chain = self.store.ancestors(base_asset_id)
+        messages = {t.turn: t.message for t in self.store.turns(session_id)}
+        history = [messages[a.turn] for a in chain[1:] if messages.get(a.turn)]
+        before_last = None
+        if len(chain) >= 2:
+            before_last = self.renderer.render(source, EditState.from_dict(chain[-2].state), side)
+        return history, before_last
+
     # -- nodes -----------------------------------------------------------------------------
     @guarded("planner")
     def plan(self, state: AgentState) -> dict:
@@ -170,6 +181,13 @@ class TurnNodes:
             raise PlanError(f"the planner returned {type(plan).__name__}, expected a Plan")
         goals = [SubGoal.from_dict(g.to_dict() if isinstance(g, SubGoal) else g, f"sub_goals[{i}]")
                  for i, g in enumerate(plan.sub_goals)]
+        if assessment and review.get("action") != "replan" and not state.get("feedback") \
+                and [g.to_dict() for g in goals] == [g.to_dict() for g in goals_from_rows(state.get("sub_goals") or [])]:
+            # An automatic replan that came back with the same plan would only make the same
+            # version again: stop here and let the last attempt (and its assessment) stand.
+            return {"repeat_plan": True, "retries": self.config.max_retries_per_sub_goal, "error": None,
+                    "warnings": list(state.get("warnings") or []) + ["the new plan was the same as the last; "
+                                                                     "kept the last attempt"]}
         warnings = list(state.get("warnings") or [])
         warnings += [n for n in plan.notes if isinstance(n, str) and n not in warnings]  # e.g. a held conflict, a fallback
         if len(goals) > self.config.max_sub_goals:
@@ -179,7 +197,7 @@ class TurnNodes:
             "plan": plan.to_dict(), "sub_goals": [g.to_dict() for g in goals], "retries": retries,
             "review": None, "feedback": None, "error": None, "diagnoses": diagnoses,
             "modify_values": None, "person_modified": False, "warnings": warnings,
-            "reply": plan.reply or "",
+            "reply": plan.reply or "", "repeat_plan": False,
         }
         if not plan.understood or not goals:
             update["status"] = "not_understood"
@@ -250,10 +268,13 @@ class TurnNodes:
                 if key not in masks:
                     masks[key] = self.renderer.mask(source, g.target, original_img.shape[:2])
         session = self.store.get_session(state["session_id"])
+        history, before_last = self.judge_history(source, state["session_id"], state["base_asset_id"], side)
         result = self.judge.assess(JudgeRequest(
             original=original_img, current=current_img, sub_goals=goals, state=candidate,
             previous_state=previous, previous=previous_img, masks=masks, message=state["message"],
             schema=str(session.settings.get("quality_schema", "default")), schema_root=self.schemas_root,
+            history=history, before_last=before_last,
+            locate=lambda spec: self.renderer.mask(source, spec, original_img.shape[:2]),
         ))
         if not isinstance(result, Assessment):
             raise TypeError(f"the judge returned {type(result).__name__}, expected an Assessment")

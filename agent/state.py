@@ -129,6 +129,8 @@ class AgentState(TypedDict, total=False):
     status: str                      # "running", then one of OUTCOMES
     reply: str
     warnings: list[str]
+    details: str                     # the measurements behind the reply (a details fold), plain reply stays short
+    repeat_plan: bool                # an automatic replan came back with the same plan: stop replanning
 
 
 def fresh_turn_state(*, session_id: str, turn: int, message: str, style: str | None,
@@ -142,7 +144,7 @@ def fresh_turn_state(*, session_id: str, turn: int, message: str, style: str | N
         assessment=None, retries=0, error_retries=0, errors=[], error=None,
         feedback=None, diagnoses=[], modify_values=modify_values,
         person_modified=False, review=None, rollback_asset_id=None,
-        status="running", reply="", warnings=[],
+        status="running", reply="", warnings=[], details="", repeat_plan=False,
     )
 
 
