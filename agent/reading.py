@@ -11,7 +11,7 @@ pixels against the words, not against what the planner understood.
 
     >>> r = read_request("it looks a bit murky")
     >>> r.kind, [str(e) for e in r.expects]
-    ('edit', ['contrast up (slight) or detail up (slight)'])
+    ('edit', ['contrast up (slight)'])
 
 Kinds: ``edit`` (a wish or a complaint), ``follow_up`` (more / less / the same
 elsewhere, resolved against the last reading), ``undo``, ``chat``,

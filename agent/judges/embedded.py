@@ -747,7 +747,8 @@ class EmbeddedJudge:
                                before_last=getattr(request, "before_last", None),
                                target_mask=_reading_mask(reading, original, warnings,
                                                          getattr(request, "locate", None)),
-                               plan_mask=plan_mask, plan_is_local=bool(local))
+                               plan_mask=plan_mask, plan_is_local=bool(local),
+                               views=(views.before, views.after))
 
         dims: dict[str, float] = {}
         parts: dict[str, float] = {}

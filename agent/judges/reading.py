@@ -196,13 +196,15 @@ def _fmt(change: float, prop: str, lex: Lexicon) -> str:
 def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
                   original: np.ndarray | None = None, before_last: np.ndarray | None = None,
                   target_mask: np.ndarray | None = None, plan_mask: np.ndarray | None = None,
-                  plan_is_local: bool = False, lexicon: Lexicon | None = None) -> ReadingScore:
+                  plan_is_local: bool = False, lexicon: Lexicon | None = None,
+                  views: tuple[measure.LabImage, measure.LabImage] | None = None) -> ReadingScore:
     """Score the turn ``before`` -> ``after`` (same-size uint8 RGB) against ``reading``.
 
     ``target_mask``: the reading's own target mask (0..1, full size), when it
     names a place with a mask spec; ``plan_mask``: where the plan edited (the
     union of its local masks), used for objects the vocabulary cannot locate.
     ``before_last``: the version before the last change (for "less" follow-ups).
+    ``views``: the analysis copies of ``before`` and ``after`` when the caller has them.
     """
     lex = lexicon or load_lexicon()
     if reading.kind in _NO_EDIT_WORDS:
@@ -213,7 +215,7 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
     if not reading.expects:
         return ReadingScore(None, sentences=[], details=["The judge could not read the request; "
                                                          "it checked the plan's steps instead."])
-    b_view, a_view = measure.LabImage.of(before), measure.LabImage.of(after)
+    b_view, a_view = views if views is not None else (measure.LabImage.of(before), measure.LabImage.of(after))
     out = ReadingScore(None)
     where_words = ""
     mask = None
