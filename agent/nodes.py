@@ -28,6 +28,7 @@ from agent.judges.base import Assessment, Judge, JudgeRequest
 from agent.planners.base import Plan, PlanError, Planner, PlanRequest, SubGoal
 from agent.state import ActionRecord, AgentState, ToolContext
 from agent.store import Store, new_id
+from agent.wording import compose_reply
 from pipeline import ops
 from pipeline.masks import describe_mask
 from pipeline.measure import image_stats
@@ -271,7 +272,9 @@ class TurnNodes:
         history, before_last = self.judge_history(source, state["session_id"], state["base_asset_id"], side)
         result = self.judge.assess(JudgeRequest(
             original=original_img, current=current_img, sub_goals=goals, state=candidate,
-            previous_state=previous, previous=previous_img, masks=masks, message=state["message"],
+            previous_state=previous, previous=previous_img, masks=masks,
+            # the person's own slider values are what they asked for: no request to read against
+            message="" if state.get("person_modified") else state["message"],
             schema=str(session.settings.get("quality_schema", "default")), schema_root=self.schemas_root,
             history=history, before_last=before_last,
             locate=lambda spec: self.renderer.mask(source, spec, original_img.shape[:2]),
@@ -307,20 +310,20 @@ class TurnNodes:
         candidate = state.get("asset_id")
         assessment = state.get("assessment") or {}
         reply = state.get("reply") or ""
+        details = ""
         if status in ("failed", "not_understood"):
             outcome, head = status, base
         elif review.get("action") == "rollback":
             outcome, head = "rolled_back", review["asset_id"]
             target = self.store.get_asset(head)
-            reply = f"Rolled back to turn {target.turn} ({target.summary}). Later versions stay in the history."
+            reply = f"Rolled back to turn {target.turn}. Later versions stay in the history."
+            details = f"Turn {target.turn}: {target.summary}."
         elif review.get("action") == "approve":
             outcome, head = "approved", candidate
-            reply = (reply + " Kept this version.").strip()
+            reply, details = compose_reply(reply, assessment, tail="Kept this version.")
         else:
             outcome, head = "auto_approved", candidate
-            score = assessment.get("score")
-            judged = f" Score {score:.2f}: {assessment.get('assessment', '')}" if score is not None else ""
-            reply = (reply + judged).strip()
+            reply, details = compose_reply(reply, assessment)
         turn = int(state["turn"])
         statuses = {a.id: "rejected" for a in self.store.assets(state["session_id"])
                     if a.turn == turn and a.status == "pending"}
@@ -338,7 +341,7 @@ class TurnNodes:
                                plan=state.get("plan"), outcome=outcome, reply=reply, action=action.to_dict(),
                                asset_id=candidate, head_asset_id=head or base, statuses=statuses)
         return {"status": outcome, "reply": reply, "head_asset_id": head or base, "action": action.to_dict(),
-                "tool_contexts": [], "review": None}
+                "tool_contexts": [], "review": None, "details": details}
 
 
 __all__ = ["TurnNodes", "apply_sub_goals", "goals_from_rows", "guarded", "review_payload"]

@@ -29,6 +29,7 @@ from agent.config import REVIEW_MODES, AgentConfig, load_config
 from agent.errors import AtelierError, InvalidInput, SessionNotFound
 from agent.graph import build_graph
 from agent.state import ActionRecord, fresh_turn_state
+from agent.wording import compose_reply
 from agent.store import (AssetRecord, SessionRecord, Store, new_id, open_checkpointer,
                          resolve_database_url)
 from pipeline import ops
@@ -125,6 +126,9 @@ class TurnResult:
     rendered_path: str | None = None
     warnings: list = field(default_factory=list)
     review: ReviewPayload | None = None
+    # The measurements behind ``reply`` (op values, L*, b*, SSIM, the score), for a details fold;
+    # ``reply`` itself says what changed in plain words.
+    details: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -318,17 +322,17 @@ class Studio:
         else:
             shown = asset_id or head
         reply = values.get("reply") or ""
+        details = values.get("details") or ""
         if review is not None:
-            score = assessment.get("score")
-            judged = f" Score {score:.2f}: {assessment.get('assessment', '')}" if score is not None else ""
-            reply = (reply + judged + " Approve, modify, roll back or ask for a new plan.").strip()
+            reply, details = compose_reply(reply, assessment,
+                                           tail="Approve, modify, roll back or ask for a new plan.")
         return TurnResult(
             session_id=session.id, turn=int(values.get("turn") or 0), status=status, reply=reply,
             sub_goals=list(values.get("sub_goals") or []) if status != "not_understood" else [],
             score=assessment.get("score"), assessment=assessment.get("assessment", ""),
             dimensions=dict(assessment.get("dimensions") or {}), fields=dict(assessment.get("fields") or {}),
             asset_id=asset_id, head_asset_id=head, rendered_path=self._proxy_path(session.id, shown),
-            warnings=list(values.get("warnings") or []), review=review,
+            warnings=list(values.get("warnings") or []), review=review, details=details,
         )
 
     def _asset(self, session_id: str, asset_id: str | None) -> AssetRecord:

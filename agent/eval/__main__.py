@@ -21,7 +21,7 @@ import time
 from agent.eval.discrimination import discrimination, labelled_cases
 from agent.eval.metrics import summarize
 from agent.eval.report import (conversation_failures_text, conversation_table, discrimination_text,
-                               failures_text, markdown_table, metrics_table)
+                               failures_text, markdown_table, metrics_table, wording_text)
 from agent.eval.runner import EvalError, RunOptions, agent_limits, flatten, run_suite
 from agent.eval.scenarios import ScenarioError, load_scenarios, smoke_subset
 from agent.eval.trace import TRACE_LEVELS, clean, write_trace
@@ -113,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(conversation_table(summary))
         print(discrimination_text(summary))
+        print(wording_text(summary))
         print(conversation_failures_text(summary, "heldout"))
         for r in summary["scenario_errors"]:
             print(f"scenario {r['scenario']} crashed: {r['error']}")

@@ -212,6 +212,7 @@ def summarize(turns: Sequence[Mapping[str, Any]], scenarios: Sequence[Mapping[st
         "latency_s": lat,
         "judge_agreement": agree,
         "conversation": conversation_summary(turns),
+        "wording": wording_summary(turns),
         "targets": targets,
         "failures": failures,
         "errors": errors,
@@ -261,6 +262,26 @@ def conversation_summary(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     ]
     out["latency_s"] = lat_all
     return out
+
+
+def wording_summary(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Replies read for doubled words and for direction words that disagree with a value."""
+    from agent.wording import contradictions, repeated_words
+
+    problems = []
+    n = 0
+    for t in turns:
+        for part in ("reply", "details"):
+            text = t.get(part) or ""
+            if not text:
+                continue
+            n += 1
+            for kind, found in (("repeated", repeated_words(text)), ("contradiction", contradictions(text))):
+                for f in found:
+                    problems.append({"scenario": t.get("scenario"), "step": t.get("step"), "part": part,
+                                     "kind": kind, "text": f})
+    return {"texts": n, "repeated": sum(1 for p in problems if p["kind"] == "repeated"),
+            "contradictions": sum(1 for p in problems if p["kind"] == "contradiction"), "problems": problems}
 
 
 def _goal_line(g: Mapping[str, Any]) -> str:

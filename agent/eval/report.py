@@ -123,6 +123,18 @@ def discrimination_text(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def wording_text(summary: Mapping[str, Any], limit: int = 10) -> str:
+    """Reply wording: doubled words and direction words that disagree with the values."""
+    w = summary.get("wording")
+    if not w:
+        return "reply wording: not checked"
+    lines = [f"reply wording: {w['texts']} replies and details read, {w['repeated']} doubled words, "
+             f"{w['contradictions']} direction words contradicting a value"]
+    for p in w["problems"][:limit]:
+        lines.append(f"  {p['scenario']}#{p['step']} {p['part']} {p['kind']}: {p['text']}")
+    return "\n".join(lines)
+
+
 def conversation_failures_text(summary: Mapping[str, Any], split: str = "heldout", limit: int = 60) -> str:
     """The conversation turns of one split that did not do what the person meant."""
     fails = (summary.get("conversation") or {}).get(split, {}).get("failures") or []
