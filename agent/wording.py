@@ -67,8 +67,8 @@ def compose_reply(plan_reply: str, assessment: Mapping[str, Any] | None, *, tail
         sentences = _SENTENCE.split(plan_plain) if plan_plain else []
         notes = sentences[1:] if sentences else []     # the first sentence is the planner's summary of its steps
         parts += [judged_plain] + notes
-        if sentences:
-            plan_details = " ".join(x for x in (sentences[0], plan_details) if x)
+        if sentences and not plan_details:
+            plan_details = sentences[0]
     else:
         parts += [plan_plain, judged_plain]
     if tail:
@@ -88,19 +88,21 @@ def compose_reply(plan_reply: str, assessment: Mapping[str, Any] | None, *, tail
 
 # -- checks ----------------------------------------------------------------------------
 
-_WORD = re.compile(r"[A-Za-z*]+")
 #: Repeats that are English ("had had", "that that") are rare in our replies; none are allowed.
 _ALLOWED_REPEATS: frozenset[str] = frozenset()
 
 
+_REPEAT = re.compile(r"\b([A-Za-z][A-Za-z*']*)\s+(\1)\b", re.IGNORECASE)
+
+
 def repeated_words(text: str) -> list[str]:
-    """Words said twice in a row ("muted muted", "outside outside"), case-insensitive."""
-    words = _WORD.findall(text or "")
-    out = []
-    for a, b in zip(words, words[1:]):
-        if a.lower() == b.lower() and a.lower() not in _ALLOWED_REPEATS:
-            out.append(f"{a} {b}")
-    return out
+    """Words said twice in a row ("muted muted", "outside outside"), case-insensitive.
+
+    Only whitespace between them counts: "the shadows (shadows +35)" names the
+    place and then the op, which is not a doubled word.
+    """
+    return [f"{m.group(1)} {m.group(2)}" for m in _REPEAT.finditer(text or "")
+            if m.group(1).lower() not in _ALLOWED_REPEATS]
 
 
 #: direction word -> (sign, quantities it speaks of): a value of one of those
@@ -132,7 +134,8 @@ def contradictions(text: str) -> list[str]:
     """
     out = []
     for clause in re.split(r"(?<=[.!?;])\s+|;\s*", (text or "").lower()):
-        said = re.sub(r"instead of [a-z* ]+?(?=[(,.;:]|$)", "", clause)
+        said = re.sub(r"“[^”]*”|\"[^\"]*\"", "", clause)   # quoted words name the request, not a result
+        said = re.sub(r"instead of [a-z* ]+?(?=[(,.;:]|$)", "", said)
         said = re.sub(r"\bnot [a-z]+\b", "", said)          # "not warmer": no claim
         values = [(name, -1 if v.startswith(("-", "−")) else 1) for name, v in _VALUE.findall(said)]
         if not values:

@@ -110,7 +110,7 @@ def test_a_weak_edit_for_much_warmer_is_too_weak(judge, photos):
     weak = judge.assess(request_for(im, goal, edit(temperature=70), current=render(im, edit(temperature=8))))
     strong = judge.assess(request_for(im, goal, edit(temperature=70)))
     assert "too_weak:temperature" in weak.diagnoses
-    assert "Barely warmer" in weak.assessment
+    assert "Barely visible: “warmer”" in weak.assessment
     assert 0 < weak.dimensions["compliance.temperature"] < 0.5
     assert strong.diagnoses == [] and strong.score > weak.score
     # the same small change is plenty for "slightly warmer"

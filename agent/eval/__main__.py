@@ -18,7 +18,7 @@ import os
 import sys
 import time
 
-from agent.eval.discrimination import discrimination, labelled_cases
+from agent.eval.discrimination import REQUESTS, SMOKE_REQUESTS, discrimination, labelled_cases
 from agent.eval.metrics import summarize
 from agent.eval.report import (conversation_failures_text, conversation_table, discrimination_text,
                                failures_text, markdown_table, metrics_table, wording_text)
@@ -95,8 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - t0
     turns, records = flatten(runs)
     summary = summarize(turns, records, budget=limits["budget_tokens"])
-    labelled = [] if args.no_labelled else labelled_cases(long_side=min(args.long_side, 512),
-                                                          judge=_judge(args.vlm))
+    labelled = [] if args.no_labelled else labelled_cases(
+        long_side=min(args.long_side, 512), judge=_judge(args.vlm),
+        requests=SMOKE_REQUESTS if args.smoke else REQUESTS)
     summary["judge_discrimination"] = discrimination(turns, labelled)
     summary["run"] = {"seconds": round(elapsed, 1), "workers": workers, "ray": args.ray,
                       "planner": "vlm" if args.vlm else "embedded", "smoke": args.smoke,

@@ -65,6 +65,9 @@ REQUESTS: tuple[LabelledRequest, ...] = (
                     target={"type": "gradient", "start": [0.0, 0.5], "end": [0.55, 0.5]}),
 )
 
+#: A small subset for ``--smoke`` (one global, one complaint, one follow-up, one local request).
+SMOKE_REQUESTS: tuple[LabelledRequest, ...] = (REQUESTS[0], REQUESTS[5], REQUESTS[11], REQUESTS[12])
+
 #: How each variant changes the right ops: a factor on every value.
 VARIANTS = {"right": 1.0, "opposite": -1.0, "tiny": 0.06, "extreme": 4.0}
 #: Outside a local target, a change this big (same statistic) fails the pixel check.
@@ -93,7 +96,8 @@ def _scaled(ops: Mapping[str, int], previous: Mapping[str, int], factor: float) 
             for k, v in ops.items()}
 
 
-def labelled_cases(long_side: int = 512, judge=None) -> list[dict[str, Any]]:
+def labelled_cases(long_side: int = 512, judge=None,
+                   requests: Sequence[LabelledRequest] = REQUESTS) -> list[dict[str, Any]]:
     """Render, judge and pixel-check every variant of every request (one record each)."""
     import cv2
 
@@ -107,7 +111,7 @@ def labelled_cases(long_side: int = 512, judge=None) -> list[dict[str, Any]]:
     judge = judge or EmbeddedJudge()
     out: list[dict[str, Any]] = []
     photos: dict[str, np.ndarray] = {}
-    for req in REQUESTS:
+    for req in requests:
         if req.photo not in photos:
             img = load_photo(req.photo)
             h, w = img.shape[:2]
@@ -182,4 +186,4 @@ def discrimination(turns: Sequence[Mapping[str, Any]], labelled: Sequence[Mappin
             "by_variant": by_variant, "target": ">= 0.9"}
 
 
-__all__ = ["REQUESTS", "VARIANTS", "auc", "discrimination", "labelled_cases"]
+__all__ = ["REQUESTS", "SMOKE_REQUESTS", "VARIANTS", "auc", "discrimination", "labelled_cases"]

@@ -389,6 +389,8 @@ def check_sub_goal(goal: SubGoal, request: JudgeRequest, views: _Views, t: Mappi
         expected = 0.0  # (almost) no colours of this band: nothing for the op to act on
     signed = sign * _POLARITY.get(goal.op, 1.0) * change
     shown_change = _change(effect.shown_as, views, where, full_mask, None) if effect.shown_as else None
+    if shown_change is not None and shown_change * change < 0:
+        shown_change = None   # the friendlier number disagrees with the one judged: show the judged one
     shown = _shown(effect, change, shown_change)
     if expected < effect.noise:
         # Nothing there for the op to act on (saturation of a grey photo): not the edit's fault.
@@ -403,9 +405,9 @@ def check_sub_goal(goal: SubGoal, request: JudgeRequest, views: _Views, t: Mappi
         score = 0.5 * max(signed, 0.0) / visible
         if signed < effect.noise:
             return SubGoalCheck(goal.op, key, "too_weak", score, change, expected, moved, effect.unit,
-                                where_text, f"Not {words}{where_text}: no visible change ({shown}).")
+                                where_text, f"No visible change{where_text} for “{words}” ({shown}).")
         return SubGoalCheck(goal.op, key, "too_weak", score, change, expected, moved, effect.unit,
-                            where_text, f"Barely {words}{where_text} ({shown}, about "
+                            where_text, f"Barely visible{where_text}: “{words}” ({shown}, about "
                                         f"{max(signed, 0.0) / expected:.0%} of the change asked for).")
     return SubGoalCheck(goal.op, key, "complied", 1.0, change, expected, moved, effect.unit,
                         where_text, f"{words.capitalize()}{where_text} as asked ({shown}).")

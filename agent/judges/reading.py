@@ -246,6 +246,8 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
         last_change = property_changes(bl_view, b_view, weight, props)
         last = last_change
     scales = property_scales(b_view, weight, props)
+    if mask is not None and (reading.target_mask or {}).get("type") == "luminance" and "L" in scales:
+        scales["L"] *= 0.5      # tone-zone ops (shadows, highlights, blacks) move a zone's L* about half as far
     req_scores: list[float] = []
     for e in reading.expects:
         best = -1.0
@@ -298,9 +300,10 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
             compliance = min(compliance, 0.3)
     out.compliance = float(compliance)
     out.sentences[:0] = _verdict_sentences(out.checks, reading, where_words, lex)
-    out.details[:0] = [f"{_words(c.move, lex)}{' (' + where_words + ')' if c.region == 'target' else ''}: "
-                       f"{_fmt(c.change, c.move.prop, lex)} (expected about "
-                       f"{'+' if c.move.sign > 0 else '-'}{c.expected:.1f}; {c.verdict})" for c in out.checks]
+    # The asked direction is quoted: it names the request, the measured value says what happened.
+    out.details[:0] = [f"asked “{_words(c.move, lex)}”{' on ' + where_words if c.region == 'target' else ''}: "
+                       f"{_fmt(c.change, c.move.prop, lex)} (about "
+                       f"{'+' if c.move.sign > 0 else '-'}{c.expected:.1f} expected; {c.verdict})" for c in out.checks]
     for c in out.checks:
         if c.verdict in ("wrong", "none", "weak", "overdone", "past"):
             out.diagnoses.append(f"{c.verdict}:{c.move.prop}")
