@@ -1,27 +1,41 @@
-# The two commands: `make run` and `make test`. Each creates .venv and installs what it needs.
+# The two commands: `make run` and `make test`. Each creates .venv and installs what it needs:
+# `make run` only the runtime (requirements.txt); `make test` also the test extras (requirements-dev.txt)
+# and axe-core (npm) for the accessibility check. Separate stamps, so `make run` never pulls test tools.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
+AXE := $(VENV)/node/node_modules/axe-core/axe.min.js
 
 .PHONY: run test bench eval clean
 
-$(STAMP): requirements.txt requirements-dev.txt
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
-	touch $(STAMP)
 
-run: $(STAMP)
+$(RUN_STAMP): requirements.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $(RUN_STAMP)
+
+$(DEV_STAMP): requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $(DEV_STAMP)
+
+# axe-core from the npm registry, for the browser accessibility test (tests/test_app_studio.py).
+$(AXE):
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/node axe-core@4
+
+run: $(RUN_STAMP)
 	$(BIN)/python app.py
 
-test: $(STAMP)
+test: $(DEV_STAMP) $(AXE)
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)
+bench: $(RUN_STAMP)
 	$(BIN)/python -m pipeline.bench
 
-eval: $(STAMP)
+eval: $(RUN_STAMP)
 	$(BIN)/python -m agent.eval
 
 clean:

@@ -47,6 +47,7 @@ class ToolContext:
     clamped: bool
     status: str
     target: dict | None = None
+    limit: str | None = None          # what held the value: "op range", "range" (model profile), "sweet spot"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -123,28 +124,30 @@ class AgentState(TypedDict, total=False):
     feedback: str | None             # what the planner should take into account when replanning
     diagnoses: list[str]
     modify_values: dict | None       # {op: absolute value} from the person, applied without the planner
+    modify_layers: list | None       # [{"mask": spec, "values": {op: absolute value}}]: the person's local values
     person_modified: bool            # the candidate carries the person's own values: never auto-replan
     review: dict | None              # the person's latest decision: {"action": ..., ...}
     rollback_asset_id: str | None
     status: str                      # "running", then one of OUTCOMES
     reply: str
     warnings: list[str]
-    details: str                     # the measurements behind the reply (a details fold), plain reply stays short
+    failure: dict | None             # the latest failure: {"kind": agent.failures.KINDS, "node", "message"}
+    details: dict                    # the turn's details: skills trace, review tier(s), failures by kind
     repeat_plan: bool                # an automatic replan came back with the same plan: stop replanning
 
 
 def fresh_turn_state(*, session_id: str, turn: int, message: str, style: str | None,
                      review_mode: str, head_asset_id: str,
-                     modify_values: dict | None = None) -> AgentState:
+                     modify_values: dict | None = None, modify_layers: list | None = None) -> AgentState:
     """Input of a new turn: every per-turn field set, so nothing leaks from a previous run."""
     return AgentState(
         session_id=session_id, turn=turn, message=message, style=style,
         review_mode=review_mode, base_asset_id=head_asset_id, head_asset_id=head_asset_id,
         asset_id=None, plan=None, sub_goals=[], tool_contexts=[], action=None,
         assessment=None, retries=0, error_retries=0, errors=[], error=None,
-        feedback=None, diagnoses=[], modify_values=modify_values,
+        feedback=None, diagnoses=[], modify_values=modify_values, modify_layers=modify_layers,
         person_modified=False, review=None, rollback_asset_id=None,
-        status="running", reply="", warnings=[], details="", repeat_plan=False,
+        status="running", reply="", warnings=[], failure=None, details={}, repeat_plan=False,
     )
 
 

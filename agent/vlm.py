@@ -25,11 +25,15 @@ it validated.
 from __future__ import annotations
 
 import base64
+import contextvars
 import io
 import json
 import os
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import urlparse
@@ -58,6 +62,10 @@ class VLMError(Exception):
         super().__init__(reason)
 
 
+class ModelResting(VLMError):
+    """The circuit is open: no request was sent. The person was told when it opened, so callers stay quiet."""
+
+
 # ---------------------------------------------------------------------------
 # settings
 # ---------------------------------------------------------------------------
@@ -68,8 +76,9 @@ class VLMSettings:
 
     ``timeout_s`` bounds one HTTP request (the SDK's own default is 600 s);
     ``max_retries`` bounds re-sends after 429/5xx/timeouts/dropped connections;
-    ``turn_deadline_s`` bounds everything one planner or judge call may take,
-    repairs and retries included; ``repair_attempts`` is how many times a
+    ``turn_deadline_s`` bounds everything one turn's planner and judge calls may
+    take together, repairs and retries included (a Studio sets it per turn with
+    :func:`turn_deadline`; a call outside a turn gets it alone); ``repair_attempts`` is how many times a
     reply that fails validation is sent back to the model with the problems.
     """
 
@@ -78,7 +87,7 @@ class VLMSettings:
     api_key: str = ""
     timeout_s: float = 60.0
     max_retries: int = 2
-    turn_deadline_s: float = 150.0
+    turn_deadline_s: float = 60.0
     repair_attempts: int = 2
     temperature: float = 0.2
     max_tokens: int = 1500
@@ -97,8 +106,8 @@ class VLMSettings:
         model = (env.get(ENV_MODEL) or "").strip()
         if not base_url or not model:
             return None
-        return cls(base_url=base_url, model=model, api_key=(env.get(ENV_API_KEY) or "").strip(),
-                   **vlm_limits(config))
+        limits = {k: v for k, v in vlm_limits(config).items() if k not in _CIRCUIT_KEYS}
+        return cls(base_url=base_url, model=model, api_key=(env.get(ENV_API_KEY) or "").strip(), **limits)
 
 
 #: Defaults for the ``vlm:`` config section, with the range each key accepts.
@@ -109,7 +118,12 @@ _LIMITS: dict[str, tuple[type, float, float]] = {
     "repair_attempts": (int, 0, 10),
     "temperature": (float, 0, 2),
     "max_tokens": (int, 64, 32768),
+    "circuit_cooldown_s": (float, 0, 86400),
 }
+
+#: Keys of the ``vlm:`` section that are not request settings (read by the Studio's circuit).
+_CIRCUIT_KEYS = ("circuit_cooldown_s",)
+DEFAULT_COOLDOWN_S = 120.0
 
 
 def vlm_limits(config: Any = None) -> dict:
@@ -140,6 +154,82 @@ def vlm_limits(config: Any = None) -> dict:
         out[key] = kind(value)
     return out
 
+
+
+# ---------------------------------------------------------------------------
+# one deadline per turn, and a circuit breaker shared by planner and judge
+# ---------------------------------------------------------------------------
+
+#: (monotonic end, length in seconds) of the turn running in this context.
+_TURN_DEADLINE: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar(
+    "atelier_turn_deadline", default=None)
+
+
+@contextmanager
+def turn_deadline(seconds: float):
+    """Every model call inside this block (planner, judge, repairs, replans) shares one deadline.
+
+    ``seconds`` from now (monotonic clock). Nested blocks keep the earlier deadline.
+    """
+    end = (time.monotonic() + float(seconds), float(seconds))
+    current = _TURN_DEADLINE.get()
+    token = _TURN_DEADLINE.set(end if current is None or end[0] < current[0] else current)
+    try:
+        yield
+    finally:
+        _TURN_DEADLINE.reset(token)
+
+
+def current_turn_deadline() -> tuple[float, float] | None:
+    """(monotonic time this turn's model calls must end by, the turn's deadline in s), or None outside a turn."""
+    return _TURN_DEADLINE.get()
+
+
+class ModelCircuit:
+    """A circuit breaker for one model endpoint, shared by a Studio's planner and judge.
+
+    A timeout or a refused connection *trips* it: for ``cooldown_s`` seconds every
+    call goes straight to the built-in planner and judge without touching the
+    network. After the cool-down the next call tries the model again; another
+    failure trips it again (and the person is told again, once). Thread-safe.
+    """
+
+    def __init__(self, cooldown_s: float = DEFAULT_COOLDOWN_S):
+        self.cooldown_s = float(cooldown_s)
+        self._lock = threading.Lock()
+        self._until_mono = 0.0
+        self._until_wall: datetime | None = None
+        self.reason = ""
+        self.trips = 0
+
+    def trip(self, reason: str) -> None:
+        if self.cooldown_s <= 0:
+            return
+        with self._lock:
+            self._until_mono = time.monotonic() + self.cooldown_s
+            self._until_wall = datetime.now(timezone.utc) + timedelta(seconds=self.cooldown_s)
+            self.reason = reason
+            self.trips += 1
+
+    def reset(self) -> None:
+        with self._lock:
+            self._until_mono, self._until_wall, self.reason = 0.0, None, ""
+
+    def is_open(self) -> bool:
+        with self._lock:
+            return time.monotonic() < self._until_mono
+
+    @property
+    def until(self) -> datetime | None:
+        """When the cool-down ends (UTC), while it is open."""
+        with self._lock:
+            return self._until_wall if time.monotonic() < self._until_mono else None
+
+    def resting_line(self) -> str:
+        """'the built-in planner and judge take over until 11:32:05 UTC' (for the one notice)."""
+        until = self.until
+        when = f" until {until:%H:%M:%S} UTC" if until else ""
+        return f"the built-in planner and judge take over{when}, then the model is tried again"
 
 
 class ModelBacked:
@@ -375,10 +465,13 @@ Check = Callable[[dict], list[str]]
 class VLMClient:
     """One OpenAI-compatible endpoint plus the profile of the model behind it. Thread-safe."""
 
-    def __init__(self, settings: VLMSettings, profile: VLMProfile | None = None):
+    def __init__(self, settings: VLMSettings, profile: VLMProfile | None = None,
+                 circuit: ModelCircuit | None = None):
         from openai import OpenAI
 
         self.settings = settings
+        #: Shared with the other model-backed parts of a Studio (Studio replaces it with its own).
+        self.circuit = circuit or ModelCircuit()
         self.profile = profile or profile_for_model(settings.model)
         # SDK retries are off: ours honour Retry-After only within the turn's deadline
         self._openai = OpenAI(
@@ -440,7 +533,8 @@ class VLMClient:
         return None
 
     # -- one request, with bounded transport retries -----------------------
-    def _complete(self, messages: list[dict], response_format: dict | None, deadline: float) -> Any:
+    def _complete(self, messages: list[dict], response_format: dict | None, deadline: float,
+                  deadline_s: float) -> Any:
         import openai
 
         s = self.settings
@@ -448,7 +542,7 @@ class VLMClient:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0.05:
-                raise VLMError(f"no answer within this turn's {s.turn_deadline_s:g} s deadline")
+                self._trip(f"no answer within this turn's {deadline_s:g} s deadline")
             kwargs: dict[str, Any] = dict(
                 model=s.model, messages=messages, max_tokens=s.max_tokens,
                 temperature=self.profile.temperature if self.profile.temperature is not None else s.temperature,
@@ -460,8 +554,13 @@ class VLMClient:
             try:
                 return self._openai.chat.completions.create(**kwargs)
             except openai.APITimeoutError:
-                reason = f"the model server did not answer within {min(s.timeout_s, remaining):g} s"
-            except openai.APIConnectionError:
+                # a hung server: waiting again would only spend the rest of the turn
+                self._trip(f"the model server did not answer within {s.timeout_s:g} s" if s.timeout_s <= remaining
+                           else f"the model server did not answer within this turn's {deadline_s:g} s deadline")
+            except openai.APIConnectionError as exc:
+                if _refused(exc):
+                    self._trip("the model server refused the connection (nothing listening at "
+                               f"{urlparse(s.base_url).netloc or s.base_url})")
                 reason = "the connection to the model server failed or dropped"
             except openai.RateLimitError as exc:
                 wait = _retry_after(exc.response)
@@ -485,6 +584,9 @@ class VLMClient:
                 raise VLMError(f"the model server answered HTTP {exc.status_code}") from None
             except openai.APIError as exc:
                 raise VLMError(f"the model server's answer could not be read ({_short(str(exc))})") from None
+            except ValueError as exc:  # a body that is not JSON (a proxy's error page, a broken server)
+                raise VLMError("the model server's answer is not a chat completion "
+                               f"({type(exc).__name__}: {_short(str(exc), 80)})") from None
             tries += 1
             if tries > s.max_retries:
                 raise VLMError(f"{reason} (gave up after {tries} tries)" if tries > 1 else reason)
@@ -492,7 +594,7 @@ class VLMClient:
                 wait = min(8.0, 0.5 * 2 ** (tries - 1))
             if time.monotonic() + wait > deadline:
                 raise VLMError(f"{reason}; waiting {wait:g} s more would pass this turn's "
-                               f"{s.turn_deadline_s:g} s deadline")
+                               f"{deadline_s:g} s deadline")
             time.sleep(wait)
 
     # -- the protocol ------------------------------------------------------
@@ -505,14 +607,20 @@ class VLMClient:
         problems, at most ``repair_attempts`` times. Raises :class:`VLMError`.
         """
         s = self.settings
-        deadline = time.monotonic() + s.turn_deadline_s
+        if self.circuit.is_open():
+            raise ModelResting(f"the model is resting after a failure ({self.circuit.reason}); "
+                               f"{self.circuit.resting_line()}")
+        deadline, deadline_s = time.monotonic() + s.turn_deadline_s, s.turn_deadline_s
+        turn = current_turn_deadline()
+        if turn is not None and turn[0] < deadline:
+            deadline, deadline_s = turn
         messages = self._messages(system, text, images)
         response_format = self._response_format(schema)
         notes: list[str] = []
         problems: list[str] = []
         first_problem = ""
         for attempt in range(1, s.repair_attempts + 2):
-            completion = self._complete(messages, response_format, deadline)
+            completion = self._complete(messages, response_format, deadline, deadline_s)
             content, problems = self._read(completion, schema, check)
             if not problems:
                 if attempt > 1:
@@ -529,10 +637,16 @@ class VLMClient:
         raise VLMError(f"its reply did not validate after {s.repair_attempts + 1} tries "
                        f"({'; '.join(problems[:3])})")
 
+    def _trip(self, reason: str) -> None:
+        """Open the circuit and end this call; the error tells the person once what happens next."""
+        self.circuit.trip(reason)
+        tail = f"; {self.circuit.resting_line()}" if self.circuit.is_open() else ""
+        raise VLMError(reason + tail)
+
     def _read(self, completion: Any, schema: Schema, check: Check | None) -> tuple[Any, list[str]]:
         """(parsed object, []) or (raw text, problems)."""
         choices = getattr(completion, "choices", None) or []
-        if not choices:
+        if not isinstance(choices, list) or not choices or not hasattr(choices[0], "message"):
             return "", ["the reply had no choices"]
         choice = choices[0]
         message = choice.message
@@ -551,6 +665,20 @@ class VLMClient:
         if not problems and check is not None:
             problems = check(data)
         return (text, problems) if problems else (data, [])
+
+
+def _refused(exc: BaseException) -> bool:
+    """True when nothing accepted the connection (as opposed to one that dropped mid-answer)."""
+    import httpx
+
+    seen = exc
+    for _ in range(6):
+        if isinstance(seen, (ConnectionRefusedError, httpx.ConnectError)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+        if seen is None:
+            return False
+    return False
 
 
 def _repair_prompt(problems: list[str]) -> str:
@@ -580,5 +708,6 @@ def _short(text: str, limit: int = 160) -> str:
 
 __all__ = [
     "VLMClient", "VLMError", "VLMProfile", "VLMReply", "VLMSettings", "ReplyFormatError",
-    "ModelBacked", "extract_json_object", "image_data_url", "profile_for_model", "profile_from_profile", "vlm_limits",
+    "ModelBacked", "ModelCircuit", "ModelResting", "current_turn_deadline", "turn_deadline",
+    "extract_json_object", "image_data_url", "profile_for_model", "profile_from_profile", "vlm_limits",
 ]

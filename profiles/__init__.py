@@ -38,6 +38,8 @@ from pipeline.masks import MaskSpecError, normalize_mask_spec
 PROFILES_DIR = Path(__file__).resolve().parent
 SCHEMA_PATH = PROFILES_DIR / "_schema.yaml"
 FALLBACK_PROFILE = "default_vlm"
+#: The profile whose named looks (styles) are filled from the skill registry (skills/).
+LOOKS_PROFILE = "engine"
 
 __all__ = [
     "IterationSignal", "Profile", "ProfileError", "SweetSpot", "clear_profile_cache",
@@ -345,11 +347,15 @@ def _check_op(path: Path, where: str, name: Any) -> ops.Op:
         raise ProfileError(str(path), where, str(exc)) from None
 
 
-def _check_values(path: Path, where: str, values: Mapping) -> None:
+def _check_values(path: Path, where: str, values: Mapping, mode: str = "set") -> None:
     for name, value in values.items():
         op = _check_op(path, f"{where}.{name}", name)
-        if not op.min <= value <= op.max:
-            raise ProfileError(str(path), f"{where}.{name}", f"{value} is outside {op.min}..{op.max}")
+        if mode == "add" and op.min == 0 and op.control not in ("choice", "points"):
+            lo = -(op.max - op.min)  # a move on a 0..N op may go down ("less grain")
+        else:
+            lo = op.min
+        if not lo <= value <= op.max:
+            raise ProfileError(str(path), f"{where}.{name}", f"{value} is outside {lo}..{op.max}")
 
 
 def _check_mask(path: Path, where: str, spec: Any) -> None:
@@ -367,7 +373,7 @@ def _check_semantics(path: Path, data: dict) -> None:
         where = f"prompt_engineering.intent_translations.{name}"
         if not intent["ops"]:
             raise ProfileError(str(path), f"{where}.ops", "expected at least one op")
-        _check_values(path, f"{where}.ops", intent["ops"])
+        _check_values(path, f"{where}.ops", intent["ops"], intent.get("mode", "add"))
         opp = intent.get("opposite")
         if opp is not None and opp not in intents:
             raise ProfileError(str(path), f"{where}.opposite", f"no intent called {opp!r}")
@@ -405,6 +411,24 @@ def _check_semantics(path: Path, data: dict) -> None:
                 _check_mask(path, f"{where}.target", adj["target"])
 
 
+def _fill_looks(path: Path, data: dict) -> None:
+    """The engine profile's named looks (``prompt_engineering.styles``) come from the skill registry.
+
+    Looks are skills (``skills/*.yaml``, ``kind: look``); planner code keeps reading
+    ``Profile.styles()`` / ``Profile.style(name)``. A style written in the profile itself wins.
+    """
+    from skills import SkillError, looks
+
+    pe = data.get("prompt_engineering")
+    if not isinstance(pe, dict):
+        return
+    try:
+        found = looks()
+    except SkillError as exc:
+        raise ProfileError(exc.file, exc.key, exc.problem) from None
+    pe["styles"] = {**found, **(pe.get("styles") or {})}
+
+
 def _load_file(path: Path) -> Profile:
     path = path.resolve()
     with _lock:
@@ -412,6 +436,8 @@ def _load_file(path: Path) -> Profile:
     if cached is not None:
         return cached
     data = _resolve_extends(path, _read_yaml(path))
+    if path.stem == LOOKS_PROFILE:
+        _fill_looks(path, data)
     _validate_schema(path, data)
     _check_semantics(path, data)
     profile = Profile(name=path.stem, path=path, data=_freeze(data), requested=path.stem)

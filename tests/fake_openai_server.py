@@ -6,10 +6,12 @@ request takes the next scripted :class:`Reply` (or asks ``responder`` when the
 script is empty) and is recorded in ``requests`` (the parsed JSON body plus
 arrival time), so tests can check what a model would have seen.
 
-Faults it can play: replies in code fences or with prose, extra keys,
+Tool calls (``Reply.calls``) script an agent's tool-call turns. Faults it can play: replies in code
+fences or with prose, extra keys,
 truncation (``finish_reason="length"``), refusals, HTTP errors with
-``Retry-After`` (429) or without (500), a hang past the client's timeout and a
-dropped connection.
+``Retry-After`` (429) or without (500), a hang past the client's timeout, a
+slow but valid answer, a garbage body that is not JSON, a dropped connection,
+and (:func:`refusing_base_url`) an address where nothing listens.
 
     with FakeOpenAIServer() as server:
         server.script(Reply.json({"reply": "ok", ...}))
@@ -40,6 +42,8 @@ class Reply:
     error: str = ""           # error message for a non-200 status
     hang_s: float = 0.0       # wait this long before answering (released when the server stops)
     drop: bool = False        # close the connection without any answer
+    raw: bytes | None = None  # send these bytes as the body instead of a chat completion
+    tool_calls: list | None = None   # [(name, arguments dict or raw JSON text)]: an assistant tool-call turn
 
     # -- the replies tests need ---------------------------------------------
     @classmethod
@@ -78,6 +82,29 @@ class Reply:
     @classmethod
     def dropped(cls) -> "Reply":
         return cls(drop=True)
+
+    @classmethod
+    def calls(cls, *calls: tuple[str, Any], content: str | None = None) -> "Reply":
+        """Tool calls: ``Reply.calls(("edit", {"session_id": "x", "message": "warmer"}))``; a str is sent raw."""
+        return cls(content=content, tool_calls=list(calls), finish_reason="tool_calls")
+
+    @classmethod
+    def slow(cls, obj: Any, seconds: float) -> "Reply":
+        """A valid answer that takes ``seconds`` to arrive."""
+        return cls(content=json.dumps(obj), hang_s=seconds)
+
+    @classmethod
+    def garbage(cls) -> "Reply":
+        """HTTP 200 whose body is not JSON at all (a proxy's error page, a broken server)."""
+        return cls(raw=b"<html><body>502 upstream \x00\xff garbled</body></html>")
+
+
+def refusing_base_url() -> str:
+    """A /v1 URL on 127.0.0.1 where nothing listens: connecting is refused at once."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
 
 
 @dataclass
@@ -218,6 +245,9 @@ class _Handler(BaseHTTPRequestHandler):
             except OSError:
                 pass
             return
+        if reply.raw is not None:
+            self._send_raw(200, reply.raw)
+            return
         if reply.status != 200:
             kind = "rate_limit_exceeded" if reply.status == 429 else "server_error"
             self._send(reply.status, {"error": {"message": reply.error or "error", "type": kind}},
@@ -226,6 +256,12 @@ class _Handler(BaseHTTPRequestHandler):
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.refusal is not None:
             message["refusal"] = reply.refusal
+        if reply.tool_calls:
+            n = len(self.owner.requests)
+            message["tool_calls"] = [
+                {"id": f"call_{n}_{i}", "type": "function",
+                 "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+                for i, (name, args) in enumerate(reply.tool_calls)]
         self._send(200, {
             "id": f"chatcmpl-{len(self.owner.requests)}",
             "object": "chat.completion",
@@ -236,7 +272,9 @@ class _Handler(BaseHTTPRequestHandler):
         }, reply.headers)
 
     def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
-        data = json.dumps(payload).encode()
+        self._send_raw(status, json.dumps(payload).encode(), headers)
+
+    def _send_raw(self, status: int, data: bytes, headers: dict | None = None) -> None:
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

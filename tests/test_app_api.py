@@ -63,10 +63,6 @@ def test_a_whole_session_through_the_api(client, coffee, tmp_path):
     assert 0.0 <= turn["score"] <= 1.0
     assert "rendered_path" not in turn and "rendered_path" not in (turn["review"] or {})
 
-    # A second message while a turn waits is refused with the reason.
-    with pytest.raises(AppError, match="waiting for your review"):
-        client.predict(token, "and more contrast", api_name="/edit")
-
     # Out-of-range modify names the op; the session is unchanged.
     with pytest.raises(AppError, match="exposure"):
         client.predict(token, "modify", {"exposure": 500}, "", "", api_name="/review")
@@ -146,34 +142,78 @@ def test_sessions_and_database_are_never_served(app_url, client, coffee):
 
 # -- the pure functions behind the panels ------------------------------------------------
 
-def test_gallery_captions_tell_kept_from_abandoned():
-    kept = {"id": "a", "turn": 2, "score": 0.8123, "is_head": True, "on_head_path": True, "status": "approved"}
-    gone = {"id": "b", "turn": 3, "score": 0.41, "is_head": False, "on_head_path": False, "status": "approved"}
-    review = {"id": "c", "turn": 3, "score": 0.7, "is_head": False, "on_head_path": False, "status": "pending"}
-    original = {"id": "o", "turn": 0, "score": None, "is_head": False, "on_head_path": True, "status": "original"}
-    assert views.asset_caption(kept) == "T2 · 0.81 · current"
-    assert views.asset_caption(gone) == "T3 · 0.41 · abandoned"
-    assert views.asset_caption(review) == "T3 · 0.70 · in review"
-    assert views.asset_caption(original) == "Original"
-    assert [a["id"] for a in views.gallery_order([original, gone, kept, review])] == ["o", "a", "c", "b"]
+TABLE = [{"name": "exposure", "label": "Exposure", "stage": "white-balance-tone-contrast", "min": -100, "max": 100,
+          "plus": "brighter, up to +2 EV", "minus": "darker, down to -2 EV"},
+         {"name": "temperature", "label": "Temperature", "stage": "color-temperature", "min": -100, "max": 100,
+          "plus": "warmer (more amber)", "minus": "cooler (bluer)"}]
 
 
-def test_adjustments_read_as_slider_values():
-    table = [{"name": "exposure", "label": "Exposure", "group": "tone", "min": -100, "max": 100},
-             {"name": "temperature", "label": "Temperature", "group": "white balance", "min": -100, "max": 100}]
-    html = views.adjustments_html({"settings": {"temperature": 25, "exposure": -10},
-                                   "layers": [{"mask": {"type": "sky"}, "settings": {"exposure": -20}}]}, table)
-    assert html.index("Exposure") < html.index("Temperature")       # registry order
-    assert ">+25<" in html and ">-10<" in html and "the sky" in html
-    assert "untouched original" in views.adjustments_html({"settings": {}, "layers": []}, table)
+def _asset(id_, turn, status, parent=None, score=None, head=False, on_path=True, **settings):
+    return {"id": id_, "parent_id": parent, "turn": turn, "status": status, "score": score, "is_head": head,
+            "on_head_path": on_path, "state": {"settings": settings, "layers": []}}
 
 
-def test_modify_sends_only_the_moved_sliders():
-    ops = [{"name": "exposure", "label": "Exposure", "value": 20, "min": -100, "max": 100},
-           {"name": "temperature", "label": "Temperature", "value": 25, "min": -100, "max": 100}]
-    specs = views.modify_sliders(ops, 4)
-    assert [s["visible"] for s in specs] == [True, True, False, False]
-    assert views.changed_values([s["name"] for s in specs], [20, 40, 0, 0], ops) == {"temperature": 40}
+def test_history_numbers_versions_in_order_with_variants_and_rolled_back_branches():
+    history = [_asset("o", 0, "original"),
+               _asset("a", 1, "approved", "o", 0.81, exposure=20, temperature=30),
+               # turn 2 was refused (no version); turn 3 was replanned once, then kept
+               _asset("b1", 3, "rejected", "a", 0.41, exposure=20, temperature=30, ),
+               _asset("b2", 3, "approved", "a", 0.77, on_path=False, exposure=-10, temperature=30),
+               # turn 4 rolled back to version 1; turn 5 is under review after a modify
+               _asset("c1", 5, "pending", "a", 0.6, on_path=False, exposure=20, temperature=10),
+               _asset("c2", 5, "pending", "a", 0.7, on_path=False, exposure=20, temperature=-5)]
+    history[1]["is_head"] = True
+    entries = views.version_entries(history, TABLE, pending_id="c2")
+    assert [e["number"] for e in entries] == ["0", "1", "2", "2b", "3", "3b"]
+    assert [e["asset"]["id"] for e in entries] == ["o", "a", "b2", "b1", "c2", "c1"]
+    assert entries[1]["caption"] == "1 · warmer, brighter · 0.81 · current"
+    assert entries[2]["caption"] == "2 · darker · 0.77 · rolled back"
+    assert entries[3]["state_word"] == "variant" and entries[3]["variant"]
+    assert entries[4]["caption"] == "3 · cooler · 0.70 · in review"          # one 'in review', never two
+    assert entries[5]["state_word"] == "variant"
+    assert entries[0]["caption"] == "0 · original"
+    assert "Version 1: warmer, brighter, score 0.81, current" == entries[1]["name"]
+
+
+def test_change_words_read_like_a_photographer():
+    before = {"settings": {"exposure": 10}, "layers": []}
+    after = {"settings": {"exposure": 10, "temperature": -40},
+             "layers": [{"mask": {"type": "sky"}, "settings": {"exposure": -20}}]}
+    assert views.change_words(before, after, TABLE) == "cooler, sky: darker"
+    assert views.change_words(after, after, TABLE) == "no change"
+    assert views.change_words({}, {"settings": {"grain": 30}}, TABLE) == "grain +30"   # an op without words
+
+
+def test_widgets_come_from_the_rows_and_unknown_kinds_never_crash():
+    assert views.widget_for(TABLE[0])["type"] == "slider"
+    angle = views.widget_for({"name": "straighten", "kind": "angle", "min": -45, "max": 45, "step": 0.5})
+    assert angle == {"type": "slider", "minimum": -45, "maximum": 45, "step": 0.5, "default": 0}
+    choice = views.widget_for({"name": "aspect", "kind": "choice", "choices": ["free", "1:1"], "default": "free"})
+    assert choice["type"] == "choice" and choice["choices"] == [("free", "free"), ("1:1", "1:1")]
+    assert views.widget_for({"name": "mystery", "kind": "hologram"}) is None
+    assert views.widget_for({"name": "broken", "kind": "choice"}) is None
+    groups = views.slider_groups(TABLE + [{"name": "mystery", "kind": "hologram", "stage": "x"}])
+    assert [(stage, title) for stage, title, _ in groups] == [("white-balance-tone-contrast", "Light and contrast"),
+                                                             ("color-temperature", "White balance")]
+
+
+def test_sliders_send_only_what_moved():
+    assert views.changed_settings(["exposure", "temperature"], [20.0, 40], {"exposure": 20, "temperature": 25}) \
+        == {"temperature": 40}
+    assert views.changed_settings(["exposure"], [0], {}) == {}
+    slots = views.layer_slots({"layers": [{"mask": {"type": "sky"}, "settings": {"exposure": -20}}]}, TABLE, 2, 3)
+    assert [s["visible"] for s in slots] == [True, False]
+    assert slots[0]["title"] == "Local: the sky"
+    assert [(x["name"], x["value"], x["visible"]) for x in slots[0]["sliders"]] == \
+        [("exposure", -20, True), ("", 0, False), ("", 0, False)]
+
+
+def test_looks_read_as_words():
+    assert views.look_choices(["black_and_white", "moody_film"]) == [
+        ("None", ""), ("Black and white", "black_and_white"), ("Moody film", "moody_film")]
+    assert views.quick_replies({"quick_replies": ["Yes", "  ", "Yes", "The sky only"]}, 4) == ["Yes", "The sky only"]
+    assert "badge-fallback" in views.model_badge({"state": "fallback", "label": "Built-in fallback"})
+    assert views.model_badge(None) == ""
 
 
 def test_browser_memory_survives_junk():

@@ -9,8 +9,11 @@ told why, and the session carries on.
 from __future__ import annotations
 
 
+import time
+
 import pytest
 
+from agent.config import load_config
 from agent.errors import InvalidInput
 from agent.judges.vlm import VLMJudge
 from agent.planners.vlm import VLMPlanner
@@ -31,8 +34,9 @@ def vlm_studio(tmp_path):
     with FakeOpenAIServer(model=MODEL) as server:
         client = VLMClient(VLMSettings(base_url=server.base_url, model=MODEL, api_key="test",
                                        timeout_s=1.5, max_retries=0, turn_deadline_s=10, repair_attempts=1))
+        config = load_config().with_overrides(vlm={"circuit_cooldown_s": 1.0})   # a short cool-down after a hang
         studio = Studio(database_url=f"sqlite:///{tmp_path / 'atelier.db'}", sessions_dir=tmp_path / "sessions",
-                        planner=VLMPlanner(client), judge=VLMJudge(client))
+                        planner=VLMPlanner(client), judge=VLMJudge(client), config=config)
         try:
             yield studio, server
         finally:
@@ -81,21 +85,24 @@ def test_a_hanging_model_mid_session_falls_back_and_the_session_carries_on(vlm_s
         Reply.json({"reply": "Warmer.", "understood": True, "sub_goals": [{"op": "temperature", "value": 20}]}),
         Reply.json(good_verdict),
         Reply.hang(20),                      # turn 2: the planner call hangs past the 1.5 s timeout
-        Reply.json(good_verdict),            # ... the judge still answers
         Reply.json({"reply": "Brighter.", "understood": True, "sub_goals": [{"op": "exposure", "value": 15}]}),
-        Reply.json(good_verdict),
+        Reply.json(good_verdict),            # turn 4, after the cool-down: the model again
     )
     session = studio.start_session(small_photo(), review_mode="never")
     first = studio.send_message(session.id, "make it warmer")
     second = studio.send_message(session.id, "make it a bit brighter")
-    third = studio.send_message(session.id, "a little brighter again")
-    assert first.status == second.status == third.status == "auto_approved"
+    third = studio.send_message(session.id, "a little brighter again")   # cool-down: built-in, nothing sent
+    assert len(server.requests) == 3
+    time.sleep(1.1)
+    fourth = studio.send_message(session.id, "a little brighter again")
+    assert first.status == second.status == third.status == fourth.status == "auto_approved"
     told = " ".join(second.warnings)
     assert "The VLM planner" in told and "did not answer within 1.5 s" in told
-    assert "built-in planner planned it instead" in told
+    assert "built-in planner planned it instead" in told and "take over until" in told
     assert "exposure" in [g["op"] for g in second.sub_goals]     # the built-in planner's reading of "brighter"
-    assert third.reply.startswith("Brighter.") and not any("could not plan" in w for w in third.warnings)
-    assert len(studio.history(session.id)) == 4                # original + three turns, nothing lost
+    assert "exposure" in [g["op"] for g in third.sub_goals] and not third.warnings   # told once, not again
+    assert fourth.reply.startswith("Brighter.") and not any("could not plan" in w for w in fourth.warnings)
+    assert len(studio.history(session.id)) == 5                # original + four turns, nothing lost
 
 
 def test_an_unknown_schema_name_is_refused_before_any_turn(vlm_studio):

@@ -12,23 +12,33 @@ from __future__ import annotations
 import gradio as gr
 
 from ui import views
-from ui.session_view import SessionView, as_dict, progress_updates, run_with_progress, view_outputs, view_updates
+from ui.session_view import (QUICK_POOL, SessionView, as_dict, progress_updates, run_with_progress, view_outputs,
+                             view_updates)
 
 #: The first progress line, shown before the graph reports anything.
 FIRST_EVENT = {"stage": "planner", "status": "running", "message": "Planning…", "fraction": 0.02, "sub_goals": []}
 
 
 def create_ui(c: dict) -> None:
-    c["chat"] = gr.Chatbot(label="Conversation", elem_id="chat", height=330, show_label=False,
+    # Page order is input -> Send -> review actions -> chat (the keyboard's order); CSS puts the chat
+    # above the input on a desktop and below it on a phone (ui/theme.py).
+    with gr.Row(equal_height=True, elem_id="input-row"):
+        c["instruction"] = gr.Textbox(label="Message", show_label=False, elem_id="instruction", scale=5, lines=1,
+                                      max_lines=4, placeholder="Tell me what to change, e.g. “make it warmer and brighter”",
+                                      autofocus=True, submit_btn=False, container=False)
+        c["send"] = gr.Button("Send", elem_id="send", variant="primary", scale=1, min_width=80)
+    c["turn_progress"] = gr.HTML("", elem_id="turn-progress", visible=False)
+
+
+def create_conversation(c: dict) -> None:
+    """The chat and the quick replies under it (laid out after the review panel; see layout.py)."""
+    c["chat"] = gr.Chatbot(label="Conversation", elem_id="chat", height=420, show_label=False,
                            layout="bubble", buttons=["copy"], feedback_options=None,
                            placeholder="Ask for a change in your own words: “warmer and brighter”, "
                                        "“the sky is too bright”, “give it a moody film look”, “undo that”.")
-    c["turn_progress"] = gr.HTML("", elem_id="turn-progress", visible=False)
-    with gr.Row(equal_height=True):
-        c["instruction"] = gr.Textbox(show_label=False, elem_id="instruction", scale=5, lines=1, max_lines=4,
-                                      placeholder="Tell me what to change, e.g. “make it warmer and brighter”",
-                                      autofocus=True, submit_btn=False, container=False)
-        c["send"] = gr.Button("Send", elem_id="send", variant="primary", scale=1, min_width=80)
+    with gr.Row(elem_id="quick-replies", visible=False) as c["quick_row"]:
+        c["quick_replies"] = [gr.Button("…", visible=False, size="sm", elem_classes=["quick-reply"],
+                                        elem_id=f"quick-reply-{i}", min_width=60) for i in range(QUICK_POOL)]
 
 
 def create_event_handlers(c: dict, sv: SessionView) -> None:
@@ -52,7 +62,7 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
 
         # Show the message and the first step at once; the turn itself can take seconds.
         yield {**working(FIRST_EVENT), c["instruction"]: gr.update(value="", interactive=False),
-               c["send"]: gr.update(interactive=False), c["notice"]: ""}
+               c["send"]: gr.update(interactive=False), c["notice"]: "", c["quick_row"]: gr.update(visible=False)}
         result = None
         for kind, item in run_with_progress(lambda progress: studio.send_message(sid, text, progress=progress)):
             if kind == "event":
@@ -76,3 +86,7 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
     for trigger in (c["send"].click, c["instruction"].submit):
         trigger(run_turn, [c["instruction"], c["sid"], c["chat"]], outputs, concurrency_id="studio",
                 api_visibility="private", show_progress="hidden")
+    # A quick reply sends its own words, like typing them.
+    for button in c["quick_replies"]:
+        button.click(run_turn, [button, c["sid"], c["chat"]], outputs, concurrency_id="studio",
+                     api_visibility="private", show_progress="hidden")

@@ -24,8 +24,12 @@ def create_ui(c: dict) -> None:
     c["compare"] = gr.ImageSlider(label="Before / after", type="filepath", elem_id="compare", interactive=False,
                                   height=520, max_height=520, slider_position=50, buttons=["fullscreen"],
                                   show_label=False)
+    # Alt texts of the two photos (which version is shown), applied by the page script (ui/theme.py).
+    c["compare_alt"] = gr.Textbox("", visible="hidden", elem_id="compare-alt", show_label=False, container=False)
     c["score"] = gr.Markdown("", elem_id="score")
-    with gr.Row(equal_height=True):
+    with gr.Row(equal_height=True, elem_id="photo-tools"):
+        c["undo"] = gr.Button("↶ Undo", elem_id="undo", size="sm", min_width=80, scale=0, interactive=False)
+        c["redo"] = gr.Button("↷ Redo", elem_id="redo", size="sm", min_width=80, scale=0, interactive=False)
         c["rollback_to"] = gr.Button("Roll back to this version", elem_id="rollback-to", variant="primary",
                                      visible=False, size="sm", min_width=180)
         c["export_format"] = gr.Radio(choices=list(EXPORT_FORMATS), value="jpeg", show_label=False,
@@ -65,6 +69,37 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
         staged = sv.stage(path, export_name(str(info.get("title") or "photo"), turn, fmt))
         return {c["export_file"]: gr.update(value=staged, visible=True), c["notice"]: ""}
 
+    def step(sid, which):
+        """Undo or redo one version (Ctrl+Z / Ctrl+Shift+Z in the page): bit-exact, the head moves."""
+        if not sid:
+            return {c["notice"]: "Start with a photo first."}
+        call = getattr(studio, which, None)
+        if call is None:
+            return {c["notice"]: f"{which.title()} is not available in this version of the service."}
+        try:
+            pending = as_dict(studio.pending_review(sid))
+            if pending and which == "undo":
+                # Undo while a turn waits: drop that turn's version (the review's Roll back), bit-exact
+                result = as_dict(studio.review(sid, "rollback", target=sv.parent_of(sid, pending["asset_id"])))
+            else:
+                result = as_dict(call(sid))
+        except AtelierError as exc:
+            gr.Warning(str(exc))
+            return {c["notice"]: str(exc)}
+        out = view_updates(c, sv.build(sid, turn_result=result), sv)
+        out[c["notice"]] = ""
+        return out
+
+    def undo(sid):
+        return step(sid, "undo")
+
+    def redo(sid):
+        return step(sid, "redo")
+
+    c["undo"].click(undo, [c["sid"]], view_outputs(c) + [c["notice"]], concurrency_id="studio",
+                    api_visibility="private", show_progress="hidden")
+    c["redo"].click(redo, [c["sid"]], view_outputs(c) + [c["notice"]], concurrency_id="studio",
+                    api_visibility="private", show_progress="hidden")
     c["rollback_to"].click(rollback_to, [c["sid"], c["selected"]], view_outputs(c) + [c["notice"]],
                            concurrency_id="studio", api_visibility="private", show_progress="minimal")
     c["export"].click(export_for_download, [c["sid"], c["selected"], c["export_format"]], [c["export_file"], c["notice"]],

@@ -51,7 +51,8 @@ def build_studio(studio: Any) -> gr.Blocks:
     """The whole page for one shared Studio; all per-person state lives in the browser and gr.State."""
     sv = SessionView(studio, new_staging_dir())
     photos = demo_photos()
-    review_default = getattr(studio, "default_review_mode", None) or "below_auto_approve"
+    # the config's review.review_mode is the studio's default (a Studio without a config: the service default)
+    review_default = getattr(getattr(studio, "config", None), "review_mode", None) or "below_auto_approve"
     with gr.Blocks(title="Atelier — photo studio", fill_width=True, delete_cache=(3600, 24 * 3600)) as demo:
         c: dict = {"demo": demo}
         c["browser"] = gr.BrowserState(browser.empty(), storage_key=browser.storage_key(),
@@ -59,18 +60,20 @@ def build_studio(studio: Any) -> gr.Blocks:
         c["sid"] = gr.State(None)            # validated session id (server side only)
         c["selected"] = gr.State(None)       # gallery asset shown instead of the head
         c["gallery_ids"] = gr.State([])      # asset ids in gallery order
-        c["review_ops"] = gr.State([])       # the pending turn's ops, for the modify sliders
+        c["review_ops"] = gr.State([])       # the pending turn's ops (the ones Modify points at)
+        c["adj_base"] = gr.State(None)       # the EditState the sliders move (under review, else the head)
         start.create_ui(c, demo_photos=photos, styles=list(studio.styles()), default_review_mode=review_default,
                         quality_schemas=list(studio.list_schemas("quality")))
         with gr.Column(visible=False, elem_id="studio") as c["studio_area"]:
-            with gr.Row(equal_height=False):
-                with gr.Column(scale=7, min_width=520):
+            with gr.Row(equal_height=False, elem_id="studio-row"):
+                with gr.Column(scale=7, min_width=0, elem_id="photo-column"):
                     compare.create_ui(c)
-                with gr.Column(scale=4, min_width=380):
+                with gr.Column(scale=4, min_width=0, elem_id="talk-column"):
                     chat.create_ui(c)
                     review.create_ui(c)
-                with gr.Column(scale=2, min_width=250, elem_id="right-column"):
-                    adjustments.create_ui(c)
+                    chat.create_conversation(c)
+                with gr.Column(scale=3, min_width=0, elem_id="right-column"):
+                    adjustments.create_ui(c, sv.ops_table)
             gallery.create_ui(c)
         api.create_ui(c)
 
@@ -98,6 +101,9 @@ def serving_options(studio: Any) -> dict:
     db = database_file_of(studio)
     if db is not None:
         blocked.append(str(db))
+    private = getattr(studio, "private_paths", None)   # every file the service uses (agent.service)
+    if callable(private):
+        blocked += [str(p) for p in private() if str(p) not in blocked]
     return dict(
         max_file_size=os.environ.get("ATELIER_MAX_UPLOAD") or MAX_UPLOAD,
         allowed_paths=[str(ASSETS_DIR)],     # the demo photos; nothing else outside Gradio's cache

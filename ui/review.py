@@ -1,12 +1,35 @@
-"""The review panel, shown only while a turn waits: approve, modify (sliders), roll back, replan."""
+"""The review panel, shown while a turn waits: approve, modify, roll back, replan.
+
+The person may also just keep talking (the next message keeps the version
+under review). Modify uses the Adjustments panel's sliders, which move the
+version under review with the same live preview; the button takes the focus
+there (to the first op the turn touched).
+"""
 
 from __future__ import annotations
 
 import gradio as gr
 
 from ui import views
-from ui.session_view import (MODIFY_POOL, SessionView, as_dict, progress_updates, run_with_progress,
-                             view_outputs, view_updates)
+from ui.session_view import SessionView, as_dict, progress_updates, run_with_progress, view_outputs, view_updates
+
+#: Runs in the browser on Modify: open the stage that holds the first touched op and focus its slider.
+FOCUS_SLIDER_JS = """() => {
+  const [stage, name] = ((document.querySelector('#modify-target textarea, #modify-target input') || {}).value || '|').split('|');
+  const focus = (tries) => {
+    const box = document.getElementById('adj-' + name);
+    const range = box && box.querySelector('input[type=range]');
+    if (range) { range.focus(); range.scrollIntoView({block: 'center'}); return; }
+    if (tries > 20) return;
+    setTimeout(() => focus(tries + 1), 100);
+  };
+  if (!document.getElementById('adj-' + name)) {
+    const acc = document.getElementById('stage-' + stage);
+    const toggle = acc && acc.querySelector('button, .label-wrap');
+    if (toggle) toggle.click();
+  }
+  focus(0);
+}"""
 
 
 def create_ui(c: dict) -> None:
@@ -20,14 +43,9 @@ def create_ui(c: dict) -> None:
         c["replan_feedback"] = gr.Textbox(show_label=False, elem_id="replan-feedback", lines=1, max_lines=2,
                                           container=False,
                                           placeholder="For a replan: say in one line what should change")
-        with gr.Column(visible=False, elem_id="modify-panel") as c["modify_group"]:
-            # A fixed pool: Gradio components are declared up front; each turn fills the first few.
-            c["modify_sliders"] = [
-                gr.Slider(-100, 100, value=0, step=1, visible=False, elem_id=f"modify-slider-{i}",
-                          elem_classes=["modify-slider"])
-                for i in range(MODIFY_POOL)
-            ]
-            c["apply_modify"] = gr.Button("Apply these values", elem_id="apply-modify", variant="primary")
+        # The op the Modify button focuses (read by FOCUS_SLIDER_JS; hidden, but in the page).
+        c["modify_target"] = gr.Textbox("", visible="hidden", elem_id="modify-target", show_label=False,
+                                        container=False)
 
 
 def create_event_handlers(c: dict, sv: SessionView) -> None:
@@ -75,16 +93,9 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
             return
         yield from act(sid, "replan", feedback=feedback)
 
-    def apply_modify(sid, review_ops, *values):
-        names = [spec["name"] for spec in views.modify_sliders(review_ops, MODIFY_POOL)]
-        changed = views.changed_values(names, values, review_ops)
-        if not changed:
-            yield {c["notice"]: "Move a slider first, then apply."}
-            return
-        yield from act(sid, "modify", values=changed)
-
     def open_modify():
-        return gr.update(visible=True)
+        return {c["notice"]: "Move the sliders under Adjustments: the photo follows live, and releasing one "
+                             "applies it to this turn (it is judged again)."}
 
     outputs = view_outputs(c) + [c["notice"]]
     common = dict(concurrency_id="studio", api_visibility="private", show_progress="minimal",
@@ -92,5 +103,4 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
     c["approve"].click(approve, [c["sid"]], outputs, **common)
     c["rollback"].click(rollback, [c["sid"]], outputs, **common)
     c["replan"].click(replan, [c["sid"], c["replan_feedback"]], outputs, **common)
-    c["apply_modify"].click(apply_modify, [c["sid"], c["review_ops"], *c["modify_sliders"]], outputs, **common)
-    c["modify"].click(open_modify, None, c["modify_group"], queue=False, api_visibility="private")
+    c["modify"].click(open_modify, None, [c["notice"]], js=FOCUS_SLIDER_JS, queue=False, api_visibility="private")

@@ -14,6 +14,7 @@ dir, from where Gradio moves them into its own cache.
 from __future__ import annotations
 
 import hashlib
+import html
 import os
 import queue
 import shutil
@@ -31,8 +32,11 @@ from ui import views
 #: Long side, in pixels, of the before/after images and the gallery thumbnails.
 COMPARE_LONG_SIDE = 1600
 THUMB_LONG_SIDE = 360
-#: Sliders in the review panel's "modify" pool (a turn touches at most 6 ops by default).
-MODIFY_POOL = 8
+#: Local layers, and sliders per layer, the Adjustments panel can show (a fixed pool of components).
+LAYER_POOL = 4
+LAYER_SLIDERS = 6
+#: Quick-reply buttons under the chat.
+QUICK_POOL = 4
 #: JPEG quality of the images shown in the browser (exports keep their own format).
 DISPLAY_QUALITY = 92
 
@@ -61,6 +65,9 @@ class View:
     gallery_ids: list[str] = field(default_factory=list)
     sub_goals: list[dict] = field(default_factory=list)
     turn: int | None = None
+    entries: list[dict] = field(default_factory=list)     # views.version_entries, in gallery order
+    base: dict | None = None           # the state the sliders move: the version under review, else the head
+    quick_replies: list[str] = field(default_factory=list)
 
 
 class SessionView:
@@ -71,6 +78,8 @@ class SessionView:
         self.staging_dir = Path(staging_dir)
         self.ops_table = list(studio.ops_table())
         self.op_labels = {row["name"]: row.get("label") or row["name"] for row in self.ops_table}
+        self.compare_side = COMPARE_LONG_SIDE
+        self.stage_of = {row["name"]: str(row.get("stage") or "other") for row in self.ops_table}
 
     # -- files ---------------------------------------------------------------
     def stage(self, src: Path | str, name: str | None = None, *, for_display: bool = False) -> str:
@@ -87,7 +96,8 @@ class SessionView:
         dest = self.staging_dir / digest / filename
         if not dest.exists():
             dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(dest.name + ".part")
+            # a private temp name: a live preview and a release may stage the same file at once
+            tmp = dest.with_name(f"{dest.name}.{os.getpid()}.{threading.get_ident()}.part")
             if for_display:
                 with Image.open(src) as im:
                     im.convert("RGB").save(tmp, format="JPEG", quality=DISPLAY_QUALITY)
@@ -112,26 +122,31 @@ class SessionView:
         if shown is None and pending:
             shown = by_id.get(pending.get("asset_id"))   # the turn under review is what the person judges
         shown = shown or head
-        ordered = views.gallery_order(history)
+        entries = views.version_entries(history, self.ops_table, (pending or {}).get("asset_id"))
         gallery = [
-            (self.stage(studio.render_path(session_id, a["id"], long_side=THUMB_LONG_SIDE), for_display=True),
-             views.asset_caption(a))
-            for a in ordered
+            (self.stage(studio.render_path(session_id, e["asset"]["id"], long_side=THUMB_LONG_SIDE), for_display=True),
+             e["caption"])
+            for e in entries
         ]
         before = self.stage(studio.original_path(session_id, long_side=COMPARE_LONG_SIDE), for_display=True)
         after = self.stage(studio.render_path(session_id, shown["id"], long_side=COMPARE_LONG_SIDE),
                            for_display=True)
-        if turn_result:
-            sub_goals, turn = list(turn_result.get("sub_goals") or []), turn_result.get("turn")
-        elif pending:
+        result = dict(turn_result or {})
+        # "This turn" follows what is shown: a turn's plan only while its version is the one shown
+        if result and result.get("status") in ("approved", "auto_approved", "awaiting_review") \
+                and shown["id"] in (result.get("asset_id"), result.get("head_asset_id")):
+            sub_goals, turn = list(result.get("sub_goals") or []), result.get("turn")
+        elif pending and shown["id"] == pending.get("asset_id"):
             sub_goals, turn = list(pending.get("sub_goals") or []), pending.get("turn")
         else:
             sub_goals, turn = [], None
+        base = by_id.get((pending or {}).get("asset_id")) or head
         return View(
             session=session, history=history, head=head, shown=shown, pending=pending,
             chat=views.chat_messages(studio.chat_log(session_id)),
-            compare=(before, after), gallery=gallery, gallery_ids=[a["id"] for a in ordered],
-            sub_goals=sub_goals, turn=turn,
+            compare=(before, after), gallery=gallery, gallery_ids=[e["asset"]["id"] for e in entries],
+            sub_goals=sub_goals, turn=turn, entries=entries, base=dict(base.get("state") or {}),
+            quick_replies=views.quick_replies(result, QUICK_POOL),
         )
 
     def parent_of(self, session_id: str, asset_id: str) -> str | None:
@@ -196,61 +211,85 @@ def new_staging_dir() -> Path:
 
 
 def view_updates(c: Mapping[str, Any], view: View, sv: SessionView) -> dict:
-    """A View -> updates for every session-bound component in ``c``."""
+    """A View -> updates for every session-bound component in ``c`` (a new session replaces them all)."""
     has = view.session is not None
     pending = view.pending
     review_ops = list((pending or {}).get("ops") or [])
-    slider_specs = views.modify_sliders(review_ops, MODIFY_POOL)
     shown = view.shown
     reviewing = bool(pending and shown and shown["id"] == pending.get("asset_id"))
     viewing_other = bool(has and shown and view.head and shown["id"] != view.head["id"] and not reviewing)
+    role = "Reviewing" if reviewing else "Viewing" if viewing_other else "Current"
+    entry = views.entry_for(view.entries, shown["id"]) if shown else None
     title = ""
     if has:
         s = view.session
         title = f"**{s.get('title') or 'Untitled'}** · {s.get('width')}×{s.get('height')} px"
         if s.get("style"):
-            title += f" · style *{s['style']}*"
+            title += f" · look *{views.look_name(s['style'])}*"
         if s.get("quality_schema") and s["quality_schema"] != "default":
             title += f" · judge *{s['quality_schema']}*"
         note = views.notices_markdown(s.get("notices"))
         title += f"  \n{note}" if note else ""
+    sliders_on = has and not viewing_other
+    base = view.base or {}
     out = {
         c["compare"]: view.compare,
-        c["score"]: views.asset_summary(shown if has else None,
-                                        role="Reviewing" if reviewing else "Viewing" if viewing_other else "Current"),
+        c["compare_alt"]: views.alt_json(views.BEFORE_ALT, views.photo_alt(entry, role=role) if has else "No photo yet"),
+        c["score"]: views.asset_summary(shown if has else None, role=role, entry=entry),
         c["photo_title"]: title,
         c["chat"]: view.chat,
         c["gallery"]: view.gallery,
         c["gallery_ids"]: view.gallery_ids,
         c["selected"]: shown["id"] if viewing_other else None,
         c["rollback_to"]: gr.update(visible=viewing_other),
-        c["adjustments"]: views.adjustments_html((shown or {}).get("state"), sv.ops_table),
+        c["adj_summary"]: (views.adjustments_summary(base, sv.ops_table) if sliders_on else
+                           "Viewing an earlier version: roll back to it to adjust it, or pick the current one."
+                           if has else ""),
+        c["adj_base"]: base if has else None,
         c["sub_goals"]: (views.sub_goals_markdown(view.sub_goals, turn=view.turn, labels=sv.op_labels)
                          if view.sub_goals or not shown else views.version_note(shown)),
         c["review_panel"]: gr.update(visible=bool(pending)),
         c["review_md"]: views.review_markdown(pending),
         c["review_ops"]: review_ops,
-        c["modify_group"]: gr.update(visible=False),
+        c["modify_target"]: (f"{sv.stage_of.get(review_ops[0]['name'], '')}|{review_ops[0]['name']}"
+                             if review_ops else ""),
         c["replan_feedback"]: "",
         c["studio_area"]: gr.update(visible=has),
         c["start_panel"]: gr.update(visible=not has),
-        c["instruction"]: gr.update(interactive=has and not pending,
-                                    placeholder=("Approve, modify, roll back or replan the turn above first"
-                                                 if pending else "Tell me what to change, e.g. “make it warmer and brighter”")),
-        c["send"]: gr.update(interactive=has and not pending),
+        c["instruction"]: gr.update(interactive=has, placeholder=(
+            "Keep talking: a new message keeps the version under review and goes on from it" if pending
+            else "Tell me what to change, e.g. “make it warmer and brighter”")),
+        c["send"]: gr.update(interactive=has),
         c["turn_progress"]: gr.update(value="", visible=False),
+        c["export_file"]: gr.update(value=None, visible=False),
+        c["undo"]: gr.update(interactive=has),
+        c["redo"]: gr.update(interactive=has),
     }
-    for slider, spec in zip(c["modify_sliders"], slider_specs):
-        out[slider] = gr.update(visible=spec["visible"], label=spec["label"], minimum=spec["minimum"],
-                                maximum=spec["maximum"], value=spec["value"])
+    settings = dict(base.get("settings") or {})
+    for name, widget in zip(c["adj_names"], c["adj_widgets"]):
+        out[widget] = gr.update(value=settings.get(name, c["adj_defaults"].get(name, 0)), interactive=sliders_on)
+    slots = views.layer_slots(base if has else None, sv.ops_table, LAYER_POOL, LAYER_SLIDERS)
+    out[c["layers_group"]] = gr.update(visible=any(slot["visible"] for slot in slots))
+    for box, title_md, row, slot in zip(c["layer_boxes"], c["layer_titles"], c["layer_sliders"], slots):
+        out[box] = gr.update(visible=slot["visible"])
+        out[title_md] = f"**{html.escape(slot['title'])}**" if slot["visible"] else ""
+        for slider, spec in zip(row, slot["sliders"]):
+            out[slider] = gr.update(visible=spec["visible"], label=spec["label"] or "unused", minimum=spec["minimum"],
+                                    maximum=spec["maximum"], step=spec["step"], value=spec["value"],
+                                    interactive=sliders_on and spec["visible"])
+    for button, text in zip(c["quick_replies"], view.quick_replies + [""] * QUICK_POOL):
+        out[button] = gr.update(value=text or "…", visible=bool(text))
+    out[c["quick_row"]] = gr.update(visible=bool(view.quick_replies))
     return out
 
 
 #: Component names every full refresh writes (handlers list them as outputs).
-VIEW_KEYS = ("compare", "score", "photo_title", "chat", "gallery", "gallery_ids", "selected", "rollback_to",
-             "adjustments", "sub_goals", "review_panel", "review_md", "review_ops", "modify_group",
-             "replan_feedback", "studio_area", "start_panel", "instruction", "send", "turn_progress")
+VIEW_KEYS = ("compare", "compare_alt", "score", "photo_title", "chat", "gallery", "gallery_ids", "selected",
+             "rollback_to", "adj_summary", "adj_base", "sub_goals", "review_panel", "review_md", "review_ops",
+             "modify_target", "replan_feedback", "studio_area", "start_panel", "instruction", "send",
+             "turn_progress", "export_file", "undo", "redo", "layers_group", "quick_row")
 
 
 def view_outputs(c: Mapping[str, Any]) -> list:
-    return [c[k] for k in VIEW_KEYS] + list(c["modify_sliders"])
+    return ([c[k] for k in VIEW_KEYS] + list(c["adj_widgets"]) + list(c["layer_boxes"]) + list(c["layer_titles"])
+            + [s for row in c["layer_sliders"] for s in row] + list(c["quick_replies"]))

@@ -30,50 +30,53 @@ EXAMPLE_PLACEHOLDER = ('{"score": 0.82, "assessment": "Warmer, as asked; skin st
 def create_ui(c: dict, *, demo_photos: list[Path], styles: list[str], default_review_mode: str,
               quality_schemas: list[str] | None = None) -> None:
     with gr.Row(elem_id="studio-header"):
-        with gr.Column(scale=3, min_width=260):
+        with gr.Column(scale=3, min_width=0):
             gr.HTML('<h1>Atelier</h1><div class="tagline">Talk to your photo. Every version kept, nothing re-encoded.</div>')
+            c["model_badge"] = gr.HTML("", elem_id="model-badge")
         c["sessions"] = gr.Dropdown(label="My sessions", choices=[], value=None, elem_id="my-sessions",
-                                    scale=3, min_width=260, interactive=True)
+                                    scale=3, min_width=0, interactive=True)
         c["new_session"] = gr.Button("New session", elem_id="new-session", scale=1, min_width=120, size="md")
     c["notice"] = gr.Markdown("", elem_id="notice")
     with gr.Column(elem_id="start-panel", visible=True) as c["start_panel"]:
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=3):
+        with gr.Row(equal_height=False, elem_id="start-row"):
+            with gr.Column(scale=3, min_width=0):
                 c["upload"] = gr.File(
                     label="Upload a photo (JPEG, PNG, TIFF, WebP)", file_count="single",
                     file_types=["image", ".tif", ".tiff"], type="filepath", elem_id="upload", height=260)
-            with gr.Column(scale=4):
+            with gr.Column(scale=4, min_width=0):
                 c["demo_photos"] = gr.Gallery(
                     value=[(str(p), p.stem.title()) for p in demo_photos], label="…or pick a demo photo",
                     columns=4, rows=1, height=190, allow_preview=False, object_fit="cover",
                     elem_id="demo-photos", interactive=False, buttons=[])
-                with gr.Row():
-                    c["style"] = gr.Dropdown(label="Style (optional)", choices=[("None", "")] + [(s, s) for s in styles],
-                                             value="", elem_id="style", scale=1, min_width=150)
-                    c["quality_schema"] = gr.Dropdown(
-                        label="Judge schema", choices=list(quality_schemas or ["default"]), value="default",
-                        elem_id="quality-schema", scale=1, min_width=150, interactive=True)
-                    c["review_mode"] = gr.Radio(label="Review each turn", choices=list(views.REVIEW_MODES),
-                                                value=default_review_mode, elem_id="review-mode", scale=2)
-        with gr.Accordion("Shape the judge's output", open=False, elem_id="schema-panel"):
-            gr.Markdown("Paste one example of what you want the judge to report (a JSON object) and name it: "
-                        "Atelier infers a schema from it, with `score` and `assessment` kept from the default, "
-                        "and offers it under **Judge schema**. A vision model fills every field; the built-in "
-                        "judge fills what it can measure and marks the rest as not assessed.",
-                        elem_id="schema-help")
-            with gr.Row(equal_height=False):
-                with gr.Column(scale=3):
-                    c["schema_example"] = gr.Textbox(label="Example output (JSON)", lines=5, max_lines=14,
-                                                     placeholder=EXAMPLE_PLACEHOLDER, elem_id="schema-example")
-                    with gr.Row(equal_height=True):
-                        c["schema_name"] = gr.Textbox(label="Schema name", placeholder="e.g. cinematographer",
-                                                      max_lines=1, elem_id="schema-name", scale=3)
-                        c["generate_schema"] = gr.Button("Make schema", elem_id="generate-schema", scale=1,
-                                                         min_width=120)
-                with gr.Column(scale=4):
-                    c["schema_status"] = gr.Markdown("", elem_id="schema-status")
-                    c["schema_yaml"] = gr.Code("", language="yaml", label="The new schema", interactive=False,
-                                               visible=False, elem_id="schema-yaml", max_lines=18)
+                c["style"] = gr.Dropdown(label="Look (optional)", choices=views.look_choices(styles), value="",
+                                         elem_id="style", min_width=0, interactive=True)
+        # For people who tune the agent: how often to ask, and what the judge reports.
+        with gr.Accordion("Advanced", open=False, elem_id="advanced"):
+            with gr.Row():
+                c["review_mode"] = gr.Radio(label="Review each turn", choices=list(views.REVIEW_MODES),
+                                            value=default_review_mode, elem_id="review-mode", scale=2, min_width=0)
+                c["quality_schema"] = gr.Dropdown(
+                    label="Judge schema", choices=list(quality_schemas or ["default"]), value="default",
+                    elem_id="quality-schema", scale=1, min_width=0, interactive=True)
+            with gr.Accordion("Shape the judge's output", open=False, elem_id="schema-panel"):
+                gr.Markdown("Paste one example of what you want the judge to report (a JSON object) and name it: "
+                            "Atelier infers a schema from it, with `score` and `assessment` kept from the default, "
+                            "and offers it under **Judge schema**. A vision model fills every field; the built-in "
+                            "judge fills what it can measure and marks the rest as not assessed.",
+                            elem_id="schema-help")
+                with gr.Row(equal_height=False):
+                    with gr.Column(scale=3, min_width=0):
+                        c["schema_example"] = gr.Textbox(label="Example output (JSON)", lines=5, max_lines=14,
+                                                         placeholder=EXAMPLE_PLACEHOLDER, elem_id="schema-example")
+                        with gr.Row(equal_height=True):
+                            c["schema_name"] = gr.Textbox(label="Schema name", placeholder="e.g. cinematographer",
+                                                          max_lines=1, elem_id="schema-name", scale=3, min_width=0)
+                            c["generate_schema"] = gr.Button("Make schema", elem_id="generate-schema", scale=1,
+                                                             min_width=120)
+                    with gr.Column(scale=4, min_width=0):
+                        c["schema_status"] = gr.Markdown("", elem_id="schema-status")
+                        c["schema_yaml"] = gr.Code("", language="yaml", label="The new schema", interactive=False,
+                                                   visible=False, elem_id="schema-yaml", max_lines=18)
         c["cancel_start"] = gr.Button("Back to my photo", elem_id="cancel-start", size="sm", visible=False)
 
 
@@ -137,6 +140,14 @@ def create_event_handlers(c: dict, sv: SessionView, *, demo_photos: list[Path]) 
         photo = demo_photos[int(evt.index)]  # index into the server's own list: no client path is trusted
         return start(photo, photo.name, style, review_mode, quality_schema, browser_value)
 
+    def badge():
+        """Which brain plans the edits (``Studio.model_status()``, where the service has it)."""
+        status = getattr(studio, "model_status", None)
+        try:
+            return views.model_badge(status() if callable(status) else None)
+        except Exception:  # noqa: BLE001 - a badge never breaks the page
+            return ""
+
     def schema_choices(current):
         names = list(studio.list_schemas("quality"))
         return gr.update(choices=names, value=current if current in names else "default")
@@ -182,6 +193,7 @@ def create_event_handlers(c: dict, sv: SessionView, *, demo_photos: list[Path]) 
                                            c["browser"]], outputs + [c["upload"]], **heavy)
     c["demo_photos"].select(start_from_demo, [c["style"], c["review_mode"], c["quality_schema"], c["browser"]],
                             outputs + [c["upload"]], **heavy)
+    c["demo"].load(badge, None, c["model_badge"], queue=False, api_visibility="private")
     # The list is read again on each page load (schemas made in another tab or with the CLI).
     c["demo"].load(schema_choices, [c["quality_schema"]], c["quality_schema"], queue=False,
                    api_visibility="private")

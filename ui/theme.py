@@ -115,7 +115,11 @@ footer { opacity: .5; }
 .adj-value { text-align: right; font-variant-numeric: tabular-nums; font-family: ui-monospace, Menlo, monospace; }
 .adj-empty { color: #8a8a8a; font-style: italic; }
 #sub-goals { font-size: .88rem; }
-#gallery .caption-label { font-size: .74rem; max-width: 100% !important; white-space: nowrap; }
+#gallery .caption-label { font-size: .74rem; max-width: 100% !important; white-space: normal !important;
+                          overflow-wrap: anywhere; line-height: 1.25; }
+#gallery .thumbnail-item.abandoned img { filter: grayscale(1) brightness(.55); }
+#gallery .thumbnail-item.abandoned .caption-label { color: #8a8a8a; text-decoration: line-through; }
+#gallery .thumbnail-item.variant { opacity: .7; transform: scale(.9); }
 .metric-details summary { cursor: pointer; color: #9a9a9a; font-size: .8rem; margin-top: 4px; }
 .metric.detail { font-size: .72rem; padding: 1px 7px; }
 #start-panel { border: 1px solid #2e2e2e; border-radius: 8px; padding: 14px; background: #181818; }
@@ -133,7 +137,189 @@ footer { opacity: .5; }
 #schema-panel { margin-top: 10px; }
 #schema-help { color: #a9a9a9; font-size: .86rem; }
 #schema-status { font-size: .88rem; }
+/* keyboard focus always shows */
+:focus-visible, #compare [data-testid=slider]:focus, #gallery .thumbnail-item:focus-visible {
+  outline: 3px solid #f0a850 !important; outline-offset: 2px !important; }
+#compare [data-testid=slider]:focus .inner { background: #f0a850 !important; }
+/* Gradio's own image-slider undo (of a zoom) would read as ours */
+#compare .icon-button[aria-label=Undo] { display: none !important; }
+/* "Clear" would only blank this tab's copy of the conversation; the session keeps it */
+#chat button[aria-label=Clear] { display: none !important; }
+#photo-tools { align-items: center; flex-wrap: wrap; gap: 6px; }
+#photo-tools > * { flex: 0 1 auto !important; }
+#model-badge { margin-top: 4px; }
+.model-badge { display: inline-flex; align-items: center; gap: 6px; font-size: .74rem; color: #cfcfcf;
+               border: 1px solid #3a3a3a; border-radius: 10px; padding: 1px 9px; }
+.badge-dot { width: 7px; height: 7px; border-radius: 50%; background: #888; }
+.badge-model .badge-dot { background: #6cbf6c; }
+.badge-fallback .badge-dot { background: #e0a040; }
+.badge-embedded .badge-dot { background: #8aa8d8; }
+#quick-replies { flex-wrap: wrap; gap: 6px; }
+#quick-replies button { flex: 0 1 auto !important; }
+#adjustments .adj-stage { margin-bottom: 4px; }
+#adjustments .adj-slider { padding-top: 2px; padding-bottom: 2px; }
+#adjustments-summary { color: #9a9a9a; font-size: .82rem; }
+/* desktop: the chat above the message box; the page (and keyboard) order is input, send, review, chat */
+#talk-column > #chat { order: 1; }
+#talk-column > #quick-replies { order: 2; }
+#talk-column > #turn-progress { order: 3; }
+#talk-column > #input-row { order: 4; }
+#talk-column > #review-panel { order: 5; }
+@media (max-width: 1100px) {
+  #studio-row { flex-wrap: wrap !important; }
+  #studio-row > #right-column { flex: 1 1 100% !important; min-width: 100% !important; }
+}
+/* phones: one column; photo, then the message box and Send, then the chat, then the panels */
+@media (max-width: 720px) {
+  html, body { overflow-x: hidden; }
+  .gradio-container .main { padding-left: 8px !important; padding-right: 8px !important; }
+  #studio-row, #studio-header, #start-row { flex-direction: column !important; flex-wrap: nowrap !important; }
+  #studio-row > .column, #studio-header > *, #start-row > .column {
+    width: 100% !important; min-width: 0 !important; max-width: 100% !important; flex: 1 1 auto !important; }
+  #talk-column > #input-row { order: 1; }
+  #talk-column > #turn-progress { order: 2; }
+  #talk-column > #chat { order: 3; }
+  #talk-column > #quick-replies { order: 4; }
+  #talk-column > #review-panel { order: 5; }
+  #compare { height: auto !important; max-height: 420px; }
+  #chat { height: 320px !important; max-height: 320px !important; }
+  #review-panel .row { flex-wrap: wrap; }
+  #review-panel button { flex: 1 1 40% !important; min-width: 0 !important; }
+  #photo-tools > * { min-width: 0 !important; }
+  #export-format { min-width: 0 !important; }
+  #demo-photos, #demo-photos .grid-wrap, #gallery, #gallery .grid-wrap { height: auto !important; max-height: none !important; }
+  #demo-photos .grid-container { grid-template-columns: repeat(2, minmax(0, 1fr)) !important;
+                                 grid-auto-rows: auto !important; grid-template-rows: none !important; }
+  #gallery .grid-container { grid-template-columns: repeat(3, minmax(0, 1fr)) !important;
+                             grid-auto-flow: row !important; grid-template-rows: none !important; }
+  #demo-photos .thumbnail-item, #gallery .thumbnail-item { min-width: 0 !important; }
+}
 """
 
-#: Runs once in the browser: keep the page dark even where the system prefers light.
-JS = "() => { document.body.classList.add('dark'); }"
+
+#: Runs once in the browser. Keeps the page dark; gives the photos alt text (which version is
+#: shown), makes the before/after divider a keyboard slider, names the history thumbnails, keeps
+#: the chat's copy buttons out of the tab order, makes the adjustment sliders record a version on
+#: keyboard use and reset on double-click, and maps Ctrl+Z / Ctrl+Shift+Z to Undo / Redo.
+JS = r"""
+() => {
+  document.body.classList.add('dark');
+  const q = (sel, root) => (root || document).querySelector(sel);
+  const qa = (sel, root) => [...(root || document).querySelectorAll(sel)];
+  const setAttr = (el, k, v) => { if (el.getAttribute(k) !== v) el.setAttribute(k, v); };
+
+  function dividerPercent(box) {
+    const img = qa('img', box)[1];
+    const m = img && /inset\([^)]*?([\d.]+)%\)/.exec(img.style.clipPath || '');
+    return m ? Math.round(parseFloat(m[1])) : 50;
+  }
+  function moveDivider(handle, deltaPx) {
+    const b = handle.getBoundingClientRect(), x = b.left + b.width / 2, y = b.top + b.height / 2;
+    const ev = (t, cx) => new MouseEvent(t, {bubbles: true, cancelable: true, clientX: cx, clientY: y, view: window, button: 0});
+    handle.dispatchEvent(ev('mousedown', x));
+    window.dispatchEvent(ev('mousemove', x + deltaPx));
+    window.dispatchEvent(ev('mouseup', x + deltaPx));
+  }
+  function wireCompare() {
+    const box = q('#compare');
+    if (!box) return;
+    let alts = {};
+    try { alts = JSON.parse((q('#compare-alt textarea, #compare-alt input') || {}).value || '{}'); } catch (e) {}
+    const imgs = qa('img', box);
+    if (imgs[0]) setAttr(imgs[0], 'alt', alts.before || 'Before: the original photo');
+    if (imgs[1]) setAttr(imgs[1], 'alt', alts.after || 'After: the edited photo');
+    const handle = q('[data-testid=slider]', box);
+    if (!handle) return;
+    setAttr(handle, 'role', 'slider');
+    setAttr(handle, 'tabindex', '0');
+    setAttr(handle, 'aria-label', 'Before and after divider: left and right arrows move it');
+    setAttr(handle, 'aria-valuemin', '0');
+    setAttr(handle, 'aria-valuemax', '100');
+    setAttr(handle, 'aria-valuenow', String(dividerPercent(box)));
+    if (!handle.dataset.keys) {
+      handle.dataset.keys = '1';
+      handle.addEventListener('keydown', (e) => {
+        const width = handle.parentElement.getBoundingClientRect().width || 400;
+        const now = dividerPercent(box);
+        const step = (e.shiftKey ? 20 : 5);
+        let target = null;
+        if (e.key === 'ArrowLeft' || e.key === 'ArrowDown') target = now - step;
+        else if (e.key === 'ArrowRight' || e.key === 'ArrowUp') target = now + step;
+        else if (e.key === 'Home') target = 0;
+        else if (e.key === 'End') target = 100;
+        if (target === null) return;
+        e.preventDefault();
+        target = Math.max(0, Math.min(100, target));
+        moveDivider(handle, (target - now) / 100 * width);
+        setTimeout(() => setAttr(handle, 'aria-valuenow', String(dividerPercent(box))), 30);
+      });
+    }
+  }
+  function wireGallery() {
+    qa('#gallery .thumbnail-item').forEach((item) => {
+      const cap = q('.caption-label', item);
+      const text = cap ? cap.textContent.trim() : '';
+      if (!text) return;
+      const parts = text.split(' · ');
+      const head = parts[0] === '0' ? 'The original' : 'Version ' + parts[0];
+      const rest = parts.slice(1).filter((p) => p !== 'original')
+        .map((p) => /^\d\.\d\d$/.test(p) ? 'score ' + p : p);
+      setAttr(item, 'aria-label', head + (rest.length ? ': ' + rest.join(', ') : ''));
+      item.classList.toggle('abandoned', text.includes('rolled back'));
+      item.classList.toggle('variant', / · variant$/.test(text));
+    });
+  }
+  function wireDemos() {
+    qa('#demo-photos .thumbnail-item').forEach((item) => {
+      const cap = q('.caption-label', item);
+      if (cap) setAttr(item, 'aria-label', 'Start with the demo photo ' + cap.textContent.trim());
+    });
+  }
+  function wireChat() {
+    // The chat is read (role=log), not operated: its per-message buttons stay out of the tab order.
+    qa('#chat button, #chat [tabindex="0"]').forEach((b) => setAttr(b, 'tabindex', '-1'));
+  }
+  let queued = false;
+  function sweep() {
+    queued = false;
+    wireCompare(); wireGallery(); wireDemos(); wireChat();
+  }
+  new MutationObserver(() => { if (!queued) { queued = true; requestAnimationFrame(sweep); } })
+    .observe(document.body, {subtree: true, childList: true, attributes: true,
+                             attributeFilter: ['src', 'style', 'value', 'class']});
+  sweep();
+
+  // Adjustment sliders: arrow keys record a version once the keys rest; double-click resets.
+  const rested = new WeakMap();
+  const isRange = (el) => el && el.matches && el.matches('.adj-slider input[type=range]');
+  document.addEventListener('keyup', (e) => {
+    if (!isRange(e.target) || !/^(Arrow|Home|End|Page)/.test(e.key)) return;
+    clearTimeout(rested.get(e.target));
+    rested.set(e.target, setTimeout(() => e.target.dispatchEvent(new PointerEvent('pointerup', {bubbles: true})), 450));
+  });
+  document.addEventListener('dblclick', (e) => {
+    const box = e.target.closest && e.target.closest('.adj-slider');
+    const range = box && q('input[type=range]', box);
+    if (!range || range.disabled) return;
+    const m = /adj-default-(-?[\d_]+)/.exec(box.className);
+    const value = m ? m[1].replace('_', '.') : '0';
+    const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set;
+    setter.call(range, value);
+    range.dispatchEvent(new Event('input', {bubbles: true}));
+    setTimeout(() => range.dispatchEvent(new PointerEvent('pointerup', {bubbles: true})), 30);
+  });
+  // Ctrl+Z / Ctrl+Shift+Z (and Ctrl+Y): undo / redo a version, except while typing text.
+  document.addEventListener('keydown', (e) => {
+    if (!(e.ctrlKey || e.metaKey) || e.altKey) return;
+    const t = e.target;
+    if (t && (t.tagName === 'TEXTAREA' || (t.tagName === 'INPUT' && !/^(range|button|checkbox|radio)$/.test(t.type)) || t.isContentEditable)) return;
+    const key = e.key.toLowerCase();
+    let id = null;
+    if (key === 'z') id = e.shiftKey ? 'redo' : 'undo';
+    else if (key === 'y') id = 'redo';
+    if (!id) return;
+    const b = q('#' + id);
+    if (b && !b.disabled) { e.preventDefault(); b.click(); }
+  });
+}
+"""

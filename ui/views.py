@@ -8,6 +8,7 @@ literal. Scores are 0..1 and shown with two decimals; op values are integers
 from __future__ import annotations
 
 import html
+import json
 from typing import Any, Iterable, Mapping, Sequence
 
 from pipeline.masks import describe_mask
@@ -127,12 +128,116 @@ def progress_html(event: Mapping[str, Any] | None) -> str:
 
 # -- history and gallery ---------------------------------------------------------
 
-def asset_caption(asset: Mapping[str, Any]) -> str:
-    """'T2 · 0.82 · current' — turn, score, and where the version stands.
+_KEPT = ("approved", "auto_approved")
 
-    Abandoned branches (not on the head's ancestor chain) say so, so the
-    gallery tells the kept path from the rolled-back experiments.
+
+def _first_phrase(text: str) -> str:
+    """'warmer (more amber)' -> 'warmer'; 'brighter, up to +2 EV' -> 'brighter'."""
+    return text.split("(")[0].split(",")[0].split(";")[0].strip()
+
+
+def change_words(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None,
+                 ops_table: Sequence[Mapping[str, Any]], *, limit: int = 3) -> str:
+    """Two EditState dicts -> a short label of what changed: 'warmer, brighter' or 'sky: darker'.
+
+    Words come from each op's ``plus`` / ``minus`` description in the registry
+    (its first phrase), biggest moves first; an op without them reads as
+    'crop +20'. Nothing changed -> 'no change'.
     """
+    rows = {str(r["name"]): r for r in ops_table}
+
+    def word(name: str, delta: int) -> str:
+        row = rows.get(name, {})
+        phrase = _first_phrase(str(row.get("plus" if delta > 0 else "minus") or ""))
+        return phrase or f"{str(row.get('label') or name).lower()} {signed(delta)}"
+
+    def moves(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[int, str]]:
+        names = list(dict.fromkeys(list(a) + list(b)))
+        out = []
+        for n in names:
+            try:
+                delta = int(b.get(n, 0) or 0) - int(a.get(n, 0) or 0)
+            except (TypeError, ValueError):
+                continue
+            if delta:
+                out.append((abs(delta), word(n, delta)))
+        return out
+
+    before, after = before or {}, after or {}
+    found = [(m, w) for m, w in moves(before.get("settings") or {}, after.get("settings") or {})]
+    old_layers = {json.dumps(l.get("mask"), sort_keys=True): l for l in before.get("layers") or []}
+    for layer in after.get("layers") or []:
+        old = old_layers.get(json.dumps(layer.get("mask"), sort_keys=True), {})
+        where = layer_title(layer, with_prefix=False).removeprefix("the ")
+        found += [(m, f"{where}: {w}") for m, w in moves(old.get("settings") or {}, layer.get("settings") or {})]
+    found.sort(key=lambda mw: -mw[0])
+    words = list(dict.fromkeys(w for _, w in found))
+    if not words:
+        return "no change"
+    extra = len(words) - limit
+    return ", ".join(words[:limit]) + (f" +{extra} more" if extra > 0 else "")
+
+
+def version_entries(history: Sequence[Mapping[str, Any]], ops_table: Sequence[Mapping[str, Any]],
+                    pending_id: str | None = None) -> list[dict]:
+    """The session's versions as the History strip lists them, oldest first.
+
+    One entry per turn that made a version, numbered 1, 2, 3 ... in order
+    (refused messages and rollbacks make none, so the numbers never skip);
+    the original is 0. A turn's other attempts (automatic replans, modifies,
+    replans) follow it as its variants ``3b``, ``3c``. Each entry:
+    ``asset`` (the AssetInfo dict), ``number`` ("3", "3b"), ``label`` (what
+    changed from its parent), ``score``, ``variant`` (bool), ``state_word``
+    ("current", "in review", "rolled back", ""), ``caption`` and ``name`` (for
+    screen readers).
+    """
+    by_id = {a["id"]: a for a in history}
+    turns: dict[int, list[Mapping[str, Any]]] = {}
+    for a in history:
+        turns.setdefault(int(a.get("turn") or 0), []).append(a)
+    entries: list[dict] = []
+    number = 0
+    for turn in sorted(turns):
+        group = turns[turn]
+        if turn == 0:
+            main, variants = group[0], group[1:]
+        else:
+            main = (next((a for a in group if a.get("status") in _KEPT), None)
+                    or next((a for a in group if a["id"] == pending_id), None) or group[-1])
+            variants = [a for a in group if a is not main]
+            number += 1
+        for i, a in enumerate([main] + variants):
+            mark = str(number) if turn else "0"
+            if i:
+                mark += "bcdefghijklmnopqrstuvwxyz"[min(i - 1, 24)]
+            parent = by_id.get(a.get("parent_id") or "")
+            label = "original" if turn == 0 and not i else change_words(
+                (parent or {}).get("state"), a.get("state"), ops_table)
+            if a.get("is_head"):
+                word = "current"
+            elif a["id"] == pending_id:
+                word = "in review"
+            elif i or a.get("status") == "rejected" or (a.get("status") == "pending"):
+                word = "variant"
+            elif not a.get("on_head_path", True):
+                word = "rolled back"
+            else:
+                word = ""
+            score = a.get("score")
+            caption = " · ".join(p for p in (mark, label, score_text(score) if score is not None else "", word) if p)
+            name = (f"Version {mark}" if turn else "The original") + (f": {label}" if turn else "") \
+                + (f", score {score_text(score)}" if score is not None else "") + (f", {word}" if word else "")
+            entries.append({"asset": a, "number": mark, "label": label, "score": score, "variant": bool(i),
+                            "state_word": word, "caption": caption, "name": name})
+    return entries
+
+
+def entry_for(entries: Sequence[Mapping[str, Any]], asset_id: str | None) -> Mapping[str, Any] | None:
+    return next((e for e in entries if e["asset"]["id"] == asset_id), None)
+
+
+def asset_caption(asset: Mapping[str, Any]) -> str:
+    """'T2 · 0.82 · current' — kept for scripts; the History strip uses :func:`version_entries`."""
     turn = int(asset.get("turn") or 0)
     if asset.get("status") == "original" or turn == 0:
         head = " · current" if asset.get("is_head") else ""
@@ -155,87 +260,183 @@ def gallery_order(history: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any
     return kept + pending + abandoned
 
 
-def asset_summary(asset: Mapping[str, Any] | None, *, role: str = "Current") -> str:
-    """Markdown under the before/after slider: which version, its score and status, what changed."""
+#: Alt text of the 'before' photo.
+BEFORE_ALT = "Before: the original photo"
+
+
+def alt_json(before: str, after: str) -> str:
+    """The two alt texts of the before/after photos, as the page script reads them."""
+    return json.dumps({"before": before, "after": after})
+
+
+def photo_alt(entry: Mapping[str, Any] | None, *, role: str = "Current") -> str:
+    """Alt text of the 'after' photo: which version is shown ('Version 3 in review: warmer, brighter')."""
+    if not entry:
+        return "No photo yet"
+    if entry["number"] == "0":
+        return f"{role}: the original photo, unedited"
+    return f"{role}: version {entry['number']} of the photo — {entry['label']}"
+
+
+def asset_summary(asset: Mapping[str, Any] | None, *, role: str = "Current",
+                  entry: Mapping[str, Any] | None = None) -> str:
+    """Markdown under the before/after slider: which version, what changed, its score and status."""
     if not asset:
         return "Upload a photo or pick a demo photo to start."
     turn = int(asset.get("turn") or 0)
-    name = "Original" if turn == 0 or asset.get("status") == "original" else f"Turn {turn}"
+    if entry is not None:
+        name = "the original" if entry["number"] == "0" else f"version {entry['number']}"
+    else:
+        name = "the original" if turn == 0 or asset.get("status") == "original" else f"turn {turn}"
     parts = [f"**{role}: {name}**"]
+    if entry is not None and entry["number"] != "0":
+        parts.append(html.escape(entry["label"]))
     if asset.get("score") is not None:
         parts.append(f"score **{score_text(asset.get('score'))}**")
     status = _STATUS_WORDS.get(str(asset.get("status")), str(asset.get("status") or ""))
     if status and status != "original":
         parts.append(status)
     if not asset.get("on_head_path", True) and asset.get("status") != "pending":
-        parts.append("abandoned branch")
-    summary = str(asset.get("summary") or "").strip()
-    line = " · ".join(parts)
-    return line + (f"  \n{html.escape(summary)}" if summary and summary.lower() != "original" else "")
+        parts.append("rolled-back branch")
+    return " · ".join(parts)
 
 
 # -- adjustments -----------------------------------------------------------------
 
-def _bar(value: int, lo: int, hi: int) -> str:
-    """A centred bar: 0 in the middle, filled towards the value's side."""
-    span = max(abs(lo), abs(hi)) or 100
-    width = min(50.0, abs(value) / span * 50.0)
-    left = 50.0 if value >= 0 else 50.0 - width
-    return (f'<span class="adj-bar"><span class="adj-fill" '
-            f'style="left:{left:.1f}%;width:{width:.1f}%"></span></span>')
+#: How the registry's stages read as panel titles; a stage not listed reads as its own name.
+STAGE_TITLES = {
+    "white-balance-tone-contrast": "Light and contrast",
+    "color-temperature": "White balance",
+    "hsl": "Colour",
+    "local-editing": "Detail and haze",
+}
 
 
-def _rows(settings: Mapping[str, int], ops: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    rows = []
-    for name in [n for n in ops if n in settings] + [n for n in settings if n not in ops]:
-        value = int(settings[name])
-        if not value:
-            continue
-        op = ops.get(name, {})
-        label = html.escape(str(op.get("label") or name))
-        rows.append(
-            f'<div class="adj-row" data-op="{html.escape(name)}" title="{html.escape(str(op.get("description", "")))}">'
-            f'<span class="adj-label">{label}</span>{_bar(value, int(op.get("min", -100)), int(op.get("max", 100)))}'
-            f'<span class="adj-value">{signed(value)}</span></div>'
-        )
-    return rows
+def stage_title(stage: str) -> str:
+    """'color-temperature' -> 'White balance'; an unknown 'geometry-crop' -> 'Geometry crop'."""
+    return STAGE_TITLES.get(stage) or (str(stage).replace("-", " ").replace("_", " ").strip().capitalize() or "Other")
 
 
-def adjustments_html(state: Mapping[str, Any] | None, ops_table: Sequence[Mapping[str, Any]]) -> str:
-    """An EditState dict as readable slider values, grouped like a raw developer.
+def widget_for(row: Mapping[str, Any]) -> dict | None:
+    """An op-table row -> how to edit it: ``{"type": "slider", minimum, maximum, step, default}`` or
+    ``{"type": "choice", choices, default}``; None when the row cannot be edited by hand.
 
-    ``ops_table`` rows come from ``Studio.ops_table()`` (name, label, group,
-    min, max, ...); only non-zero values are listed, local layers after the
-    global ones with the area they touch.
+    Rows carry a ``kind`` (or ``widget``): a render kind ("pixel", "spatial"),
+    "angle", "choice" or anything new. A choice needs ``choices``; anything
+    with a numeric min < max is a slider (``step`` if the row has one, else 1);
+    the rest is left out of the panel (never an error).
     """
-    ops = {row["name"]: row for row in ops_table}
-    state = state or {}
-    settings = dict(state.get("settings") or {})
-    layers = list(state.get("layers") or [])
-    if not any(settings.values()) and not any((l.get("settings") or {}) for l in layers):
-        return '<div class="adj-empty">No adjustments yet: this is the untouched original.</div>'
-    parts = []
-    groups: dict[str, dict[str, int]] = {}
-    for name, value in settings.items():
-        groups.setdefault(str(ops.get(name, {}).get("group", "other")), {})[name] = value
-    for group in dict.fromkeys([str(r.get("group", "other")) for r in ops_table] + list(groups)):
-        if group in groups:
-            rows = _rows(groups[group], ops)
-            if rows:
-                parts.append(f'<div class="adj-group"><div class="adj-group-name">{html.escape(group)}</div>{"".join(rows)}</div>')
-    for layer in layers:
-        rows = _rows(layer.get("settings") or {}, ops)
-        if not rows:
-            continue
+    kind = str(row.get("widget") or row.get("kind") or "").lower()
+    default = row.get("default", 0)
+    if kind == "choice":
+        choices = row.get("choices")
+        if isinstance(choices, Mapping):
+            choices = list(choices.items())
+        if not isinstance(choices, (list, tuple)) or not choices:
+            return None
+        pairs = [(str(c[0]), c[1]) if isinstance(c, (list, tuple)) and len(c) == 2 else (str(c), c) for c in choices]
+        return {"type": "choice", "choices": pairs, "default": default}
+    lo, hi = row.get("min"), row.get("max")
+    if isinstance(lo, bool) or isinstance(hi, bool) or not isinstance(lo, (int, float)) \
+            or not isinstance(hi, (int, float)) or not lo < hi:
+        return None
+    step = row.get("step")
+    step = step if isinstance(step, (int, float)) and not isinstance(step, bool) and step > 0 else 1
+    if not isinstance(default, (int, float)) or isinstance(default, bool):
+        default = 0 if lo <= 0 <= hi else lo
+    return {"type": "slider", "minimum": lo, "maximum": hi, "step": step, "default": default}
+
+
+def slider_groups(ops_table: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, list[dict]]]:
+    """The op table -> ``[(stage, title, [row + {"widget": spec}]), ...]`` in registry order."""
+    groups: dict[str, list[dict]] = {}
+    for row in ops_table:
+        spec = widget_for(row)
+        if spec is not None:
+            groups.setdefault(str(row.get("stage") or "other"), []).append({**row, "widget": spec})
+    return [(stage, stage_title(stage), rows) for stage, rows in groups.items()]
+
+
+def layer_title(layer: Mapping[str, Any], *, with_prefix: bool = True) -> str:
+    """A local layer as a person reads it: 'Local: the sky' (or its own name)."""
+    name = str(layer.get("name") or "").strip()
+    if not name:
         try:
-            where = describe_mask(layer.get("mask") or {})
+            name = describe_mask(layer.get("mask") or {})
         except (KeyError, TypeError, ValueError):
-            where = "a local area"
-        title = str(layer.get("name") or "").strip() or f"Local: {where}"
-        opacity = layer.get("opacity", 1.0)
-        extra = f" · {float(opacity):.0%}" if opacity not in (None, 1, 1.0) else ""
-        parts.append(f'<div class="adj-group adj-local"><div class="adj-group-name">{html.escape(title)}{extra}</div>{"".join(rows)}</div>')
-    return "".join(parts)
+            name = "a local area"
+    return f"Local: {name}" if with_prefix else name
+
+
+def layer_slots(state: Mapping[str, Any] | None, ops_table: Sequence[Mapping[str, Any]],
+                layers: int, per_layer: int) -> list[dict]:
+    """The local layers of a state -> a fixed pool of ``layers`` x ``per_layer`` slider settings.
+
+    Each slot: ``visible``, ``title``, ``sliders`` (each ``visible``, ``name``,
+    ``label``, ``minimum``, ``maximum``, ``step``, ``value``) listing the ops
+    the layer sets, in registry order. Layers or ops beyond the pool are left out.
+    """
+    rows = {str(r["name"]): r for r in ops_table}
+    order = {name: i for i, name in enumerate(rows)}
+    slots = []
+    state_layers = list((state or {}).get("layers") or [])
+    for i in range(layers):
+        layer = state_layers[i] if i < len(state_layers) else None
+        sliders = []
+        if layer:
+            settings = dict(layer.get("settings") or {})
+            for name in sorted(settings, key=lambda n: order.get(n, len(order))):
+                spec = widget_for(rows.get(name, {"min": -100, "max": 100}))
+                if spec is None or spec["type"] != "slider":
+                    continue
+                label = str(rows.get(name, {}).get("label") or name)
+                sliders.append({"visible": True, "name": name, "label": f"{layer_title(layer, with_prefix=False)} · {label}",
+                                "minimum": spec["minimum"], "maximum": spec["maximum"], "step": spec["step"],
+                                "value": settings[name]})
+        sliders = sliders[:per_layer]
+        while len(sliders) < per_layer:
+            sliders.append({"visible": False, "name": "", "label": "", "minimum": -100, "maximum": 100,
+                            "step": 1, "value": 0})
+        slots.append({"visible": bool(layer), "title": layer_title(layer) if layer else "", "sliders": sliders})
+    return slots
+
+
+def _as_value(v: Any) -> Any:
+    if isinstance(v, float) and v == int(v):
+        return int(v)
+    if isinstance(v, float):
+        return int(round(v))
+    return v
+
+
+def changed_settings(names: Sequence[str], values: Sequence[Any], current: Mapping[str, Any],
+                     defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Widget positions -> ``{op: value}`` for the ops whose value differs from ``current``.
+
+    An op missing from ``current`` sits at its default (0 unless ``defaults`` says otherwise).
+    """
+    defaults = defaults or {}
+    out = {}
+    for name, value in zip(names, values):
+        if not name or value is None:
+            continue
+        value = _as_value(value)
+        if value != _as_value(current.get(name, defaults.get(name, 0))):
+            out[name] = value
+    return out
+
+
+def adjustments_summary(state: Mapping[str, Any] | None, ops_table: Sequence[Mapping[str, Any]]) -> str:
+    """One line over the sliders: how many adjustments this version carries, or that it is the original."""
+    state = state or {}
+    n = len([v for v in (state.get("settings") or {}).values() if v])
+    layers = [l for l in state.get("layers") or [] if l.get("settings")]
+    if not n and not layers:
+        return "No adjustments yet: this is the untouched original. Move a slider to start."
+    parts = [f"{n} adjustment{'s' if n != 1 else ''}"] if n else []
+    if layers:
+        parts.append(f"{len(layers)} local layer{'s' if len(layers) != 1 else ''}")
+    return " and ".join(parts) + ". Drag to preview, release to keep; double-click resets."
 
 
 # -- sub-goals and review --------------------------------------------------------
@@ -321,37 +522,6 @@ def review_markdown(payload: Mapping[str, Any] | None) -> str:
     return "\n".join(lines)
 
 
-def modify_sliders(review_ops: Sequence[Mapping[str, Any]] | None, pool: int) -> list[dict]:
-    """The review's ops -> settings for a fixed pool of ``pool`` sliders.
-
-    Each entry: ``visible``, ``name``, ``label``, ``minimum``, ``maximum``,
-    ``value``; ops beyond the pool are left out (the first ``pool`` are the
-    ones the turn touched, in plan order).
-    """
-    out = []
-    for row in list(review_ops or [])[:pool]:
-        out.append({
-            "visible": True, "name": str(row["name"]),
-            "label": f"{row.get('label') or row['name']}",
-            "minimum": int(row.get("min", -100)), "maximum": int(row.get("max", 100)),
-            "value": int(row.get("value", 0)),
-        })
-    while len(out) < pool:
-        out.append({"visible": False, "name": "", "label": "", "minimum": -100, "maximum": 100, "value": 0})
-    return out
-
-
-def changed_values(names: Sequence[str], values: Sequence[Any],
-                   review_ops: Sequence[Mapping[str, Any]] | None) -> dict[str, int]:
-    """Slider positions -> ``{op: value}`` for the ops whose value the person moved."""
-    before = {str(r["name"]): int(r.get("value", 0)) for r in review_ops or []}
-    out = {}
-    for name, value in zip(names, values):
-        if name and value is not None and int(round(float(value))) != before.get(name):
-            out[name] = int(round(float(value)))
-    return out
-
-
 # -- sessions ---------------------------------------------------------------------
 
 def session_label(info: Mapping[str, Any]) -> str:
@@ -364,3 +534,37 @@ def notices_markdown(notices: Sequence[str] | None) -> str:
     """Loading notices ('rotated by EXIF', 'converted from CMYK') as a short note."""
     notices = [n for n in (notices or []) if n]
     return "" if not notices else "ℹ️ " + " · ".join(html.escape(n) for n in notices)
+
+
+# -- start screen, quick replies, model badge ---------------------------------------
+
+def look_name(style: str) -> str:
+    """A look's id as a person reads it: 'black_and_white' -> 'Black and white'."""
+    words = str(style).replace("_", " ").replace("-", " ").split()
+    return " ".join(words).capitalize() if words else str(style)
+
+
+def look_choices(styles: Sequence[str]) -> list[tuple[str, str]]:
+    """The looks menu: human names first, the service's ids as values; 'None' (no look) first."""
+    return [("None", "")] + sorted(((look_name(s), s) for s in styles), key=lambda c: c[0].lower())
+
+
+def quick_replies(result: Mapping[str, Any] | None, pool: int) -> list[str]:
+    """A turn's ``quick_replies`` (suggested answers) -> at most ``pool`` short distinct texts."""
+    found = (result or {}).get("quick_replies") or []
+    texts = [str(t).strip() for t in found if isinstance(t, str) and str(t).strip()]
+    return list(dict.fromkeys(t[:80] for t in texts))[:pool]
+
+
+_BADGE_WORDS = {"model": "Vision model", "fallback": "Built-in (model unreachable)", "embedded": "Built-in planner"}
+
+
+def model_badge(status: Mapping[str, Any] | None) -> str:
+    """``Studio.model_status()`` -> a small badge: which brain plans the edits right now."""
+    if not status:
+        return ""
+    state = str(status.get("state") or "").lower()
+    label = str(status.get("label") or _BADGE_WORDS.get(state) or state or "unknown")
+    safe = state if state in _BADGE_WORDS else "unknown"
+    return (f'<span class="model-badge badge-{safe}" role="status" title="{html.escape(label)}">'
+            f'<span class="badge-dot" aria-hidden="true"></span>{html.escape(label)}</span>')

@@ -273,6 +273,8 @@ def wording_summary(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for t in turns:
         for part in ("reply", "details"):
             text = t.get(part) or ""
+            if isinstance(text, Mapping):       # TurnResult.details: the measurements are one of its parts
+                text = str(text.get("measurements") or "")
             if not text:
                 continue
             n += 1

@@ -25,7 +25,6 @@ from agent.eval.metrics import INSTRUCTION_ACTIONS, drift, latency_excluding_mod
 from agent.eval.recording import RecordingJudge, RecordingPlanner
 from agent.eval.scenarios import Scenario, Step, load_photo
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class EvalError(RuntimeError):
@@ -385,6 +384,10 @@ def _cost(s: Scenario) -> int:
     return len(s.steps) * (s.upscale ** 2)
 
 
+def _run_item(item: tuple[Scenario, RunOptions]) -> ScenarioRun:
+    return run_one(*item)
+
+
 def run_suite(scenarios: Sequence[Scenario], options: RunOptions, *, workers: int = 1,
               ray_address: str | None = None,
               on_done: Callable[[ScenarioRun], None] | None = None) -> list[ScenarioRun]:
@@ -392,63 +395,16 @@ def run_suite(scenarios: Sequence[Scenario], options: RunOptions, *, workers: in
 
     ``workers`` 1 runs in this process; more uses a process pool (each worker
     its own Studio); ``ray_address`` ("local", "auto" or host:port) runs them as
-    Ray tasks instead.
+    Ray tasks instead (see agent.parallel).
     """
-    if ray_address:
-        return _run_on_ray(scenarios, options, ray_address, on_done)
+    from agent.parallel import ParallelError, map_jobs
+
     order = sorted(range(len(scenarios)), key=lambda i: -_cost(scenarios[i]))  # longest first
-    results: dict[int, ScenarioRun] = {}
-    if workers <= 1:
-        for i in range(len(scenarios)):
-            results[i] = run_one(scenarios[i], options)
-            if on_done:
-                on_done(results[i])
-        return [results[i] for i in range(len(scenarios))]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    ctx = multiprocessing.get_context("spawn")  # no fork after threads: each worker starts clean
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = {pool.submit(run_one, scenarios[i], options): i for i in order}
-        for fut in as_completed(futures):
-            i = futures[fut]
-            results[i] = fut.result()
-            if on_done:
-                on_done(results[i])
-    return [results[i] for i in range(len(scenarios))]
-
-
-def _run_on_ray(scenarios: Sequence[Scenario], options: RunOptions, address: str,
-                on_done: Callable[[ScenarioRun], None] | None) -> list[ScenarioRun]:
     try:
-        import ray
-    except ImportError:
-        raise EvalError("--ray needs the optional Ray package: .venv/bin/python -m pip install 'ray>=2.9'") from None
-    if address == "local":
-        # A Ray instance on this machine; its workers import the repo from PYTHONPATH.
-        runtime_env = {"env_vars": {"PYTHONPATH": str(REPO_ROOT)}}
-        ray.init(runtime_env=runtime_env, include_dashboard=False, ignore_reinit_error=True,
-                 log_to_driver=False)
-    else:
-        # A cluster: ship the code (not the venv, sessions or git history) to its workers.
-        runtime_env = {"working_dir": str(REPO_ROOT),
-                       "excludes": [".venv", ".git", "sessions", "**/__pycache__"]}
-        ray.init(address=address, runtime_env=runtime_env, ignore_reinit_error=True, log_to_driver=False)
-    try:
-        task = ray.remote(num_cpus=1)(run_one)
-        refs = {task.remote(s, options): i for i, s in enumerate(scenarios)}
-        results: dict[int, ScenarioRun] = {}
-        pending = list(refs)
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            for ref in done:
-                i = refs[ref]
-                results[i] = ray.get(ref)
-                if on_done:
-                    on_done(results[i])
-    finally:
-        ray.shutdown()
-    return [results[i] for i in range(len(scenarios))]
+        return map_jobs(_run_item, [(s, options) for s in scenarios], workers=workers, ray_address=ray_address,
+                        order=order, on_done=(lambda _item, run: on_done(run)) if on_done else None)
+    except ParallelError as exc:
+        raise EvalError(f"--ray: {exc}") from None
 
 
 def flatten(runs: Iterable[ScenarioRun]) -> tuple[list[dict], list[dict]]:

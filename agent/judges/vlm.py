@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 
 from agent.judges.base import Assessment, Judge, JudgeRequest
-from agent.vlm import ModelBacked, VLMClient, VLMError
+from agent.vlm import ModelBacked, ModelResting, VLMClient, VLMError
 from schemas import Schema, load_schema
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,10 @@ class VLMJudge(ModelBacked):
                         ("the result of this turn", request.current)],
                 schema=schema,
             )
+        except ModelResting as exc:  # the circuit is open: the person was told once when it opened
+            quiet = self.fallback.assess(request)
+            quiet.source = f"embedded (fallback: {exc.reason})"
+            return quiet
         except VLMError as exc:
             return self._fall_back(request, exc.reason)
         except Exception as exc:  # a bug here must not cost the person their turn

@@ -27,737 +27,17 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from dataclasses import replace
 
+from pipeline.state import WHOLE_FRAME_OPS
 from agent.planners.base import Plan, PlanRequest, SubGoal
+from agent.planners.followups import read_followup
+from agent.planners.grammar import Draft, Move, _read
+from agent.planners.vocabulary import Vocabulary, _match, _tokens, find_phrases
 from pipeline import ops
 from pipeline.masks import describe_mask, normalize_mask_spec
 from pipeline.state import EditState
 from profiles import Profile, ProfileError, load_profile
-
-#: Longer messages are cut: a planner request is a sentence or two, not a document.
-MAX_MESSAGE_CHARS = 1000
-#: Exposure op: 100 = +2 EV (pipeline/ops.py), so one stop is 50 units.
-UNITS_PER_EV = 50.0
-#: "less X" after X was added never removes less than this (a visible step).
-MIN_TONE_DOWN = 6
-
-_TOKEN = re.compile(r"[+-]?\d+(?:\.\d+)?%?(?![a-z])|[a-z0-9][a-z0-9&']*|[,;.!?:]")
-_HARD_SEPARATORS = {",", ";", ".", "!", "?", ":"}
-_FILLER = {
-    "a", "an", "the", "it", "its", "it's", "make", "makes", "making", "please", "can", "could", "would",
-    "you", "i", "i'd", "want", "like", "me", "my", "this", "that", "these", "those", "photo", "image",
-    "picture", "shot", "of", "to", "in", "on", "at", "for", "so", "some", "is", "are", "be", "look",
-    "looks", "looking", "feel", "feels", "bit", "now", "just", "little", "by", "with", "give", "get",
-    "should", "and", "but", "too", "lot", "kind", "sort", "maybe", "try", "let's", "lets", "do", "bring",
-    "there", "here", "all", "one", "same", "again", "up", "down", "them", "they", "we", "our", "your",
-    "thanks", "thank", "pic", "tone", "tones", "colours", "colors", "area", "part", "side",
-    "whole", "overall", "much", "very", "less", "more", "who", "what", "which", "seems", "seem",
-}
-
-
-# ---------------------------------------------------------------------------
-# Vocabulary, compiled once from a profile
-# ---------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Intent:
-    """One entry of intent_translations: a word family and its op moves."""
-
-    name: str
-    label: str
-    kind: str
-    ops: tuple[tuple[str, int], ...]      # most important first; moderate strength
-    mode: str = "add"
-    opposite: str | None = None
-    doing: str = ""
-
-    @property
-    def primary(self) -> str:
-        return self.ops[0][0]
-
-
-@dataclass(frozen=True)
-class Piece:
-    """A matched phrase: ``category`` (intent, fix, target, band, magnitude, ...) and ``key``."""
-
-    category: str
-    key: Any
-    text: str
-    pos: int
-
-
-# Same phrase in two lists: the earlier category wins.
-_CATEGORY_ORDER = ("relative", "rollback", "intent", "fix", "target", "band", "magnitude", "towards", "reduce",
-                   "avoid", "reset", "set", "increase", "objects", "global", "separator", "op")
-
-
-class Vocabulary:
-    """The engine profile's prompt_engineering section, compiled for matching."""
-
-    def __init__(self, profile: Profile):
-        pe = profile.prompt_engineering
-        self.profile = profile
-        self.intents: dict[str, Intent] = {}
-        for name, entry in (pe.get("intent_translations") or {}).items():
-            self.intents[name] = Intent(
-                name=name, label=entry.get("label") or name.replace("_", " "),
-                kind=entry.get("kind", "direct"), ops=tuple((k, int(v)) for k, v in entry["ops"].items()),
-                mode=entry.get("mode", "add"), opposite=entry.get("opposite"),
-                doing=entry.get("doing") or f"making {{where}} {entry.get('label') or name.replace('_', ' ')}",
-            )
-        self.targets: dict[str, dict] = {k: dict(v["mask"]) for k, v in (pe.get("targets") or {}).items()}
-        self.target_labels = {k: v.get("label") for k, v in (pe.get("targets") or {}).items()}
-        self.band_ops: dict[str, str] = dict(pe.get("band_ops") or {})
-        self.magnitudes: dict[str, float] = {w: float(e["scale"]) for w, e in
-                                             ((pe.get("magnitudes") or {}).get("words") or {}).items()}
-        self.relative: dict[str, Mapping] = dict(pe.get("relative_requests") or {})
-        self.styles = pe.get("styles") or {}
-        grammar = pe.get("grammar") or {}
-        lists: dict[str, list[tuple[str, Any]]] = {c: [] for c in _CATEGORY_ORDER}
-        for name, entry in self.relative.items():
-            lists["relative"] += [(w, name) for w in entry.get("words", ())]
-        for name, entry in (pe.get("intent_translations") or {}).items():
-            lists["intent"] += [(w, name) for w in entry.get("words", ())]
-            lists["fix"] += [(w, name) for w in entry.get("fixes", ())]
-        for name, entry in (pe.get("targets") or {}).items():
-            lists["target"] += [(w, name) for w in entry["words"]]
-        for band, entry in (pe.get("bands") or {}).items():
-            lists["band"] += [(w, band) for w in entry["words"]]
-        lists["magnitude"] = [(w, w) for w in self.magnitudes]
-        for cat in ("reduce", "avoid", "reset", "set", "increase", "objects", "global", "rollback", "towards"):
-            lists[cat] += [(w, cat) for w in grammar.get(cat, ())]
-        lists["reduce"] += [(w, "reduce") for w in grammar.get("reduce_after", ())]
-        # "tone down the sky": these reduce words, on a target with no quality named, mean
-        # the implicit intent (profile: implicit_intents.tone_down).
-        lists["reduce"] += [(w, "reduce") for w in grammar.get("tone_down", ())]
-        self.tone_down = {" ".join(_tokens(w)) for w in grammar.get("tone_down", ())}
-        implicit = dict(pe.get("implicit_intents") or {})
-        self.tone_down_intent = implicit.get("tone_down")
-        if self.tone_down_intent is not None and self.tone_down_intent not in self.intents:
-            raise ProfileError(str(profile.path), "prompt_engineering.implicit_intents.tone_down",
-                               f"no intent called {self.tone_down_intent!r}")
-        # "shift the oranges towards yellow" (a hue move), "shift the tint towards green" (a cast).
-        shifts = dict(pe.get("colour_shifts") or {})
-        self.shift_hue = int(shifts.get("hue", 0))
-        self.casts: dict[str, tuple[tuple[str, int], ...]] = {}
-        for band, moves in (shifts.get("casts") or {}).items():
-            where = f"prompt_engineering.colour_shifts.casts.{band}"
-            if band not in ops.BANDS:
-                raise ProfileError(str(profile.path), where, f"expected one of {', '.join(ops.BANDS)}")
-            try:
-                self.casts[band] = tuple((ops.get_op(k).name, int(v)) for k, v in moves.items())
-            except ops.OpError as exc:
-                raise ProfileError(str(profile.path), where, str(exc)) from None
-        lists["separator"] = [(w, "soft") for w in grammar.get("separators", ())]
-        # Op names and labels ("temperature", "green saturation", "saturation_green"): lowest priority.
-        for op in ops.OPS.values():
-            lists["op"] += [(op.name.replace("_", " "), op.name), (op.name, op.name), (op.label.lower(), op.name)]
-        self.phrases: dict[tuple[str, ...], tuple[str, Any]] = {}
-        for cat in _CATEGORY_ORDER:
-            for phrase, key in lists[cat]:
-                toks = tuple(_tokens(phrase))
-                if toks and toks not in self.phrases:
-                    self.phrases[toks] = (cat, key)
-        self.longest = max((len(t) for t in self.phrases), default=1)
-
-    # -- capability text for "I don't know how to do that yet" ----------
-    def capabilities(self) -> str:
-        direct = [i.label for i in self.intents.values() if i.kind == "direct"]
-        looks = [i.label for i in self.intents.values() if i.kind == "artistic"]
-        where = [self.target_labels.get(k) or k for k in self.targets]
-        rel = [str(e.get("label") or k.replace("_", " ")) for k, e in self.relative.items()]
-        parts = []
-        if direct:
-            parts.append(", ".join(direct[:12]))
-        if looks:
-            parts.append("looks such as " + ", ".join(looks[:8]))
-        if where:
-            parts.append("local edits on " + ", ".join(where[:6]) + " or one colour (\"less saturated greens\")")
-        if rel:
-            parts.append(", ".join(rel))
-        return "; ".join(parts) + "."
-
-
-def _tokens(text: str) -> list[str]:
-    text = text.lower().replace("\u2019", "'").replace("\u2018", "'")
-    text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", text)    # golden-hour, black-and-white
-    return _TOKEN.findall(text)
-
-
-#: Modifier phrases that may give their last word to a following quality phrase.
-_YIELDING = ("magnitude", "increase", "reduce")
-
-
-def _starts_quality(vocab: Vocabulary, tokens: list[str], j: int) -> bool:
-    """Whether an intent phrase of two or more words starts at token ``j``."""
-    for n in range(min(vocab.longest, len(tokens) - j), 1, -1):
-        hit = vocab.phrases.get(tuple(tokens[j:j + n]))
-        if hit and hit[0] in ("intent", "fix"):
-            return True
-    return False
-
-
-def _match(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
-    """Greedy longest-phrase matching; unmatched tokens become 'word'/'number'/'separator' pieces."""
-    pieces: list[Piece] = []
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        if tok in _HARD_SEPARATORS:
-            pieces.append(Piece("separator", "hard", tok, i))
-            i += 1
-            continue
-        if re.fullmatch(r"[+-]?\d+(?:\.\d+)?%?", tok):
-            pieces.append(Piece("number", float(tok.rstrip("%")), tok, i))
-            i += 1
-            continue
-        for n in range(min(vocab.longest, len(tokens) - i), 0, -1):
-            hit = vocab.phrases.get(tuple(tokens[i:i + n]))
-            if hit:
-                if n > 1 and hit[0] in _YIELDING and _starts_quality(vocab, tokens, i + n - 1) \
-                        and tuple(tokens[i:i + n - 1]) in vocab.phrases:
-                    # "add more magenta", "a bit more contrast": the modifier gives its last
-                    # word back to the quality phrase it begins ("more magenta").
-                    n -= 1
-                    hit = vocab.phrases[tuple(tokens[i:i + n])]
-                pieces.append(Piece(hit[0], hit[1], " ".join(tokens[i:i + n]), i))
-                i += n
-                break
-        else:
-            pieces.append(Piece("word", tok, tok, i))
-            i += 1
-    return pieces
-
-
-# ---------------------------------------------------------------------------
-# Clauses
-# ---------------------------------------------------------------------------
-
-@dataclass
-class Clause:
-    pieces: list[Piece]
-    joined: str | None = None            # how it joins the previous clause: "soft" | "hard" | None
-
-    def of(self, *categories: str) -> list[Piece]:
-        return [p for p in self.pieces if p.category in categories]
-
-    @property
-    def text(self) -> str:
-        return " ".join(p.text for p in self.pieces)
-
-    @property
-    def content_words(self) -> list[str]:
-        return [p.text for p in self.pieces if p.category == "word" and p.text not in _FILLER]
-
-
-def _clauses(pieces: list[Piece]) -> list[Clause]:
-    out: list[Clause] = []
-    current: list[Piece] = []
-    joined: str | None = None
-    pending: str | None = None
-    for p in pieces:
-        if p.category == "separator":
-            if current:
-                out.append(Clause(current, joined))
-                current = []
-                joined = None
-                pending = p.key
-            else:
-                pending = "hard" if "hard" in (pending, p.key) else p.key
-            continue
-        if not current:
-            joined = pending if out else None
-            pending = None
-        current.append(p)
-    if current:
-        out.append(Clause(current, joined))
-    return out
-
-
-@dataclass
-class Use:
-    """One intent as used in a clause, with everything that modifies it."""
-
-    intent: Intent
-    negated: bool = False                # "less", "too", "not so"
-    avoid: bool = False                  # "don't"
-    reset: bool = False                  # "reset the", "remove the"
-    scale: float = 1.0                   # magnitude words
-    number: float | None = None          # explicit value
-    set_mode: bool = False               # "set X to N"
-    targets: list[str] = field(default_factory=list)
-    bands: list[str] = field(default_factory=list)
-    pos: int = 0
-
-
-def _nearest(p: Piece, anchors: list[Piece], *, prefer_after: bool = True) -> Piece | None:
-    """The anchor a modifier belongs to: the next one in the clause, else the previous one."""
-    after = [a for a in anchors if a.pos > p.pos]
-    before = [a for a in anchors if a.pos < p.pos]
-    if prefer_after and after:
-        return after[0]
-    if before:
-        return before[-1]
-    return after[0] if after else None
-
-
-def _op_intent(op_name: str) -> Intent:
-    """An op named directly ("temperature +10", "reset the tint") as a one-op intent."""
-    o = ops.get_op(op_name)
-    return Intent(name=f"op:{o.name}", label=o.label.lower(), kind="op", ops=((o.name, 20),),
-                  doing=f"changing {o.label.lower()} of {{where}}")
-
-
-def _uses(vocab: Vocabulary, clause: Clause) -> list[Use]:
-    anchors = clause.of("intent", "fix", "op")
-    uses: dict[int, Use] = {}
-    for a in anchors:
-        intent = vocab.intents[a.key] if a.category != "op" else _op_intent(a.key)
-        uses[a.pos] = Use(intent, pos=a.pos)
-    for p in clause.pieces:
-        if p.category in ("magnitude", "reduce", "avoid", "number", "set", "reset", "rollback"):
-            anchor = _nearest(p, anchors, prefer_after=p.category != "number")
-            if anchor is None:
-                continue
-            use = uses[anchor.pos]
-            if p.category == "magnitude":
-                use.scale = vocab.magnitudes[p.key]
-            elif p.category == "reduce" and anchor.category != "fix":
-                use.negated = True   # "too blurry" still means sharper: fix words are never negated
-            elif p.category == "avoid":
-                use.avoid = True
-            elif p.category == "number":
-                use.number = p.key
-            elif p.category == "set":
-                use.set_mode = True
-            elif p.category in ("reset", "rollback"):
-                use.reset = True
-    # "set contrast to 20" / "contrast = 20": a number after "to" or "=" is absolute.
-    for i, p in enumerate(clause.pieces):
-        if p.category == "number" and i and clause.pieces[i - 1].text in ("to", "at", "="):
-            anchor = _nearest(p, anchors, prefer_after=False)
-            if anchor is not None:
-                uses[anchor.pos].set_mode = True
-    targets = [p.key for p in clause.of("target")]
-    bands = [p.key for p in clause.of("band")]
-    for use in uses.values():
-        use.targets, use.bands = list(targets), list(bands)
-    return [uses[a.pos] for a in anchors]
-
-
-def _hue_direction(band: str, goal: str) -> int:
-    """+1 when ``goal`` lies ahead of ``band`` on the hue circle (red, orange, yellow, green,
-    aqua, blue, purple, magenta, red...), -1 when behind, 0 for the same band.
-
-    Positive hue_<band> rotates a band towards the next band's hue (pipeline/adjust.py).
-    """
-    order = list(ops.BANDS)
-    steps = (order.index(goal) - order.index(band)) % len(order)
-    return 0 if not steps else (1 if steps <= len(order) // 2 else -1)
-
-
-def _towards_uses(vocab: Vocabulary, clause: Clause, notes: list[str]) -> list[Use] | None:
-    """"shift/push/move X towards Y" where Y is a colour; None when the clause is not one.
-
-    X a band ("the oranges"): rotate that band's hue towards Y. X anything else (the tint,
-    the white balance, a target such as the shadows, or nothing): a colour cast towards Y,
-    from the profile's colour_shifts.casts, limited to the op named ("the tint") when it
-    has one.
-    """
-    marks = clause.of("towards")
-    if not marks:
-        return None
-    at = marks[0].pos
-    goals = [p for p in clause.of("band") if p.pos > at]
-    if not goals:
-        return None
-    goal = goals[0].key
-    said = goals[0].text.removeprefix("the ")    # "teal", "yellow": the person's word in the reply
-    subjects = [p.key for p in clause.of("band") if p.pos < at]
-    named = [p.key for p in clause.of("op") if p.pos < at]
-    for op_name in named:                       # "shift the orange hue towards yellow"
-        for band in ops.BANDS:
-            if op_name.endswith(f"_{band}"):
-                subjects.append(band)
-    targets = [p.key for p in clause.of("target")]
-    mags = clause.of("magnitude")
-    numbers = clause.of("number")
-    base = Use(intent=None, avoid=bool(clause.of("avoid")),  # type: ignore[arg-type]
-               scale=vocab.magnitudes[mags[0].key] if mags else 1.0,
-               number=numbers[0].key if numbers else None, targets=targets, pos=at)
-    in_where = " in {where}" if targets else ""
-    uses: list[Use] = []
-    if subjects:
-        for band in dict.fromkeys(subjects):
-            sign = _hue_direction(band, goal)
-            if not sign or not vocab.shift_hue:
-                notes.append(f"The {band}s are already {said}; nothing to shift.")
-                continue
-            intent = Intent(name=f"hue:{band}", label=f"{band}s towards {said}", kind="colour",
-                            ops=((f"hue_{band}", sign * vocab.shift_hue),),
-                            doing=f"shifting the {band}s{in_where} towards {said}")
-            uses.append(replace(base, intent=intent))
-        return uses
-    cast = vocab.casts.get(goal)
-    if not cast:
-        return None
-    only = [(op, v) for op, v in cast if op in named]
-    intent = Intent(name=f"cast:{goal}", label=f"towards {said}", kind="direct", ops=tuple(only or cast),
-                    doing=f"shifting {{where}} towards {said}")
-    return [replace(base, intent=intent)]
-
-
-# ---------------------------------------------------------------------------
-# Moves: what a plan is built from before merging
-# ---------------------------------------------------------------------------
-
-@dataclass
-class Move:
-    op: str
-    value: int
-    mode: str = "add"
-    target: dict | None = None
-    label: str = ""                      # the word that asked for it ("warmer", "Film style")
-    phrase: str = ""                     # reply phrase ("warming the image")
-    source: str = "message"              # message | feedback | style | signal | relative
-    order: int = 0                       # first mention
-    rank: int = 0                        # importance within its intent (0 = main op)
-    kind: str = ""                       # the intent's kind: direct, artistic, colour, tone, op
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.op, _spec_key(self.target)
-
-
-def _spec_key(spec: Mapping | None) -> str:
-    return "" if spec is None else repr(sorted(normalize_mask_spec(spec).items()))
-
-
-@dataclass
-class Draft:
-    """Moves and notes collected from one text (the message or the feedback)."""
-
-    moves: list[Move] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    rollback: bool = False
-    objects: bool = False
-    understood_any: bool = False
-    relative_without_stats: list[str] = field(default_factory=list)
-    bare_targets: list[str] = field(default_factory=list)     # "the sky" with nothing to do to it
-
-
-def _where(vocab: Vocabulary, target_name: str | None, band: str | None, spec: Mapping | None) -> str:
-    band_text = f"the {band}s" if band else ""
-    if target_name:
-        place = vocab.target_labels.get(target_name) or describe_mask(normalize_mask_spec(vocab.targets[target_name]))
-        return f"{band_text} in {place}" if band else place
-    return band_text or "the image"
-
-
-def _band_moves(vocab: Vocabulary, values: list[tuple[str, int]], band: str) -> list[tuple[str, int]] | None:
-    """Remap saturation/vibrance/exposure onto a band's ops; None when nothing maps."""
-    mapped: dict[str, int] = {}
-    for op, v in values:
-        pattern = vocab.band_ops.get(op)
-        if pattern:
-            name = pattern.format(band=band)
-            if abs(v) > abs(mapped.get(name, 0)):
-                mapped[name] = v
-    return list(mapped.items()) or None
-
-
-def _intent_moves(vocab: Vocabulary, use: Use, state: EditState, order: int, source: str,
-                  notes: list[str]) -> list[Move]:
-    """Turn one intent use into moves, for each of its targets (or the whole image)."""
-    out: list[Move] = []
-    for target_name in use.targets or [None]:
-        for band in use.bands or [None]:
-            out += _moves_at(vocab, use, target_name, band, state, order, source, notes)
-    return out
-
-
-def _locate(vocab: Vocabulary, values: list[tuple[str, int]], mode: str, target_name: str | None,
-            band: str | None) -> tuple[list[tuple[str, int]], dict | None]:
-    """Where moves land: band ops for a named band, else the target's mask (and the band's)."""
-    spec = dict(vocab.targets[target_name]) if target_name else None
-    if band:
-        mapped = _band_moves(vocab, values, band) if mode == "add" else None
-        if mapped:
-            return mapped, spec
-        band_mask = {"type": "color", "band": band}
-        spec = band_mask if spec is None else {"type": "intersect", "masks": [spec, band_mask]}
-    return values, spec
-
-
-def _moves_at(vocab: Vocabulary, use: Use, target_name: str | None, band: str | None, state: EditState,
-              order: int, source: str, notes: list[str]) -> list[Move]:
-    intent = use.intent
-    values, spec = _locate(vocab, list(intent.ops), intent.mode, target_name, band)
-    where = _where(vocab, target_name, band, spec)
-    on_where = f" on {where}" if where != "the image" else ""
-
-    def current(op: str, at: dict | None) -> int:
-        return state.value(op, normalize_mask_spec(at)) if at else state.value(op)
-
-    def move(op: str, value: int, mode: str, at: dict | None, phrase: str, rank: int) -> Move:
-        return Move(op, value, mode, at, intent.label, phrase, source, order, rank, intent.kind)
-
-    negated = use.negated
-    if use.reset:
-        # reset / remove: back to 0 what this intent moved; nothing moved means "less of it".
-        moved = [op for op, _ in values if current(op, spec)]
-        if moved:
-            return [move(op, 0, "set", spec, f"resetting the {intent.label} edit{on_where}", rank)
-                    for rank, op in enumerate(moved)]
-        if intent.mode == "set" or intent.kind == "op":
-            notes.append(f"{intent.label.capitalize()}{on_where} is already at its neutral value.")
-            return []
-        negated = True
-    if intent.mode == "set" and use.number is None:
-        phrase = f"bringing the colour back to {where}" if negated else intent.doing.format(where=where)
-        return [move(op, 0 if negated else v, "set", spec, phrase, rank) for rank, (op, v) in enumerate(values)]
-    sign = -1 if negated else 1
-    phrase = intent.doing.format(where=where) if not negated else f"making {where} less {intent.label}"
-    opposite = vocab.intents.get(intent.opposite or "")
-    if negated and opposite is not None and opposite.mode == "add":
-        # "not so warm" is the profile's "cooler", with its own ops and wording.
-        values, spec = _locate(vocab, list(opposite.ops), "add", target_name, band)
-        sign, phrase = 1, opposite.doing.format(where=where)
-    if use.number is not None:
-        primary_op, primary_base = values[0]
-        number = float(use.number)
-        if use.set_mode:
-            value = int(round(number))
-            return [move(primary_op, value, "set", spec,
-                         f"setting {ops.get_op(primary_op).label.lower()} to {value}{on_where}", 0)]
-        if number > 0 and primary_base * sign < 0:
-            number = -number   # "cooler by 20" means temperature -20
-        factor = number / primary_base if primary_base else 1.0
-        scaled = [(op, int(round(v * factor))) for op, v in values]
-    else:
-        scaled = [(op, int(round(v * use.scale * sign))) for op, v in values]
-    out = []
-    for rank, (op, v) in enumerate(scaled):
-        cur = current(op, spec)
-        if use.negated and use.number is None and cur and cur * v < 0:
-            # "less warm" after warming: tone down what was added, do not swing past neutral.
-            v = -int(math.copysign(min(abs(cur), max(MIN_TONE_DOWN, round(abs(cur) * 0.5 * use.scale))), cur))
-        if v:
-            out.append(move(op, v, "add", spec, phrase, rank))
-    return out
-
-
-# ---------------------------------------------------------------------------
-# Relative requests: values from image statistics
-# ---------------------------------------------------------------------------
-
-def _lab_Y(L: float) -> float:
-    """CIELAB L* (0..100) -> relative luminance Y (0..1)."""
-    f = (L + 16.0) / 116.0
-    return f ** 3 if f > 6 / 29 else (f - 4 / 29) * 3 * (6 / 29) ** 2
-
-
-def fix_exposure_moves(stats: Mapping, p: Mapping) -> tuple[list[tuple[str, int]], str]:
-    """Exposure that moves the median L* toward mid-grey, plus highlight/shadow recovery.
-
-    Returns [(op, value)] and a short reason. Values are on the -100..100 scale.
-    """
-    moves: list[tuple[str, int]] = []
-    L50 = float(stats["L_p50"])
-    target = float(p.get("target_L_p50", 50))
-    limit = int(p.get("max_value", 80))
-    if abs(target - L50) > float(p.get("tolerance", 4)):
-        ev = math.log2(_lab_Y(target) / max(_lab_Y(L50), 1e-4)) * float(p.get("strength", 0.85))
-        value = int(max(-limit, min(limit, round(ev * UNITS_PER_EV))))
-        if value:
-            moves.append(("exposure", value))
-    recover = int(p.get("recover_value", 30))
-    if float(stats.get("clip_high", 0)) > float(p.get("clip_high_share", 0.01)):
-        moves.append(("highlights", -recover))
-    if float(stats.get("clip_low", 0)) > float(p.get("clip_low_share", 0.02)):
-        moves.append(("shadows", recover))
-    return moves, f"median lightness L* {L50:.0f}, aiming for {target:.0f}"
-
-
-def white_balance_moves(stats: Mapping, p: Mapping) -> tuple[list[tuple[str, int]], str]:
-    """Temperature/tint that counter the average a*/b* cast (grey-world estimate)."""
-    a, b = float(stats["a_mean"]), float(stats["b_mean"])
-    tol = float(p.get("tolerance", 1.5))
-    limit = int(p.get("max_value", 60))
-    moves = []
-    strength = float(p.get("strength", 1.0))
-    if abs(b) > tol:
-        moves.append(("temperature", int(max(-limit, min(limit, round(-b * strength * float(p.get("temperature_per_b", 6))))))))
-    if abs(a) > tol:
-        moves.append(("tint", int(max(-limit, min(limit, round(-a * strength * float(p.get("tint_per_a", 10))))))))
-    cast = ("blue" if b < -tol else "yellow" if b > tol else "") + ("/" if abs(b) > tol and abs(a) > tol else "") \
-        + ("magenta" if a > tol else "green" if a < -tol else "")
-    return [(o, v) for o, v in moves if v], (f"a {cast} cast (a* {a:+.1f}, b* {b:+.1f})" if cast else "no visible cast")
-
-
-def auto_contrast_moves(stats: Mapping, p: Mapping) -> tuple[list[tuple[str, int]], str]:
-    """Contrast toward a well-spread L* histogram, and black/white points toward the ends."""
-    limit = int(p.get("max_value", 50))
-
-    def clamp(v: float) -> int:
-        return int(max(-limit, min(limit, round(v))))
-
-    moves = []
-    rms = float(stats["rms_contrast"])
-    target = float(p.get("target_rms", 21))
-    if abs(rms - target) > float(p.get("tolerance", 2.5)):
-        moves.append(("contrast", clamp((target - rms) * float(p.get("contrast_per_unit", 2.5)))))
-    lo, hi = float(stats["L_p01"]), float(stats["L_p99"])
-    if lo > float(p.get("target_L_p01", 4)) + 3:
-        moves.append(("blacks", clamp(-(lo - float(p.get("target_L_p01", 4))) * float(p.get("blacks_per_unit", 1.2)))))
-    if hi < float(p.get("target_L_p99", 96)) - 3:
-        moves.append(("whites", clamp((float(p.get("target_L_p99", 96)) - hi) * float(p.get("whites_per_unit", 1.2)))))
-    return [(o, v) for o, v in moves if v], f"tonal spread {rms:.0f} L*, range {lo:.0f}-{hi:.0f}"
-
-
-_RELATIVE = {"fix_exposure": fix_exposure_moves, "white_balance": white_balance_moves,
-             "auto_contrast": auto_contrast_moves}
-_RELATIVE_PHRASES = {"fix_exposure": "fixing the exposure", "white_balance": "correcting the white balance",
-                     "auto_contrast": "balancing the contrast"}
-
-
-def _within_sweet_spot(profile: Profile, op: str, value: int, state: EditState) -> int:
-    """Shorten a measured correction so the op ends inside its sweet spot (auto never overshoots)."""
-    spot = profile.sweet_spot(op)
-    if spot is None:
-        return value
-    current = state.value(op)
-    return max(min(spot.low, current), min(max(spot.high, current), current + value)) - current
-
-
-def _relative_moves(vocab: Vocabulary, name: str, stats: Mapping, order: int, draft: Draft,
-                    state: EditState) -> list[Move]:
-    names = [n for n in _RELATIVE if n in vocab.relative] if name not in _RELATIVE else [name]
-    if not stats or "L_p50" not in stats:
-        draft.relative_without_stats.append(str(vocab.relative[name].get("label") or name))
-        return []
-    out: list[Move] = []
-    for n in names:
-        values, reason = _RELATIVE[n](stats, vocab.relative[n])
-        if vocab.relative[n].get("cap_to_sweet_spot", True):
-            values = [(op, _within_sweet_spot(vocab.profile, op, v, state)) for op, v in values]
-        values = [(op, v) for op, v in values if v]
-        label = str(vocab.relative[n].get("label") or n)
-        if not values:
-            draft.notes.append(f"{label.capitalize()}: nothing to do ({reason}).")
-            continue
-        draft.notes.append(f"{label.capitalize()}: {reason}.")
-        out += [Move(op, v, "add", None, label, _RELATIVE_PHRASES[n], "relative", order, rank)
-                for rank, (op, v) in enumerate(values)]
-    return out
-
-
-# ---------------------------------------------------------------------------
-# Reading one text into a Draft
-# ---------------------------------------------------------------------------
-
-def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order0: int = 0) -> Draft:
-    draft = Draft()
-    tokens = _tokens(text[:MAX_MESSAGE_CHARS])
-    clauses = _clauses(_match(vocab, tokens))
-    previous_uses: list[Use] = []
-    previous_targets: list[str] = []
-    for ci, clause in enumerate(clauses):
-        order = order0 + ci * 100
-        towards = _towards_uses(vocab, clause, draft.notes)
-        if towards is not None:
-            # "shift the oranges towards yellow": the shift is the whole clause
-            draft.understood_any = True
-            previous_uses = _apply_uses(vocab, towards, request.state, order, source, draft)
-            previous_targets = towards[0].targets if towards else []
-            continue
-        for rel in clause.of("relative"):
-            draft.understood_any = True
-            draft.moves += _relative_moves(vocab, rel.key, request.image_stats, order + rel.pos, draft,
-                                          request.state)
-        uses = _uses(vocab, clause)
-        targets = [p.key for p in clause.of("target")]
-        bands = [p.key for p in clause.of("band")]
-        is_global = bool(clause.of("global"))
-        soft = clause.joined == "soft"
-        if uses and not targets and not is_global and soft and previous_targets:
-            for u in uses:                       # "make the sky darker and bluer": bluer is the sky too
-                u.targets = list(previous_targets)
-        if not uses and (targets or bands):
-            if clause.of("reset", "rollback") and targets and not bands:
-                draft.moves += _reset_targets(vocab, targets, request.state, order, draft)
-                draft.understood_any = True
-                previous_targets = targets
-                continue
-            tone_down = [p for p in clause.of("reduce") if p.text in vocab.tone_down]
-            if targets and not bands and tone_down and vocab.tone_down_intent:
-                # "tone down the sky": less of what stands out there (the profile's implicit intent)
-                mags = clause.of("magnitude")
-                uses = [Use(vocab.intents[vocab.tone_down_intent], targets=targets, pos=tone_down[0].pos,
-                            scale=vocab.magnitudes[mags[0].key] if mags else 1.0)]
-            elif bands and (clause.of("reduce", "increase", "magnitude") or not previous_uses or not soft) \
-                    and "more_saturated" in vocab.intents:
-                # "less green", "more blue": the band's saturation
-                use = Use(vocab.intents["more_saturated"], targets=targets, bands=bands, pos=clause.pieces[0].pos)
-                use.negated = bool(clause.of("reduce"))
-                mags = clause.of("magnitude")
-                use.scale = vocab.magnitudes[mags[0].key] if mags else 1.0
-                uses = [use]
-            elif previous_uses and soft:
-                # "brighten the face and the background": same intents, new targets
-                uses = [replace(u, targets=targets or u.targets, bands=bands or u.bands) for u in previous_uses]
-        if not uses:
-            if clause.of("rollback") or (clause.of("reset") and not clause.content_words):
-                draft.rollback = True
-            elif clause.of("objects") or (clause.of("reset") and targets):
-                draft.objects = True
-                draft.skipped.append(clause.text)
-            elif targets:
-                draft.skipped.append(clause.text)
-                draft.bare_targets += [vocab.target_labels.get(t) or t for t in targets]
-            elif not clause.of("relative") and (clause.content_words or clause.of("increase", "objects")):
-                draft.skipped.append(clause.text)
-            continue
-        if clause.of("objects"):
-            draft.objects = True
-        draft.understood_any = True
-        previous_uses = _apply_uses(vocab, uses, request.state, order, source, draft)
-        previous_targets = uses[0].targets if uses else []
-    return draft
-
-
-def _apply_uses(vocab: Vocabulary, uses: list[Use], state: EditState, order: int, source: str, draft: Draft) -> list[Use]:
-    """Turn a clause's intents into moves ("don't ..." ones only leave a note); returns those applied."""
-    applied = []
-    for u in uses:
-        if u.avoid:
-            draft.notes.append(f"Leaving {u.intent.label} alone, as asked.")
-            continue
-        draft.moves += _intent_moves(vocab, u, state, order + u.pos, source, draft.notes)
-        applied.append(u)
-    return applied
-
-
-def _reset_targets(vocab: Vocabulary, targets: list[str], state: EditState, order: int, draft: Draft) -> list[Move]:
-    """'reset the sky': every op of that local layer back to 0."""
-    moves = []
-    for t in targets:
-        spec = normalize_mask_spec(vocab.targets[t])
-        layer = state.find_layer(spec)
-        label = vocab.target_labels.get(t) or describe_mask(spec)
-        if layer is not None and layer.settings:
-            moves += [Move(op, 0, "set", spec, f"reset {label}", f"resetting the edits on {label}", "message",
-                           order, rank) for rank, op in enumerate(layer.settings)]
-        elif t in ops.OPS and state.value(t):
-            moves.append(Move(t, 0, "set", None, f"reset {t}", f"resetting {t}", "message", order, 0))
-        else:
-            draft.objects = True
-            draft.skipped.append(f"reset {label}")
-    return moves
-
 
 # ---------------------------------------------------------------------------
 # Merging, limits and the reply
@@ -794,10 +74,11 @@ def _merge(moves: list[Move], state: EditState, notes: list[str]) -> list[Move]:
         op = ops.get_op(key[0])
         current = state.value(op.name, first.target) if first.target else state.value(op.name)
         if mode == "add":
-            value = op.clamp(current + value) - current    # never ask past the op's range
+            if not op.wrap:  # a wrapping op (quarter turns, a flip) has no limit to stop at
+                value = op.clamp(current + value) - current    # never ask past the op's range
             if not value:
                 if current:
-                    notes.append(f"{op.label} is already at its limit ({current:+d}).")
+                    notes.append(f"{op.label} is already at its limit ({current:+}).")
                 continue
         else:
             value = op.clamp(value)
@@ -827,6 +108,92 @@ def _sweet_spot_notes(profile: Profile, goals: list[SubGoal], state: EditState, 
         new = g.value if g.mode == "set" else current + g.value
         if not spot.contains(new) and abs(new) > abs(current) and not (g.op == "saturation" and new == -100):
             notes.append(f"{g.op} will be {new:+d}, past its sweet spot ({spot.low:+d}..{spot.high:+d}): {spot.why}.")
+
+
+def _insisted(vocab: Vocabulary, message: str) -> bool:
+    """Whether the person insists past the sweet spots: an insist phrase, a number, or a huge magnitude."""
+    tokens = _tokens(message)
+    if find_phrases(tokens, vocab.insist_words):
+        return True
+    for p in _match(vocab, tokens):
+        if p.category == "number" or (p.category == "magnitude" and vocab.magnitudes[p.key] >= vocab.insist_magnitude):
+            return True
+    return False
+
+
+def _cap_to_sweet_spots(profile: Profile, moves: list[Move], state: EditState, notes: list[str],
+                        vocab: Vocabulary | None = None) -> list[Move]:
+    """Keep the person's moves near each op's sweet spot (parameter_space), saying so.
+
+    Inside the sweet spot a move goes through. A quality named again past the edge
+    ("a bit more contrast" at +45) goes on at ``insist.soft_rate`` of the asked step,
+    never beyond ``insist.soft_share`` of the way from the edge to the op's limit;
+    follow-ups ("more", "again") stop at the edge, so repeats cannot run away. Styles,
+    measured corrections and moves back toward neutral pass untouched.
+    """
+    rate = vocab.soft_rate if vocab is not None else 0.5
+    share = vocab.soft_share if vocab is not None else 0.25
+    out: list[Move] = []
+    for m in moves:
+        spot = profile.sweet_spot(m.op)
+        if spot is None or m.source not in ("message", "followup", "feedback"):
+            out.append(m)
+            continue
+        current = state.value(m.op, m.target) if m.target else state.value(m.op)
+        new = m.value if m.mode == "set" else current + m.value
+        if spot.contains(new) or abs(new) <= abs(current) or (m.op == "saturation" and new == -100):
+            out.append(m)
+            continue
+        op = ops.get_op(m.op)
+        up = new > spot.high
+        edge = spot.high if up else spot.low
+        label = op.label.lower()
+        where = f" on {describe_mask(m.target)}" if m.target else ""
+        goal = edge
+        if m.source != "followup" and m.mode == "add":
+            ceiling = edge + share * ((op.max if up else op.min) - edge)
+            start = max(current, edge) if up else min(current, edge)
+            goal = start + (new - start) * rate
+            goal = int(round(min(goal, ceiling) if up else max(goal, ceiling)))
+        if (goal - current) * (new - current) <= 0:     # already at or past where it should stop
+            notes.append(f"{label.capitalize()}{where} is already at {current:+d}, past what looks good on most "
+                         f"photos ({spot.low:+d}..{spot.high:+d}), so I left it; say \u201cI insist\u201d to push further.")
+            continue
+        if goal == edge:
+            notes.append(f"I stopped {label}{where} at {edge:+d}, the edge of what looks good on most photos; "
+                         f"say \u201cI insist\u201d to go further.")
+        else:
+            notes.append(f"{label.capitalize()}{where} is past what looks good on most photos ({spot.low:+d}.."
+                         f"{spot.high:+d}), so I went gently, to {goal:+d}; say \u201cI insist\u201d for more.")
+        out.append(replace(m, value=goal if m.mode == "set" else goal - current))
+    return out
+
+
+def _tone_monochrome(vocab: Vocabulary, moves: list[Move], state: EditState, notes: list[str]) -> list[Move]:
+    """On a black-and-white version, colour moves go on a toning layer (a toned print) so they show."""
+    cfg = vocab.monochrome
+    if not cfg or not cfg.get("toning_mask"):
+        return moves
+    limit = int(cfg.get("saturation_at_or_below", -90))
+    mono = state.value("saturation") <= limit or any(
+        m.op == "saturation" and m.target is None and
+        (m.value if m.mode == "set" else state.value("saturation") + m.value) <= limit for m in moves)
+    if not mono:
+        return moves
+    toning = set(cfg.get("toning_ops") or ())
+    spec = normalize_mask_spec(cfg["toning_mask"])
+    scale = float(cfg.get("toning_scale", 1.0))
+    out, toned = [], False
+    for m in moves:
+        if m.op in toning and m.target is None:
+            toned = True
+            value = m.value if m.mode == "set" else int(round(m.value * scale))
+            out.append(replace(m, target=spec, value=value, phrase=f"{m.phrase} as a tone over the black and white"))
+        else:
+            out.append(m)
+    if toned:
+        notes.append("The photo is black and white, so the colour goes on as a tone over the grey, like a toned print.")
+    return out
 
 
 def _summary(g: SubGoal) -> str:
@@ -873,10 +240,26 @@ class EmbeddedPlanner:
         return self.profile.styles()
 
     def plan(self, request: PlanRequest) -> Plan:
-        """1..request.max_sub_goals sub-goals for ``request.message``, or understood=False."""
+        """1..request.max_sub_goals sub-goals for ``request.message``, or understood=False.
+
+        Follow-ups ("more", "too much", "same for the sky") resolve against
+        ``request.dialogue`` first; a request that needs something the photo does not
+        have (a place no mask can find) or refers to nothing yet gets a short question
+        (``kind="clarify"`` with quick replies) instead of a guess.
+        """
         vocab = self.vocab
         message = (request.message or "").strip()
-        draft = _read(vocab, message, request, "message")
+        followup = read_followup(vocab, message, request) if not request.feedback else None
+        if followup is not None and followup.question:
+            return Plan(sub_goals=[], reply=followup.question, understood=False, source=self.name,
+                        kind="clarify", quick_replies=followup.quick_replies)
+        if followup is not None:
+            draft = Draft(moves=followup.moves, notes=followup.notes, understood_any=True,
+                          followup=followup.dialogue)
+        else:
+            draft = _read(vocab, message, request, "message")
+        if draft.unknown_places and not any(m.target for m in draft.moves):
+            return self._unknown_place(draft)
         notes = list(draft.notes)
         moves = list(draft.moves)
 
@@ -888,29 +271,56 @@ class EmbeddedPlanner:
         if not moves:
             return self._not_understood(draft, notes)
 
+        moves = _tone_monochrome(vocab, moves, request.state, notes)
         conflict_notes: list[str] = []
         merged = _merge(moves, request.state, conflict_notes)
+        capped_notes: list[str] = []
+        if not _insisted(vocab, message):
+            merged = _cap_to_sweet_spots(self.profile, merged, request.state, capped_notes, vocab)
         limited = _limit(merged, max(1, int(request.max_sub_goals)), notes)
         pairs: list[tuple[Move, SubGoal]] = []
         for i, m in enumerate(limited, 1):
             goal = SubGoal.from_dict({
-                "op": m.op, "value": m.value, "mode": m.mode, "target": m.target, "id": f"sg{i}",
-                "description": "",
+                "op": m.op, "value": m.value, "mode": m.mode, "id": f"sg{i}", "description": "",
+                # crop, rotation, vignette and grain act on the whole frame, never inside a mask
+                "target": None if m.op in WHOLE_FRAME_OPS else m.target,
             })
             goal.description = f"{m.label}: {goal.summary()}"[:200]
             pairs.append((m, goal))
         goals = [g for _, g in pairs]
         self._style_respect_notes(request, goals, notes)
         _sweet_spot_notes(self.profile, goals, request.state, notes)
+        labels = list(dict.fromkeys(m.label for m, _ in pairs if m.source in ("message", "followup") and m.label))
+        intents = list(dict.fromkeys(m.intent for m, _ in pairs if m.intent and m.intent != "followup"))
+        if followup is not None:
+            labels = list(followup.labels) or labels
         if not goals:
-            reply = " ".join(conflict_notes) or "Nothing to change: those settings are already where you asked."
+            reply = " ".join(conflict_notes + capped_notes + notes) or \
+                "Nothing to change: those settings are already where you asked."
             return Plan(sub_goals=[], reply=reply, understood=False, notes=conflict_notes + notes, source=self.name)
-        extra = []
+        extra = list(capped_notes)
         if draft.skipped:
             extra.append("I skipped \u201c" + "\u201d, \u201c".join(s[:40] for s in draft.skipped[:2])
                          + "\u201d: I can't do that yet.")
         return Plan(sub_goals=goals, reply=_reply(pairs, conflict_notes, extra),
-                    understood=True, notes=conflict_notes + notes, source=self.name)
+                    understood=True, notes=conflict_notes + notes + capped_notes, source=self.name,
+                    labels=labels, intents=intents, dialogue=dict(draft.followup))
+
+    def _unknown_place(self, draft: Draft) -> Plan:
+        """"brighten the cup" with no way to find a cup: say so and offer what can be done."""
+        place = draft.unknown_places[0]
+        labels = list(dict.fromkeys(m.label for m in draft.moves if m.label)) or ["the change"]
+        what = labels[0]
+        replies = [f"{what.capitalize()} overall", f"{what.capitalize()} on the subject"]
+        selection = self.vocab.targets.get("selection")
+        tail = ""
+        if selection is not None:
+            replies.append(f"{what.capitalize()} on the selection")
+            tail = " Or paint over it to select it, then pick \u201con the selection\u201d."
+        reply = (f"I can't find \u201c{place}\u201d in this photo by myself, so I haven't changed anything. "
+                 f"Should I make it {what} overall, or only the subject?{tail}")
+        return Plan(sub_goals=[], reply=reply, understood=False, source=self.name, kind="clarify",
+                    quick_replies=replies, labels=labels)
 
     # -- parts -------------------------------------------------------------
     def _style_moves(self, request: PlanRequest, notes: list[str]) -> list[Move]:
@@ -986,8 +396,9 @@ class EmbeddedPlanner:
     def _not_understood(self, draft: Draft, notes: list[str]) -> Plan:
         can = self.vocab.capabilities()
         if draft.rollback:
-            reply = ("To undo, roll back: the Roll back button, or /rollback <turn> in the CLI, "
-                     "restores an earlier version exactly.")
+            reply = ("Say \u201cundo\u201d on its own to step back one version, \u201cgo back two steps\u201d, "
+                     "\u201cback to before the warmth\u201d or \u201cstart over\u201d; every earlier version comes "
+                     "back exactly.")
         elif draft.relative_without_stats:
             reply = f"I need to measure the photo to {draft.relative_without_stats[0]}, and no image statistics came with the request."
         elif draft.objects:

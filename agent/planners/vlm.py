@@ -21,7 +21,7 @@ import logging
 from typing import Any
 
 from agent.planners.base import Plan, Planner, PlanError, PlanRequest, SubGoal
-from agent.vlm import ModelBacked, VLMClient, VLMError, VLMProfile
+from agent.vlm import ModelBacked, ModelResting, VLMClient, VLMError, VLMProfile
 from pipeline import ops
 from schemas import Schema, load_schema
 
@@ -60,6 +60,10 @@ class VLMPlanner(ModelBacked):
                 schema=schema,
                 check=lambda data: plan_problems(data, request.max_sub_goals),
             )
+        except ModelResting as exc:  # the circuit is open: the person was told once when it opened
+            quiet = self.fallback.plan(request)
+            quiet.source = f"embedded (fallback: {exc.reason})"
+            return quiet
         except VLMError as exc:
             return self._fall_back(request, exc.reason)
         except Exception as exc:  # a bug here must not cost the person their turn
@@ -123,6 +127,13 @@ class VLMPlanner(ModelBacked):
         parts.append("Current settings (EditState): " + request.state.to_json())
         if request.context:
             parts.append("The session so far:\n" + request.context)
+        if request.dialogue is not None and request.dialogue.last is not None and \
+                "Dialogue state" not in (request.context or ""):
+            parts.append(request.dialogue.prompt_text())
+        parts.append("Follow-ups refer to the last change: \"more\"/\"again\" repeat its moves (scaled by the "
+                     "magnitude said), \"less\"/\"too much\"/\"halve it\" move each op back toward its value "
+                     "before that change (never past it), \"same for the sky\" applies the same moves on that "
+                     "place; a complaint (\"looks murky\", \"feels cold\") asks for the fix, not more of it.")
         stats = {k: round(float(request.image_stats[k]), 3) for k in _STATS_KEYS if k in request.image_stats}
         if stats:
             parts.append("Measured on the current render (L is CIELAB lightness 0..100, clip = share of "

@@ -1,0 +1,628 @@
+"""The embedded planner's grammar: clauses, intents with their modifiers, and the moves they ask for.
+
+Small on purpose: the words live in the profile (``agent.planners.vocabulary``);
+this module only knows how modifiers attach to the quality they modify, how
+clauses join, and how an intent becomes op moves on the current EditState.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from agent.planners.base import PlanRequest
+from agent.planners.vocabulary import (_FILLER, MAX_MESSAGE_CHARS, Intent, Piece, Vocabulary, _match,
+                                       _tokens)
+from pipeline import ops
+from pipeline.masks import describe_mask, normalize_mask_spec
+from pipeline.state import EditState
+from profiles import Profile
+
+#: Exposure op: 100 = +2 EV (pipeline/ops.py), so one stop is 50 units.
+UNITS_PER_EV = 50.0
+#: "less X" after X was added never removes less than this (a visible step).
+MIN_TONE_DOWN = 6
+
+# ---------------------------------------------------------------------------
+# Clauses
+# ---------------------------------------------------------------------------
+
+@dataclass
+class Clause:
+    pieces: list[Piece]
+    joined: str | None = None            # how it joins the previous clause: "soft" | "hard" | None
+
+    def of(self, *categories: str) -> list[Piece]:
+        return [p for p in self.pieces if p.category in categories]
+
+    @property
+    def text(self) -> str:
+        return " ".join(p.text for p in self.pieces)
+
+    @property
+    def content_words(self) -> list[str]:
+        return [p.text for p in self.pieces if p.category == "word" and p.text not in _FILLER]
+
+
+def _clauses(pieces: list[Piece]) -> list[Clause]:
+    out: list[Clause] = []
+    current: list[Piece] = []
+    joined: str | None = None
+    pending: str | None = None
+    for p in pieces:
+        if p.category == "separator":
+            if current:
+                out.append(Clause(current, joined))
+                current = []
+                joined = None
+                pending = p.key
+            else:
+                pending = "hard" if "hard" in (pending, p.key) else p.key
+            continue
+        if not current:
+            joined = pending if out else None
+            pending = None
+        current.append(p)
+    if current:
+        out.append(Clause(current, joined))
+    return out
+
+
+@dataclass
+class Use:
+    """One intent as used in a clause, with everything that modifies it."""
+
+    intent: Intent
+    negated: bool = False                # "less", "too", "not so"
+    avoid: bool = False                  # "don't"
+    reset: bool = False                  # "reset the", "remove the"
+    scale: float = 1.0                   # magnitude words
+    number: float | None = None          # explicit value
+    set_mode: bool = False               # "set X to N"
+    targets: list[str] = field(default_factory=list)
+    bands: list[str] = field(default_factory=list)
+    pos: int = 0
+    problem: str = ""                    # the complaint this use fixes ("murky"): never negated
+
+
+def _nearest(p: Piece, anchors: list[Piece], *, prefer_after: bool = True) -> Piece | None:
+    """The anchor a modifier belongs to: the next one in the clause, else the previous one."""
+    after = [a for a in anchors if a.pos > p.pos]
+    before = [a for a in anchors if a.pos < p.pos]
+    if prefer_after and after:
+        return after[0]
+    if before:
+        return before[-1]
+    return after[0] if after else None
+
+
+def _op_intent(op_name: str) -> Intent:
+    """An op named directly ("temperature +10", "reset the tint") as a one-op intent."""
+    o = ops.get_op(op_name)
+    return Intent(name=f"op:{o.name}", label=o.label.lower(), kind="op", ops=((o.name, 20),),
+                  doing=f"changing {o.label.lower()} of {{where}}")
+
+
+def _complaints(vocab: Vocabulary, clause: Clause) -> Clause:
+    """Read a wish word said as a complaint ("looks soft", "it's cold") as that problem.
+
+    A frame word (profile complaints.frames) within the three pieces before it makes it a
+    complaint, unless a wish word ("make it look soft") comes earlier in the clause.
+    """
+    pieces = list(clause.pieces)
+    for i, p in enumerate(pieces):
+        key = tuple(p.text.split())
+        if p.category not in ("intent", "band") or key not in vocab.flippable:
+            continue
+        before = pieces[max(0, i - 3):i]
+        framed = any(tuple(b.text.split()) in vocab.frames or
+                     any((t,) in vocab.frames for t in b.text.split()) for b in before)
+        wished = any(tuple(b.text.split()) in vocab.wishes or (b.text.split()[0],) in vocab.wishes
+                     for b in pieces[:i])
+        if framed and not wished:
+            pieces[i] = Piece("problem", vocab.flippable[key], p.text, p.pos)
+    return Clause(pieces, clause.joined)
+
+
+def _uses(vocab: Vocabulary, clause: Clause) -> list[Use]:
+    clause = _complaints(vocab, clause)
+    anchors = clause.of("intent", "fix", "op", "problem")
+    targets = [p.key for p in clause.of("target")]
+    bands = [p.key for p in clause.of("band")]
+    uses: dict[int, list[Use]] = {}
+    for a in anchors:
+        if a.category == "problem":
+            problem = vocab.problems[a.key]
+            where = targets or ([problem.target] if problem.target else [])
+            uses[a.pos] = [Use(vocab.intents[f], pos=a.pos, scale=problem.scale, problem=problem.name,
+                               targets=list(where), bands=list(bands)) for f in problem.fixes]
+        else:
+            intent = vocab.intents[a.key] if a.category != "op" else _op_intent(a.key)
+            uses[a.pos] = [Use(intent, pos=a.pos, targets=list(targets), bands=list(bands))]
+    for p in clause.pieces:
+        if p.category in ("magnitude", "reduce", "avoid", "number", "set", "reset", "rollback"):
+            anchor = _nearest(p, anchors, prefer_after=p.category != "number")
+            if anchor is None:
+                continue
+            for use in uses[anchor.pos]:
+                if p.category == "magnitude":
+                    use.scale = vocab.magnitudes[p.key] * (vocab.problems[use.problem].scale if use.problem else 1.0)
+                elif p.category == "reduce" and anchor.category not in ("fix", "problem"):
+                    use.negated = True   # "too blurry" still means sharper: fix words are never negated
+                elif p.category == "avoid":
+                    use.avoid = True
+                elif p.category == "number" and not use.problem:
+                    use.number = p.key
+                elif p.category == "set":
+                    use.set_mode = True
+                elif p.category in ("reset", "rollback") and not use.problem:
+                    use.reset = True
+    # "set contrast to 20" / "contrast = 20": a number after "to" or "=" is absolute.
+    for i, p in enumerate(clause.pieces):
+        if p.category == "number" and i and clause.pieces[i - 1].text in ("to", "at", "="):
+            anchor = _nearest(p, anchors, prefer_after=False)
+            if anchor is not None:
+                for use in uses[anchor.pos]:
+                    use.set_mode = True
+    return [u for a in anchors for u in uses[a.pos]]
+
+
+def _hue_direction(band: str, goal: str) -> int:
+    """+1 when ``goal`` lies ahead of ``band`` on the hue circle (red, orange, yellow, green,
+    aqua, blue, purple, magenta, red...), -1 when behind, 0 for the same band.
+
+    Positive hue_<band> rotates a band towards the next band's hue (pipeline/adjust.py).
+    """
+    order = list(ops.BANDS)
+    steps = (order.index(goal) - order.index(band)) % len(order)
+    return 0 if not steps else (1 if steps <= len(order) // 2 else -1)
+
+
+def _towards_uses(vocab: Vocabulary, clause: Clause, notes: list[str]) -> list[Use] | None:
+    """"shift/push/move X towards Y" where Y is a colour; None when the clause is not one.
+
+    X a band ("the oranges"): rotate that band's hue towards Y. X anything else (the tint,
+    the white balance, a target such as the shadows, or nothing): a colour cast towards Y,
+    from the profile's colour_shifts.casts, limited to the op named ("the tint") when it
+    has one.
+    """
+    marks = clause.of("towards")
+    if not marks:
+        return None
+    at = marks[0].pos
+    goals = [p for p in clause.of("band") if p.pos > at]
+    if not goals:
+        return None
+    goal = goals[0].key
+    said = goals[0].text.removeprefix("the ")    # "teal", "yellow": the person's word in the reply
+    subjects = [p.key for p in clause.of("band") if p.pos < at]
+    named = [p.key for p in clause.of("op") if p.pos < at]
+    for op_name in named:                       # "shift the orange hue towards yellow"
+        for band in ops.BANDS:
+            if op_name.endswith(f"_{band}"):
+                subjects.append(band)
+    targets = [p.key for p in clause.of("target")]
+    mags = clause.of("magnitude")
+    numbers = clause.of("number")
+    base = Use(intent=None, avoid=bool(clause.of("avoid")),  # type: ignore[arg-type]
+               scale=vocab.magnitudes[mags[0].key] if mags else 1.0,
+               number=numbers[0].key if numbers else None, targets=targets, pos=at)
+    in_where = " in {where}" if targets else ""
+    uses: list[Use] = []
+    if subjects:
+        for band in dict.fromkeys(subjects):
+            sign = _hue_direction(band, goal)
+            if not sign or not vocab.shift_hue:
+                notes.append(f"The {band}s are already {said}; nothing to shift.")
+                continue
+            intent = Intent(name=f"hue:{band}", label=f"{band}s towards {said}", kind="colour",
+                            ops=((f"hue_{band}", sign * vocab.shift_hue),),
+                            doing=f"shifting the {band}s{in_where} towards {said}")
+            uses.append(replace(base, intent=intent))
+        return uses
+    cast = vocab.casts.get(goal)
+    if not cast:
+        return None
+    only = [(op, v) for op, v in cast if op in named]
+    intent = Intent(name=f"cast:{goal}", label=f"towards {said}", kind="direct", ops=tuple(only or cast),
+                    doing=f"shifting {{where}} towards {said}")
+    return [replace(base, intent=intent)]
+
+
+# ---------------------------------------------------------------------------
+# Moves: what a plan is built from before merging
+# ---------------------------------------------------------------------------
+
+@dataclass
+class Move:
+    op: str
+    value: int
+    mode: str = "add"
+    target: dict | None = None
+    label: str = ""                      # the word that asked for it ("warmer", "Film style")
+    phrase: str = ""                     # reply phrase ("warming the image")
+    source: str = "message"              # message | feedback | style | signal | relative
+    order: int = 0                       # first mention
+    rank: int = 0                        # importance within its intent (0 = main op)
+    kind: str = ""                       # the intent's kind: direct, artistic, colour, tone, op
+    intent: str = ""                     # the profile intent behind it ("warmer"), for the dialogue state
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.op, _spec_key(self.target)
+
+
+def _spec_key(spec: Mapping | None) -> str:
+    return "" if spec is None else repr(sorted(normalize_mask_spec(spec).items()))
+
+
+@dataclass
+class Draft:
+    """Moves and notes collected from one text (the message or the feedback)."""
+
+    moves: list[Move] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    rollback: bool = False
+    objects: bool = False
+    understood_any: bool = False
+    relative_without_stats: list[str] = field(default_factory=list)
+    bare_targets: list[str] = field(default_factory=list)     # "the sky" with nothing to do to it
+    followup: dict = field(default_factory=dict)               # Plan.dialogue of a follow-up
+    unknown_places: list[str] = field(default_factory=list)   # "the cup": a place no mask can find
+
+
+def _where(vocab: Vocabulary, target_name: str | None, band: str | None, spec: Mapping | None) -> str:
+    band_text = f"the {band}s" if band else ""
+    if target_name:
+        place = vocab.target_labels.get(target_name) or describe_mask(normalize_mask_spec(vocab.targets[target_name]))
+        return f"{band_text} in {place}" if band else place
+    return band_text or "the image"
+
+
+def _band_moves(vocab: Vocabulary, values: list[tuple[str, int]], band: str) -> list[tuple[str, int]] | None:
+    """Remap saturation/vibrance/exposure onto a band's ops; None when nothing maps."""
+    mapped: dict[str, int] = {}
+    for op, v in values:
+        pattern = vocab.band_ops.get(op)
+        if pattern:
+            name = pattern.format(band=band)
+            if abs(v) > abs(mapped.get(name, 0)):
+                mapped[name] = v
+    return list(mapped.items()) or None
+
+
+def _intent_moves(vocab: Vocabulary, use: Use, state: EditState, order: int, source: str,
+                  notes: list[str]) -> list[Move]:
+    """Turn one intent use into moves, for each of its targets (or the whole image)."""
+    out: list[Move] = []
+    for target_name in use.targets or [None]:
+        for band in use.bands or [None]:
+            out += _moves_at(vocab, use, target_name, band, state, order, source, notes)
+    return out
+
+
+def _locate(vocab: Vocabulary, values: list[tuple[str, int]], mode: str, target_name: str | None,
+            band: str | None) -> tuple[list[tuple[str, int]], dict | None]:
+    """Where moves land: band ops for a named band, else the target's mask (and the band's)."""
+    spec = dict(vocab.targets[target_name]) if target_name else None
+    if band:
+        mapped = _band_moves(vocab, values, band) if mode == "add" else None
+        if mapped:
+            return mapped, spec
+        band_mask = {"type": "color", "band": band}
+        spec = band_mask if spec is None else {"type": "intersect", "masks": [spec, band_mask]}
+    return values, spec
+
+
+def _moves_at(vocab: Vocabulary, use: Use, target_name: str | None, band: str | None, state: EditState,
+              order: int, source: str, notes: list[str]) -> list[Move]:
+    intent = use.intent
+    values, spec = _locate(vocab, list(intent.ops), intent.mode, target_name, band)
+    where = _where(vocab, target_name, band, spec)
+    on_where = f" on {where}" if where != "the image" else ""
+
+    def current(op: str, at: dict | None) -> int:
+        return state.value(op, normalize_mask_spec(at)) if at else state.value(op)
+
+    def move(op: str, value: int, mode: str, at: dict | None, phrase: str, rank: int) -> Move:
+        return Move(op, value, mode, at, intent.label, phrase, source, order, rank, intent.kind, intent.name)
+
+    negated = use.negated
+    if use.reset:
+        # reset / remove: back to 0 what this intent moved; nothing moved means "less of it".
+        moved = [op for op, _ in values if current(op, spec)]
+        if moved:
+            return [move(op, 0, "set", spec, f"resetting the {intent.label} edit{on_where}", rank)
+                    for rank, op in enumerate(moved)]
+        if intent.mode == "set" or intent.kind == "op":
+            notes.append(f"{intent.label.capitalize()}{on_where} is already at its neutral value.")
+            return []
+        negated = True
+    if intent.mode == "set" and use.number is None:
+        phrase = f"bringing the colour back to {where}" if negated else intent.doing.format(where=where)
+        return [move(op, 0 if negated else v, "set", spec, phrase, rank) for rank, (op, v) in enumerate(values)]
+    sign = -1 if negated else 1
+    phrase = intent.doing.format(where=where) if not negated else f"making {where} less {intent.label}"
+    opposite = vocab.intents.get(intent.opposite or "")
+    if negated and opposite is not None and opposite.mode == "add":
+        # "not so warm" is the profile's "cooler", with its own ops and wording.
+        values, spec = _locate(vocab, list(opposite.ops), "add", target_name, band)
+        sign, phrase = 1, opposite.doing.format(where=where)
+    if use.number is not None:
+        primary_op, primary_base = values[0]
+        number = float(use.number)
+        if use.set_mode:
+            value = int(round(number))
+            return [move(primary_op, value, "set", spec,
+                         f"setting {ops.get_op(primary_op).label.lower()} to {value}{on_where}", 0)]
+        if number > 0 and primary_base * sign < 0:
+            number = -number   # "cooler by 20" means temperature -20
+        factor = number / primary_base if primary_base else 1.0
+        scaled = [(op, int(round(v * factor))) for op, v in values]
+    else:
+        scaled = [(op, int(round(v * use.scale * sign))) for op, v in values]
+    out = []
+    for rank, (op, v) in enumerate(scaled):
+        cur = current(op, spec)
+        if use.negated and use.number is None and cur and cur * v < 0:
+            # "less warm" after warming: tone down what was added, do not swing past neutral.
+            v = -int(math.copysign(min(abs(cur), max(MIN_TONE_DOWN, round(abs(cur) * 0.5 * use.scale))), cur))
+        if v:
+            out.append(move(op, v, "add", spec, phrase, rank))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Relative requests: values from image statistics
+# ---------------------------------------------------------------------------
+
+def _lab_Y(L: float) -> float:
+    """CIELAB L* (0..100) -> relative luminance Y (0..1)."""
+    f = (L + 16.0) / 116.0
+    return f ** 3 if f > 6 / 29 else (f - 4 / 29) * 3 * (6 / 29) ** 2
+
+
+def fix_exposure_moves(stats: Mapping, p: Mapping) -> tuple[list[tuple[str, int]], str]:
+    """Exposure that moves the median L* toward mid-grey, plus highlight/shadow recovery.
+
+    Returns [(op, value)] and a short reason. Values are on the -100..100 scale.
+    """
+    moves: list[tuple[str, int]] = []
+    L50 = float(stats["L_p50"])
+    target = float(p.get("target_L_p50", 50))
+    limit = int(p.get("max_value", 80))
+    if abs(target - L50) > float(p.get("tolerance", 4)):
+        ev = math.log2(_lab_Y(target) / max(_lab_Y(L50), 1e-4)) * float(p.get("strength", 0.85))
+        value = int(max(-limit, min(limit, round(ev * UNITS_PER_EV))))
+        if value:
+            moves.append(("exposure", value))
+    recover = int(p.get("recover_value", 30))
+    if float(stats.get("clip_high", 0)) > float(p.get("clip_high_share", 0.01)):
+        moves.append(("highlights", -recover))
+    if float(stats.get("clip_low", 0)) > float(p.get("clip_low_share", 0.02)):
+        moves.append(("shadows", recover))
+    return moves, f"median lightness L* {L50:.0f}, aiming for {target:.0f}"
+
+
+def white_balance_moves(stats: Mapping, p: Mapping) -> tuple[list[tuple[str, int]], str]:
+    """Temperature/tint that counter the average a*/b* cast (grey-world estimate)."""
+    a, b = float(stats["a_mean"]), float(stats["b_mean"])
+    tol = float(p.get("tolerance", 1.5))
+    limit = int(p.get("max_value", 60))
+    moves = []
+    strength = float(p.get("strength", 1.0))
+    if abs(b) > tol:
+        moves.append(("temperature", int(max(-limit, min(limit, round(-b * strength * float(p.get("temperature_per_b", 6))))))))
+    if abs(a) > tol:
+        moves.append(("tint", int(max(-limit, min(limit, round(-a * strength * float(p.get("tint_per_a", 10))))))))
+    cast = ("blue" if b < -tol else "yellow" if b > tol else "") + ("/" if abs(b) > tol and abs(a) > tol else "") \
+        + ("magenta" if a > tol else "green" if a < -tol else "")
+    return [(o, v) for o, v in moves if v], (f"a {cast} cast (a* {a:+.1f}, b* {b:+.1f})" if cast else "no visible cast")
+
+
+def auto_contrast_moves(stats: Mapping, p: Mapping) -> tuple[list[tuple[str, int]], str]:
+    """Contrast toward a well-spread L* histogram, and black/white points toward the ends."""
+    limit = int(p.get("max_value", 50))
+
+    def clamp(v: float) -> int:
+        return int(max(-limit, min(limit, round(v))))
+
+    moves = []
+    rms = float(stats["rms_contrast"])
+    target = float(p.get("target_rms", 21))
+    if abs(rms - target) > float(p.get("tolerance", 2.5)):
+        moves.append(("contrast", clamp((target - rms) * float(p.get("contrast_per_unit", 2.5)))))
+    lo, hi = float(stats["L_p01"]), float(stats["L_p99"])
+    if lo > float(p.get("target_L_p01", 4)) + 3:
+        moves.append(("blacks", clamp(-(lo - float(p.get("target_L_p01", 4))) * float(p.get("blacks_per_unit", 1.2)))))
+    if hi < float(p.get("target_L_p99", 96)) - 3:
+        moves.append(("whites", clamp((float(p.get("target_L_p99", 96)) - hi) * float(p.get("whites_per_unit", 1.2)))))
+    return [(o, v) for o, v in moves if v], f"tonal spread {rms:.0f} L*, range {lo:.0f}-{hi:.0f}"
+
+
+_RELATIVE = {"fix_exposure": fix_exposure_moves, "white_balance": white_balance_moves,
+             "auto_contrast": auto_contrast_moves}
+_RELATIVE_PHRASES = {"fix_exposure": "fixing the exposure", "white_balance": "correcting the white balance",
+                     "auto_contrast": "balancing the contrast"}
+
+
+def _within_sweet_spot(profile: Profile, op: str, value: int, state: EditState) -> int:
+    """Shorten a measured correction so the op ends inside its sweet spot (auto never overshoots)."""
+    spot = profile.sweet_spot(op)
+    if spot is None:
+        return value
+    current = state.value(op)
+    return max(min(spot.low, current), min(max(spot.high, current), current + value)) - current
+
+
+def _relative_moves(vocab: Vocabulary, name: str, stats: Mapping, order: int, draft: Draft,
+                    state: EditState) -> list[Move]:
+    names = [n for n in _RELATIVE if n in vocab.relative] if name not in _RELATIVE else [name]
+    if not stats or "L_p50" not in stats:
+        draft.relative_without_stats.append(str(vocab.relative[name].get("label") or name))
+        return []
+    out: list[Move] = []
+    for n in names:
+        values, reason = _RELATIVE[n](stats, vocab.relative[n])
+        if vocab.relative[n].get("cap_to_sweet_spot", True):
+            values = [(op, _within_sweet_spot(vocab.profile, op, v, state)) for op, v in values]
+        values = [(op, v) for op, v in values if v]
+        label = str(vocab.relative[n].get("label") or n)
+        if not values:
+            draft.notes.append(f"{label.capitalize()}: nothing to do ({reason}).")
+            continue
+        draft.notes.append(f"{label.capitalize()}: {reason}.")
+        out += [Move(op, v, "add", None, label, _RELATIVE_PHRASES[n], "relative", order, rank)
+                for rank, (op, v) in enumerate(values)]
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Reading one text into a Draft
+# ---------------------------------------------------------------------------
+
+def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order0: int = 0) -> Draft:
+    draft = Draft()
+    tokens = _tokens(text[:MAX_MESSAGE_CHARS])
+    clauses = _clauses(_match(vocab, tokens))
+    previous_uses: list[Use] = []
+    previous_targets: list[str] = []
+    for ci, clause in enumerate(clauses):
+        order = order0 + ci * 100
+        towards = _towards_uses(vocab, clause, draft.notes)
+        if towards is not None:
+            # "shift the oranges towards yellow": the shift is the whole clause
+            draft.understood_any = True
+            previous_uses = _apply_uses(vocab, towards, request.state, order, source, draft, request.dialogue)
+            previous_targets = towards[0].targets if towards else []
+            continue
+        for rel in clause.of("relative"):
+            draft.understood_any = True
+            draft.moves += _relative_moves(vocab, rel.key, request.image_stats, order + rel.pos, draft,
+                                          request.state)
+        uses = _uses(vocab, clause)
+        targets = [p.key for p in clause.of("target")]
+        bands = [p.key for p in clause.of("band")]
+        is_global = bool(clause.of("global"))
+        soft = clause.joined == "soft"
+        if uses and not targets and not is_global and soft and previous_targets:
+            for u in uses:                       # "make the sky darker and bluer": bluer is the sky too
+                u.targets = list(previous_targets)
+        if not uses and (targets or bands):
+            if clause.of("reset", "rollback") and targets and not bands:
+                draft.moves += _reset_targets(vocab, targets, request.state, order, draft)
+                draft.understood_any = True
+                previous_targets = targets
+                continue
+            tone_down = [p for p in clause.of("reduce") if p.text in vocab.tone_down]
+            if targets and not bands and tone_down and vocab.tone_down_intent:
+                # "tone down the sky": less of what stands out there (the profile's implicit intent)
+                mags = clause.of("magnitude")
+                uses = [Use(vocab.intents[vocab.tone_down_intent], targets=targets, pos=tone_down[0].pos,
+                            scale=vocab.magnitudes[mags[0].key] if mags else 1.0)]
+            elif bands and (clause.of("reduce", "increase", "magnitude") or not previous_uses or not soft) \
+                    and "more_saturated" in vocab.intents:
+                # "less green", "more blue": the band's saturation
+                use = Use(vocab.intents["more_saturated"], targets=targets, bands=bands, pos=clause.pieces[0].pos)
+                use.negated = bool(clause.of("reduce"))
+                mags = clause.of("magnitude")
+                use.scale = vocab.magnitudes[mags[0].key] if mags else 1.0
+                uses = [use]
+            elif previous_uses and soft:
+                # "brighten the face and the background": same intents, new targets
+                uses = [replace(u, targets=targets or u.targets, bands=bands or u.bands) for u in previous_uses]
+        if not uses:
+            if clause.of("rollback") or (clause.of("reset") and not clause.content_words):
+                draft.rollback = True
+            elif clause.of("objects") or (clause.of("reset") and targets):
+                draft.objects = True
+                draft.skipped.append(clause.text)
+            elif targets:
+                draft.skipped.append(clause.text)
+                draft.bare_targets += [vocab.target_labels.get(t) or t for t in targets]
+            elif not clause.of("relative") and (clause.content_words or clause.of("increase", "objects")):
+                draft.skipped.append(clause.text)
+            continue
+        if clause.of("objects"):
+            draft.objects = True
+        if not targets and not bands and not is_global:
+            draft.unknown_places += _unknown_places(vocab, clause)
+        draft.understood_any = True
+        previous_uses = _apply_uses(vocab, uses, request.state, order, source, draft, request.dialogue)
+        previous_targets = uses[0].targets if uses else []
+    return draft
+
+
+#: Words that introduce a place: "the cup", "her cheek", "on his jacket".
+_DETERMINERS = {"the", "her", "his", "their", "my", "our", "your", "that", "this", "those", "these"}
+
+
+def _unknown_places(vocab: Vocabulary, clause: Clause) -> list[str]:
+    """Places named with a determiner that no target or mask knows ("brighten the cup").
+
+    The noun is the last word of the run after the determiner ("the fine detail" -> detail).
+    """
+    out = []
+    pieces = clause.pieces
+    for i, det in enumerate(pieces):
+        if det.category != "word" and det.text not in _DETERMINERS or det.text not in _DETERMINERS:
+            continue
+        run = []
+        for p in pieces[i + 1:]:
+            if p.category != "word" or p.text in _DETERMINERS:
+                break
+            run.append(p.text)
+        if not run:
+            continue
+        noun = run[-1]
+        if noun in _FILLER or noun in vocab.chatter or noun in vocab.not_places:
+            continue
+        out.append(" ".join([det.text] + run))
+    return out
+
+
+def _apply_uses(vocab: Vocabulary, uses: list[Use], state: EditState, order: int, source: str, draft: Draft,
+                dialogue=None) -> list[Use]:
+    """Turn a clause's intents into moves ("don't ..." ones only leave a note); returns those applied.
+
+    "not that soft", "less dreamy" right after that look was applied: take the look back
+    part of the way (agent/planners/followups.py), never add its opposite on top.
+    """
+    from agent.planners.followups import reduce_look_moves
+
+    applied = []
+    for u in uses:
+        if u.avoid:
+            draft.notes.append(f"Leaving {u.intent.label} alone, as asked.")
+            continue
+        if u.negated and not u.reset and u.number is None and not u.targets and not u.bands:
+            moves = reduce_look_moves(vocab, dialogue, u.intent, u.scale, state, order + u.pos, draft)
+            if moves:
+                draft.moves += moves
+                applied.append(u)
+                continue
+        draft.moves += _intent_moves(vocab, u, state, order + u.pos, source, draft.notes)
+        applied.append(u)
+    return applied
+
+
+def _reset_targets(vocab: Vocabulary, targets: list[str], state: EditState, order: int, draft: Draft) -> list[Move]:
+    """'reset the sky': every op of that local layer back to 0."""
+    moves = []
+    for t in targets:
+        spec = normalize_mask_spec(vocab.targets[t])
+        layer = state.find_layer(spec)
+        label = vocab.target_labels.get(t) or describe_mask(spec)
+        if layer is not None and layer.settings:
+            moves += [Move(op, 0, "set", spec, f"reset {label}", f"resetting the edits on {label}", "message",
+                           order, rank) for rank, op in enumerate(layer.settings)]
+        elif t in ops.OPS and state.value(t):
+            moves.append(Move(t, 0, "set", None, f"reset {t}", f"resetting {t}", "message", order, 0))
+        else:
+            draft.objects = True
+            draft.skipped.append(f"reset {label}")
+    return moves
+
