@@ -238,7 +238,7 @@ class TurnNodes:
         goals = [g for g in goals if g.mode == "set" or g.value]    # never a +0 step
         goals, missing = self._found_targets(source, goals, current.shape[:2])
         if goals and assessment and review.get("action") != "replan" and not state.get("feedback") \
-                and [g.to_dict() for g in goals] == [g.to_dict() for g in goals_from_rows(state.get("sub_goals") or [])]:
+                and plan.to_dict().get("sub_goals") == (state.get("plan") or {}).get("sub_goals"):
             # An automatic replan that came back with the same plan would only make the same
             # version again: stop here and let the last attempt (and its assessment) stand.
             return {"repeat_plan": True, "retries": self.config.max_retries_per_sub_goal, "error": None,
