@@ -45,7 +45,10 @@ def test_smoke_run_reports_every_metric(smoke_run):
                      "context_overflow_rate", "rollback_exactness", "latency_p95_s"}
     for key in ("single_turn", "after_5_turns"):
         assert 0.0 <= summary["compliance"][key] <= 1.0
-    assert summary["judge_agreement"]["n"] == summary["counts"]["instruction_turns"]
+    # every checked instruction the judge scored (chat, questions and refusals make no version to score)
+    scored = [t for t in lines if t["action"] in ("say", "replan", "modify") and t.get("pixel_pass") is not None
+              and t.get("judge_pass") is not None]
+    assert summary["judge_agreement"]["n"] == len(scored) > 0
 
 
 def test_rollbacks_in_the_smoke_run_are_bit_exact(smoke_run):
