@@ -168,7 +168,8 @@ def summarize(turns: Sequence[Mapping[str, Any]], scenarios: Sequence[Mapping[st
     pres = summary_stats(t.get("preservation_ssim") for t in turns)
     holds = [abs(c["change"]) for t in turns for c in t.get("checks", ()) if c["direction"] == "within"]
     cumulative = [v for s in scenarios for v in (s.get("drift") or {}).values()]
-    rollbacks = [t["rollback_exact"] for t in turns if t.get("rollback_exact") is not None]
+    # review-panel rollbacks; undo in words is a conversation turn kind ("undo"), reported there
+    rollbacks = [t["rollback_exact"] for t in turns if t.get("rollback_exact") is not None and t["action"] == "rollback"]
     soak_sizes = [t.get("prompt_tokens") for t in turns if t["suite"] == "soak"]
     ctx_all = context_budget((t.get("prompt_tokens") for t in turns), budget)
     ctx_soak = context_budget(soak_sizes, budget)
