@@ -345,7 +345,8 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
         size = q.size if q.size is not None else _magnitude(tokens, s, lex, default=-1)
         if size < 0:   # "cool it down a bit", "warmer, but just slightly": the word may follow
             after = _find_phrases(tokens[e:e + 4], lex.magnitudes)
-            size = lex.magnitudes[after[0][2]] if after else 1
+            # "not so warm", "less contrast": a step back, slight unless a size is said
+            size = lex.magnitudes[after[0][2]] if after else (0 if flip and not q.problem else 1)
         sign = -1 if flip else 1
         alts = tuple(tuple(Move(prop, sign * way, size) for prop, way in alt) for alt in q.alternatives)
         expects.append(Expect(alts, p))

@@ -137,7 +137,8 @@ def contradictions(text: str) -> list[str]:
         said = re.sub(r"“[^”]*”|\"[^\"]*\"", "", clause)   # quoted words name the request, not a result
         said = re.sub(r"instead of [a-z* ]+?(?=[(,.;:]|$)", "", said)
         said = re.sub(r"\bnot [a-z]+\b", "", said)          # "not warmer": no claim
-        values = [(name, -1 if v.startswith(("-", "−")) else 1) for name, v in _VALUE.findall(said)]
+        values = [(name, -1 if v.startswith(("-", "−")) else 1) for name, v in _VALUE.findall(said)
+                  if float(v.replace("−", "-")) != 0.0]           # "+0.0" claims no direction
         if not values:
             continue
         for word, (sign, names) in _DIRECTIONS.items():

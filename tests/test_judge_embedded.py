@@ -202,7 +202,7 @@ def test_a_band_op_on_a_photo_without_that_colour_is_not_blamed(judge, photos):
     im = photos["rocket"]   # almost no greens
     a = judge.assess(request_for(im, [SubGoal("luminance_green", 40)], edit(luminance_green=40)))
     assert a.dimensions["compliance.luminance_green"] == 1.0
-    assert "little here for it to change" in a.assessment
+    assert "Little here for" in a.assessment
 
 
 # -- technical quality ---------------------------------------------------------------------------

@@ -405,7 +405,7 @@ def check_sub_goal(goal: SubGoal, request: JudgeRequest, views: _Views, t: Mappi
     if expected < effect.noise:
         # Nothing there for the op to act on (saturation of a grey photo): not the edit's fault.
         return SubGoalCheck(goal.op, key, "no_change_needed", 1.0, change, expected, moved, effect.unit,
-                            where_text, f"{words.capitalize()}{where_text}: little here for it to change ({shown}).")
+                            where_text, f"Little here for “{words}”{where_text} to change ({shown}).")
     visible = float(t["visible_fraction"]) * expected
     if signed <= -max(effect.noise, float(t["wrong_fraction"]) * expected):
         opposite = _direction_words(goal.op, -sign)

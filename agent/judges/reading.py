@@ -246,8 +246,12 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
         last_change = property_changes(bl_view, b_view, weight, props)
         last = last_change
     scales = property_scales(b_view, weight, props)
-    if mask is not None and (reading.target_mask or {}).get("type") == "luminance" and "L" in scales:
-        scales["L"] *= 0.5      # tone-zone ops (shadows, highlights, blacks) move a zone's L* about half as far
+    if mask is not None:
+        # a soft mask moves its weighted mean less than a global edit moves the photo's; tone-zone
+        # ops (shadows, highlights, blacks) move a zone's L* about half as far again
+        zone = (reading.target_mask or {}).get("type") == "luminance"
+        for p in scales:
+            scales[p] *= 0.6 * (0.8 if zone and p == "L" else 1.0)
     req_scores: list[float] = []
     for e in reading.expects:
         best = -1.0
