@@ -459,8 +459,10 @@ class GenerationDesk:
         if not isinstance(self.backend, NoBackend) or request.kind != "remove" or request.target != "selection":
             return None
         spec = (session.settings.get("selection") or {}).get("mask")
-        if not spec or "remove" not in ops.OPS or ops.OPS["remove"].kind != "region":
+        if "remove" not in ops.OPS or ops.OPS["remove"].kind != "region":
             return None
+        if not spec:  # nothing selected yet: the edit planner says so plainly (agent/selection.py)
+            return self.studio._start_turn(session, request.text, progress=progress)
         result = self.studio._start_turn(session, request.text, progress=progress,
                                          modify_layers=[{"mask": dict(spec), "values": {"remove": 100}}])
         if result.status not in ("failed", "not_understood"):
