@@ -34,7 +34,7 @@ class AgentConfig:
     max_retries_per_sub_goal: int = 2
     max_error_retries: int = 2
     min_pass_score: float = 0.6
-    auto_approve_threshold: float = 0.85
+    auto_approve_threshold: float = 0.9
     review_mode: str = "below_auto_approve"
     budget_tokens: int = 2000
     keep_recent_turns: int = 3

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import cv2
 import numpy as np
 
 from agent.config import REVIEW_MODES, AgentConfig, load_config
@@ -40,8 +41,15 @@ from pipeline.render import Renderer, SourceImage
 from pipeline.state import EditState, EditStateError
 
 SESSIONS_DIR_ENV = "ATELIER_SESSIONS_DIR"
-EXPORT_FORMATS = {"jpeg": "jpg", "jpg": "jpg", "png": "png", "tiff": "tif", "tif": "tif"}
-_FORMAT_EXT = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "TIFF": "tif", "GIF": "gif", "MPO": "jpg"}
+EXPORT_FORMATS = {"jpeg": "jpg", "jpg": "jpg", "png": "png", "tiff": "tif", "tif": "tif", "webp": "webp"}
+
+
+def _flatten_white(pixels: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """Composite a render onto white through the original's transparency (for JPEG)."""
+    a = alpha.astype(np.float32)[..., None] / 255.0
+    return np.clip(pixels.astype(np.float32) * a + 255.0 * (1.0 - a) + 0.5, 0, 255).astype(np.uint8)
+_FORMAT_EXT = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "TIFF": "tif", "GIF": "gif", "MPO": "jpg",
+               "DNG": "dng", "CR2": "cr2", "CR3": "cr3", "NEF": "nef", "ARW": "arw", "RAF": "raf", "ORF": "orf"}
 MAX_MESSAGE_CHARS = 2000
 #: Live slider previews kept per session (older ones are deleted as new ones are written).
 PREVIEWS_KEPT = 16
@@ -316,8 +324,9 @@ class Studio:
                 self._sources.move_to_end(session_id)
                 return self._sources[session_id]
         session = self.store.get_session(session_id)
-        loaded = load_image(self.store.read_original(session), max_pixels=self.config.max_upload_pixels)
-        source = SourceImage.from_array(loaded.pixels)
+        loaded = load_image(self.store.read_original(session), max_pixels=self.config.max_upload_pixels,
+                            alpha="keep", name=session.original_path)   # the name tells a RAW file
+        source = SourceImage.from_loaded(loaded)
         self._remember_source(session_id, source)
         return source
 
@@ -623,9 +632,11 @@ class Studio:
                 raise InvalidInput(f"style: unknown look {style!r}; choose one of {', '.join(known)}")
         data, title = self._original_bytes(image, filename)
         try:
-            loaded = load_image(data, max_pixels=self.config.max_upload_pixels)
+            loaded = load_image(data, max_pixels=self.config.max_upload_pixels, alpha="keep", name=title or None)
         except ImageLoadError as exc:
             raise InvalidInput(str(exc)) from None
+        if loaded.pixels.ndim == 3 and loaded.pixels.shape[2] == 4 and (loaded.pixels[:, :, 3] < 255).any():
+            loaded.notices.append("Transparency kept: PNG, TIFF and WebP exports keep it.")
         session_id = new_id()
         name = f"original.{_FORMAT_EXT.get(loaded.format, 'img')}"
         try:
@@ -638,7 +649,7 @@ class Studio:
         except Exception:
             self.store.remove_session_files(session_id)
             raise
-        self._remember_source(session_id, SourceImage.from_array(loaded.pixels))
+        self._remember_source(session_id, SourceImage.from_loaded(loaded))
         self._recovered.add(session_id)
         return self._info(record)
 
@@ -787,6 +798,9 @@ class Studio:
         text = text.strip()
         if len(text) > MAX_MESSAGE_CHARS:
             raise InvalidInput(f"that message is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS})")
+        generative = self._generative_turn(session_id, text, progress)
+        if generative is not None:
+            return generative
         route = self.router.route(text)
         if route.kind != "modification":
             # small talk, questions and chat commands: answered before any planning (agent/router.py)
@@ -798,10 +812,22 @@ class Studio:
                 # Keep talking: the version under review is kept as if approved, and the new turn starts from it.
                 self._keep_pending(session)
                 session = self.store.get_session(session_id)
-            generative = self._generative_turn(session, text)
-            if generative is not None:
-                return generative
             return self._start_turn(session, text, progress=progress)
+
+    def _generative_turn(self, session_id: str, text: str, progress: ProgressFn | None) -> TurnResult | None:
+        """Remove / fill / expand / regenerate / create asked in words: answered by generation (agent/generation.py)
+        before the router and the planner; None when the message is not a generative request."""
+        from agent.planners.generative import parse_generative
+
+        request = parse_generative(text)
+        if request is None:
+            return None
+        with self._lock(session_id):
+            session = self._session(session_id)
+            if self._pending(session) is not None:
+                self._keep_pending(session)
+                session = self.store.get_session(session_id)
+            return self.generation.chat_turn(session, request, progress=progress)
 
     @property
     def router(self):
@@ -811,12 +837,6 @@ class Studio:
             vocab = getattr(self.planner, "vocab", None)
             self._router = Router(vocab=vocab) if vocab is not None else Router()
         return self._router
-    def _generative_turn(self, session: SessionRecord, text: str) -> TurnResult | None:
-        """Remove / fill / expand / regenerate / create asked in words: answered by generation, not the planner."""
-        from agent.planners.generative import parse_generative
-
-        request = parse_generative(text)
-        return None if request is None else self.generation.chat_turn(session, request)
 
     def _keep_pending(self, session: SessionRecord) -> TurnResult:
         """Approve the turn under review (the person went on talking instead of deciding)."""
@@ -888,7 +908,8 @@ class Studio:
                           kind="command")
 
     # -- undo / redo --------------------------------------------------------------------
-    def undo(self, session_id: str, *, steps: int = 1, progress: ProgressFn | None = None) -> TurnResult:
+    def undo(self, session_id: str, *, steps: int = 1, progress: ProgressFn | None = None,
+             said: str | None = None) -> TurnResult:
         """Step the head back to its parent version (bit-exact: the parent's state is re-rendered).
 
         ``steps``: how many versions back along the head path (more than there are
@@ -918,9 +939,9 @@ class Studio:
             what = (head.summary or f"turn {head.turn}") if len(undone) == 1 else f"the last {len(undone)} changes"
             where = "the original" if target.parent_id is None else f"turn {target.turn}"
             reply = f"Undid {what}; back to {where}. Say \"redo\" to bring it back."
-            return self._move_head(session, target, "/undo", reply, f"undo to T{target.turn}", progress)
+            return self._move_head(session, target, said or "/undo", reply, f"undo to T{target.turn}", progress)
 
-    def redo(self, session_id: str, *, progress: ProgressFn | None = None) -> TurnResult:
+    def redo(self, session_id: str, *, progress: ProgressFn | None = None, said: str | None = None) -> TurnResult:
         """Bring back the version the last :meth:`undo` stepped away from.
 
         Nothing undone (or a new edit or rollback since): ``InvalidInput("nothing to
@@ -936,7 +957,7 @@ class Studio:
             child = self.store.get_asset(stack[-1], session.id)
             self._set_redo_stack(session, stack[:-1])
             reply = f"Redid {child.summary or f'turn {child.turn}'}."
-            return self._move_head(session, child, "/redo", reply, f"redo to T{child.turn}", progress)
+            return self._move_head(session, child, said or "/redo", reply, f"redo to T{child.turn}", progress)
 
     def _redo_stack(self, session: SessionRecord) -> list[str]:
         return [str(a) for a in (session.settings.get(_REDO_KEY) or [])]
@@ -1141,41 +1162,65 @@ class Studio:
             save_image(source.proxy(side) if side else source.pixels, path)
         return path
 
-    def export(self, session_id: str, asset_id: str | None = None, *, fmt: str = "jpeg") -> Path:
-        """Full-resolution render of a version as jpeg, png or tiff (same state, same pixels)."""
+    def export(self, session_id: str, asset_id: str | None = None, *, fmt: str = "jpeg", quality: int | None = None,
+               long_side: int | None = None, keep_metadata: bool = True, drop_gps: bool = True) -> Path:
+        """Render a version (default: the head) for export: jpeg, png, tiff or webp.
+
+        ``quality`` 1..100 for JPEG / WebP (default ``images.export_quality``); ``long_side``: pixels of the
+        long side (None = full resolution; never upscales). The sRGB profile is always embedded. With
+        ``keep_metadata`` the original's EXIF goes along (orientation reset: the pixels are upright), its GPS
+        position removed unless ``drop_gps=False``. 16-bit originals (16-bit PNG / TIFF, RAW) export at 16
+        bits in PNG and TIFF; transparency is kept in PNG, TIFF and WebP (JPEG is flattened onto white).
+        Files: ``<session>/exports/<asset>-full.<ext>`` with the defaults, else the options in the name.
+        """
         ext = EXPORT_FORMATS.get(str(fmt).lower())
         if ext is None:
-            raise InvalidInput(f"fmt: expected jpeg, png or tiff, got {fmt!r}")
+            raise InvalidInput(f"fmt: expected jpeg, png, tiff or webp, got {fmt!r}")
+        if quality is not None and (isinstance(quality, bool) or not isinstance(quality, int)
+                                    or not 1 <= quality <= 100):
+            raise InvalidInput(f"quality: expected a whole number 1..100, got {quality!r}")
+        side = self._check_side(long_side)
         asset = self._asset(session_id, asset_id)
-        key = f"{session_id}/exports/{asset.id}-full.{ext}"   # in the shared storage: any replica finds it
+        q = self.config.export_quality if quality is None else quality
+        tag = "full" if side is None else str(side)
+        if quality is not None and ext in ("jpg", "webp"):
+            tag += f"-q{q}"
+        if not keep_metadata:
+            tag += "-nometa"
+        elif not drop_gps:
+            tag += "-gps"
+        key = f"{session_id}/exports/{asset.id}-{tag}.{ext}"   # in the shared storage: any replica finds it
         if not self.storage.exists(key):
-            from pipeline.imageio import encode_image
-            pixels = self.renderer.render(self._source(session_id), EditState.from_dict(asset.state), None)
-            self.storage.write_bytes(key, encode_image(pixels, {"jpg": "jpeg", "tif": "tiff"}.get(ext, ext),
-                                                       quality=self.config.export_quality))
+            from pipeline.imageio import encode_image, export_exif, srgb_icc
+
+            source = self._source(session_id)
+            state = EditState.from_dict(asset.state)
+            if source.deep is not None and ext in ("png", "tif"):
+                pixels = self.renderer.render_deep(source, state, side)
+            else:
+                pixels = np.array(self.renderer.render(source, state, side))
+            alpha = self.renderer.alpha_for(source, state, side)
+            if alpha is not None and self.renderer.frame(source, state) is None:
+                # where the photo is fully transparent the edit leaves the colour alone (no tint
+                # shows in viewers that ignore transparency)
+                clear = alpha == 0
+                base = source.deep if pixels.dtype == np.uint16 else source.pixels
+                if base.shape[:2] != pixels.shape[:2]:
+                    base = cv2.resize(base, (pixels.shape[1], pixels.shape[0]), interpolation=cv2.INTER_AREA)
+                pixels = np.array(pixels)
+                pixels[clear] = base[clear]
+            if alpha is not None:
+                if ext == "jpg":
+                    pixels = _flatten_white(pixels, alpha)
+                else:
+                    if alpha.dtype != pixels.dtype:
+                        alpha = alpha.astype(np.uint16) * np.uint16(257) if pixels.dtype == np.uint16 else alpha
+                    pixels = np.dstack([pixels, alpha])
+            exif = export_exif(source.exif, drop_gps=drop_gps) if keep_metadata else None
+            self.storage.write_bytes(key, encode_image(pixels, {"jpg": "jpeg", "tif": "tiff"}.get(ext, ext), quality=q,
+                                                       icc=srgb_icc(), exif=exif))
         return self.storage.local_path(key)
 
-
-def apply_recipe(photo: Any, state: EditState, *, fmt: str = "jpeg", quality: int = 92,
-                 long_side: int | None = None, max_pixels: int = 50_000_000,
-                 renderer: Renderer | None = None) -> bytes:
-    """Render ``state`` (a recipe) on a photo without a session: encoded bytes in ``fmt``.
-
-    ``photo``: a path or the file's bytes. The batch path (``agent.batch --state/--style``);
-    same pixels as a session's export of the same state. A bad photo raises InvalidInput.
-    """
-    from pipeline.imageio import encode_image
-
-    ext = EXPORT_FORMATS.get(str(fmt).lower())
-    if ext is None:
-        raise InvalidInput(f"fmt: expected jpeg, png or tiff, got {fmt!r}")
-    try:
-        loaded = load_image(photo, max_pixels=max_pixels)
-    except ImageLoadError as exc:
-        raise InvalidInput(str(exc)) from None
-    renderer = renderer or Renderer(max_cache_bytes=0)
-    pixels = renderer.render(SourceImage.from_array(loaded.pixels), state, long_side)
-    return encode_image(np.ascontiguousarray(pixels), {"jpg": "jpeg", "tif": "tiff"}.get(ext, ext), quality=quality)
 
     # -- generation (issue 14; docs/generation.md) ----------------------------------------------
     def get_defaults(self) -> dict:
@@ -1284,6 +1329,28 @@ def apply_recipe(photo: Any, state: EditState, *, fmt: str = "jpeg", quality: in
             raise InvalidInput(f"skill: unknown skill {name!r}; choose one of {', '.join(known)}")
         skill = known[name.strip().lower().replace(" ", "_")]
         return self.send_message(session_id, f"use the {skill.name} skill", progress=progress)
+
+
+def apply_recipe(photo: Any, state: EditState, *, fmt: str = "jpeg", quality: int = 92,
+                 long_side: int | None = None, max_pixels: int = 50_000_000,
+                 renderer: Renderer | None = None) -> bytes:
+    """Render ``state`` (a recipe) on a photo without a session: encoded bytes in ``fmt``.
+
+    ``photo``: a path or the file's bytes. The batch path (``agent.batch --state/--style``);
+    same pixels as a session's export of the same state. A bad photo raises InvalidInput.
+    """
+    from pipeline.imageio import encode_image
+
+    ext = EXPORT_FORMATS.get(str(fmt).lower())
+    if ext is None:
+        raise InvalidInput(f"fmt: expected jpeg, png or tiff, got {fmt!r}")
+    try:
+        loaded = load_image(photo, max_pixels=max_pixels)
+    except ImageLoadError as exc:
+        raise InvalidInput(str(exc)) from None
+    renderer = renderer or Renderer(max_cache_bytes=0)
+    pixels = renderer.render(SourceImage.from_array(loaded.pixels), state, long_side)
+    return encode_image(np.ascontiguousarray(pixels), {"jpg": "jpeg", "tif": "tiff"}.get(ext, ext), quality=quality)
 
 
 __all__ = ["AssetInfo", "AtelierError", "InvalidInput", "ReviewPayload", "SessionInfo", "SessionNotFound",
