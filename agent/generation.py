@@ -133,8 +133,7 @@ class GenerationDesk:
 
     def set_defaults(self, image: Any, persist: bool = False) -> dict:
         """Override some defaults (validated); ``persist`` writes them for the next start. Returns get_defaults()."""
-        validate("set_defaults", {"image": image, "persist": persist} if isinstance(persist, bool)
-                 else {"image": image, "persist": persist})
+        validate("set_defaults", {"image": image, "persist": persist})
         with self._lock:
             merged = {**self._overrides, **image}
             self._overrides = merged
@@ -244,7 +243,7 @@ class GenerationDesk:
         state = EditState.from_dict(asset.state)
         if not state.generated:
             raise InvalidInput(f"regenerate: asset_id: version {asset_id!r} has no generated pixels to make again")
-        with self.studio._lock(session.id):
+        with self.studio._leased(session.id):
             new_id, info, recipe = self._regenerate_layer(session, asset, seed, overrides, message="/regenerate")
         return self._answer(session.id, new_id, info, recipe, return_inline_preview)
 
@@ -314,6 +313,8 @@ class GenerationDesk:
         layer = origin_state.generated[index]
         recipe = dict(layer.recipe)
         values = {k: recipe[k] for k in GenerationParams.__dataclass_fields__ if k in recipe}
+        if not overrides:
+            overrides = self._signal_overrides(origin, recipe.get("model", ""))
         values.update(overrides)
         values["seed"] = int(seed) if seed is not None else secrets.randbelow(_SEED_MAX)
         params = GenerationParams(**values)
@@ -338,14 +339,36 @@ class GenerationDesk:
         info = {**outcome.info, "reply": reply, "turn": turn, "report": report}
         return new_id, info, outcome.layer.recipe
 
+    def _signal_overrides(self, asset, model: str) -> dict:
+        """The profile's iteration signal for what the judge found in ``asset`` (e.g. a seam -> lower denoise)."""
+        report = (asset.scores or {}).get("generated_region") or {}
+        profile = self.profile(model)
+        for diagnosis in report.get("diagnoses") or []:
+            signal = profile.signal(diagnosis)
+            if signal:
+                return dict(signal.get("overrides") or {})
+        return {}
+
+    def _advice(self, report: dict, model: str) -> str:
+        """One line on what the judge found and what a regenerate will change (from the profile)."""
+        profile = self.profile(model)
+        for diagnosis in report.get("diagnoses") or []:
+            signal = profile.signal(diagnosis)
+            if signal:
+                return f" Say \"regenerate\" to try again: {signal['reason']}."
+        return ""
+
     # -- chat -------------------------------------------------------------------------------
-    def chat_turn(self, session, request: "GenerativeRequest") -> "TurnResult | None":
+    def chat_turn(self, session, request: "GenerativeRequest", progress=None) -> "TurnResult | None":
         """Answer a generative chat request as a turn of its own (None: not generative after all)."""
         from agent.service import TurnResult
 
         store = self.studio.store
         head = store.get_asset(session.head_asset_id, session.id)
         state = EditState.from_dict(head.state)
+        healed = self._heal_instead(session, request, progress)
+        if healed is not None:
+            return healed
         if request.kind == "regenerate" and not state.generated and request.text.lower().strip(" .!?") in (
                 "try again", "another one", "one more time"):
             return None  # "try again" after an ordinary edit is the planner's
@@ -416,7 +439,8 @@ class GenerationDesk:
         before_canvas = _on_canvas(below, outcome.layer)
         new_id, report = self._apply(session, head.id, state, outcome, before_canvas, turn, request.text,
                                      f"{summary} (seed {outcome.layer.recipe['seed']})")
-        reply = f"{summary[0].upper()}{summary[1:]} (seed {outcome.layer.recipe['seed']}). {report['assessment']}"
+        reply = (f"{summary[0].upper()}{summary[1:]} (seed {outcome.layer.recipe['seed']}). {report['assessment']}"
+                 + self._advice(report, outcome.layer.recipe.get("model", "")))
         store.finish_turn(session_id=session.id, turn=turn, message=request.text, plan=None,
                           outcome="auto_approved", reply=reply,
                           action=ActionRecord(turn, request.text, "auto_approved", summary).to_dict(),
@@ -426,6 +450,23 @@ class GenerationDesk:
                           fields={"generated_region": report}, asset_id=new_id, head_asset_id=new_id,
                           rendered_path=self.studio._proxy_path(session.id, new_id),
                           quick_replies=["regenerate", "undo"], kind="generate")
+
+    def _heal_instead(self, session, request: "GenerativeRequest", progress) -> "TurnResult | None":
+        """With no generation backend, "remove the selection" is still done: by the retouch stage's
+        classic region fill (the "remove" op on the selection), through the ordinary edit turn."""
+        from pipeline import ops
+
+        if not isinstance(self.backend, NoBackend) or request.kind != "remove" or request.target != "selection":
+            return None
+        spec = (session.settings.get("selection") or {}).get("mask")
+        if not spec or "remove" not in ops.OPS or ops.OPS["remove"].kind != "region":
+            return None
+        result = self.studio._start_turn(session, request.text, progress=progress,
+                                         modify_layers=[{"mask": dict(spec), "values": {"remove": 100}}])
+        if result.status not in ("failed", "not_understood"):
+            result.reply = ("No generation backend is configured, so I filled the selection from its surroundings "
+                            "(classic healing; set ATELIER_GEN_BACKEND for a generative remove). " + result.reply)
+        return result
 
     def _mask_for(self, session, request: "GenerativeRequest", below: np.ndarray) -> tuple[np.ndarray | None, str]:
         """The hard mask (full size) a remove or fill means, and words for it; (None, "") when there is none."""

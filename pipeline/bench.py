@@ -180,7 +180,7 @@ def _heal_available() -> bool:
     """Whether the retouch helper's healing ops are in the registry (then the toolbox turn heals too)."""
     from pipeline import ops
 
-    return any(o.stage == "healing" or o.name.startswith("heal") for o in ops.OPS.values())
+    return "dust_removal" in ops.OPS
 
 
 def run_toolbox(renderer: Renderer, source: SourceImage, runs: int) -> dict:
@@ -193,28 +193,38 @@ def run_toolbox(renderer: Renderer, source: SourceImage, runs: int) -> dict:
         ms, _ = _median_ms(lambda i: renderer.render(source, EditState.from_dict({"settings": settings(i)})), runs)
         per_op[name] = round(ms, 1)
     detect_ms, _ = _median_ms(lambda i: detect_tilt(source.pixels), max(1, runs // 2))
-    extra = {"crop_aspect": 2, "straighten": 2.5, "grain": 30}
     heal = _heal_available()
+    out: dict = {"toolbox_op_4k_ms": per_op, "tilt_detection_4k_ms": round(detect_ms, 1),
+                 "toolbox_turn_includes_heal": heal}
+    for label, with_heal in (("", heal), ("_no_heal", False)) if heal else (("", False),):
+        def state(i: int, with_heal: bool = with_heal) -> EditState:
+            # a tint and a heal amount no other timing uses: no LUT, retouch or render cache can answer
+            extra = {"crop_aspect": 2, "straighten": 2.5, "grain": 30,
+                     **({"dust_removal": 40 + i} if with_heal else {})}
+            return EditState.from_dict({"settings": _stack(i, {"clarity": 30, "dehaze": 20, "tint": -20 - i - (50 if label else 0),
+                                                               **extra}), "layers": [LOCAL_LAYER]})
 
-    def state(i: int) -> EditState:
-        # a tint no other timing uses: no LUT or render cache can answer
-        return EditState.from_dict({"settings": _stack(i, {"clarity": 30, "dehaze": 20, "tint": -20 - i, **extra}),
-                                    "layers": [LOCAL_LAYER]})
+        def turn(i: int, state=state) -> None:
+            s = state(i)
+            full = renderer.render(source, s)
+            encode_image(full, "jpeg", quality=92)
+            preview = renderer.render(source, s, long_side=1280)
+            encode_image(preview, "jpeg", quality=85)
 
-    def turn(i: int) -> None:
-        s = state(i)
-        full = renderer.render(source, s)
-        encode_image(full, "jpeg", quality=92)
-        preview = renderer.render(source, s, long_side=1280)
-        encode_image(preview, "jpeg", quality=85)
+        turn(-1)  # the framed proxy's coordinates and the layer's mask, as after a session's first turn
+        cpu = time.process_time()
+        turn_ms, _ = _median_ms(turn, runs)
+        turn_cpu = (time.process_time() - cpu) * 1000.0 / runs
+        renderer.render(source, state(-2), long_side=1600)
+        cpu = time.process_time()
+        proxy_ms, _ = _median_ms(lambda i: renderer.render(source, state(30 + i), long_side=1600), runs)
+        proxy_cpu = (time.process_time() - cpu) * 1000.0 / runs
+        out.update({f"toolbox_turn_4k_ms{label}": round(turn_ms, 1), f"toolbox_proxy_1600_ms{label}": round(proxy_ms, 1),
+                    f"toolbox_turn_4k_cpu_ms{label}": round(turn_cpu, 1),
+                    f"toolbox_proxy_1600_cpu_ms{label}": round(proxy_cpu, 1)})
+    return out
 
-    turn(-1)  # the framed proxy's coordinates and the layer's mask, as after a session's first turn
-    turn_ms, _ = _median_ms(turn, runs)
-    renderer.render(source, state(-2), long_side=1600)
-    proxy_ms, _ = _median_ms(lambda i: renderer.render(source, state(30 + i), long_side=1600), runs)
-    return {"toolbox_op_4k_ms": per_op, "tilt_detection_4k_ms": round(detect_ms, 1),
-            "toolbox_turn_4k_ms": round(turn_ms, 1), "toolbox_proxy_1600_ms": round(proxy_ms, 1),
-            "toolbox_turn_includes_heal": heal}
+
 def _sync(device) -> None:
     import torch
     if device.type == "cuda":
@@ -227,6 +237,8 @@ def run_device(device: str, runs: int = 5, width: int = 3840, height: int = 2160
 
     from pipeline.gpu import TorchRenderer, best_renderer
 
+    if device == "cuda" and not torch.cuda.is_available():
+        return {"device": "cuda", "note": "no CUDA device here (torch cannot see one): only the CPU path was measured"}
     dev = best_renderer(256 * 2**20, device=device)
     if not isinstance(dev, TorchRenderer):
         return {"device": "cpu", "note": "no CUDA device here: only the CPU path was measured"}
@@ -267,7 +279,7 @@ def run_device(device: str, runs: int = 5, width: int = 3840, height: int = 2160
     # batch: one recipe over `batch` different photos (shifted copies), uploaded once as a session would
     photos = [SourceImage.from_array(np.ascontiguousarray(np.roll(photo, 97 * k, axis=1))) for k in range(batch)]
     for p in photos:
-        dev._base(p, size)
+        dev._device_base(p, size)
     _sync(dev.device)
     for label, state in (("global", glob), ("full_turn", full)):
         dev.render_batch(photos[:1], [state])
@@ -411,7 +423,14 @@ def _print_table(r: dict) -> None:
         row(f"  horizon / vertical detection ({k} photo, once)", r["tilt_detection_4k_ms"], "ms")
         heal = " + heal" if r["toolbox_turn_includes_heal"] else " (no heal op on this branch)"
         row(f"{k} full turn + crop, straighten, grain{heal}", r["toolbox_turn_4k_ms"], "ms", t["toolbox_turn_4k_ms"])
-        row("proxy 1600 with crop, straighten, grain", r["toolbox_proxy_1600_ms"], "ms", t["toolbox_proxy_1600_ms"])
+        row("  the same, CPU time of all threads", r["toolbox_turn_4k_cpu_ms"], "ms")
+        row(f"proxy 1600 with crop, straighten, grain{heal}", r["toolbox_proxy_1600_ms"], "ms", t["toolbox_proxy_1600_ms"])
+        row("  the same, CPU time of all threads", r["toolbox_proxy_1600_cpu_ms"], "ms")
+        if "toolbox_turn_4k_ms_no_heal" in r:
+            row(f"{k} full turn + crop, straighten, grain (no heal)", r["toolbox_turn_4k_ms_no_heal"], "ms",
+                t["toolbox_turn_4k_ms"])
+            row("proxy 1600 with crop, straighten, grain (no heal)", r["toolbox_proxy_1600_ms_no_heal"], "ms",
+                t["toolbox_proxy_1600_ms"])
 
 
 def main(argv: list[str] | None = None) -> int:

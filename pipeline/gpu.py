@@ -137,11 +137,11 @@ class TorchRenderer(Renderer):
         names = list(state.settings) + [n for layer in state.layers for n in layer.settings]
         return all(ops.OPS[n].kind in _KINDS for n in names if n in ops.OPS) and all(n in ops.OPS for n in names)
 
-    def _render(self, source: SourceImage, state: EditState, size: tuple[int, int]) -> np.ndarray:
-        if state.is_identity or not self.covers(state):
+    def _render(self, source: SourceImage, state: EditState, size: tuple[int, int], frame=None) -> np.ndarray:
+        if state.is_identity or frame is not None or not self.covers(state):
             if not state.is_identity:
                 self.cpu_fallbacks += 1
-            return super()._render(source, state, size)
+            return super()._render(source, state, size, frame)
         self.device_renders += 1
         out = self.render_tensor(source, state, size)
         return out.cpu().numpy()
@@ -166,7 +166,7 @@ class TorchRenderer(Renderer):
             arr = arr.copy()  # torch wants writable memory (cached renders and originals are read-only)
         return self.torch.from_numpy(arr).to(self.device, non_blocking=True)
 
-    def _base(self, source: SourceImage, size):
+    def _device_base(self, source: SourceImage, size):
         return self._cached(("base", source.digest, size), lambda: self.upload(source.resized(size)))
 
     def _lut(self, *stages: Mapping[str, int]):
@@ -295,7 +295,7 @@ class TorchRenderer(Renderer):
     # -- the render ------------------------------------------------------------------------------
     def render_tensor(self, source: SourceImage, state: EditState, size: tuple[int, int]):
         """The render as a uint8 (H, W, 3) tensor on the device (no download: for batches)."""
-        base = self._base(source, size)
+        base = self._device_base(source, size)
         g_pixel = _pixel_settings(state.settings)
         out = self.apply_lut(self._lut(g_pixel), base) if g_pixel else base
         masks: list[Any] = []
@@ -328,7 +328,10 @@ class TorchRenderer(Renderer):
         outs = []
         for source, state in zip(sources, states):
             source = self.with_generated(source, state)
-            outs.append(self.render_tensor(source, state, source.size_for(long_side)))
+            if self.covers(state) and self.frame(source, state) is None:
+                outs.append(self.render_tensor(source, state, source.size_for(long_side)))
+            else:  # geometry, finishing, retouch: the CPU path, uploaded
+                outs.append(self.upload(self.render(source, state, long_side)))
         if self.device.type == "cuda":
             self.torch.cuda.synchronize()
         return outs

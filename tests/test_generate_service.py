@@ -25,7 +25,6 @@ from tests.conftest import ScriptedJudge, ScriptedPlanner, free_port, small_phot
 from pipeline.generate.tiny import tiny_inpaint_pipeline  # noqa: E402
 
 QUICK = {"width": 64, "height": 64, "steps": 2, "cfg": 5.0, "sampler_name": "euler"}
-SELECTION = {"type": "radial", "center": [0.5, 0.45], "radius": [0.18, 0.2], "softness": 0}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -80,10 +79,17 @@ def photo():
     return small_photo("astronaut", 160)
 
 
-def _select(studio, session_id, spec=SELECTION):
-    """The session's selection (what Studio.select stores: settings["selection"]["mask"] is a mask spec)."""
-    session = studio.store.get_session(session_id)
-    studio.store.update_session(session_id, settings={**session.settings, "selection": {"mask": spec}})
+def _painted(photo) -> np.ndarray:
+    """A painted brush mask over part of the photo (what the studio's brush sends)."""
+    m = np.zeros(photo.shape[:2], bool)
+    h, w = m.shape
+    m[h // 3:h // 3 + h // 4, w // 3:w // 3 + w // 3] = True
+    return m
+
+
+def _select(studio, session_id, photo):
+    """Paint the selection through Studio.select (stored as a blob, "the selection" in chat)."""
+    return studio.select(session_id, mask=_painted(photo))
 
 
 def _snapshot(studio, sid):
@@ -92,14 +98,13 @@ def _snapshot(studio, sid):
 
 def test_remove_the_selection_is_a_layer_that_renders_without_the_model(studio, make, photo):
     sid = studio.start_session(photo, filename="astronaut.png").id
-    _select(studio, sid)
+    _select(studio, sid, photo)
     result = studio.send_message(sid, "remove the selection")
     assert result.status == "auto_approved" and result.kind == "generate", result.reply
     assert result.asset_id == result.head_asset_id and "seed" in result.reply
     assert result.fields["generated_region"]["preservation"] == 1.0
     full = studio.render(sid, long_side=None)
-    from pipeline.masks import build_mask
-    hard = build_mask(SELECTION, photo, photo.shape[:2]) >= 0.5
+    hard = _painted(photo)
     changed = np.any(full != photo, axis=-1)
     assert changed[hard].mean() > 0.5
     # outside the (slightly grown) removal mask nothing changed
@@ -125,7 +130,7 @@ def test_remove_the_selection_is_a_layer_that_renders_without_the_model(studio, 
 
 def test_rollback_is_bit_exact_and_regenerate_makes_a_new_branch(studio, photo):
     sid = studio.start_session(photo).id
-    _select(studio, sid)
+    _select(studio, sid, photo)
     first = studio.send_message(sid, "remove the selection")
     first_pixels = studio.render(sid, long_side=None)
     again = studio.send_message(sid, "regenerate with seed 4242")
@@ -143,7 +148,7 @@ def test_rollback_is_bit_exact_and_regenerate_makes_a_new_branch(studio, photo):
 
 def test_fill_and_expand_from_chat(studio, photo):
     sid = studio.start_session(photo).id
-    _select(studio, sid)
+    _select(studio, sid, photo)
     fill = studio.send_message(sid, "fill the selection with a wooden door")
     assert fill.status == "auto_approved", fill.reply
     recipe = EditState.from_dict(studio.head(sid).state).generated[0].recipe
@@ -172,19 +177,24 @@ def test_with_no_backend_every_generative_request_answers_at_once_and_changes_no
     monkeypatch.delenv("ATELIER_GEN_BACKEND", raising=False)
     studio = make(None)
     sid = studio.start_session(photo).id
-    _select(studio, sid)
+    _select(studio, sid, photo)
     head = studio.head(sid).id
-    for text in ("remove the selection", "fill the selection with grass", "expand to 3:2", "regenerate",
+    for text in ("remove the sign", "fill the selection with grass", "expand to 3:2", "regenerate",
                  "create a photo of a red fox in snow"):
         started = time.monotonic()
         result = studio.send_message(sid, text)
         assert time.monotonic() - started < 1.0, text
         assert result.status == "failed" and "ATELIER_GEN_BACKEND" in result.reply and "unchanged" in result.reply
         assert studio.head(sid).id == head and len(studio.history(sid)) == 1
+    assert len(studio.list_sessions()) == 1
     with pytest.raises(GenerationFailed) as err:
         studio.generate_image("a red fox")
     assert err.value.kind == "not_configured"
-    assert len(studio.list_sessions()) == 1
+    # "remove the selection" is still done, by the retouch stage's classic region fill
+    healed = studio.send_message(sid, "remove the selection")
+    assert "No generation backend" in healed.reply and healed.asset_id is not None, healed.reply
+    state = EditState.from_dict(studio.history(sid)[-1].state)
+    assert not state.generated and any(l.settings.get("remove") for l in state.layers)
     assert studio.generation_status()["ready"] is False
 
 
@@ -205,7 +215,7 @@ def test_out_of_memory_in_a_chat_turn_leaves_the_session_unchanged(make, tiny, p
     studio = make(DiffusersBackend("tiny", pipeline=tiny))
     studio.set_defaults(QUICK)
     sid = studio.start_session(photo).id
-    _select(studio, sid)
+    _select(studio, sid, photo)
     before = _snapshot(studio, sid)
 
     def oom(*_):
@@ -298,7 +308,7 @@ def test_generate_image_makes_a_session_and_regenerate_varies_it(studio):
 
 def test_regenerate_of_an_edited_version_is_a_new_branch(studio, photo):
     sid = studio.start_session(photo).id
-    _select(studio, sid)
+    _select(studio, sid, photo)
     first = studio.send_message(sid, "remove the selection").asset_id
     answer = studio.regenerate(first, seed=77, param_overrides={"steps": 3})
     assert answer["session_id"] == sid and answer["asset_id"] != first
@@ -308,3 +318,16 @@ def test_regenerate_of_an_edited_version_is_a_new_branch(studio, photo):
     assert recipe["seed"] == 77 and recipe["steps"] == 3
     with pytest.raises(InvalidInput, match="no generated pixels"):
         studio.regenerate(info[first].parent_id)
+
+
+def test_a_regenerate_after_a_diagnosed_result_follows_the_profiles_iteration_signal(studio, photo):
+    sid = studio.start_session(photo).id
+    _select(studio, sid, photo)
+    first = studio.send_message(sid, "remove the selection").asset_id
+    # the judge saw a seam in this version (recorded with it); a plain "regenerate" follows the profile's signal
+    asset = studio.store.get_asset(first, sid)
+    report = {**asset.scores["generated_region"], "diagnoses": ["seam"]}
+    studio.store.set_asset_fields(first, scores={**asset.scores, "generated_region": report})
+    again = studio.send_message(sid, "regenerate")
+    recipe = EditState.from_dict(studio.head(sid).state).generated[0].recipe
+    assert again.asset_id != first and recipe["denoise"] == 0.9  # sd2_inpainting.yaml: seam -> denoise 0.9

@@ -42,8 +42,16 @@ SPATIAL = [o.name for o in ops.OPS.values() if o.kind == "spatial"]
 GROUPS = [PIXEL[i::4] for i in range(4)]
 
 
-def _value(op: str, sign: int) -> int:
+def _value(op: str, sign: int):
+    """A strong value of ``op`` each way, for every kind of control (slider, hue, choice, curve points)."""
     o = ops.OPS[op]
+    control = getattr(o, "control", "slider")
+    if control == "points":
+        return [[0, 0], [64, 40], [192, 215], [255, 255]] if sign > 0 else [[0, 20], [128, 140], [255, 235]]
+    if control == "hue":
+        return 200 if sign > 0 else 30
+    if control == "choice":
+        return o.max if sign > 0 else max(o.min, 1)
     return o.max * 3 // 4 if sign > 0 else o.min * 3 // 4
 
 

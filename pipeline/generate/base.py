@@ -128,9 +128,10 @@ def not_configured_message() -> str:
 
     if on_cpu_space():
         return needs_gpu_message()
-    return ("Generative edits need a generation backend, and none is configured. Set ATELIER_GEN_BACKEND="
-            "diffusers with ATELIER_GEN_MODEL (an inpainting model in the local Hugging Face cache, or a folder), "
-            "or ATELIER_GEN_BACKEND=comfyui with a ComfyUI server (ATELIER_COMFYUI_URL). Your photo is unchanged.")
+    return ("There is no generation backend configured, so generative edits (remove, fill, expand, new photos) "
+            "cannot run. Set ATELIER_GEN_BACKEND=diffusers with ATELIER_GEN_MODEL (an inpainting model in the local "
+            "Hugging Face cache, or a folder), or ATELIER_GEN_BACKEND=comfyui with a ComfyUI server "
+            "(ATELIER_COMFYUI_URL). Your photo is unchanged.")
 
 
 def backend_from_env(env: dict | None = None, **options: Any) -> GenerationBackend:
