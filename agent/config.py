@@ -34,7 +34,7 @@ class AgentConfig:
     max_retries_per_sub_goal: int = 2
     max_error_retries: int = 2
     min_pass_score: float = 0.6
-    auto_approve_threshold: float = 0.85
+    auto_approve_threshold: float = 0.9
     review_mode: str = "below_auto_approve"
     budget_tokens: int = 2000
     keep_recent_turns: int = 3
@@ -48,6 +48,10 @@ class AgentConfig:
     sessions_dir: str = "sessions"
     database_file: str = "atelier.db"
     checkpoints_file: str = "checkpoints.db"
+    source_cache_bytes: int = 512 * 1024 * 1024
+    lease_ttl_s: float = 30.0
+    lease_wait_s: float = 5.0
+    memory_cap_mb: int = 2048
     # Sections owned by their consumers and validated by them at load:
     # ``vlm:`` (agent.vlm.vlm_limits) and ``quality.judge:`` (the embedded judge's thresholds).
     vlm: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -92,6 +96,10 @@ _SPEC: dict[str, tuple[str, str, float | None, float | None]] = {
     "paths.sessions_dir": ("sessions_dir", "name", None, None),
     "paths.database_file": ("database_file", "name", None, None),
     "paths.checkpoints_file": ("checkpoints_file", "name", None, None),
+    "images.source_cache_bytes": ("source_cache_bytes", "int", 0, 1 << 40),
+    "replicas.lease_ttl_s": ("lease_ttl_s", "float", 0.5, 3600),
+    "replicas.lease_wait_s": ("lease_wait_s", "float", 0, 600),
+    "replicas.memory_cap_mb": ("memory_cap_mb", "int", 64, 1 << 20),
 }
 _KEY_OF = {name: key for key, (name, *_rest) in _SPEC.items()}
 _KEY_OF.update(vlm="vlm", judge="quality.judge")
@@ -114,7 +122,7 @@ def _check(key: str, kind: str, lo: float | None, hi: float | None, value: Any) 
         raise AgentConfigError(f"{key}: expected a whole number, got {value!r}")
     if not lo <= value <= hi:
         raise AgentConfigError(f"{key}: {value!r} is outside {lo}..{hi}")
-    return int(value) if kind == "int" else float(value)
+    return int(value) if kind == "int" else float(value)  # "score" and "float"
 
 
 def _check_vlm(body: Mapping[str, Any]) -> None:

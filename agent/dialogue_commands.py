@@ -72,26 +72,26 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
             result.kind = "command"
             return result
         # anything else: keep talking, as with an edit request (the version under review is kept first)
-        with studio._lock(session_id):
+        with studio._leased(session_id):
             current = studio._session(session_id)
             if studio._pending(current) is not None:
                 studio._keep_pending(current)
     try:
         if name == "undo":
-            return studio.undo(session_id, progress=progress)
+            return studio.undo(session_id, progress=progress, said=text)
         if name == "redo":
-            return studio.redo(session_id, progress=progress)
+            return studio.redo(session_id, progress=progress, said=text)
         if name == "back":
-            return studio.undo(session_id, steps=route.steps, progress=progress)
+            return studio.undo(session_id, steps=route.steps, progress=progress, said=text)
         if name == "original":
             edits = dialogue_state(studio.store, session_id).edits
             if not edits:
                 return _answered(studio, session_id, "This is already the original photo.", kind="command")
-            return studio.undo(session_id, steps=len(edits), progress=progress)
+            return studio.undo(session_id, steps=len(edits), progress=progress, said=text)
     except InvalidInput as exc:
         return _answered(studio, session_id, str(exc)[:1].upper() + str(exc)[1:] + ".", kind="command")
     if name == "back_before":
-        return _back_before(studio, session_id, route, progress)
+        return _back_before(studio, session_id, route, progress, text)
     if name == "reset":
         return _reset(studio, session_id, route, text, progress)
     return _answered(studio, session_id, "I'm not sure what to do with that.", kind="command")
@@ -119,7 +119,7 @@ def _question(studio: "Studio", session_id: str, route: Route) -> "TurnResult":
     return _answered(studio, session_id, reply, kind="question", quick_replies=suggest)
 
 
-def _back_before(studio: "Studio", session_id: str, route: Route, progress) -> "TurnResult":
+def _back_before(studio: "Studio", session_id: str, route: Route, progress, text: str = "") -> "TurnResult":
     vocab = studio.router.vocab
     pieces = _match(vocab, _tokens(" ".join(route.words)))
     intents = [p.key for p in pieces if p.category in ("intent", "fix")]
@@ -134,7 +134,7 @@ def _back_before(studio: "Studio", session_id: str, route: Route, progress) -> "
         return _answered(studio, session_id, f"I couldn't find a change like \u201c{said}\u201d in this version's "
                          "history, so nothing changed.", kind="command", quick_replies=["What did you change?", "Undo"])
     steps = len(edits) - edits.index(found)
-    return studio.undo(session_id, steps=steps, progress=progress)
+    return studio.undo(session_id, steps=steps, progress=progress, said=text or None)
 
 
 def _reset(studio: "Studio", session_id: str, route: Route, text: str, progress) -> "TurnResult":
@@ -151,7 +151,7 @@ def _reset(studio: "Studio", session_id: str, route: Route, text: str, progress)
         label = ", ".join(dict.fromkeys(ops.get_op(n).label.lower() for n in names)) or "that"
         return _answered(studio, session_id, f"{label.capitalize()} is already at its neutral value; nothing to reset.",
                          kind="command")
-    with studio._lock(session_id):
+    with studio._leased(session_id):
         session = studio._session(session_id)
         result = studio._start_turn(session, text, modify_values=values, progress=progress)
     result.kind = "command"

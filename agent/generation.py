@@ -243,7 +243,7 @@ class GenerationDesk:
         state = EditState.from_dict(asset.state)
         if not state.generated:
             raise InvalidInput(f"regenerate: asset_id: version {asset_id!r} has no generated pixels to make again")
-        with self.studio._lock(session.id):
+        with self.studio._leased(session.id):
             new_id, info, recipe = self._regenerate_layer(session, asset, seed, overrides, message="/regenerate")
         return self._answer(session.id, new_id, info, recipe, return_inline_preview)
 

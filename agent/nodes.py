@@ -29,7 +29,7 @@ from agent.dialogue import dialogue_state
 from agent.failures import backoff_seconds, classify as classify_failure, failure_policy
 from agent.judges.base import Assessment, Judge, JudgeRequest
 from agent.planners.base import Plan, PlanError, Planner, PlanRequest, SubGoal
-from agent.selection import NO_SELECTION_REPLY, resolve_selection
+from agent.selection import NO_SELECTION_REPLY, resolve_selection, retouch_notes
 from agent.state import ActionRecord, AgentState, ToolContext
 from agent.store import Store, new_id
 from pipeline import ops
@@ -168,7 +168,13 @@ class TurnNodes:
 
     def planner_context(self, state: AgentState, dialogue=None) -> str:
         """The folded three-layer context (and the dialogue state) for this turn's planner prompt."""
-        chain = [AssetContext(a.turn, a.summary, a.score) for a in self.store.ancestors(state["base_asset_id"])]
+        # the head's chain walked in memory from one query (store.ancestors costs a query per version)
+        by_id = {a.id: a for a in self.store.assets(state["session_id"])}
+        walk, current = [], state["base_asset_id"]
+        while current in by_id and len(walk) <= len(by_id):
+            walk.append(by_id[current])
+            current = by_id[current].parent_id
+        chain = [AssetContext(a.turn, a.summary, a.score) for a in reversed(walk)]
         actions = [ActionRecord.from_dict(t.action) for t in self.store.turns(state["session_id"]) if t.action]
         tools = [ToolContext.from_dict(t) for t in state.get("tool_contexts") or []]
         return fold_context_for_prompt(chain, actions, tools, budget_tokens=self.config.budget_tokens,
@@ -217,6 +223,8 @@ class TurnNodes:
         goals, no_selection = resolve_selection(goals, self.store.get_session(state["session_id"]).settings)
         if no_selection:
             plan.understood, plan.reply = False, NO_SELECTION_REPLY
+        goals = [g for g in goals if g.mode == "set" or g.value]    # never a +0 step
+        goals, missing = self._found_targets(source, goals, current.shape[:2])
         warnings = list(state.get("warnings") or [])
         warnings += [n for n in plan.notes if isinstance(n, str) and n not in warnings]  # e.g. a held conflict, a fallback
         limit = self.config.max_sub_goals
@@ -234,10 +242,36 @@ class TurnNodes:
             "modify_values": None, "modify_layers": None, "person_modified": False, "warnings": warnings,
             "reply": plan.reply or "", "details": details,
         }
+        if missing:
+            places = " or ".join(dict.fromkeys(missing))
+            said = f"I can't find {places} in this photo"
+            if goals:
+                update["reply"] = f"{said}, so I left that part out. " + update["reply"]
+            elif plan.understood:
+                what = (plan.labels or ["the change"])[0]
+                update["plan"] = dict(update["plan"], kind="clarify",
+                                      quick_replies=[f"{what.capitalize()} overall", "What can you do?"])
+                update["reply"] = f"{said}, so I haven't changed anything. Should I make it {what} overall instead?"
         if not plan.understood or not goals:
             update["status"] = "not_understood"
-            update["reply"] = plan.reply or "I don't know how to do that yet."
+            update["reply"] = update["reply"] or "I don't know how to do that yet."
         return update
+
+    def _found_targets(self, source, goals: list[SubGoal], size) -> tuple[list[SubGoal], list[str]]:
+        """Drop steps on a place the photo does not have (no face on a cat): the mask is empty or everything."""
+        from pipeline.masks import CONTENT_TYPES
+
+        kept, missing = [], []
+        for g in goals:
+            spec = g.target or {}
+            if spec.get("type") in CONTENT_TYPES:
+                inner = {k: v for k, v in spec.items() if k not in ("invert", "feather")}
+                share = float(self.renderer.mask(source, inner, size).mean())
+                if not 0.002 <= share <= 0.998:
+                    missing.append(describe_mask(inner))
+                    continue
+            kept.append(g)
+        return kept, missing
 
     @guarded("executor")
     def execute(self, state: AgentState) -> dict:
@@ -309,6 +343,10 @@ class TurnNodes:
         extra = {"reply": reply} if person_modified else {}
         if not person_modified and held_lines:
             extra["warnings"] = warnings + held_lines
+        # Healing and portrait ops say honestly what they could not find (no face, no dust, no teeth).
+        notes = retouch_notes(self.renderer, source, new_state, goals, self.config.proxy_long_side)
+        if notes:
+            extra["reply"] = " ".join([extra.get("reply") or state.get("reply") or ""] + notes).strip()
         return {"asset_id": asset_id, "sub_goals": rows, "tool_contexts": [s.to_dict() for s in steps],
                 "review": None, "modify_values": None, "modify_layers": None, "person_modified": person_modified,
                 "assessment": None, "error": None, "details": details, **extra}

@@ -79,11 +79,49 @@ def load_phrases(path: Path = PHRASES_FILE) -> dict:
     return data
 
 
+#: The conversation suites the person may borrow words from: the tuning split only, never held-out.
+SUITE_DIR = REPO_ROOT / "evals" / "conversations" / "tuning"
+#: Turn type -> the suite step kinds whose sentences fit it (global ones have no region).
+SUITE_KINDS = {"global_init": ("edit", "complaint", "magnitude"), "global_refine": ("follow_up",),
+               "local_edit": ("local", "complaint")}
+SUITE_SHARE = 0.3   # how often a turn borrows a suite sentence instead of a template
+
+
+def suite_phrases(folder: Path = SUITE_DIR) -> dict[str, list[tuple[str | None, str]]]:
+    """Turn type -> (image or None for any photo, sentence) from the tuning conversation suites."""
+    found: dict[str, list[tuple[str | None, str]]] = {t: [] for t in SUITE_KINDS}
+    if "heldout" in folder.parts:
+        raise SynthesisError("the held-out suite is never used for anything but measuring")
+    for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        for scenario in data.get("scenarios") or []:
+            for step in scenario.get("steps") or []:
+                said, kind = step.get("say"), step.get("kind")
+                if not isinstance(said, str) or not kind:
+                    continue
+                for turn_type, kinds in SUITE_KINDS.items():
+                    if kind not in kinds:
+                        continue
+                    local = "region" in step
+                    if turn_type == "local_edit" and local:
+                        found[turn_type].append((scenario.get("image"), said))
+                    elif turn_type != "local_edit" and not local:
+                        found[turn_type].append((None, said))
+    return found
+
+
 class Person:
     """Chooses turn types and words; everything comes from one seeded generator."""
 
-    def __init__(self, phrases: dict, rng: random.Random, looks: Sequence[str]):
+    def __init__(self, phrases: dict, rng: random.Random, looks: Sequence[str], photo: str | None = None,
+                 suite: dict[str, list[tuple[str | None, str]]] | None = None):
         self.p, self.rng, self.looks = phrases, rng, list(looks)
+        # sentences from the tuning suites that fit this photo (local ones name what is in it)
+        self.suite = {t: [s for img, s in rows if img in (None, photo)] for t, rows in (suite or {}).items()}
+
+    def _borrow(self, turn_type: str) -> str | None:
+        pool = self.suite.get(turn_type) or []
+        return self._pick(pool) if pool and self.rng.random() < SUITE_SHARE else None
 
     def _pick(self, items: Sequence[str]) -> str:
         return self.rng.choice(list(items))
@@ -106,6 +144,9 @@ class Person:
         return out
 
     def global_init(self) -> str:
+        borrowed = self._borrow("global_init")
+        if borrowed:
+            return borrowed
         if self.rng.random() < 0.25:
             return self._pick(self.p["complaints"])
         first = self.direction()
@@ -115,11 +156,14 @@ class Person:
         return self._pick(self.p["wrappers"]).replace("{x}", first)
 
     def global_refine(self) -> str:
+        borrowed = self._borrow("global_refine")
+        if borrowed:
+            return borrowed
         kind = self._pick(["more", "less", "other", "other"])
         return self._fill(self._pick(self.p["refine"][kind]))
 
     def local_edit(self) -> str:
-        return self._fill(self._pick(self.p["local"]))
+        return self._borrow("local_edit") or self._fill(self._pick(self.p["local"]))
 
     def rollback_correct(self) -> tuple[str, str]:
         """(what the person says, the edit part the agent performs after going back)."""
@@ -226,7 +270,7 @@ def synthesize_one(job: Job) -> dict:
     planner_schema = load_schema("planner")
     phrases = load_phrases()
     rng = random.Random(f"{job.seed}:{job.index}:{job.attempt}")
-    person = Person(phrases, rng, studio.styles())
+    person = Person(phrases, rng, studio.styles(), photo=Path(job.photo).stem, suite=suite_phrases())
     counts: Counter = Counter()
     info = studio.start_session(job.photo, review_mode="never", filename=Path(job.photo).name)
     sid = info.id

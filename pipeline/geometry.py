@@ -251,7 +251,18 @@ def crop_insets(rect: Any) -> dict[str, float]:
 
 # -- sampling the original through a frame ---------------------------------------------------
 
-def _orient(region: np.ndarray, frame: Frame) -> np.ndarray:
+def axis_box(frame: Frame, H: int, W: int) -> tuple[int, int, int, int]:
+    """Whole-pixel (x0, y0, x1, y1) of the original that an axis-aligned frame shows."""
+    corners = (frame.matrix @ np.array([[0, frame.width], [0, frame.height], [1, 1]]))[:2]
+    lo, hi = corners.min(axis=1), corners.max(axis=1)
+    ex, ey = (max(1, int(round(v))) for v in hi - lo)
+    x0 = min(max(0, int(round(lo[0]))), W - min(ex, W))
+    y0 = min(max(0, int(round(lo[1]))), H - min(ey, H))
+    return x0, y0, min(W, x0 + ex), min(H, y0 + ey)
+
+
+def orient(region: np.ndarray, frame: Frame) -> np.ndarray:
+    """``region`` (an original's slice, any per-pixel array) turned and mirrored like the frame."""
     out = np.rot90(region, -frame.quarter) if frame.quarter else region
     if frame.flip_h:
         out = out[:, ::-1]
@@ -272,13 +283,8 @@ def framed(original: np.ndarray, frame: Frame, out_size: tuple[int, int],
     H, W = original.shape[:2]
     oh, ow = out_size
     if frame.axis_aligned:
-        corners = (frame.matrix @ np.array([[0, frame.width], [0, frame.height], [1, 1]]))[:2]
-        lo, hi = corners.min(axis=1), corners.max(axis=1)
-        ex, ey = (max(1, int(round(v))) for v in hi - lo)
-        x0 = min(max(0, int(round(lo[0]))), W - min(ex, W))
-        y0 = min(max(0, int(round(lo[1]))), H - min(ey, H))
-        x1, y1 = min(W, x0 + ex), min(H, y0 + ey)
-        region = _orient(original[y0:y1, x0:x1], frame)
+        x0, y0, x1, y1 = axis_box(frame, H, W)
+        region = orient(original[y0:y1, x0:x1], frame)
         if region.shape[:2] != (oh, ow):
             shrink = region.shape[0] >= oh and region.shape[1] >= ow
             region = cv2.resize(np.ascontiguousarray(region), (ow, oh),

@@ -61,8 +61,9 @@ def _spot_candidates(depth: np.ndarray, threshold: float, max_d: int, min_area: 
 def find_dust(img: np.ndarray, amount: float) -> np.ndarray:
     """Mask (uint8 0/255) of dust spots to heal; ``amount`` 0..100 (higher: fainter spots too).
 
-    A spot must be darker than its spot-free background (a grey closing) by
-    more than 3.5..8 x the noise (``amount`` 100..1) and at least 3 levels, its
+    A spot must be darker than its spot-free background (a grey closing of a
+    lightly smoothed copy) by more than 1.75..4 x the raw noise (``amount``
+    100..1) and at least 3 levels, stand out from a plain surround, its
     core at most :data:`DUST_MAX` of the long side across and round, on a flat
     background. The mask takes in the spot's faint rim (down to ~1.5 x the
     noise), so the fill comes from clean surroundings.
@@ -80,7 +81,8 @@ def find_dust(img: np.ndarray, amount: float) -> np.ndarray:
     step = max(1, int(np.sqrt(h * w / 250_000)))
     sigma = _noise_sigma(np.ascontiguousarray(raw[::step, ::step]).astype(np.float32))
     k = 8.0 - 4.5 * min(100.0, float(amount)) / 100.0
-    threshold = max(3.0, k * sigma)
+    # Depth is measured on the smoothed image, whose noise is about half the raw noise.
+    threshold = max(3.0, 0.5 * k * sigma)
     flat = _flat_background(background, max_d, max(3.0, 0.6 * threshold))
     core = ((depth > threshold * 0.5) & flat).astype(np.uint8)
     count, labels, stats, _ = cv2.connectedComponentsWithStats(core, connectivity=8)
@@ -109,22 +111,24 @@ def find_dust(img: np.ndarray, amount: float) -> np.ndarray:
     return cv2.dilate(grown, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (edge, edge))) * 255
 
 
-def _isolated(raw: np.ndarray, labels: np.ndarray, i: int, box: tuple, sigma: float) -> bool:
-    """A dust spot sits alone on a plain surround: the ring around it is much flatter than the spot is deep."""
+def _isolated(raw: np.ndarray, labels: np.ndarray, i: int, box: tuple, sigma: float, *,
+              spread: tuple[float, float] = (1.5, 0.2)) -> bool:
+    """A spot sits alone on a plain surround: the ring around it is much flatter than the spot is deep
+    (ring std below ``spread[0]`` x the noise or ``spread[1]`` x the depth)."""
     x, y, bw, bh = (int(v) for v in box)
     h, w = raw.shape
     pad = max(4, max(bw, bh))
     x0, y0, x1, y1 = max(0, x - pad), max(0, y - pad), min(w, x + bw + pad), min(h, y + bh + pad)
     spot = (labels[y0:y1, x0:x1] == i).astype(np.uint8)
     inner = cv2.dilate(spot, np.ones((5, 5), np.uint8))
-    outer = cv2.dilate(spot, cv2.getStructuringElement(cv2.MORPH_RECT, (pad | 1, pad | 1)))
+    outer = cv2.dilate(spot, cv2.getStructuringElement(cv2.MORPH_RECT, (2 * pad + 5, 2 * pad + 5)))
     ring = (outer > 0) & (inner == 0)
     if ring.sum() < 8:
         return False
     patch = np.asarray(raw[y0:y1, x0:x1], np.float32)
     surround = patch[ring]
     depth = float(np.median(surround) - patch[spot > 0].min())
-    return float(surround.std()) < max(1.5 * sigma, 0.2 * depth) and depth > 3 * sigma
+    return float(surround.std()) < max(spread[0] * sigma, spread[1] * depth) and depth > 3 * sigma
 
 
 def _flat_background(background: np.ndarray, max_d: int, limit: float) -> np.ndarray:
@@ -180,12 +184,14 @@ def heal_dust(img: np.ndarray, amount: float) -> tuple[np.ndarray, int]:
     return heal_spots(img, mask), int(count)
 
 
-def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequence[Sequence[float]]) -> np.ndarray:
+def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequence[Sequence[float]],
+                   keep_out: np.ndarray | None = None) -> np.ndarray:
     """Mask (uint8 0/255) of small dark or red blemishes inside ``skin`` (float HxW 0..1).
 
     ``faces``: boxes (x, y, w, h) as fractions; the blemish scale follows the
-    largest face, and eyes, nostrils and the mouth of each face are left out.
-    Nothing is found without a face.
+    largest face and the search stays on the faces. ``keep_out`` (float HxW):
+    eyes, brows and mouths, which are dark or red on purpose; the nostrils are
+    always left out. Nothing is found without a face.
     """
     h, w = img.shape[:2]
     if amount <= 0 or not len(faces):
@@ -197,28 +203,35 @@ def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequ
     L, a = lab[..., 0], lab[..., 1]
     dark = cv2.morphologyEx(L, cv2.MORPH_CLOSE, kernel) - L
     red = a - cv2.morphologyEx(a, cv2.MORPH_OPEN, kernel)
-    sigma = _noise_sigma(L)
-    k = 7.0 - 4.0 * min(100.0, float(amount)) / 100.0
-    score = np.maximum(dark / max(2.5, k * sigma), red / max(2.5, 0.6 * k * sigma))
     inside = cv2.erode((skin > 0.6).astype(np.uint8), kernel).astype(bool)
-    for fx, fy, fw, fh in faces:  # eyes, nostrils and mouth are dark or red on purpose
-        for x0, y0, x1, y1 in ((0.05, 0.12, 0.95, 0.5), (0.3, 0.5, 0.7, 0.72), (0.15, 0.68, 0.85, 0.97)):
-            inside[int((fy + y0 * fh) * h):int((fy + y1 * fh) * h) + 1,
-                   int((fx + x0 * fw) * w):int((fx + x1 * fw) * w) + 1] = False
-    face_zone = np.zeros((h, w), bool)
-    for fx, fy, fw, fh in faces:  # the face itself (the skin mask also covers hair, neck and hands)
-        face_zone[int((fy + 0.1 * fh) * h):int((fy + 1.05 * fh) * h) + 1,
-                  int((fx + 0.05 * fw) * w):int((fx + 0.95 * fw) * w) + 1] = True
-    parts = _spot_candidates(score * (inside & face_zone), 1.0, max_d)
+    if keep_out is not None:
+        inside &= keep_out < 0.05
+    zone = np.zeros((h, w), bool)
+    for fx, fy, fw, fh in faces:  # on the face (the skin mask also covers hair, neck and hands), not the nostrils
+        zone[int((fy + 0.05 * fh) * h):int((fy + 1.05 * fh) * h) + 1,
+             int((fx + 0.05 * fw) * w):int((fx + 0.95 * fw) * w) + 1] = True
+        zone[int((fy + 0.52 * fh) * h):int((fy + 0.7 * fh) * h) + 1,
+             int((fx + 0.36 * fw) * w):int((fx + 0.64 * fw) * w) + 1] = False
+    where = inside & zone
+    if not where.any():
+        return np.zeros((h, w), np.uint8)
+    # Skin texture level, measured on this skin: a blemish must stand out from it.
+    resid = L - cv2.GaussianBlur(L, (0, 0), 1.0)
+    sigma = max(0.5, 1.4826 * float(np.median(np.abs(resid[where]))))
+    k = 7.0 - 4.0 * min(100.0, float(amount)) / 100.0
+    score = (dark + 0.5 * np.maximum(red, 0)) / max(2.5, k * sigma)
+    parts = _spot_candidates(score * where, 1.0, max_d)
     if not parts:
         return np.zeros((h, w), np.uint8)
     count, labels, stats, _ = cv2.connectedComponentsWithStats(parts[0].astype(np.uint8), connectivity=8)
     keep = np.zeros(count, bool)
     for i in range(1, count):  # a blemish stands out from plain skin, like dust from a plain sky
-        keep[i] = _isolated(L, labels, i, stats[i, :4], sigma) or _isolated(-a, labels, i, stats[i, :4], sigma)
+        box = stats[i, :4]  # skin has more texture than a sky: a looser surround test
+        keep[i] = _isolated(L, labels, i, box, sigma, spread=(3.0, 1.0)) or \
+            _isolated(-a, labels, i, box, sigma, spread=(3.0, 1.0))
     if not keep.any():
         return np.zeros((h, w), np.uint8)
-    grow = 1 + max_d // 8
+    grow = max(2, max_d // 3)  # the soft rim of the blemish goes too
     return cv2.dilate(keep[labels].astype(np.uint8),
                       cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1))) * 255
 
@@ -304,7 +317,10 @@ def _patch_fill(img: np.ndarray, part: np.ndarray, stat: np.ndarray) -> np.ndarr
     clone_mask = cv2.dilate(part[by0:by1, bx0:bx1], np.ones((3, 3), np.uint8)) * 255
     clone_mask[0, :] = clone_mask[-1, :] = 0
     clone_mask[:, 0] = clone_mask[:, -1] = 0
-    blended = _poisson(src_patch, target, clone_mask)
+    # seamlessClone takes its boundary from just inside the mask's edge too: give it a smooth
+    # membrane fill there, never the object being removed.
+    membrane = heal_spots(np.ascontiguousarray(target), clone_mask)
+    blended = _poisson(src_patch, membrane, clone_mask)
     out = img.copy()
     sel = part[by0:by1, bx0:bx1].astype(bool) | (clone_mask > 0)
     region = out[by0:by1, bx0:bx1]

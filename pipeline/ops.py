@@ -129,18 +129,21 @@ class Op:
         return self._stored(v)
 
     def check_change(self, value: Any) -> Any:
-        """Validate a change (a sub-goal in mode "add"): any move that stays within the
-        op's span, so "less grain" (-15) is a valid move for an op that is 0..100."""
-        if self.control in ("points", "choice") or isinstance(value, (str, bool)):
+        """Validate a change (a sub-goal in mode "add"). On an op that starts at 0
+        (0..N) a change may go down as far as up, so "less grain" (-15) is valid;
+        every other op checks the change against its own range."""
+        if self.period and not isinstance(value, (str, bool)):
+            v = self.check(value)  # validates; a turn of -90 stays -90 (not 270) as a change
+            return int(round(_as_number(self.name, value))) if v is not None else v
+        if self.control in ("points", "choice") or isinstance(value, (str, bool)) or self.min != 0:
             return self.check(value)
         v = _as_number(self.name, value)
         if self.step == 1 and v != int(v):
             raise OpError(f"{self.name}: expected a whole number, got {value!r}")
         if self.step > 1 and v % self.step:
             raise OpError(f"{self.name}: expected a multiple of {self.step:g}, got {value!r}")
-        span = self.max - self.min
-        if not -span <= v <= span:
-            raise OpError(f"{self.name}: a change of {value!r} is outside -{span}..+{span}{self._unit_hint()}")
+        if not -self.max <= v <= self.max:
+            raise OpError(f"{self.name}: a change of {value!r} is outside -{self.max}..+{self.max}{self._unit_hint()}")
         return int(v) if self.step >= 1 else round(v, 2)
 
     def clamp(self, value: Any) -> Any:

@@ -196,6 +196,18 @@ def eye_mask(size: tuple[int, int], features: Features) -> np.ndarray:
     return mask
 
 
+def near_faces(size: tuple[int, int], features: Features) -> np.ndarray:
+    """Soft zone (float32 HxW) of each face and its neck: skin ops stay there, off skin-coloured objects."""
+    h, w = size
+    mask = np.zeros((h, w), np.float32)
+    for fx, fy, fw, fh in (f.box for f in features.faces):
+        cv2.ellipse(mask, (int((fx + fw / 2) * w), int((fy + 0.7 * fh) * h)),
+                    (max(1, int(0.75 * fw * w)), max(1, int(1.1 * fh * h))), 0, 0, 360, 1.0, -1)
+    if mask.any():
+        mask = cv2.GaussianBlur(mask, (0, 0), max(0.8, 0.08 * max(f.box[2] for f in features.faces) * w))
+    return mask
+
+
 def feature_mask(size: tuple[int, int], features: Features) -> np.ndarray:
     """Soft mask (float32 HxW) over eyes (with lids and brows) and mouths: skin ops leave these alone."""
     h, w = size

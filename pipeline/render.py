@@ -50,10 +50,11 @@ import numpy as np
 
 from pipeline import ops
 from pipeline.adjust import apply_pixel_ops
-from pipeline.generate.layers import composite, composite_key
 from pipeline import portrait
 from pipeline.finishing import apply_denoise, apply_finish
-from pipeline.geometry import Frame, detect_tilt, frame_for, framed, framed_image, framed_mask
+from pipeline.generate.layers import composite, composite_key
+from pipeline.geometry import (Frame, axis_box, detect_tilt, frame_for, framed, framed_image, framed_mask,
+                               orient)
 from pipeline.masks import MaskCache, build_mask, face_boxes, feather_mask, image_digest
 from pipeline.retouch import RetouchReport, apply_retouch, retouch_key
 from pipeline.spatial import apply_spatial_ops
@@ -148,6 +149,28 @@ class SourceImage:
     digest: str
     _sizes: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    #: uint16 HxWx3 sRGB of a 16-bit PNG / TIFF or a developed RAW (``pixels`` is its 8-bit rounding).
+    deep: np.ndarray | None = field(default=None, repr=False)
+    #: uint8 HxW transparency of the file (None: opaque); edits never change it.
+    alpha: np.ndarray | None = field(default=None, repr=False)
+    #: the file's EXIF block, for exports that keep metadata.
+    exif: bytes | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_loaded(cls, loaded) -> "SourceImage":
+        """From a :class:`pipeline.imageio.LoadedImage` (loaded with ``alpha="keep"`` to keep transparency)."""
+        arr = np.asarray(loaded.pixels)
+        rgb = arr[:, :, :3] if arr.ndim == 3 and arr.shape[2] == 4 else arr
+        source = cls.from_array(rgb)
+        if arr.ndim == 3 and arr.shape[2] == 4 and (arr[:, :, 3] < 255).any():
+            source.alpha = _frozen(np.ascontiguousarray(arr[:, :, 3]).copy())
+        if getattr(loaded, "deep", None) is not None:
+            source.deep = _frozen(np.ascontiguousarray(loaded.deep).copy())
+            source.digest = image_digest(source.deep)  # two 16-bit photos may round to the same 8 bits
+        if source.alpha is not None:
+            source.digest = image_digest(np.dstack([source.pixels, source.alpha]))[:16] + source.digest[16:]
+        source.exif = getattr(loaded, "exif", None)
+        return source
 
     @classmethod
     def from_array(cls, pixels: np.ndarray) -> "SourceImage":
@@ -282,6 +305,27 @@ def apply_lut(lut: np.ndarray, coords: tuple[np.ndarray, np.ndarray]) -> np.ndar
     return cv2.convertScaleAbs(out, alpha=1.0 / 257.0) if out.dtype == np.uint16 else out
 
 
+_WARP16 = None
+
+
+def apply_lut_deep(lut: np.ndarray, img: np.ndarray) -> np.ndarray:
+    """A LUT image applied to uint16 RGB at 16-bit precision: bilinear in red/blue as in
+    :func:`apply_lut`, and linear between the two nearest of the 256 green slices."""
+    global _WARP16
+    if _WARP16 is None:
+        _WARP16 = ((LUT_POINTS - 1) * _warp(np.arange(65536) / 65535.0)).astype(np.float32)
+    r = _WARP16[img[..., 0]]
+    b = _WARP16[img[..., 2]]
+    g = img[..., 1].astype(np.float32) * np.float32(255.0 / 65535.0)
+    g0 = np.minimum(np.floor(g), 254.0)
+    frac = (g - g0)[..., None]
+    x0 = g0 * np.float32(LUT_POINTS) + r
+    lo = cv2.remap(lut, x0, b, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE).astype(np.float32)
+    hi = cv2.remap(lut, x0 + np.float32(LUT_POINTS), b, cv2.INTER_LINEAR,
+                   borderMode=cv2.BORDER_REPLICATE).astype(np.float32)
+    return np.clip(lo + (hi - lo) * frac + 0.5, 0, 65535).astype(np.uint16)
+
+
 def _pixel_settings(settings: Mapping[str, int]) -> dict[str, int]:
     return {k: v for k, v in settings.items() if v and ops.OPS[k].kind == "pixel"}
 
@@ -398,7 +442,19 @@ class Renderer:
         if frame is None:
             return self.coords.get_or_create((source.digest, size), lambda: lut_coordinates(source.resized(size)))
         key = (source.digest, frame.matrix.tobytes(), frame.width, frame.height, size, "coords")
-        return self.coords.get_or_create(key, lambda: lut_coordinates(self._base(source, frame, size)))
+        return self.coords.get_or_create(key, lambda: self._framed_coords(source, frame, size))
+
+    def _framed_coords(self, source: SourceImage, frame: Frame, size: tuple[int, int]):
+        """LUT coordinates of a framed base. A crop, quarter turn or flip at full resolution
+        shows the original's own pixels, so its coordinates are the original's, sliced and
+        turned (per-pixel maps): a new crop costs a slice, not a new 4K pass."""
+        if frame.axis_aligned:
+            x0, y0, x1, y1 = axis_box(frame, source.height, source.width)
+            shape = (x1 - x0, y1 - y0) if frame.quarter % 2 else (y1 - y0, x1 - x0)
+            if shape == size:
+                full = self._coords(source, (source.height, source.width))
+                return tuple(np.ascontiguousarray(orient(m[y0:y1, x0:x1], frame)) for m in full)
+        return lut_coordinates(self._base(source, frame, size))
 
     def mask(self, source: SourceImage, spec: Mapping, size: tuple[int, int], feather: float = 0) -> np.ndarray:
         """The soft mask of ``spec`` at ``size`` (height, width), float32 0..1."""
@@ -425,6 +481,45 @@ class Renderer:
         self.renders.put(key, out)
         return out
 
+    # -- 16 bits and transparency (export of 16-bit / RAW / PNG-with-alpha originals) ---------------
+    def render_deep(self, source: SourceImage, state: EditState, long_side: int | None = None) -> np.ndarray:
+        """uint16 RGB render of ``state``: the 16-bit original through the tone/colour LUT at
+        16-bit precision, plus whatever the 8-bit pipeline did beyond the LUT (retouch, layers,
+        detail, finishing) added as its difference. Without a 16-bit original: the 8-bit render x 257."""
+        out8 = self.render(source, state, long_side)
+        frame = self.frame(source, state)
+        if source.deep is None:
+            return out8.astype(np.uint16) * np.uint16(257)
+        if frame is None:
+            size = source.size_for(long_side)
+            deep = source.deep if size == (source.height, source.width) else \
+                cv2.resize(source.deep, (size[1], size[0]), interpolation=cv2.INTER_AREA)
+            base8 = source.resized(size)
+        else:
+            size = frame.size_at(long_side)
+            deep = framed(source.deep, frame, size)
+            base8 = self._base(source, frame, size)
+        g_pixel = _pixel_settings(state.settings)
+        if g_pixel:
+            lut = self.lut(g_pixel)
+            deep = apply_lut_deep(lut, deep)
+            base8 = apply_lut(lut, lut_coordinates(base8))
+        residual = out8.astype(np.int32) - base8.astype(np.int32)
+        if not residual.any():
+            return np.ascontiguousarray(deep)
+        return np.clip(deep.astype(np.int32) + residual * 257, 0, 65535).astype(np.uint16)
+
+    def alpha_for(self, source: SourceImage, state: EditState, long_side: int | None = None) -> np.ndarray | None:
+        """The original's transparency in the frame of ``state`` at ``long_side`` (None: opaque)."""
+        if source.alpha is None:
+            return None
+        frame = self.frame(source, state)
+        if frame is None:
+            size = source.size_for(long_side)
+            if size == (source.height, source.width):
+                return source.alpha
+            return cv2.resize(source.alpha, (size[1], size[0]), interpolation=cv2.INTER_AREA)
+        return framed(source.alpha, frame, frame.size_at(long_side))
     def with_generated(self, source: SourceImage, state: EditState) -> SourceImage:
         """The original with the state's generated layers composited (the original itself when it has none).
 

@@ -84,10 +84,11 @@ def apply_retouch(img: np.ndarray, state: EditState, *, features: Callable[[], p
     if settings.get("dust_removal"):
         out, report.spots = healing.heal_dust(out, settings["dust_removal"])
     if settings.get("blemish_removal") and found is not None and found.faces:
-        spots = healing.find_blemishes(out, settings["blemish_removal"], skin(), [f.box for f in found.faces])
+        spots = healing.find_blemishes(out, settings["blemish_removal"], skin(), [f.box for f in found.faces],
+                                       keep_out=portrait.feature_mask((h, w), found))
         if spots.any():
             report.blemishes = int(cv2.connectedComponents((spots > 0).astype(np.uint8))[0] - 1)
-            out = healing.heal_spots(out, spots, smooth=False)
+            out = healing.heal_spots(out, spots)
     for layer in removal_layers(state):
         mask = region(layer.mask, layer.feather) * np.float32(layer.opacity)
         if not (mask > 0.5).any():
@@ -105,7 +106,7 @@ def apply_retouch(img: np.ndarray, state: EditState, *, features: Callable[[], p
     if found is not None and found.faces:
         if settings.get("even_skin_tone") or settings.get("skin_smoothing"):
             # Skin only: eyes, brows and lips keep their detail and colour.
-            bare = skin() * (1.0 - portrait.feature_mask((h, w), found))
+            bare = skin() * portrait.near_faces((h, w), found) * (1.0 - portrait.feature_mask((h, w), found))
         if settings.get("even_skin_tone"):
             out = portrait.even_skin_tone(out, bare, settings["even_skin_tone"], face_px)
         if settings.get("skin_smoothing"):

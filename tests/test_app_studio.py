@@ -102,9 +102,12 @@ def settled(page) -> None:
 
 
 def send(page, text: str) -> None:
+    """Send a message and wait for the whole turn (the person's bubble count grows, then the turn settles)."""
+    said = page.locator("#chat [data-testid=user]").count()
     page.locator("#instruction textarea").fill(text)
     page.locator("#send").click()
-    expect(page.locator("#chat")).to_contain_text(text, timeout=TURN)
+    expect(page.locator("#chat [data-testid=user]")).to_have_count(said + 1, timeout=TURN)
+    expect(page.locator("#chat [data-testid=user]").last).to_contain_text(text, timeout=TURN)
     settled(page)
 
 
@@ -485,13 +488,16 @@ def test_alt_text_focus_order_and_the_keyboard_divider(server, browser):
     for _ in range(40):
         page.keyboard.press("Tab")
         where = page.evaluate("() => { const a = document.activeElement;"
-                              " const box = a.closest('#send, #approve, #modify, #rollback, #replan, #replan-feedback,"
-                              " #chat, #adjustments, #quick-replies'); return box ? box.id : a.tagName; }")
+                              " const box = a.closest('#send, #review-summary, #approve, #modify, #rollback, #replan, #replan-feedback,"
+                              " #chat, #adjustments, #quick-replies'); return box ? (box.id === 'chat' ? 'chat:' + a.outerHTML.slice(0, 120) : box.id) : a.tagName; }")
         seen.append(where)
         if where == "adjustments":
             break
-    assert seen[:5] == ["send", "approve", "modify", "rollback", "replan"], seen
-    assert "chat" not in seen and seen[-1] == "adjustments", seen
+    # (the review's own "All measurements" fold sits in the panel, before its buttons)
+    actions = [w for w in seen if w != "review-summary"]
+    assert actions[:5] == ["send", "approve", "modify", "rollback", "replan"], seen
+    # the conversation itself is one stop (a scrollable log, read with the arrows); none of its buttons are
+    assert not [w for w in seen if w.startswith("chat") and 'role="log"' not in w] and seen[-1] == "adjustments", seen
     assert page.locator("#chat button[tabindex='-1']").count() >= 8
 
     # The divider is a slider a keyboard can move; focus is visible.
@@ -562,8 +568,8 @@ def test_a_photo_edited_start_to_finish_with_only_the_keyboard(server, browser, 
     expect(page.locator("#score")).to_contain_text("version 1", timeout=TURN)
     page.keyboard.press("ArrowRight")
     # Export as PNG: choose the format and press the button, then open the download link.
-    tab_to("#export-format input")
-    page.keyboard.press("ArrowRight")                          # JPEG -> PNG
+    tab_to("#export-format input[value=png]")
+    page.keyboard.press("Space")
     expect(page.locator("#export-format input[value=png]")).to_be_checked()
     tab_to("#export")
     page.keyboard.press("Enter")

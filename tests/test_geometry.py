@@ -305,3 +305,17 @@ def test_registry_rows_say_which_widget():
     schema = ops.settings_json_schema()["properties"]
     assert schema["straighten"]["type"] == "number" and schema["straighten"]["maximum"] == 45
     assert frame_for({"crop_aspect": 1}, 300, 200).width == 200
+
+
+def test_a_new_crop_reuses_the_originals_lut_coordinates(photos):
+    from pipeline.render import lut_coordinates
+
+    img = photos["coffee"]
+    renderer = Renderer()
+    source = SourceImage.from_array(img)
+    for settings in ({"crop_left": 10, "crop_top": 5, "rotate": 90, "flip_v": 1}, {"crop_aspect": 2, "flip_h": 1}):
+        state = _state(**settings)
+        frame, size = renderer.frame(source, state), renderer.output_size(source, state)
+        sliced = renderer._framed_coords(source, frame, size)
+        fresh = lut_coordinates(framed(img, frame, size))
+        assert all(np.array_equal(a, b) for a, b in zip(sliced, fresh))

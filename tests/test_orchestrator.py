@@ -127,7 +127,8 @@ def test_a_conversation_edits_reviews_and_answers_in_words(tmp_path, photo):
         # the defaults were fetched once, before the first turn, and are in the system prompt
         defaults = [r for r in tracer.records if r.get("tool") == "get_defaults"]
         assert len(defaults) == 1 and defaults[0]["turn"] == 0
-        assert "no generation backend" in server.requests[-1].messages[0]["content"]
+        system = server.requests[-1].messages[0]["content"]
+        assert json.dumps(defaults[0]["result"]["data"]) in system and "(cached)" in system
         # canonical results are what the model reads
         tool_msgs = [json.loads(m["content"]) for m in server.requests[-1].messages if m["role"] == "tool"]
         assert all(set(m) in ({"ok", "tool", "data"}, {"ok", "tool", "errors"}) for m in tool_msgs)

@@ -54,40 +54,35 @@ def create_ui(c: dict, ops_table: list[dict]) -> None:
     c["sub_goals"] = gr.Markdown("", elem_id="sub-goals")
 
 
-def slider_inputs(c: dict) -> list:
-    return list(c["adj_widgets"]) + [s for row in c["layer_sliders"] for s in row]
+def moved_value(c: dict, base: dict | None, where: tuple, value) -> tuple[dict, dict]:
+    """One widget's position -> (global values, {layer index: values}) that differ from the base.
 
-
-def read_sliders(c: dict, base: dict | None, values: tuple) -> tuple[dict, dict]:
-    """Widget positions -> (global values that differ from the base, {layer index: values that differ})."""
+    ``where`` is ``("global", op name)`` or ``("layer", layer index, slot)``. Only the widget the
+    person moved counts, so a slider never writes back a stale value of another one.
+    """
     base = base or {}
-    n = len(c["adj_widgets"])
-    settings = views.changed_settings(c["adj_names"], values[:n], base.get("settings") or {}, c["adj_defaults"])
-    layers = {}
+    if where[0] == "global":
+        name = where[1]
+        return views.changed_settings([name], [value], base.get("settings") or {}, c["adj_defaults"]), {}
+    _, i, j = where
     slots = views.layer_slots(base, [], LAYER_POOL, LAYER_SLIDERS)
-    rest = values[n:]
-    state_layers = list(base.get("layers") or [])
-    for i, slot in enumerate(slots):
-        if not slot["visible"]:
-            continue
-        names = [s["name"] for s in slot["sliders"]]
-        got = views.changed_settings(names, rest[i * LAYER_SLIDERS:(i + 1) * LAYER_SLIDERS],
-                                     state_layers[i].get("settings") or {})
-        if got:
-            layers[i] = got
-    return settings, layers
+    if i >= len(slots) or not slots[i]["visible"]:
+        return {}, {}
+    name = slots[i]["sliders"][j]["name"]
+    layers = list(base.get("layers") or [])
+    got = views.changed_settings([name], [value], layers[i].get("settings") or {})
+    return {}, ({i: got} if got else {})
 
 
 def create_event_handlers(c: dict, sv: SessionView) -> None:
     from agent.service import AtelierError
 
     studio = sv.studio
-    inputs = [c["sid"], c["adj_base"], *slider_inputs(c)]
 
-    def preview(sid, base, *values):
+    def preview(sid, base, value, where):
         if not sid or not base:
             return gr.skip()
-        settings, layers = read_sliders(c, base, values)
+        settings, layers = moved_value(c, base, where, value)
         try:
             path = studio.preview(sid, settings, layers=layers or None)
             before = sv.stage(studio.original_path(sid, long_side=sv.compare_side), for_display=True)
@@ -97,13 +92,15 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
         return {c["compare"]: (before, sv.stage(path)), c["compare_alt"]: views.alt_json(views.BEFORE_ALT, alt),
                 c["notice"]: ""}
 
-    def commit(sid, base, *values):
+    def commit(sid, base, value, where):
         if not sid or not base:
             return {}
-        settings, layers = read_sliders(c, base, values)
+        settings, layers = moved_value(c, base, where, value)
         if not settings and not layers:
-            out = view_updates(c, sv.build(sid), sv)   # back to the recorded version (e.g. released where it was)
-            return out
+            # released where it was (or a number box lost the focus): only the photo goes back to the
+            # recorded version; the sliders are left alone (the person may be moving another one)
+            out = view_updates(c, sv.build(sid), sv)
+            return {c["compare"]: out[c["compare"]], c["compare_alt"]: out[c["compare_alt"]]}
         try:
             result = as_dict(studio.set_values(sid, settings, layers=layers or None))
         except AtelierError as exc:
@@ -115,11 +112,24 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
         out[c["notice"]] = "  \n".join(f"⚠️ {w}" for w in result.get("warnings") or [])
         return out
 
-    sliders = slider_inputs(c)
-    gr.on([w.input for w in sliders if isinstance(w, gr.Slider)], preview, inputs,
-          [c["compare"], c["compare_alt"], c["notice"]], trigger_mode="always_last", concurrency_id="preview",
-          concurrency_limit=2, show_progress="hidden", api_visibility="private", queue=True)
-    commits = [w.release for w in sliders if isinstance(w, gr.Slider)]
-    commits += [w.input for w in sliders if isinstance(w, gr.Dropdown)]
-    gr.on(commits, commit, inputs, view_outputs(c) + [c["notice"]], trigger_mode="always_last",
-          concurrency_id="studio", show_progress="hidden", api_visibility="private")
+    widgets = [(w, ("global", name)) for name, w in zip(c["adj_names"], c["adj_widgets"])]
+    widgets += [(w, ("layer", i, j)) for i, row in enumerate(c["layer_sliders"]) for j, w in enumerate(row)]
+    preview_out = [c["compare"], c["compare_alt"], c["notice"]]
+    commit_out = view_outputs(c) + [c["notice"]]
+    for widget, where in widgets:
+        # each widget its own listener: it knows which value moved (and sends one number, not all of them)
+        def on_preview(sid, base, value, _where=where):
+            return preview(sid, base, value, _where)
+
+        def on_commit(sid, base, value, _where=where):
+            return commit(sid, base, value, _where)
+
+        inputs = [c["sid"], c["adj_base"], widget]
+        if isinstance(widget, gr.Slider):
+            widget.input(on_preview, inputs, preview_out, trigger_mode="always_last", concurrency_id="preview",
+                         concurrency_limit=2, show_progress="hidden", api_visibility="private")
+            widget.release(on_commit, inputs, commit_out, trigger_mode="always_last", concurrency_id="studio",
+                           show_progress="hidden", api_visibility="private")
+        else:
+            widget.input(on_commit, inputs, commit_out, concurrency_id="studio", show_progress="hidden",
+                         api_visibility="private")

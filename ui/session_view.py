@@ -96,7 +96,8 @@ class SessionView:
         dest = self.staging_dir / digest / filename
         if not dest.exists():
             dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(dest.name + ".part")
+            # a private temp name: a live preview and a release may stage the same file at once
+            tmp = dest.with_name(f"{dest.name}.{os.getpid()}.{threading.get_ident()}.part")
             if for_display:
                 with Image.open(src) as im:
                     im.convert("RGB").save(tmp, format="JPEG", quality=DISPLAY_QUALITY)

@@ -143,6 +143,8 @@ footer { opacity: .5; }
 #compare [data-testid=slider]:focus .inner { background: #f0a850 !important; }
 /* Gradio's own image-slider undo (of a zoom) would read as ours */
 #compare .icon-button[aria-label=Undo] { display: none !important; }
+/* "Clear" would only blank this tab's copy of the conversation; the session keeps it */
+#chat button[aria-label=Clear] { display: none !important; }
 #photo-tools { align-items: center; flex-wrap: wrap; gap: 6px; }
 #photo-tools > * { flex: 0 1 auto !important; }
 #model-badge { margin-top: 4px; }
@@ -274,10 +276,8 @@ JS = r"""
     });
   }
   function wireChat() {
-    qa('#chat button').forEach((b) => {
-      const name = (b.getAttribute('aria-label') || b.title || '').toLowerCase();
-      if (name.includes('copy')) setAttr(b, 'tabindex', '-1');
-    });
+    // The chat is read (role=log), not operated: its per-message buttons stay out of the tab order.
+    qa('#chat button, #chat [tabindex="0"]').forEach((b) => setAttr(b, 'tabindex', '-1'));
   }
   let queued = false;
   function sweep() {

@@ -359,6 +359,10 @@ def check_sub_goal(goal: SubGoal, request: JudgeRequest, views: _Views, t: Mappi
         from agent.judges.toolbox_checks import check_toolbox_goal
 
         found = check_toolbox_goal(goal, request, key)
+        if found is None:  # healing and portrait ops: agent/judges/retouch_checks.py
+            from agent.judges.retouch_checks import check_retouch_goal
+
+            found = check_retouch_goal(goal, request, key)
         if found is not None:
             return SubGoalCheck(**found)
         return SubGoalCheck(goal.op, key, "not_measured", 1.0, where=where_text,

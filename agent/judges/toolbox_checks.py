@@ -122,10 +122,11 @@ def check_toolbox_goal(goal, request, key: str) -> dict | None:
         if moved == 0:
             return _result(goal, key, "no_change_needed", 1.0, f"{ops.OPS[op].label} was already there.")
         visible = change > 0.15 if up else change < -0.05
+        what = "colour speckle" if op == "color_noise_reduction" else "fine texture"
         word = "more" if up else "less"
         return _result(goal, key, "complied" if visible else "too_weak", 1.0 if visible else 0.2,
-                       f"{word.capitalize()} fine texture ({fb:.2f} -> {fa:.2f} levels)." if visible else
-                       f"No visible change in fine texture ({fb:.2f} -> {fa:.2f} levels).",
+                       f"{word.capitalize()} {what} ({fb:.2f} -> {fa:.2f} levels)." if visible else
+                       f"No visible change in {what} ({fb:.2f} -> {fa:.2f} levels).",
                        change=change, unit="fine spread")
     if op == "tone_curve":
         from pipeline.finishing import CURVE_NAMES
@@ -165,7 +166,9 @@ def check_toolbox_goal(goal, request, key: str) -> dict | None:
         direction = np.array([ref[1], ref[2]]) / max(1e-6, float(np.hypot(ref[1], ref[2])))
         along = float(da * direction[0] + db * direction[1])
         ok = along > 0.7
+        said_once = op.endswith("_hue") and any(g.op == f"grade_{rng}" for g in request.sub_goals)
         return _result(goal, key, "complied" if ok else "too_weak", 1.0 if ok else 0.2,
+                       "" if said_once else  # the amount's check says it for both
                        f"{rng.capitalize()} moved {along:+.1f} towards the grade hue (a* {da:+.1f}, b* {db:+.1f}).",
                        change=along, unit="chroma towards hue")
     # crop insets, zoom, rotate, flip, curve points, vignette/grain modifiers: the frame is exact by construction

@@ -74,10 +74,11 @@ def _merge(moves: list[Move], state: EditState, notes: list[str]) -> list[Move]:
         op = ops.get_op(key[0])
         current = state.value(op.name, first.target) if first.target else state.value(op.name)
         if mode == "add":
-            value = op.clamp(current + value) - current    # never ask past the op's range
+            if not op.wrap:  # a wrapping op (quarter turns, a flip) has no limit to stop at
+                value = op.clamp(current + value) - current    # never ask past the op's range
             if not value:
                 if current:
-                    notes.append(f"{op.label} is already at its limit ({current:+d}).")
+                    notes.append(f"{op.label} is already at its limit ({current:+}).")
                 continue
         else:
             value = op.clamp(value)
@@ -120,12 +121,18 @@ def _insisted(vocab: Vocabulary, message: str) -> bool:
     return False
 
 
-def _cap_to_sweet_spots(profile: Profile, moves: list[Move], state: EditState, notes: list[str]) -> list[Move]:
-    """Stop the person's moves at the edge of each op's sweet spot (parameter_space), saying so once.
+def _cap_to_sweet_spots(profile: Profile, moves: list[Move], state: EditState, notes: list[str],
+                        vocab: Vocabulary | None = None) -> list[Move]:
+    """Keep the person's moves near each op's sweet spot (parameter_space), saying so.
 
-    Only moves that push further out are shortened; styles, measured corrections and
-    moves back toward neutral pass untouched.
+    Inside the sweet spot a move goes through. A quality named again past the edge
+    ("a bit more contrast" at +45) goes on at ``insist.soft_rate`` of the asked step,
+    never beyond ``insist.soft_share`` of the way from the edge to the op's limit;
+    follow-ups ("more", "again") stop at the edge, so repeats cannot run away. Styles,
+    measured corrections and moves back toward neutral pass untouched.
     """
+    rate = vocab.soft_rate if vocab is not None else 0.5
+    share = vocab.soft_share if vocab is not None else 0.25
     out: list[Move] = []
     for m in moves:
         spot = profile.sweet_spot(m.op)
@@ -137,16 +144,28 @@ def _cap_to_sweet_spots(profile: Profile, moves: list[Move], state: EditState, n
         if spot.contains(new) or abs(new) <= abs(current) or (m.op == "saturation" and new == -100):
             out.append(m)
             continue
-        edge = spot.high if new > spot.high else spot.low
-        label = ops.get_op(m.op).label.lower()
+        op = ops.get_op(m.op)
+        up = new > spot.high
+        edge = spot.high if up else spot.low
+        label = op.label.lower()
         where = f" on {describe_mask(m.target)}" if m.target else ""
-        if (edge - current) * (new - current) <= 0:     # already at or past the edge
-            notes.append(f"{label.capitalize()}{where} is already at {current:+d}, the edge of what looks good "
-                         f"({spot.low:+d}..{spot.high:+d}), so I left it; say \u201cI insist\u201d to push past it.")
+        goal = edge
+        if m.source != "followup" and m.mode == "add":
+            ceiling = edge + share * ((op.max if up else op.min) - edge)
+            start = max(current, edge) if up else min(current, edge)
+            goal = start + (new - start) * rate
+            goal = int(round(min(goal, ceiling) if up else max(goal, ceiling)))
+        if (goal - current) * (new - current) <= 0:     # already at or past where it should stop
+            notes.append(f"{label.capitalize()}{where} is already at {current:+d}, past what looks good on most "
+                         f"photos ({spot.low:+d}..{spot.high:+d}), so I left it; say \u201cI insist\u201d to push further.")
             continue
-        notes.append(f"I stopped {label}{where} at {edge:+d}, the edge of what looks good on most photos; "
-                     f"say \u201cI insist\u201d to go further.")
-        out.append(replace(m, value=edge if m.mode == "set" else edge - current))
+        if goal == edge:
+            notes.append(f"I stopped {label}{where} at {edge:+d}, the edge of what looks good on most photos; "
+                         f"say \u201cI insist\u201d to go further.")
+        else:
+            notes.append(f"{label.capitalize()}{where} is past what looks good on most photos ({spot.low:+d}.."
+                         f"{spot.high:+d}), so I went gently, to {goal:+d}; say \u201cI insist\u201d for more.")
+        out.append(replace(m, value=goal if m.mode == "set" else goal - current))
     return out
 
 
@@ -257,7 +276,7 @@ class EmbeddedPlanner:
         merged = _merge(moves, request.state, conflict_notes)
         capped_notes: list[str] = []
         if not _insisted(vocab, message):
-            merged = _cap_to_sweet_spots(self.profile, merged, request.state, capped_notes)
+            merged = _cap_to_sweet_spots(self.profile, merged, request.state, capped_notes, vocab)
         limited = _limit(merged, max(1, int(request.max_sub_goals)), notes)
         pairs: list[tuple[Move, SubGoal]] = []
         for i, m in enumerate(limited, 1):

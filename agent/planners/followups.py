@@ -30,9 +30,9 @@ from pipeline.masks import describe_mask, normalize_mask_spec
 from pipeline.state import EditState
 
 #: Pieces that make a message a request of its own rather than a follow-up.
-_ANCHORS = ("intent", "fix", "problem", "op", "relative", "band", "towards", "objects", "rollback", "reset", "set")
+_ANCHORS = ("intent", "fix", "problem", "op", "relative", "band", "towards", "objects", "reset", "set")
 #: Pieces a follow-up may carry.
-_CARRIED = ("magnitude", "increase", "reduce", "separator", "global", "target", "avoid")
+_CARRIED = ("magnitude", "increase", "reduce", "separator", "global", "target", "avoid", "rollback")
 
 
 @dataclass
@@ -59,12 +59,15 @@ def _nonzero(x: float) -> int:
 
 
 def pull_back_moves(base, state: EditState, fraction: float, order: int, *, only_ops=None,
-                    only_targets=None, label: str = "") -> list[Move]:
-    """Each op ``base`` changed moves back toward its value before ``base`` by ``fraction`` (0..1]."""
+                    only_targets=None, label: str = "", discrete=frozenset()) -> list[Move]:
+    """Each op ``base`` changed moves back toward its value before ``base`` by ``fraction`` (0..1].
+
+    Ops in ``discrete`` (a rotation, an aspect ratio) are choices, not amounts: left as they are.
+    """
     out = []
     pct = f"{fraction:.0%}"
     for rank, c in enumerate(base.changes):
-        if only_ops is not None and c.op not in only_ops:
+        if (only_ops is not None and c.op not in only_ops) or c.op in discrete:
             continue
         if only_targets is not None and (normalize_mask_spec(c.target) if c.target else None) not in only_targets:
             continue
@@ -97,7 +100,8 @@ def reduce_look_moves(vocab: Vocabulary, dialogue, intent: Intent, scale: float,
             return []
     low, high = vocab.pull_back_limits
     fraction = min(high, max(low, vocab.pull_back_fraction * scale))
-    moves = pull_back_moves(base, state, fraction, order, only_ops=only, label=f"less {intent.label}")
+    moves = pull_back_moves(base, state, fraction, order, only_ops=only, label=f"less {intent.label}",
+                            discrete=vocab.discrete_ops)
     if moves:
         draft.followup = {"move": "reduce_look", "base_asset": base.asset_id, "fraction": round(fraction, 2)}
     return moves
@@ -127,17 +131,30 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     if leftover:
         return None
     targets = list(dict.fromkeys(p.key for p in pieces if p.category == "target"))
-    mags = [vocab.magnitudes[p.key] for p in pieces if p.category == "magnitude"]
+    # magnitude words said besides the follow-up phrase ("way too much"), not inside it ("too far")
+    phrase_spans: set[int] = set()
+    for found in (repeat, pull, fractions):
+        for pos, n, _ in found:
+            phrase_spans.update(range(pos, pos + n))
+    mags = [vocab.magnitudes[p.key] for p in pieces if p.category == "magnitude"
+            and not set(range(p.pos, p.pos + len(p.text.split()))) <= phrase_spans]
     wants_less = bool(pull or fractions)
     wants_more = bool(repeat)
     if wants_less and wants_more:   # "no, less": the last one said wins
         last_pull = max(pos for pos, _, _ in pull + fractions)
         wants_more = max(pos for pos, _, _ in repeat) > last_pull
         wants_less = not wants_more
-    if not (wants_less or wants_more or (targets and retarget)):
+    if not (wants_less or wants_more or targets):    # a place alone after a change: "and the sky"
         return None
     dialogue = getattr(request, "dialogue", None)
     base = dialogue.base_edit() if dialogue is not None else None
+    if targets:
+        # "dial back the highlights": a follow-up only when the last change touched that place;
+        # otherwise the grammar reads it ("tone down <place>", or asks what to do there)
+        specs = [normalize_mask_spec(vocab.targets[t]) for t in targets]
+        touched = base is not None and any(c.target and normalize_mask_spec(c.target) in specs for c in base.changes)
+        if base is None or not base.changes or (wants_less and not touched):
+            return None
     if base is None or not base.changes:
         what = "less of" if wants_less else "more of"
         return FollowUp(question=f"There is no earlier change to go on yet: {what} what?",
@@ -153,7 +170,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         if fractions or (mags and mags[-1] >= vocab.streak_magnitude):
             # "way too much, halve it" after "more", "more": the whole run of repeats, not its last step
             base = _since_streak(dialogue, base)
-        moves = pull_back_moves(base, state, fraction, 0, only_targets=only_targets)
+        moves = pull_back_moves(base, state, fraction, 0, only_targets=only_targets, discrete=vocab.discrete_ops)
         if not moves:
             return FollowUp(notes=["That change is already fully taken back."],
                             dialogue={"move": "pull_back", "base_asset": base.asset_id})
@@ -164,7 +181,13 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         return _retarget(vocab, base, targets, scale)
     moves = []
     for rank, c in enumerate(base.changes):
-        value = _nonzero(c.delta * scale)
+        if c.op in vocab.discrete_ops:       # "again" after "rotate left": the same choice once more
+            if c.op == "rotate" or not c.delta:
+                value = c.delta
+            else:
+                continue
+        else:
+            value = _nonzero(c.delta * scale)
         if value:
             moves.append(Move(c.op, value, "add", c.target, f"more of {_what(base)}",
                               f"repeating {_what(base)} (\u00d7{scale:g})", "followup", 0, rank, "followup"))

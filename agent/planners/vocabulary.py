@@ -173,12 +173,15 @@ class Vocabulary:
         limits = dict(fu.get("pull_back_limits") or {})
         self.pull_back_limits = (float(limits.get("min", 0.15)), float(limits.get("max", 0.85)))
         self.streak_magnitude = float(fu.get("streak_magnitude", 1.5))
+        self.discrete_ops = {str(o) for o in fu.get("discrete_ops") or ()}
         self.retarget = {tuple(_tokens(w)): True for w in fu.get("retarget") or ()}
         self.chatter = {t for w in fu.get("filler") or () for t in _tokens(w)}
         self.no_history_replies = [str(x) for x in fu.get("no_history_quick_replies") or ()]
         insist = dict(pe.get("insist") or {})
         self.insist_words = {tuple(_tokens(w)): True for w in insist.get("words") or ()}
         self.insist_magnitude = float(insist.get("magnitude", 2.0))
+        self.soft_rate = float(insist.get("soft_rate", 0.5))
+        self.soft_share = float(insist.get("soft_share", 0.25))
         self.monochrome = dict(pe.get("monochrome") or {})
         # Nouns that follow "the" without naming a place ("the colours", "the mood", "the edit").
         self.not_places = {t for w in pe.get("not_places") or () for t in _tokens(w)}
@@ -233,6 +236,16 @@ def _match(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
     i = 0
     while i < len(tokens):
         tok = tokens[i]
+        special = tok in _HARD_SEPARATORS or re.fullmatch(r"[+-]?\d+(?:\.\d+)?%?", tok)
+        if special:
+            # a phrase that starts with a number or a colon ("3:2", "16:9") wins over the number
+            n = next((n for n in range(min(vocab.longest, len(tokens) - i), 1, -1)
+                      if tuple(tokens[i:i + n]) in vocab.phrases), 0)
+            if n:
+                hit = vocab.phrases[tuple(tokens[i:i + n])]
+                pieces.append(Piece(hit[0], hit[1], " ".join(tokens[i:i + n]), i))
+                i += n
+                continue
         if tok in _HARD_SEPARATORS:
             pieces.append(Piece("separator", "hard", tok, i))
             i += 1
