@@ -366,7 +366,7 @@ def test_history_numbers_versions_and_greys_rolled_back_branches(server, browser
     assert [c.split(" · ")[0] for c in shown] == ["0", "1", "2"], shown
     assert "warmer" in shown[1] and re.search(r"\d\.\d\d", shown[1]), shown
     items = page.locator("#gallery .thumbnail-item")
-    expect(items.nth(1)).to_have_attribute("aria-label", re.compile(r"^Version 1: warmer"))
+    expect(items.nth(1)).to_have_attribute("aria-label", re.compile(r"^Version 1: warmer.*score \d\.\d\d"))
     expect(items.nth(0)).to_have_attribute("aria-label", re.compile(r"^The original"))
 
     # Roll back to version 1: version 2 stays, greyed, and can still be looked at.
