@@ -24,7 +24,10 @@ def create_app(studio=None):
     from agent.service import Studio
 
     studio = studio or Studio()
-    return build_studio(studio), serving_options(studio)
+    options = serving_options(studio)
+    from agent.card import card_routes  # the A2A agent card at /.well-known/agent.json
+    options.setdefault("app_kwargs", {}).setdefault("routes", []).extend(card_routes(studio))
+    return build_studio(studio), options
 
 
 def main(argv: list[str] | None = None) -> None:

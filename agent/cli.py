@@ -12,7 +12,15 @@ brighter") or a review command:
 - ``/modify op=value ...``      set slider values (e.g. ``/modify saturation=-20``), no planner
 - ``/rollback <turn|asset-id>`` move the head back (``/rollback 1``); later versions stay in the history
 - ``/replan <feedback>``        ask for a different plan for the turn under review
+- ``/undo``, ``/redo``          step back along the versions / bring an undone one back (bit-exact)
+- ``/export [jpeg|png|tiff]``   write the current version at full size and print its path
 - ``/quit``                     leave the interactive mode
+
+Plain words work too: "undo", "go back two steps", "start over", "what did you
+change?", "export as png", "how does it look?". When the agent asks a question
+or has suggestions, they are listed as numbered quick replies; answer with the
+number (``1``) to send that reply. ``--export FMT`` writes the final version
+after the ``--say`` turns.
 
 A plain request while a turn waits for review keeps (approves) that turn
 first, as a photographer moving on would expect; the approval is printed as
@@ -64,6 +72,13 @@ def parse_command(text: str) -> tuple[str, dict]:
         return "rollback", {"target": int(rest) if rest.isdigit() else rest}
     if word == "replan":
         return "replan", {"feedback": rest}
+    if word in ("undo", "redo"):
+        return word, {}
+    if word == "export":
+        fmt = (rest or "jpeg").lower()
+        if fmt not in ("jpeg", "jpg", "png", "tiff", "tif"):
+            raise CommandError(f"/export takes jpeg, png or tiff; got {rest!r}")
+        return "export", {"fmt": fmt}
     if word == "modify":
         values = {}
         for pair in rest.split():
@@ -77,16 +92,27 @@ def parse_command(text: str) -> tuple[str, dict]:
         if not values:
             raise CommandError("/modify needs at least one op=value, e.g. /modify saturation=-20")
         return "modify", {"values": values}
-    raise CommandError(f"unknown command /{word}; use /approve, /modify, /rollback, /replan or /quit")
+    raise CommandError(f"unknown command /{word}; use /approve, /modify, /rollback, /replan, /undo, /redo, "
+                       "/export or /quit")
 
 
-def run_command(studio, session_id: str, text: str, note: Callable[[str], None] = print) -> list:
+def pick_quick_reply(text: str, quick_replies: list[str] | None) -> str:
+    """'2' -> the second quick reply offered by the last result (anything else unchanged)."""
+    text = text.strip()
+    if quick_replies and text.isdigit() and 1 <= int(text) <= len(quick_replies):
+        return quick_replies[int(text) - 1]
+    return text
+
+
+def run_command(studio, session_id: str, text: str, note: Callable[[str], None] = print,
+                quick_replies: list[str] | None = None) -> list:
     """Run one line against a session; returns the TurnResults it produced (an implicit approve first, if any).
 
     ``/approve`` with nothing under review (the turn was already kept) is not
-    an error in a script: it produces no result and ``note`` says so.
+    an error in a script: it produces no result and ``note`` says so. A number
+    picks one of ``quick_replies`` (the last result's).
     """
-    kind, args = parse_command(text)
+    kind, args = parse_command(pick_quick_reply(text, quick_replies))
     results = []
     if kind == "say":
         if studio.pending_review(session_id) is not None:
@@ -103,13 +129,20 @@ def run_command(studio, session_id: str, text: str, note: Callable[[str], None] 
         results.append(studio.review(session_id, "replan", feedback=args["feedback"]))
     elif kind == "modify":
         results.append(studio.review(session_id, "modify", values=args["values"]))
+    elif kind == "undo":
+        results.append(studio.undo(session_id))
+    elif kind == "redo":
+        results.append(studio.redo(session_id))
+    elif kind == "export":
+        note(f"exported: {studio.export(session_id, fmt=args['fmt'])}")
     return results
 
 
 def turn_json(result) -> dict:
     d = result.to_dict()
     keys = ("session_id", "turn", "status", "reply", "sub_goals", "score", "assessment", "dimensions",
-            "asset_id", "head_asset_id", "rendered_path", "warnings", "review")
+            "asset_id", "head_asset_id", "rendered_path", "warnings", "review", "kind", "quick_replies",
+            "export_path")
     return {k: d.get(k) for k in keys}
 
 
@@ -129,6 +162,8 @@ def turn_lines(result) -> list[str]:
         lines.append(f"  image: {result.rendered_path}")
     for w in result.warnings:
         lines.append(f"  note: {w}")
+    for i, q in enumerate(getattr(result, "quick_replies", None) or [], 1):
+        lines.append(f"  {i}) {q}")
     return lines
 
 
@@ -152,6 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--style", metavar="NAME", help="a named look for a new session (film, airy, moody, ...)")
     p.add_argument("--review-mode", choices=REVIEW_MODES, help="when to stop for review (new sessions)")
     p.add_argument("--sessions-dir", metavar="DIR", help="where sessions live (default: ATELIER_SESSIONS_DIR or sessions/)")
+    p.add_argument("--export", metavar="FMT", choices=("jpeg", "jpg", "png", "tiff", "tif"),
+                   help="after the turns, write the current version at full size (jpeg, png or tiff)")
     return p
 
 
@@ -192,19 +229,31 @@ def main(argv: list[str] | None = None) -> int:
         for notice in info.notices:
             err(f"note: {notice}")
         if args.say:
+            replies: list[str] = []
             for line in args.say:
                 try:
-                    _emit(run_command(studio, info.id, line, note=lambda m: err(f"note: {m}")), args.json, print)
+                    results = run_command(studio, info.id, line, note=lambda m: err(f"note: {m}"),
+                                          quick_replies=replies)
                 except AtelierError as exc:
                     return fail(str(exc))
+                _emit(results, args.json, print)
+                if results:
+                    replies = list(results[-1].quick_replies)
+            if args.export:
+                print(f"exported: {studio.export(info.id, fmt=args.export)}")
             return 0
-        return _interactive(studio, info.id, args.json)
+        code = _interactive(studio, info.id, args.json)
+        if args.export:
+            print(f"exported: {studio.export(info.id, fmt=args.export)}")
+        return code
     finally:
         studio.close()
 
 
 def _interactive(studio, session_id: str, as_json: bool) -> int:
-    print("Say what you would like to change; /approve, /modify op=value, /rollback N, /replan text, /quit.")
+    print("Say what you would like to change; /approve, /modify op=value, /rollback N, /replan text, /undo, /redo, "
+          "/export png, /quit. A number picks a quick reply.")
+    replies: list[str] = []
     while True:
         try:
             line = input("you> ").strip()
@@ -216,7 +265,10 @@ def _interactive(studio, session_id: str, as_json: bool) -> int:
         try:
             if parse_command(line)[0] == "quit":
                 return 0
-            _emit(run_command(studio, session_id, line, note=lambda m: print(f"  {m}")), as_json, print)
+            results = run_command(studio, session_id, line, note=lambda m: print(f"  {m}"), quick_replies=replies)
+            _emit(results, as_json, print)
+            if results:
+                replies = list(results[-1].quick_replies)
         except (CommandError, AtelierError) as exc:
             print(f"  {exc}")
 

@@ -34,7 +34,7 @@ class AgentConfig:
     max_retries_per_sub_goal: int = 2
     max_error_retries: int = 2
     min_pass_score: float = 0.6
-    auto_approve_threshold: float = 0.85
+    auto_approve_threshold: float = 0.9
     review_mode: str = "below_auto_approve"
     budget_tokens: int = 2000
     keep_recent_turns: int = 3
@@ -48,10 +48,18 @@ class AgentConfig:
     sessions_dir: str = "sessions"
     database_file: str = "atelier.db"
     checkpoints_file: str = "checkpoints.db"
+    source_cache_bytes: int = 512 * 1024 * 1024
+    lease_ttl_s: float = 30.0
+    lease_wait_s: float = 5.0
+    memory_cap_mb: int = 2048
     # Sections owned by their consumers and validated by them at load:
     # ``vlm:`` (agent.vlm.vlm_limits) and ``quality.judge:`` (the embedded judge's thresholds).
     vlm: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     judge: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    # ``skills:`` (agent.skills), ``orchestrator:`` (agent.orchestrator), ``failures:`` (agent.failures).
+    skills: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    orchestrator: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    failures: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def with_overrides(self, **values: Any) -> "AgentConfig":
         """A copy with some values replaced, validated like the YAML."""
@@ -88,9 +96,15 @@ _SPEC: dict[str, tuple[str, str, float | None, float | None]] = {
     "paths.sessions_dir": ("sessions_dir", "name", None, None),
     "paths.database_file": ("database_file", "name", None, None),
     "paths.checkpoints_file": ("checkpoints_file", "name", None, None),
+    "images.source_cache_bytes": ("source_cache_bytes", "int", 0, 1 << 40),
+    "replicas.lease_ttl_s": ("lease_ttl_s", "float", 0.5, 3600),
+    "replicas.lease_wait_s": ("lease_wait_s", "float", 0, 600),
+    "replicas.memory_cap_mb": ("memory_cap_mb", "int", 64, 1 << 20),
 }
 _KEY_OF = {name: key for key, (name, *_rest) in _SPEC.items()}
 _KEY_OF.update(vlm="vlm", judge="quality.judge")
+#: Sections owned and validated by their consumers (the section name is the AgentConfig field).
+_OWNED = ("vlm", "skills", "orchestrator", "failures")
 
 
 def _check(key: str, kind: str, lo: float | None, hi: float | None, value: Any) -> Any:
@@ -108,7 +122,7 @@ def _check(key: str, kind: str, lo: float | None, hi: float | None, value: Any) 
         raise AgentConfigError(f"{key}: expected a whole number, got {value!r}")
     if not lo <= value <= hi:
         raise AgentConfigError(f"{key}: {value!r} is outside {lo}..{hi}")
-    return int(value) if kind == "int" else float(value)
+    return int(value) if kind == "int" else float(value)  # "score" and "float"
 
 
 def _check_vlm(body: Mapping[str, Any]) -> None:
@@ -124,6 +138,24 @@ def _check_judge(body: Mapping[str, Any]) -> None:
     if unknown:
         raise ValueError(f"quality.judge: unknown key(s) {', '.join(sorted(unknown))}; "
                          f"expected some of {', '.join(DEFAULTS)}")
+
+
+def _check_skills(body: Mapping[str, Any]) -> None:
+    from agent.skills import skills_settings
+
+    skills_settings(type("C", (), {"skills": dict(body)})())
+
+
+def _check_orchestrator(body: Mapping[str, Any]) -> None:
+    from agent.orchestrator.config import orchestrator_settings
+
+    orchestrator_settings(dict(body))
+
+
+def _check_failures(body: Mapping[str, Any]) -> None:
+    from agent.failures import failure_policy
+
+    failure_policy(dict(body))
 
 
 def _checked_section(key: str, body: Any, check) -> Mapping[str, Any]:
@@ -144,6 +176,9 @@ def _validated(data: Mapping[str, Any]) -> AgentConfig:
         out[field] = _check(key, kind, lo, hi, data[field])
     out["vlm"] = _checked_section("vlm", data.get("vlm"), _check_vlm)
     out["judge"] = _checked_section("quality.judge", data.get("judge"), _check_judge)
+    out["skills"] = _checked_section("skills", data.get("skills"), _check_skills)
+    out["orchestrator"] = _checked_section("orchestrator", data.get("orchestrator"), _check_orchestrator)
+    out["failures"] = _checked_section("failures", data.get("failures"), _check_failures)
     if out["min_pass_score"] > out["auto_approve_threshold"]:
         raise AgentConfigError(
             "quality.min_pass_score: must not be above quality.auto_approve_threshold "
@@ -163,14 +198,14 @@ def config_from_mapping(raw: Any, where: str = "agent_config.yaml") -> AgentConf
     if not isinstance(raw, Mapping):
         raise AgentConfigError(f"{where}: expected sections of settings, got {type(raw).__name__}")
     data: dict[str, Any] = {f.name: getattr(AgentConfig(), f.name) for f in fields(AgentConfig)}
-    sections = {key.split(".")[0] for key in _SPEC} | {"vlm"}
+    sections = {key.split(".")[0] for key in _SPEC} | set(_OWNED)
     for section, body in raw.items():
         if section not in sections:
             raise AgentConfigError(f"{where}: unknown section {section!r}; expected {', '.join(sorted(sections))}")
         if not isinstance(body, Mapping):
             raise AgentConfigError(f"{where}: {section}: expected a mapping of settings")
-        if section == "vlm":
-            data["vlm"] = body
+        if section in _OWNED:
+            data[section] = body
             continue
         for name, value in body.items():
             key = f"{section}.{name}"

@@ -48,8 +48,8 @@ def estimate_tokens(text: str, chars_per_token: int = 4) -> int:
 
 
 def _render(chain: Sequence[str], chain_dropped: int, folded: Sequence[str], folded_dropped: int,
-            recent: Sequence[str], tools: Sequence[str]) -> str:
-    parts: list[str] = []
+            recent: Sequence[str], tools: Sequence[str], dialogue: str = "") -> str:
+    parts: list[str] = [dialogue] if dialogue else []
     if chain or chain_dropped:
         head = ["Current version (oldest edit first):"]
         if chain_dropped:
@@ -73,15 +73,18 @@ def fold_context_for_prompt(
     budget_tokens: int = 2000,
     keep_recent: int = 3,
     chars_per_token: int = 4,
+    dialogue: str = "",
 ) -> str:
     """The planner's multi-turn context as text of at most ``budget_tokens`` estimated tokens.
 
     ``assets``: the head's ancestor chain, oldest first. ``actions``: every
     finished turn, oldest first. ``tools``: this turn's executor steps.
+    ``dialogue``: the dialogue state's lines (agent.dialogue), kept to a quarter of the budget.
     """
     chain_items = list(assets)
     action_items = list(actions)
     max_chars = budget_tokens * chars_per_token
+    dialogue = dialogue[: max_chars // 4] if dialogue else ""
     keep = max(0, keep_recent)
     recent_items = action_items[-keep:] if keep else []
     older = action_items[: len(action_items) - len(recent_items)]
@@ -93,7 +96,7 @@ def fold_context_for_prompt(
     chain_dropped = folded_dropped = 0
 
     def text() -> str:
-        return _render(chain, chain_dropped, folded, folded_dropped, recent, tool_lines)
+        return _render(chain, chain_dropped, folded, folded_dropped, recent, tool_lines, dialogue)
 
     # 1. the folded history loses its oldest turns first
     while folded and len(text()) > max_chars:

@@ -15,4 +15,8 @@ class SessionNotFound(AtelierError, LookupError):
     """No session with that id or resume token."""
 
 
-__all__ = ["AtelierError", "InvalidInput", "SessionNotFound"]
+class SessionBusy(AtelierError):
+    """Another app process (replica) is running a turn of this session right now; retry shortly."""
+
+
+__all__ = ["AtelierError", "InvalidInput", "SessionBusy", "SessionNotFound"]

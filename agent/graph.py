@@ -24,7 +24,7 @@ from __future__ import annotations
 from langgraph.graph import END, START, StateGraph
 
 from agent.config import AgentConfig
-from agent.nodes import SourceLoader, TurnNodes
+from agent.nodes import SourceLoader, TurnNodes, review_tier
 from agent.state import AgentState
 
 
@@ -51,14 +51,16 @@ def route_after_quality(state: AgentState, config: AgentConfig) -> str:
         return "error_handler"
     score = float((state.get("assessment") or {}).get("score") or 0.0)
     mode = state.get("review_mode") or config.review_mode
-    if score >= config.auto_approve_threshold and mode != "always":
+    # the tier the quality node recorded (the bar may be raised by the profile's quality floor)
+    tier = (state.get("details") or {}).get("review_tier") or review_tier(score, config)["tier"]
+    if tier == "auto_accept" and mode != "always":
         return "context_fold"
     # the person's own values are never replaced by an automatic replan
     retries_left = (not state.get("person_modified")
                     and int(state.get("retries") or 0) < config.max_retries_per_sub_goal)
-    if score >= config.min_pass_score or not retries_left:
+    if tier != "reject" or not retries_left:
         return "context_fold" if mode == "never" else "human_review"
-    return "planner"
+    return "planner"   # reject: replan, whatever the review mode
 
 
 def route_after_review(state: AgentState) -> str:

@@ -71,10 +71,24 @@ def _turn(result) -> dict:
         "score": d.get("score"), "assessment": d.get("assessment", ""),
         "asset_id": d.get("asset_id"), "head_asset_id": d.get("head_asset_id"),
         "rendered_path": d.get("rendered_path"), "warnings": list(d.get("warnings") or []),
-        "details": dict(d.get("details") or {}),
+        "details": _details(d.get("details") or {}),
         "review": None if not review else {"asset_id": review.get("asset_id"), "turn": review.get("turn"),
                                            "ops": review.get("ops") or []},
     }
+
+
+def _details(details: dict) -> dict:
+    """The turn's details, small: which skill did what, the review tier, failures (not the executor's record)."""
+    out = {}
+    skills = details.get("skills")
+    if skills:
+        out["skills"] = {"confidence": skills.get("confidence"),
+                         "trace": [{k: t.get(k) for k in ("step", "skill", "status", "did", "why", "depends_on")
+                                    if t.get(k) is not None} for t in skills.get("trace") or []]}
+    for key in ("review_tier", "failure", "failure_counts"):
+        if details.get(key):
+            out[key] = details[key]
+    return out
 
 
 def _session(info) -> dict:

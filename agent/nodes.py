@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import time
 from typing import Any, Callable
 
 from langgraph.errors import GraphBubbleUp
@@ -24,13 +25,17 @@ from langgraph.types import interrupt
 
 from agent.config import AgentConfig
 from agent.context_folding import AssetContext, fold_context_for_prompt
+from agent.dialogue import dialogue_state
+from agent.failures import backoff_seconds, classify as classify_failure, failure_policy
 from agent.judges.base import Assessment, Judge, JudgeRequest
 from agent.planners.base import Plan, PlanError, Planner, PlanRequest, SubGoal
+from agent.selection import NO_SELECTION_REPLY, resolve_selection, retouch_notes
 from agent.state import ActionRecord, AgentState, ToolContext
 from agent.store import Store, new_id
 from pipeline import ops
 from pipeline.masks import describe_mask
 from pipeline.measure import image_stats
+from pipeline.render import in_frame_of
 from pipeline.state import EditState
 
 SourceLoader = Callable[[str], Any]  # session id -> pipeline.render.SourceImage
@@ -57,7 +62,9 @@ def guarded(node_name: str):
             except Exception as exc:  # noqa: BLE001 - every failure becomes a clear message
                 kind = "the plan was not valid" if isinstance(exc, PlanError) else f"{node_name} failed"
                 message = f"{kind}: {_person_message(exc)}"
-                return {"error": message, "errors": list(state.get("errors") or []) + [message]}
+                failure = {"kind": classify_failure(exc, node_name), "node": node_name, "message": message}
+                return {"error": message, "errors": list(state.get("errors") or []) + [message],
+                        "failure": failure}
         return run
     return wrap
 
@@ -92,7 +99,7 @@ def apply_sub_goals(state: EditState, goals: list[SubGoal]) -> tuple[EditState, 
         status = "no_change" if after == before else "clamped" if clamped else "applied"
         steps.append(ToolContext(step=i + 1, op=goal.op, mode=goal.mode, value=goal.value, before=before,
                                  after=after, requested=int(requested), clamped=clamped, status=status,
-                                 target=goal.target))
+                                 target=goal.target, limit="op range" if clamped else None))
     return state, steps
 
 
@@ -118,6 +125,30 @@ def review_payload(state: AgentState) -> dict:
     }
 
 
+def quality_floor_of(judge) -> float | None:
+    """The quality floor of the judge's model profile (``quality_signatures.quality_floor``), else the engine's."""
+    for holder in (getattr(judge, "client", None), judge):
+        floor = getattr(getattr(holder, "profile", None), "quality_floor", None)
+        if isinstance(floor, (int, float)):
+            return float(floor)
+    try:
+        from profiles import load_profile
+        return load_profile("engine").quality_floor
+    except Exception:  # noqa: BLE001 - no profile, no floor: the config's bar alone
+        return None
+
+
+def review_tier(score: float, config: AgentConfig, floor: float | None = None) -> dict:
+    """Three tiers (configs/agent_config.yaml): auto-accept at ``auto_approve_threshold``, ask the person
+    from the reject bar, reject and replan below it. The bar is ``min_pass_score`` raised to the
+    profile's quality floor when that is higher."""
+    bar = max(config.min_pass_score, floor if floor is not None else 0.0)
+    bar = min(bar, config.auto_approve_threshold)
+    tier = "auto_accept" if score >= config.auto_approve_threshold else "ask" if score >= bar else "reject"
+    return {"tier": tier, "score": round(float(score), 4), "auto_accept": config.auto_approve_threshold,
+            "reject_below": round(bar, 4)}
+
+
 class TurnNodes:
     """The six nodes of one Studio's graph, sharing injected dependencies."""
 
@@ -135,14 +166,21 @@ class TurnNodes:
     def _edit_state(self, asset_id: str) -> EditState:
         return EditState.from_dict(self.store.get_asset(asset_id).state)
 
-    def planner_context(self, state: AgentState) -> str:
-        """The folded three-layer context for this turn's planner prompt."""
-        chain = [AssetContext(a.turn, a.summary, a.score) for a in self.store.ancestors(state["base_asset_id"])]
+    def planner_context(self, state: AgentState, dialogue=None) -> str:
+        """The folded three-layer context (and the dialogue state) for this turn's planner prompt."""
+        # the head's chain walked in memory from one query (store.ancestors costs a query per version)
+        by_id = {a.id: a for a in self.store.assets(state["session_id"])}
+        walk, current = [], state["base_asset_id"]
+        while current in by_id and len(walk) <= len(by_id):
+            walk.append(by_id[current])
+            current = by_id[current].parent_id
+        chain = [AssetContext(a.turn, a.summary, a.score) for a in reversed(walk)]
         actions = [ActionRecord.from_dict(t.action) for t in self.store.turns(state["session_id"]) if t.action]
         tools = [ToolContext.from_dict(t) for t in state.get("tool_contexts") or []]
         return fold_context_for_prompt(chain, actions, tools, budget_tokens=self.config.budget_tokens,
                                        keep_recent=self.config.keep_recent_turns,
-                                       chars_per_token=self.config.chars_per_token)
+                                       chars_per_token=self.config.chars_per_token,
+                                       dialogue=dialogue.prompt_text() if dialogue is not None else "")
 
     # -- nodes -----------------------------------------------------------------------------
     @guarded("planner")
@@ -167,34 +205,73 @@ class TurnNodes:
         side = self.config.judge_long_side
         current = self.renderer.render(source, edit, side)
         original = self.renderer.render(source, EditState(), side)
+        dialogue = dialogue_state(self.store, state["session_id"], state["base_asset_id"])
         request = PlanRequest(
-            message=state["message"], state=edit, context=self.planner_context(state),
+            message=state["message"], state=edit, context=self.planner_context(state, dialogue),
             image_stats=image_stats(current), image=current, original=original, feedback=feedback,
             diagnoses=diagnoses, style=state.get("style"), turn=int(state["turn"]),
             max_sub_goals=self.config.max_sub_goals,
             schema=str(self.store.get_session(state["session_id"]).settings.get("planner_schema", "default")),
             schema_root=self.schemas_root,
+            dialogue=dialogue,
         )
         plan = self.planner.plan(request)
         if not isinstance(plan, Plan):
             raise PlanError(f"the planner returned {type(plan).__name__}, expected a Plan")
         goals = [SubGoal.from_dict(g.to_dict() if isinstance(g, SubGoal) else g, f"sub_goals[{i}]")
                  for i, g in enumerate(plan.sub_goals)]
+        goals, no_selection = resolve_selection(goals, self.store.get_session(state["session_id"]).settings)
+        if no_selection:
+            plan.understood, plan.reply = False, NO_SELECTION_REPLY
+        goals = [g for g in goals if g.mode == "set" or g.value]    # never a +0 step
+        goals, missing = self._found_targets(source, goals, current.shape[:2])
         warnings = list(state.get("warnings") or [])
         warnings += [n for n in plan.notes if isinstance(n, str) and n not in warnings]  # e.g. a held conflict, a fallback
-        if len(goals) > self.config.max_sub_goals:
-            warnings.append(f"the plan had {len(goals)} steps; kept the first {self.config.max_sub_goals}")
-            goals = goals[: self.config.max_sub_goals]
+        limit = self.config.max_sub_goals
+        details = dict(state.get("details") or {})
+        if plan.source == "skills":  # a skill plan: its steps come from checked skill files (skills.max_steps)
+            from agent.skills import skills_settings
+            limit = max(limit, skills_settings(self.config)["max_steps"])
+            details["skills"] = plan.fields.get("skills")
+        if len(goals) > limit:
+            warnings.append(f"the plan had {len(goals)} steps; kept the first {limit}")
+            goals = goals[:limit]
         update: dict[str, Any] = {
             "plan": plan.to_dict(), "sub_goals": [g.to_dict() for g in goals], "retries": retries,
             "review": None, "feedback": None, "error": None, "diagnoses": diagnoses,
             "modify_values": None, "modify_layers": None, "person_modified": False, "warnings": warnings,
-            "reply": plan.reply or "",
+            "reply": plan.reply or "", "details": details,
         }
+        if missing:
+            places = " or ".join(dict.fromkeys(missing))
+            said = f"I can't find {places} in this photo"
+            if goals:
+                update["reply"] = f"{said}, so I left that part out. " + update["reply"]
+            elif plan.understood:
+                what = (plan.labels or ["the change"])[0]
+                update["plan"] = dict(update["plan"], kind="clarify",
+                                      quick_replies=[f"{what.capitalize()} overall", "What can you do?"])
+                update["reply"] = f"{said}, so I haven't changed anything. Should I make it {what} overall instead?"
         if not plan.understood or not goals:
             update["status"] = "not_understood"
-            update["reply"] = plan.reply or "I don't know how to do that yet."
+            update["reply"] = update["reply"] or "I don't know how to do that yet."
         return update
+
+    def _found_targets(self, source, goals: list[SubGoal], size) -> tuple[list[SubGoal], list[str]]:
+        """Drop steps on a place the photo does not have (no face on a cat): the mask is empty or everything."""
+        from pipeline.masks import CONTENT_TYPES
+
+        kept, missing = [], []
+        for g in goals:
+            spec = g.target or {}
+            if spec.get("type") in CONTENT_TYPES:
+                inner = {k: v for k, v in spec.items() if k not in ("invert", "feather")}
+                share = float(self.renderer.mask(source, inner, size).mean())
+                if not 0.002 <= share <= 0.998:
+                    missing.append(describe_mask(inner))
+                    continue
+            kept.append(g)
+        return kept, missing
 
     @guarded("executor")
     def execute(self, state: AgentState) -> dict:
@@ -213,9 +290,9 @@ class TurnNodes:
                 return (json.dumps(target, sort_keys=True) if target else None, op)
 
             kept = [g for g in goals_from_rows(state.get("sub_goals") or []) if key(g.target, g.op) not in overridden]
-            person = [SubGoal(op=name, value=int(v), mode="set", description="your value")
+            person = [SubGoal(op=name, value=v, mode="set", description="your value")
                       for name, v in values.items()]
-            person += [SubGoal(op=name, value=int(v), mode="set", target=l["mask"], description="your value")
+            person += [SubGoal(op=name, value=v, mode="set", target=l["mask"], description="your value")
                        for l in layer_values for name, v in l["values"].items()]
             start = self._edit_state(start_id)
             new_state, person_steps = apply_sub_goals(start, person)
@@ -227,11 +304,25 @@ class TurnNodes:
             for i, s in enumerate(steps):
                 s.step = i + 1
             person_modified = True
-            said = [f"{ops.get_op(g.op).label.lower()}{_where_words(g.target)} to {g.value}" for g in person]
+            said = [f"{ops.get_op(g.op).label.lower()}{_where_words(g.target)} to {ops.get_op(g.op).describe_value(g.value).lstrip('+')}" for g in person]
             reply = "Set " + ", ".join(said) + ", as you asked."
         else:
             goals = goals_from_rows(state.get("sub_goals") or [])
-            new_state, steps = apply_sub_goals(self._edit_state(state["base_asset_id"]), goals)
+            base_state = self._edit_state(state["base_asset_id"])
+            # the profiles' ranges and sweet spots hold the planner's moves (agent/limits.py)
+            from agent.limits import executor_profiles, hold_to_profile, insists
+            engine, model = executor_profiles(self.planner)
+            goals, held = hold_to_profile(base_state, goals, engine, model,
+                                          insist=insists(state.get("message", ""), engine))
+            new_state, steps = apply_sub_goals(base_state, goals)
+            for i, h in held.items():
+                steps[i].requested, steps[i].clamped, steps[i].limit = h["requested"], True, h["limit"]
+                steps[i].status = "clamped"
+            held_ops = {goals[i].op for i in held}
+            # the planner's "will be past its sweet spot" notes are superseded by what was really held
+            warnings = [w for w in state.get("warnings") or []
+                        if not ("past its sweet spot" in w and any(w.startswith(f"{o} ") for o in held_ops))]
+            held_lines = [h["line"] for h in held.values() if h["line"] not in warnings]
             person_modified = False
         source = self.sources(state["session_id"])
         asset_id = new_id()
@@ -247,9 +338,18 @@ class TurnNodes:
                              status="pending", asset_id=asset_id)
         status_of = {s.step: s.status for s in steps}
         rows = [dict(g.to_dict(), status=status_of.get(i + 1, "applied")) for i, g in enumerate(goals)]
+        details = dict(state.get("details") or {})
+        details["executor"] = {"steps": [s.to_dict() for s in steps]}  # schemas/executor/default.yaml
+        extra = {"reply": reply} if person_modified else {}
+        if not person_modified and held_lines:
+            extra["warnings"] = warnings + held_lines
+        # Healing and portrait ops say honestly what they could not find (no face, no dust, no teeth).
+        notes = retouch_notes(self.renderer, source, new_state, goals, self.config.proxy_long_side)
+        if notes:
+            extra["reply"] = " ".join([extra.get("reply") or state.get("reply") or ""] + notes).strip()
         return {"asset_id": asset_id, "sub_goals": rows, "tool_contexts": [s.to_dict() for s in steps],
                 "review": None, "modify_values": None, "modify_layers": None, "person_modified": person_modified,
-                "assessment": None, "error": None, **({"reply": reply} if person_modified else {})}
+                "assessment": None, "error": None, "details": details, **extra}
 
     @guarded("quality")
     def assess(self, state: AgentState) -> dict:
@@ -258,16 +358,21 @@ class TurnNodes:
         candidate = self._edit_state(state["asset_id"])
         previous = self._edit_state(state["base_asset_id"])
         side = self.config.judge_long_side
-        original_img = self.renderer.render(source, EditState(), side)
+        # The original and the previous version are seen through the new frame (crop,
+        # rotation), so every comparison is like for like; the frame itself is checked
+        # from pixels by agent.judges.geometry_checks.
+        original_img = self.renderer.render(source, in_frame_of(EditState(), candidate), side)
         current_img = self.renderer.render(source, candidate, side)
-        previous_img = self.renderer.render(source, previous, side)
+        previous_img = self.renderer.render(source, in_frame_of(previous, candidate), side)
         goals = goals_from_rows(state.get("sub_goals") or [])
         masks = {}
         for g in goals:
             if g.target:
                 key = json.dumps(g.target, sort_keys=True)
                 if key not in masks:
-                    masks[key] = self.renderer.mask(source, g.target, original_img.shape[:2])
+                    masks[key] = (self.renderer.mask_for(source, g.target, candidate, side)
+                                  if hasattr(self.renderer, "mask_for")
+                                  else self.renderer.mask(source, g.target, original_img.shape[:2]))
         session = self.store.get_session(state["session_id"])
         result = self.judge.assess(JudgeRequest(
             original=original_img, current=current_img, sub_goals=goals, state=candidate,
@@ -280,7 +385,11 @@ class TurnNodes:
         scores = result.to_dict()
         self.store.set_asset_fields(state["asset_id"], scores=scores)
         warnings = list(state.get("warnings") or []) + [w for w in result.warnings if w not in (state.get("warnings") or [])]
-        return {"assessment": scores, "warnings": warnings, "error": None}
+        details = dict(state.get("details") or {})
+        tier = review_tier(result.score, self.config, quality_floor_of(self.judge))
+        details["review_tier"] = tier["tier"]
+        details["tiers"] = list(details.get("tiers") or []) + [tier]
+        return {"assessment": scores, "warnings": warnings, "error": None, "details": details}
 
     def human_review(self, state: AgentState) -> dict:
         """Pause for the person. Re-runs from the top on resume, so it does nothing but ask."""
@@ -291,10 +400,21 @@ class TurnNodes:
         """Back to the planner a bounded number of times, then end the turn with a clear message."""
         attempts = int(state.get("error_retries") or 0) + 1
         error = state.get("error") or "something went wrong"
-        if attempts > self.config.max_error_retries:
-            return {"error_retries": attempts, "error": None, "status": "failed",
+        failure = dict(state.get("failure") or {"kind": "render_error"})
+        kind = failure.get("kind", "render_error")
+        details = dict(state.get("details") or {})
+        counts = dict(details.get("failure_counts") or {})
+        counts[kind] = counts.get(kind, 0) + 1
+        policy = failure_policy(self.config)
+        details["failure_counts"] = counts
+        details["failures"] = list(details.get("failures") or []) + [dict(failure, attempt=counts[kind])]
+        if attempts > self.config.max_error_retries or counts[kind] > policy[kind]["retries"]:
+            return {"error_retries": attempts, "error": None, "status": "failed", "details": details,
                     "reply": f"I couldn't finish that edit ({error}). Your photo is unchanged."}
-        return {"error_retries": attempts, "error": None, "review": None,
+        wait = backoff_seconds(policy, kind, counts[kind])
+        if wait:
+            time.sleep(wait)  # a timed-out or overloaded model gets a moment before the next try
+        return {"error_retries": attempts, "error": None, "review": None, "details": details,
                 "feedback": f"The previous attempt failed: {error}. Make a plan that avoids this."}
 
     def fold(self, state: AgentState) -> dict:
@@ -305,6 +425,11 @@ class TurnNodes:
         candidate = state.get("asset_id")
         assessment = state.get("assessment") or {}
         reply = state.get("reply") or ""
+        details = dict(state.get("details") or {})
+        if status not in ("failed", "not_understood") and not review and candidate \
+                and details.get("review_tier") == "reject":
+            # review mode "never" after the replans were spent: kept (nobody to ask), on record as below the bar
+            details["failure"] = "quality_below_bar"
         if status in ("failed", "not_understood"):
             outcome, head = status, base
         elif review.get("action") == "rollback":
@@ -336,7 +461,8 @@ class TurnNodes:
                                plan=state.get("plan"), outcome=outcome, reply=reply, action=action.to_dict(),
                                asset_id=candidate, head_asset_id=head or base, statuses=statuses)
         return {"status": outcome, "reply": reply, "head_asset_id": head or base, "action": action.to_dict(),
-                "tool_contexts": [], "review": None}
+                "tool_contexts": [], "review": None, "details": details}
 
 
-__all__ = ["TurnNodes", "apply_sub_goals", "goals_from_rows", "guarded", "review_payload"]
+__all__ = ["TurnNodes", "apply_sub_goals", "goals_from_rows", "guarded", "quality_floor_of", "review_payload",
+           "review_tier"]

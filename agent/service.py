@@ -17,16 +17,20 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import socket
 import threading
+import time
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import cv2
 import numpy as np
 
 from agent.config import REVIEW_MODES, AgentConfig, load_config
-from agent.errors import AtelierError, InvalidInput, SessionNotFound
+from agent.errors import AtelierError, InvalidInput, SessionBusy, SessionNotFound
 from agent.graph import build_graph
 from agent.state import ActionRecord, fresh_turn_state
 from agent.store import (AssetRecord, SessionRecord, Store, new_id, open_checkpointer,
@@ -34,11 +38,18 @@ from agent.store import (AssetRecord, SessionRecord, Store, new_id, open_checkpo
 from pipeline import ops
 from pipeline.imageio import ImageLoadError, load_image, save_image, write_bytes_atomic
 from pipeline.render import Renderer, SourceImage
-from pipeline.state import EditState
+from pipeline.state import EditState, EditStateError
 
 SESSIONS_DIR_ENV = "ATELIER_SESSIONS_DIR"
-EXPORT_FORMATS = {"jpeg": "jpg", "jpg": "jpg", "png": "png", "tiff": "tif", "tif": "tif"}
-_FORMAT_EXT = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "TIFF": "tif", "GIF": "gif", "MPO": "jpg"}
+EXPORT_FORMATS = {"jpeg": "jpg", "jpg": "jpg", "png": "png", "tiff": "tif", "tif": "tif", "webp": "webp"}
+
+
+def _flatten_white(pixels: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """Composite a render onto white through the original's transparency (for JPEG)."""
+    a = alpha.astype(np.float32)[..., None] / 255.0
+    return np.clip(pixels.astype(np.float32) * a + 255.0 * (1.0 - a) + 0.5, 0, 255).astype(np.uint8)
+_FORMAT_EXT = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "TIFF": "tif", "GIF": "gif", "MPO": "jpg",
+               "DNG": "dng", "CR2": "cr2", "CR3": "cr3", "NEF": "nef", "ARW": "arw", "RAF": "raf", "ORF": "orf"}
 MAX_MESSAGE_CHARS = 2000
 #: Live slider previews kept per session (older ones are deleted as new ones are written).
 PREVIEWS_KEPT = 16
@@ -49,7 +60,7 @@ ProgressFn = Callable[[dict], None]
 _TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{20,128}$")
 #: TurnResult.kind: an edit (a new version or a review), a chat command (undo, export ...), an answer
 #: to a question, small talk, or a clarifying question (no version; quick_replies filled).
-TURN_KINDS = ("edit", "command", "question", "chat", "clarify")
+TURN_KINDS = ("edit", "command", "question", "chat", "clarify", "generate")
 #: Session setting holding the undo trail: versions undone from, newest last (redo pops it).
 _REDO_KEY = "redo_stack"
 _WAITING = "a turn is waiting for your review: approve, modify, roll back or replan first"
@@ -137,6 +148,10 @@ class TurnResult:
     quick_replies: list[str] = field(default_factory=list)
     #: What kind of turn this was: one of TURN_KINDS.
     kind: str = "edit"
+    #: The file a chat export wrote ("export as png"), else None.
+    export_path: str | None = None
+    #: The turn's details: skills trace, review tier(s), failures by kind, the executor's record.
+    details: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -146,6 +161,21 @@ class TurnResult:
 
 def _iso(dt) -> str:
     return dt.isoformat() if dt is not None else ""
+
+
+def _dead_here(owner: str) -> bool:
+    """True when a lease owner ('host:pid:token') names a process of this machine that no longer runs."""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname()[:40] or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # alive, another user's
+    return False
 
 
 def _canonical_side(width: int, height: int, long_side: int | None) -> int:
@@ -161,7 +191,8 @@ class Studio:
 
     def __init__(self, database_url: str | None = None, sessions_dir: str | os.PathLike | None = None,
                  planner=None, judge=None, config: AgentConfig | None = None,
-                 schemas_root: str | os.PathLike | None = None):
+                 schemas_root: str | os.PathLike | None = None, generation_backend=None,
+                 storage_url: str | None = None):
         self.config = config or load_config()
         # Output schemas (and the custom ones generate_schema writes): <root>/<agent>/[custom/]<name>.yaml
         self.schemas_root = Path(schemas_root).resolve() if schemas_root else None
@@ -169,10 +200,23 @@ class Studio:
         folder = sessions_dir or os.environ.get(SESSIONS_DIR_ENV) or self.config.sessions_path()
         self.sessions_dir = Path(folder).resolve()
         url = resolve_database_url(database_url, self.sessions_dir, self.config.database_file)
-        self.store = Store(url, self.sessions_dir)
+        # Originals, blobs and exports: the sessions folder, or ATELIER_STORAGE_URL shared by replicas.
+        from pipeline.storage import StoredBlobs, open_storage
+        try:
+            self.storage = open_storage(storage_url, self.sessions_dir)
+        except ValueError as exc:
+            raise AtelierError(str(exc)) from None
+        self.blobs = StoredBlobs(self.storage)
+        self.database_url = url
+        self.store = Store(url, self.sessions_dir, storage=self.storage)
         self.checkpointer, self._close_checkpointer = open_checkpointer(
             url, self.sessions_dir, self.config.checkpoints_file)
-        self.renderer = Renderer(max_cache_bytes=self.config.render_cache_bytes)
+        #: Content-addressed pixel assets (painted selections, healed patches, generated layers), shared by
+        #: every session, kept in the session storage (sessions folder, or ATELIER_STORAGE_URL) above.
+        self.renderer = Renderer(max_cache_bytes=self.config.render_cache_bytes, blobs=self.blobs)
+        from pipeline.gpu import upgrade_renderer
+        # the torch path when CUDA is present (ATELIER_RENDER_DEVICE=cpu keeps OpenCV): same pixels within 1 level
+        self.renderer = upgrade_renderer(self.renderer, self.config.render_cache_bytes)
         if planner is None:
             from agent.planners import default_planner
             planner = default_planner(config=self.config)
@@ -186,12 +230,21 @@ class Studio:
         self._locks: dict[str, threading.RLock] = {}
         self._locks_guard = threading.Lock()
         self._recovered: set[str] = set()
-        self.graph = build_graph(planner, judge, self.store, self.renderer, self.config,
+        # Who this Studio is in session leases (several processes or Studios may share one database).
+        self.lease_owner = f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(4)}"
+        self._leased_here: set[str] = set()
+        from agent.skills import SkillPlanner  # requests for skills ("use the film skill") are planned from skills/
+
+        self.graph = build_graph(SkillPlanner(planner, self.config), judge, self.store, self.renderer, self.config,
                                  self.checkpointer, sources=self._source, schemas_root=self.schemas_root)
+        from agent.generation import GenerationDesk
+        #: Generation (issue 14): backend from ATELIER_GEN_BACKEND / ATELIER_GEN_MODEL unless one is injected.
+        self.generation = GenerationDesk(self, generation_backend)
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
         """Release the database connections (the data stays)."""
+        self.generation.close()
         self._close_checkpointer()
         self.store.close()
 
@@ -233,6 +286,32 @@ class Studio:
                     "label": f"Built-in fallback until {until:%H:%M:%S} UTC ({where} is not answering)"}
         return {"state": "model", "label": f"Model: {where}", "until": None}
 
+    def private_paths(self) -> list[Path]:
+        """Every file and folder of this Studio that a web server must never serve.
+
+        The sessions folder (originals, renders, previews, the browser secret, the
+        local copies of shared files), the SQLite database and checkpoint files with
+        their -wal/-shm/-journal companions wherever they are, and a shared storage
+        folder (``file://`` storage URL).
+        """
+        from agent.store import _sqlite_file, is_sqlite
+
+        paths = [self.sessions_dir, self.sessions_dir / ".browser-secret"]
+        files = [self.sessions_dir / self.config.checkpoints_file]
+        if is_sqlite(self.database_url) and _sqlite_file(self.database_url) is not None:
+            files.append(_sqlite_file(self.database_url))
+        for f in files:
+            f = f.resolve()
+            paths += [f] + [f.with_name(f.name + tail) for tail in ("-wal", "-shm", "-journal")]
+        if self.storage.local_root is not None:
+            paths.append(self.storage.local_root)
+        out: list[Path] = []
+        for p in paths:
+            p = Path(p).resolve()
+            if p not in out:
+                out.append(p)
+        return out
+
     # -- internals ----------------------------------------------------------------------
     def _lock(self, session_id: str) -> threading.RLock:
         with self._locks_guard:
@@ -245,13 +324,23 @@ class Studio:
                 self._sources.move_to_end(session_id)
                 return self._sources[session_id]
         session = self.store.get_session(session_id)
-        loaded = load_image(self.store.original_file(session), max_pixels=self.config.max_upload_pixels)
-        source = SourceImage.from_array(loaded.pixels)
+        loaded = load_image(self.store.read_original(session), max_pixels=self.config.max_upload_pixels,
+                            alpha="keep", name=session.original_path)   # the name tells a RAW file
+        source = SourceImage.from_loaded(loaded)
+        self._remember_source(session_id, source)
+        return source
+
+    def _remember_source(self, session_id: str, source: SourceImage) -> None:
+        """Keep a decoded original, within images.source_cache_sessions and images.source_cache_bytes."""
         with self._sources_lock:
             self._sources[session_id] = source
-            while len(self._sources) > self.config.source_cache_sessions:
-                self._sources.popitem(last=False)
-        return source
+            self._sources.move_to_end(session_id)
+            # a source also keeps up to 4 resized copies: count it as 1.5x its pixels
+            held = sum(int(s.pixels.nbytes * 1.5) for s in self._sources.values())
+            while len(self._sources) > 1 and (len(self._sources) > self.config.source_cache_sessions
+                                              or held > self.config.source_cache_bytes):
+                _, dropped = self._sources.popitem(last=False)
+                held -= int(dropped.pixels.nbytes * 1.5)
 
     def _thread_config(self, thread_id: str) -> dict:
         return {"configurable": {"thread_id": thread_id}, "recursion_limit": 200}
@@ -261,11 +350,77 @@ class Studio:
         session = self.store.get_session(session_id)
         if session_id not in self._recovered:
             with self._lock(session_id):
-                if session_id not in self._recovered:
-                    self._recover(session)
+                if session_id not in self._recovered and self._try_settle(session_id):
                     self._recovered.add(session_id)
             session = self.store.get_session(session_id)
         return session
+
+    def _try_settle(self, session_id: str) -> bool:
+        """Recover a killed turn if no live process holds the session's lease; True when checked."""
+        if session_id in self._leased_here:
+            self._recover(self.store.get_session(session_id))
+            return True
+        if self._acquire(session_id) is not None:
+            return False  # a turn is running in another replica: its active thread is alive
+        try:
+            self._recover(self.store.get_session(session_id))
+        finally:
+            self.store.release_lease(session_id, self.lease_owner)
+        return True
+
+    @contextmanager
+    def _leased(self, session_id: str):
+        """Hold the session's thread lock and its database lease (one replica at a time runs its turns).
+
+        Waits up to ``replicas.lease_wait_s`` for another replica's turn to end,
+        then raises SessionBusy. While held, a heartbeat renews the lease; a lease
+        whose process died expires after ``replicas.lease_ttl_s`` and the next
+        holder settles the turn it left (its pending versions go, nothing kept is lost).
+        """
+        with self._lock(session_id):
+            if session_id in self._leased_here:      # re-entered (review -> a turn of its own)
+                yield
+                return
+            ttl, wait = self.config.lease_ttl_s, self.config.lease_wait_s
+            give_up = time.monotonic() + wait
+            while (holder := self._acquire(session_id)) is not None:
+                if time.monotonic() >= give_up:
+                    raise SessionBusy("this session is busy with a turn on another server; "
+                                      "try again in a moment") from None
+                time.sleep(min(0.1, max(0.01, wait / 20)))
+            stop = threading.Event()
+            beat = threading.Thread(target=self._heartbeat, args=(session_id, ttl, stop),
+                                    name=f"lease-{session_id}", daemon=True)
+            beat.start()
+            self._leased_here.add(session_id)
+            try:
+                session = self.store.get_session(session_id)
+                if session.active_thread and self._interrupt(session.active_thread) is None:
+                    self._abandon_turn(session)      # a turn whose process was killed
+                if session_id not in self._recovered:
+                    self.store.sweep_orphan_files(session_id)
+                    self._recovered.add(session_id)
+                yield
+            finally:
+                self._leased_here.discard(session_id)
+                stop.set()
+                beat.join(timeout=5)
+                self.store.release_lease(session_id, self.lease_owner)
+
+    def _acquire(self, session_id: str) -> str | None:
+        """One try at the lease; a holder that is a dead process on this machine is taken over at once."""
+        holder = self.store.acquire_lease(session_id, self.lease_owner, self.config.lease_ttl_s)
+        if holder is not None and _dead_here(holder):
+            holder = self.store.acquire_lease(session_id, self.lease_owner, self.config.lease_ttl_s,
+                                              steal_from=holder)
+        return holder
+
+    def _heartbeat(self, session_id: str, ttl: float, stop: threading.Event) -> None:
+        while not stop.wait(ttl / 3):
+            try:
+                self.store.renew_lease(session_id, self.lease_owner, ttl)
+            except Exception:  # noqa: BLE001 - a missed beat only shortens the lease
+                pass
 
     def _recover(self, session: SessionRecord) -> None:
         if session.active_thread and self._interrupt(session.active_thread) is None:
@@ -366,6 +521,7 @@ class Studio:
         else:
             shown = asset_id or head
         reply = values.get("reply") or ""
+        plan = values.get("plan") or {}
         if review is not None:
             score = assessment.get("score")
             judged = f" Score {score:.2f}: {assessment.get('assessment', '')}" if score is not None else ""
@@ -377,6 +533,9 @@ class Studio:
             dimensions=dict(assessment.get("dimensions") or {}), fields=dict(assessment.get("fields") or {}),
             asset_id=asset_id, head_asset_id=head, rendered_path=self._proxy_path(session.id, shown),
             warnings=list(values.get("warnings") or []), review=review,
+            kind=str(plan.get("kind") or "edit") if status == "not_understood" else "edit",
+            quick_replies=[str(q) for q in plan.get("quick_replies") or []][:3],
+            details=dict(values.get("details") or {}),
         )
 
     def _asset(self, session_id: str, asset_id: str | None) -> AssetRecord:
@@ -419,6 +578,16 @@ class Studio:
                 raise InvalidInput(f"modify: {exc}") from None
         return out
 
+    def _check_together(self, session: SessionRecord, pending: dict | None, values: dict) -> None:
+        """Values that are fine one by one but not together (a crop that keeps nothing): InvalidInput."""
+        asset_id = (pending or {}).get("asset_id") or session.head_asset_id
+        if not asset_id:
+            return
+        try:
+            EditState.from_dict(self.store.get_asset(asset_id, session.id).state).with_settings(values, clamp=False)
+        except EditStateError as exc:
+            raise InvalidInput(f"modify: {exc}") from None
+
     # -- sessions -----------------------------------------------------------------------
     def styles(self) -> list[str]:
         """Named looks a session may start with (from the planner, else the engine profile)."""
@@ -436,9 +605,11 @@ class Studio:
 
     def ops_table(self) -> list[dict]:
         """The op registry as rows for sliders."""
+        # "kind" is the widget: slider, angle, choice (with "choices"), toggle, hue or points.
         return [{"name": o.name, "label": o.label, "stage": o.stage, "group": o.group, "min": o.min,
                  "max": o.max, "default": o.default, "description": o.description,
-                 "minus": getattr(o, "minus", ""), "plus": getattr(o, "plus", "")} for o in ops.OPS.values()]
+                 "minus": getattr(o, "minus", ""), "plus": getattr(o, "plus", ""), "kind": o.control,
+                 "step": o.step, **({"choices": list(o.choices)} if o.choices else {})} for o in ops.OPS.values()]
 
     def start_session(self, image: Any, *, style: str | None = None, review_mode: str | None = None,
                       filename: str | None = None, planner_schema: str | None = None,
@@ -461,14 +632,15 @@ class Studio:
                 raise InvalidInput(f"style: unknown look {style!r}; choose one of {', '.join(known)}")
         data, title = self._original_bytes(image, filename)
         try:
-            loaded = load_image(data, max_pixels=self.config.max_upload_pixels)
+            loaded = load_image(data, max_pixels=self.config.max_upload_pixels, alpha="keep", name=title or None)
         except ImageLoadError as exc:
             raise InvalidInput(str(exc)) from None
+        if loaded.pixels.ndim == 3 and loaded.pixels.shape[2] == 4 and (loaded.pixels[:, :, 3] < 255).any():
+            loaded.notices.append("Transparency kept: PNG, TIFF and WebP exports keep it.")
         session_id = new_id()
         name = f"original.{_FORMAT_EXT.get(loaded.format, 'img')}"
-        folder = self.store.session_dir(session_id)
         try:
-            write_bytes_atomic(folder / name, data)   # the file before the row that names it
+            self.storage.write_bytes(f"{session_id}/{name}", data)   # the file before the row that names it
             record, _ = self.store.create_session(
                 session_id=session_id, resume_token=secrets.token_urlsafe(32), title=title, style=style,
                 review_mode=mode, original_path=name, width=loaded.width, height=loaded.height,
@@ -477,10 +649,7 @@ class Studio:
         except Exception:
             self.store.remove_session_files(session_id)
             raise
-        with self._sources_lock:
-            self._sources[session_id] = SourceImage.from_array(loaded.pixels)
-            while len(self._sources) > self.config.source_cache_sessions:
-                self._sources.popitem(last=False)
+        self._remember_source(session_id, SourceImage.from_loaded(loaded))
         self._recovered.add(session_id)
         return self._info(record)
 
@@ -591,7 +760,7 @@ class Studio:
         """Mark (or unmark) a session as shareable training data (`python -m agent.synthesize --from-sessions`)."""
         if not isinstance(shareable, bool):
             raise InvalidInput(f"shareable: expected true or false, got {shareable!r}")
-        with self._lock(session_id):
+        with self._leased(session_id):
             session = self._session(session_id)
             settings = dict(session.settings)
             settings["shareable"] = shareable
@@ -629,13 +798,45 @@ class Studio:
         text = text.strip()
         if len(text) > MAX_MESSAGE_CHARS:
             raise InvalidInput(f"that message is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS})")
-        with self._lock(session_id):
+        generative = self._generative_turn(session_id, text, progress)
+        if generative is not None:
+            return generative
+        route = self.router.route(text)
+        if route.kind != "modification":
+            # small talk, questions and chat commands: answered before any planning (agent/router.py)
+            from agent.dialogue_commands import handle
+            return handle(self, session_id, route, text, progress)
+        with self._leased(session_id):
             session = self._session(session_id)
             if self._pending(session) is not None:
                 # Keep talking: the version under review is kept as if approved, and the new turn starts from it.
                 self._keep_pending(session)
                 session = self.store.get_session(session_id)
             return self._start_turn(session, text, progress=progress)
+
+    def _generative_turn(self, session_id: str, text: str, progress: ProgressFn | None) -> TurnResult | None:
+        """Remove / fill / expand / regenerate / create asked in words: answered by generation (agent/generation.py)
+        before the router and the planner; None when the message is not a generative request."""
+        from agent.planners.generative import parse_generative
+
+        request = parse_generative(text)
+        if request is None:
+            return None
+        with self._lock(session_id):
+            session = self._session(session_id)
+            if self._pending(session) is not None:
+                self._keep_pending(session)
+                session = self.store.get_session(session_id)
+            return self.generation.chat_turn(session, request, progress=progress)
+
+    @property
+    def router(self):
+        """The message router (agent/router.py), built on first use from the engine profile."""
+        if getattr(self, "_router", None) is None:
+            from agent.router import Router
+            vocab = getattr(self.planner, "vocab", None)
+            self._router = Router(vocab=vocab) if vocab is not None else Router()
+        return self._router
 
     def _keep_pending(self, session: SessionRecord) -> TurnResult:
         """Approve the turn under review (the person went on talking instead of deciding)."""
@@ -665,7 +866,7 @@ class Studio:
 
         if action not in ("approve", "modify", "rollback", "replan"):
             raise InvalidInput(f"action: expected approve, modify, rollback or replan, got {action!r}")
-        with self._lock(session_id):
+        with self._leased(session_id):
             session = self._session(session_id)
             pending = self._pending(session)
             if action == "rollback":
@@ -675,6 +876,7 @@ class Studio:
                 decision = {"action": "rollback", "asset_id": asset_id}
             elif action == "modify":
                 checked = self._check_values(values)
+                self._check_together(session, pending, checked)
                 if pending is None:
                     words = " ".join(f"{k}={v}" for k, v in checked.items())
                     return self._start_turn(session, f"/modify {words}", modify_values=checked, progress=progress)
@@ -706,39 +908,46 @@ class Studio:
                           kind="command")
 
     # -- undo / redo --------------------------------------------------------------------
-    def undo(self, session_id: str, *, progress: ProgressFn | None = None) -> TurnResult:
+    def undo(self, session_id: str, *, steps: int = 1, progress: ProgressFn | None = None,
+             said: str | None = None) -> TurnResult:
         """Step the head back to its parent version (bit-exact: the parent's state is re-rendered).
 
-        A turn of its own (status ``rolled_back``, kind ``command``). The version
-        undone from is remembered on the session, so :meth:`redo` (even from a new
-        Studio after a restart) brings it back. At the original: ``InvalidInput
-        ("nothing to undo")`` and the session is unchanged.
+        ``steps``: how many versions back along the head path (more than there are
+        stops at the original). A turn of its own (status ``rolled_back``, kind
+        ``command``). The versions undone from are remembered on the session, so
+        :meth:`redo` (even from a new Studio after a restart) brings them back one
+        at a time. At the original: ``InvalidInput("nothing to undo")`` and the
+        session is unchanged.
         """
-        with self._lock(session_id):
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise InvalidInput(f"steps: expected a whole number of versions >= 1, got {steps!r}")
+        with self._leased(session_id):
             session = self._session(session_id)
             if session.active_thread:
                 raise InvalidInput(_WAITING)
             head = self.store.get_asset(session.head_asset_id, session.id)
             if not head.parent_id:
                 raise InvalidInput("nothing to undo: this is the original photo")
-            parent = self.store.get_asset(head.parent_id, session.id)
+            chain = self.store.ancestors(head.id)           # original ... head
+            target = chain[max(0, len(chain) - 1 - steps)]
+            undone = chain[chain.index(target) + 1:][::-1]  # head first, down to the child of target
             stack = self._redo_stack(session)
             # keep the trail only while it is one chain (a new edit since the last undo starts a new one)
             if stack and self._parent_of(session.id, stack[-1]) != head.id:
                 stack = []
-            self._set_redo_stack(session, stack + [head.id])
-            what = head.summary or f"turn {head.turn}"
-            where = "the original" if parent.parent_id is None else f"turn {parent.turn}"
+            self._set_redo_stack(session, stack + [a.id for a in undone])
+            what = (head.summary or f"turn {head.turn}") if len(undone) == 1 else f"the last {len(undone)} changes"
+            where = "the original" if target.parent_id is None else f"turn {target.turn}"
             reply = f"Undid {what}; back to {where}. Say \"redo\" to bring it back."
-            return self._move_head(session, parent, "/undo", reply, f"undo to T{parent.turn}", progress)
+            return self._move_head(session, target, said or "/undo", reply, f"undo to T{target.turn}", progress)
 
-    def redo(self, session_id: str, *, progress: ProgressFn | None = None) -> TurnResult:
+    def redo(self, session_id: str, *, progress: ProgressFn | None = None, said: str | None = None) -> TurnResult:
         """Bring back the version the last :meth:`undo` stepped away from.
 
         Nothing undone (or a new edit or rollback since): ``InvalidInput("nothing to
         redo")`` and the session is unchanged.
         """
-        with self._lock(session_id):
+        with self._leased(session_id):
             session = self._session(session_id)
             if session.active_thread:
                 raise InvalidInput(_WAITING)
@@ -748,7 +957,7 @@ class Studio:
             child = self.store.get_asset(stack[-1], session.id)
             self._set_redo_stack(session, stack[:-1])
             reply = f"Redid {child.summary or f'turn {child.turn}'}."
-            return self._move_head(session, child, "/redo", reply, f"redo to T{child.turn}", progress)
+            return self._move_head(session, child, said or "/redo", reply, f"redo to T{child.turn}", progress)
 
     def _redo_stack(self, session: SessionRecord) -> list[str]:
         return [str(a) for a in (session.settings.get(_REDO_KEY) or [])]
@@ -857,11 +1066,14 @@ class Studio:
 
     @staticmethod
     def _with_values(state: EditState, values: dict[str, int], layers: list[dict]) -> EditState:
-        if values:
-            state = state.with_settings(values, clamp=False)
-        for layer in layers:
-            for name, value in layer["values"].items():
-                state = state.with_value(name, value, mask=layer["mask"], mode="set", clamp=False)
+        try:
+            if values:
+                state = state.with_settings(values, clamp=False)
+            for layer in layers:
+                for name, value in layer["values"].items():
+                    state = state.with_value(name, value, mask=layer["mask"], mode="set", clamp=False)
+        except EditStateError as exc:  # fine one by one, not together (a crop that keeps nothing)
+            raise InvalidInput(f"values: {exc}") from None
         return state
 
     def preview(self, session_id: str, values: dict | None, *, layers: Any = None) -> Path:
@@ -895,7 +1107,7 @@ class Studio:
         """
         from langgraph.types import Command
 
-        with self._lock(session_id):
+        with self._leased(session_id):
             session = self._session(session_id)
             base_asset = self._slider_base(session)
             base = EditState.from_dict(base_asset.state)
@@ -950,18 +1162,196 @@ class Studio:
             save_image(source.proxy(side) if side else source.pixels, path)
         return path
 
-    def export(self, session_id: str, asset_id: str | None = None, *, fmt: str = "jpeg") -> Path:
-        """Full-resolution render of a version as jpeg, png or tiff (same state, same pixels)."""
+    def export(self, session_id: str, asset_id: str | None = None, *, fmt: str = "jpeg", quality: int | None = None,
+               long_side: int | None = None, keep_metadata: bool = True, drop_gps: bool = True) -> Path:
+        """Render a version (default: the head) for export: jpeg, png, tiff or webp.
+
+        ``quality`` 1..100 for JPEG / WebP (default ``images.export_quality``); ``long_side``: pixels of the
+        long side (None = full resolution; never upscales). The sRGB profile is always embedded. With
+        ``keep_metadata`` the original's EXIF goes along (orientation reset: the pixels are upright), its GPS
+        position removed unless ``drop_gps=False``. 16-bit originals (16-bit PNG / TIFF, RAW) export at 16
+        bits in PNG and TIFF; transparency is kept in PNG, TIFF and WebP (JPEG is flattened onto white).
+        Files: ``<session>/exports/<asset>-full.<ext>`` with the defaults, else the options in the name.
+        """
         ext = EXPORT_FORMATS.get(str(fmt).lower())
         if ext is None:
-            raise InvalidInput(f"fmt: expected jpeg, png or tiff, got {fmt!r}")
+            raise InvalidInput(f"fmt: expected jpeg, png, tiff or webp, got {fmt!r}")
+        if quality is not None and (isinstance(quality, bool) or not isinstance(quality, int)
+                                    or not 1 <= quality <= 100):
+            raise InvalidInput(f"quality: expected a whole number 1..100, got {quality!r}")
+        side = self._check_side(long_side)
         asset = self._asset(session_id, asset_id)
-        path = self.store.session_dir(session_id) / "exports" / f"{asset.id}-full.{ext}"
-        if not path.exists():
-            pixels = self.renderer.render(self._source(session_id), EditState.from_dict(asset.state), None)
-            save_image(pixels, path, quality=self.config.export_quality)
-        return path
+        q = self.config.export_quality if quality is None else quality
+        tag = "full" if side is None else str(side)
+        if quality is not None and ext in ("jpg", "webp"):
+            tag += f"-q{q}"
+        if not keep_metadata:
+            tag += "-nometa"
+        elif not drop_gps:
+            tag += "-gps"
+        key = f"{session_id}/exports/{asset.id}-{tag}.{ext}"   # in the shared storage: any replica finds it
+        if not self.storage.exists(key):
+            from pipeline.imageio import encode_image, export_exif, srgb_icc
+
+            source = self._source(session_id)
+            state = EditState.from_dict(asset.state)
+            if source.deep is not None and ext in ("png", "tif"):
+                pixels = self.renderer.render_deep(source, state, side)
+            else:
+                pixels = np.array(self.renderer.render(source, state, side))
+            alpha = self.renderer.alpha_for(source, state, side)
+            if alpha is not None and self.renderer.frame(source, state) is None:
+                # where the photo is fully transparent the edit leaves the colour alone (no tint
+                # shows in viewers that ignore transparency)
+                clear = alpha == 0
+                base = source.deep if pixels.dtype == np.uint16 else source.pixels
+                if base.shape[:2] != pixels.shape[:2]:
+                    base = cv2.resize(base, (pixels.shape[1], pixels.shape[0]), interpolation=cv2.INTER_AREA)
+                pixels = np.array(pixels)
+                pixels[clear] = base[clear]
+            if alpha is not None:
+                if ext == "jpg":
+                    pixels = _flatten_white(pixels, alpha)
+                else:
+                    if alpha.dtype != pixels.dtype:
+                        alpha = alpha.astype(np.uint16) * np.uint16(257) if pixels.dtype == np.uint16 else alpha
+                    pixels = np.dstack([pixels, alpha])
+            exif = export_exif(source.exif, drop_gps=drop_gps) if keep_metadata else None
+            self.storage.write_bytes(key, encode_image(pixels, {"jpg": "jpeg", "tif": "tiff"}.get(ext, ext), quality=q,
+                                                       icc=srgb_icc(), exif=exif))
+        return self.storage.local_path(key)
+
+
+    # -- generation (issue 14; docs/generation.md) ----------------------------------------------
+    def get_defaults(self) -> dict:
+        """The generation defaults: ``{"image": {width, height, steps, cfg, sampler_name, scheduler, denoise,
+        model, negative_prompt}}`` (the model's profile, overridden by set_defaults)."""
+        return self.generation.get_defaults()
+
+    def set_defaults(self, image: dict, persist: bool = False) -> dict:
+        """Override generation defaults (validated: unknown or out-of-range keys raise InvalidInput naming the
+        key); ``persist`` keeps them across restarts. Returns the new defaults."""
+        return self.generation.set_defaults(image, persist)
+
+    def generate_image(self, prompt: str, negative_prompt: str | None = None, seed: int | None = None,
+                       width: int | None = None, height: int | None = None, steps: int | None = None,
+                       cfg: float | None = None, sampler_name: str | None = None, scheduler: str | None = None,
+                       denoise: float | None = None, model: str | None = None,
+                       return_inline_preview: bool = False) -> dict:
+        """A new photo from text, which becomes the original of a new session; the asset answer
+        (asset_id, asset_url, image_url, filename, subfolder, folder_type, workflow_id, prompt_id,
+        mime_type, width, height, bytes_size, ...). No backend, model missing, out of memory or a server
+        that is down raise GenerationFailed (an AtelierError) with the reason; nothing is created."""
+        return self.generation.generate_image(prompt, negative_prompt=negative_prompt, seed=seed, width=width,
+                                              height=height, steps=steps, cfg=cfg, sampler_name=sampler_name,
+                                              scheduler=scheduler, denoise=denoise, model=model,
+                                              return_inline_preview=return_inline_preview)
+
+    def regenerate(self, asset_id: str, seed: int | None = None, param_overrides: dict | None = None) -> dict:
+        """Make a generated version again (new seed, or ``seed``; ``param_overrides`` such as steps or cfg):
+        a generated original gives a new session, a version with generated layers a new branch (the head)."""
+        return self.generation.regenerate(asset_id, seed=seed, param_overrides=param_overrides)
+
+    def generation_status(self) -> dict:
+        """The generation backend: ``{"backend", "model", "ready", ...}`` (``reason`` when it cannot run)."""
+        return self.generation.status()
+
+
+    # -- selections (brush / lasso, click, box) -------------------------------------------
+    def select(self, session_id: str, *, mask: Any = None, point: Any = None, box: Any = None) -> dict:
+        """Make the session's selection from a painted ``mask``, a click ``point`` [x, y] or a ``box``
+        [x0, y0, x1, y1] (fractions 0..1 of the original's frame); exactly one of them.
+
+        The mask is stored as a content-addressed blob and becomes "the selection" chat refers to
+        ("brighten the selection", "remove this"). Returns ``{"selection_id", "coverage" (0..1),
+        "preview" (PNG path: the photo with the selection tinted), "mask" (the mask spec),
+        "source" ("mask" | "point" | "box")}``. A selection of zero pixels, two inputs at once or a
+        point outside the photo raise ``InvalidInput``; the session is unchanged.
+        """
+        from pipeline import selections
+
+        given = {k: v for k, v in (("mask", mask), ("point", point), ("box", box)) if v is not None}
+        if len(given) != 1:
+            raise InvalidInput("select: give exactly one of mask (a painted mask), point [x, y] or box "
+                               f"[x0, y0, x1, y1]; got {', '.join(given) or 'none'}")
+        (kind, value), = given.items()
+        with self._leased(session_id):
+            session = self._session(session_id)
+            source = self._source(session_id)
+            try:
+                if kind == "mask":
+                    pixels = selections.painted_mask(value, (source.height, source.width))
+                elif kind == "point":
+                    pixels = selections.click_mask(source.pixels, value)
+                else:
+                    pixels = selections.box_mask(source.pixels, value)
+            except selections.SelectionError as exc:
+                raise InvalidInput(str(exc)) from None
+            share = selections.coverage(pixels)
+            if not np.any(pixels >= 128):
+                raise InvalidInput("The selection is empty (zero pixels): brush over, click on or drag a box "
+                                   "around what you want to select. Nothing was changed.")
+            digest = self.blobs.put_array(pixels)
+            preview = self.store.session_dir(session_id) / "selections" / f"{digest[:24]}.png"
+            if not preview.exists():
+                save_image(selections.preview(source.pixels, pixels), preview)
+            spec = {"type": "painted", "blob": digest}
+            settings = dict(session.settings)
+            settings["selection"] = {"mask": spec, "coverage": round(share, 6), "source": kind}
+            self.store.update_session(session_id, settings=settings)
+        return {"selection_id": digest, "coverage": share, "preview": str(preview), "mask": spec, "source": kind}
+
+    def selection(self, session_id: str) -> dict | None:
+        """The session's latest selection (as :meth:`select` returned it, without the preview), or None."""
+        found = self._session(session_id).settings.get("selection")
+        if not found:
+            return None
+        return {"selection_id": found["mask"]["blob"], "coverage": found["coverage"], "mask": dict(found["mask"]),
+                "source": found.get("source")}
+
+    # -- skills (skills/ and $ATELIER_SKILLS_DIR) -----------------------------------------
+    def skills(self) -> list[dict]:
+        """Every skill (looks, retouch recipes, compound skills) as small rows, in menu order."""
+        from skills import SkillError, load_skills
+        try:
+            return [s.summary() for s in load_skills().values()]
+        except SkillError as exc:
+            raise InvalidInput(str(exc)) from None
+
+    def apply_skill(self, session_id: str, name: str, *, progress: ProgressFn | None = None) -> TurnResult:
+        """Apply one skill by name as a turn (like saying "use the <name> skill"); gates are checked on the photo."""
+        from skills import SkillError, load_skills
+        try:
+            known = load_skills()
+        except SkillError as exc:
+            raise InvalidInput(str(exc)) from None
+        if not isinstance(name, str) or name.strip().lower().replace(" ", "_") not in known:
+            raise InvalidInput(f"skill: unknown skill {name!r}; choose one of {', '.join(known)}")
+        skill = known[name.strip().lower().replace(" ", "_")]
+        return self.send_message(session_id, f"use the {skill.name} skill", progress=progress)
+
+
+def apply_recipe(photo: Any, state: EditState, *, fmt: str = "jpeg", quality: int = 92,
+                 long_side: int | None = None, max_pixels: int = 50_000_000,
+                 renderer: Renderer | None = None) -> bytes:
+    """Render ``state`` (a recipe) on a photo without a session: encoded bytes in ``fmt``.
+
+    ``photo``: a path or the file's bytes. The batch path (``agent.batch --state/--style``);
+    same pixels as a session's export of the same state. A bad photo raises InvalidInput.
+    """
+    from pipeline.imageio import encode_image
+
+    ext = EXPORT_FORMATS.get(str(fmt).lower())
+    if ext is None:
+        raise InvalidInput(f"fmt: expected jpeg, png or tiff, got {fmt!r}")
+    try:
+        loaded = load_image(photo, max_pixels=max_pixels)
+    except ImageLoadError as exc:
+        raise InvalidInput(str(exc)) from None
+    renderer = renderer or Renderer(max_cache_bytes=0)
+    pixels = renderer.render(SourceImage.from_array(loaded.pixels), state, long_side)
+    return encode_image(np.ascontiguousarray(pixels), {"jpg": "jpeg", "tif": "tiff"}.get(ext, ext), quality=quality)
 
 
 __all__ = ["AssetInfo", "AtelierError", "InvalidInput", "ReviewPayload", "SessionInfo", "SessionNotFound",
-           "Studio", "TURN_KINDS", "TurnResult"]
+           "Studio", "TURN_KINDS", "TurnResult", "apply_recipe"]

@@ -47,6 +47,7 @@ class ToolContext:
     clamped: bool
     status: str
     target: dict | None = None
+    limit: str | None = None          # what held the value: "op range", "range" (model profile), "sweet spot"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -130,6 +131,8 @@ class AgentState(TypedDict, total=False):
     status: str                      # "running", then one of OUTCOMES
     reply: str
     warnings: list[str]
+    failure: dict | None             # the latest failure: {"kind": agent.failures.KINDS, "node", "message"}
+    details: dict                    # the turn's details: skills trace, review tier(s), failures by kind
 
 
 def fresh_turn_state(*, session_id: str, turn: int, message: str, style: str | None,
@@ -143,7 +146,7 @@ def fresh_turn_state(*, session_id: str, turn: int, message: str, style: str | N
         assessment=None, retries=0, error_retries=0, errors=[], error=None,
         feedback=None, diagnoses=[], modify_values=modify_values, modify_layers=modify_layers,
         person_modified=False, review=None, rollback_asset_id=None,
-        status="running", reply="", warnings=[],
+        status="running", reply="", warnings=[], failure=None, details={},
     )
 
 

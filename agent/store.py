@@ -25,14 +25,15 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from sqlalchemy import (JSON, DateTime, ForeignKey, Integer, String, Text, create_engine, event,
-                        func, select, update)
+from sqlalchemy import (JSON, DateTime, Float, ForeignKey, Integer, String, Text, create_engine, event,
+                        func, inspect, or_, select, text, update)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 from agent.errors import AtelierError, SessionNotFound
@@ -69,6 +70,13 @@ class SessionRow(Base):
     head_asset_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     active_thread: Mapped[str | None] = mapped_column(String(96), nullable=True)  # turn in flight / awaiting review
     settings: Mapped[dict] = mapped_column(JSON, default=dict)
+    # The session lease: which app process (replica) may run turns, and until when (epoch seconds).
+    lease_owner: Mapped[str | None] = mapped_column(String(96), nullable=True)
+    lease_until: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+#: Columns added after the first release, with their SQL type: added to an older database at start.
+_ADDED_COLUMNS = {"sessions": {"lease_owner": "VARCHAR(96)", "lease_until": "FLOAT"}}
 
 
 class AssetRow(Base):
@@ -186,6 +194,22 @@ def is_postgres(url: str) -> bool:
     return url.startswith(("postgresql", "postgres"))
 
 
+def sqlalchemy_url(url: str) -> str:
+    """A PostgreSQL URL with the psycopg (3) driver named, as SQLAlchemy needs it; others unchanged."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+def libpq_url(url: str) -> str:
+    """The same PostgreSQL URL as psycopg / libpq read it (no SQLAlchemy driver name)."""
+    for prefix in ("postgresql+psycopg://", "postgresql+psycopg2://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql://" + url[len(prefix):]
+    return url
+
+
 def _sqlite_file(url: str) -> Path | None:
     path = url.split(":///", 1)[1] if ":///" in url else ""
     path = path.split("?", 1)[0]
@@ -198,9 +222,13 @@ class Store:
     Thread-safe: every method opens its own short SQLAlchemy session.
     """
 
-    def __init__(self, database_url: str, sessions_dir: str | os.PathLike):
+    def __init__(self, database_url: str, sessions_dir: str | os.PathLike, storage: Any = None):
+        from pipeline.storage import LocalStorage
+
         self.sessions_dir = Path(sessions_dir)
         self.sessions_dir.mkdir(parents=True, exist_ok=True)
+        #: Durable files (originals, blobs, exports); renders stay in the local sessions folder.
+        self.storage = storage if storage is not None else LocalStorage(self.sessions_dir)
         self.url = database_url
         if is_sqlite(database_url):
             db_file = _sqlite_file(database_url)
@@ -209,9 +237,20 @@ class Store:
             self.engine = create_engine(database_url, connect_args={"timeout": 30})
             event.listen(self.engine, "connect", _sqlite_pragmas)
         else:
-            self.engine = create_engine(database_url, pool_pre_ping=True)
+            self.engine = create_engine(sqlalchemy_url(database_url), pool_pre_ping=True)
         Base.metadata.create_all(self.engine)
+        self._add_missing_columns()
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    def _add_missing_columns(self) -> None:
+        """Bring a database made by an older version up to date (new nullable columns only)."""
+        found = inspect(self.engine)
+        for table, columns in _ADDED_COLUMNS.items():
+            have = {c["name"] for c in found.get_columns(table)}
+            for name, sql_type in columns.items():
+                if name not in have:
+                    with self.engine.begin() as conn:
+                        conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {name} {sql_type}"))
 
     def close(self) -> None:
         self.engine.dispose()
@@ -224,8 +263,16 @@ class Store:
         """Cached render of an asset at a size: ``<session>/renders/<asset>-<long_side>.<ext>``."""
         return self.session_dir(session_id) / "renders" / f"{asset_id}-{long_side}.{ext}"
 
+    def original_key(self, session: SessionRecord) -> str:
+        return f"{session.id}/{session.original_path}"
+
+    def read_original(self, session: SessionRecord) -> bytes:
+        """The untouched original's bytes, from the storage (a replica on another machine reads the same)."""
+        return self.storage.read_bytes(self.original_key(session))
+
     def original_file(self, session: SessionRecord) -> Path:
-        return self.session_dir(session.id) / session.original_path
+        """A local file holding the original (a local copy when the storage is shared)."""
+        return self.storage.local_path(self.original_key(session))
 
     def delete_asset_files(self, session_id: str, asset_ids: Iterable[str]) -> None:
         folder = self.session_dir(session_id) / "renders"
@@ -247,6 +294,11 @@ class Store:
                 if p.name.split("-", 1)[0] not in known or p.name.startswith(".tmp") or ".tmp" in p.suffixes:
                     p.unlink(missing_ok=True)
                     removed.append(p)
+        if self.storage.local_root != self.sessions_dir.resolve():   # exports in the shared storage
+            for key in self.storage.list(f"{session_id}/exports"):
+                if key.rsplit("/", 1)[1].split("-", 1)[0] not in known:
+                    self.storage.delete(key)
+                    removed.append(Path(key))
         return removed
 
     # -- sessions -------------------------------------------------------------------
@@ -295,6 +347,56 @@ class Store:
             result = db.execute(update(SessionRow).where(SessionRow.id == session_id).values(**values))
             if result.rowcount == 0:
                 raise SessionNotFound(f"no session {session_id!r}")
+
+    # -- the session lease (one replica runs a session's turns at a time) ----------
+    def acquire_lease(self, session_id: str, owner: str, ttl_s: float, steal_from: str | None = None) -> str | None:
+        """Take or extend the lease for ``owner``; returns None when taken, else the holder's name.
+
+        Free, already ours, or expired (its process died) leases are taken in one
+        atomic UPDATE, so of two replicas racing for one session exactly one wins.
+        ``steal_from`` also takes it from that holder (one known to be dead).
+        """
+        now = time.time()
+        free = [SessionRow.lease_owner.is_(None), SessionRow.lease_owner == owner, SessionRow.lease_until < now]
+        if steal_from:
+            free.append(SessionRow.lease_owner == steal_from)
+        with self._sessions.begin() as db:
+            result = db.execute(
+                update(SessionRow)
+                .where(SessionRow.id == session_id, or_(*free))
+                .values(lease_owner=owner, lease_until=now + ttl_s))
+            if result.rowcount == 1:
+                return None
+            holder = db.scalar(select(SessionRow.lease_owner).where(SessionRow.id == session_id))
+        if holder is None and not self._exists(session_id):
+            raise SessionNotFound(f"no session {session_id!r}")
+        return holder or "another process"
+
+    def renew_lease(self, session_id: str, owner: str, ttl_s: float) -> bool:
+        """Push our lease's expiry on; False when it is no longer ours."""
+        with self._sessions.begin() as db:
+            result = db.execute(update(SessionRow)
+                                .where(SessionRow.id == session_id, SessionRow.lease_owner == owner)
+                                .values(lease_until=time.time() + ttl_s))
+            return result.rowcount == 1
+
+    def release_lease(self, session_id: str, owner: str) -> None:
+        with self._sessions.begin() as db:
+            db.execute(update(SessionRow).where(SessionRow.id == session_id, SessionRow.lease_owner == owner)
+                       .values(lease_owner=None, lease_until=None))
+
+    def lease_of(self, session_id: str) -> tuple[str | None, float | None]:
+        """(owner, expiry as epoch seconds) of a session's lease."""
+        with self._sessions() as db:
+            row = db.execute(select(SessionRow.lease_owner, SessionRow.lease_until)
+                             .where(SessionRow.id == session_id)).first()
+            if row is None:
+                raise SessionNotFound(f"no session {session_id!r}")
+            return row[0], row[1]
+
+    def _exists(self, session_id: str) -> bool:
+        with self._sessions() as db:
+            return db.get(SessionRow, session_id) is not None
 
     # -- assets ---------------------------------------------------------------------
     def add_asset(self, *, session_id: str, parent_id: str | None, turn: int, state: dict,
@@ -393,6 +495,7 @@ class Store:
             return int(db.scalar(select(func.count()).select_from(TurnRow).where(TurnRow.session_id == session_id)) or 0)
 
     def remove_session_files(self, session_id: str) -> None:
+        self.storage.delete_tree(session_id)
         shutil.rmtree(self.session_dir(session_id), ignore_errors=True)
 
 
@@ -425,8 +528,8 @@ def open_checkpointer(database_url: str, sessions_dir: Path, checkpoints_file: s
                 "ATELIER_DATABASE_URL points at PostgreSQL, but langgraph-checkpoint-postgres is not "
                 "installed: pip install langgraph-checkpoint-postgres psycopg[binary]"
             ) from None
-        conn = psycopg.connect(database_url.replace("postgresql+psycopg://", "postgresql://"),
-                               autocommit=True, prepare_threshold=0, row_factory=dict_row)
+        conn = psycopg.connect(libpq_url(database_url), autocommit=True, prepare_threshold=0,
+                               row_factory=dict_row)
         saver = PostgresSaver(conn)
         saver.setup()
         return saver, conn.close

@@ -52,6 +52,9 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 import yaml
 
+from agent.parallel import ParallelError, map_jobs
+from pipeline.imageio import write_bytes_atomic
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PHRASES_FILE = REPO_ROOT / "configs" / "synthesis.yaml"
 TURN_TYPES = ("global_init", "global_refine", "local_edit", "rollback_correct", "style_shift")
@@ -76,11 +79,49 @@ def load_phrases(path: Path = PHRASES_FILE) -> dict:
     return data
 
 
+#: The conversation suites the person may borrow words from: the tuning split only, never held-out.
+SUITE_DIR = REPO_ROOT / "evals" / "conversations" / "tuning"
+#: Turn type -> the suite step kinds whose sentences fit it (global ones have no region).
+SUITE_KINDS = {"global_init": ("edit", "complaint", "magnitude"), "global_refine": ("follow_up",),
+               "local_edit": ("local", "complaint")}
+SUITE_SHARE = 0.3   # how often a turn borrows a suite sentence instead of a template
+
+
+def suite_phrases(folder: Path = SUITE_DIR) -> dict[str, list[tuple[str | None, str]]]:
+    """Turn type -> (image or None for any photo, sentence) from the tuning conversation suites."""
+    found: dict[str, list[tuple[str | None, str]]] = {t: [] for t in SUITE_KINDS}
+    if "heldout" in folder.parts:
+        raise SynthesisError("the held-out suite is never used for anything but measuring")
+    for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        for scenario in data.get("scenarios") or []:
+            for step in scenario.get("steps") or []:
+                said, kind = step.get("say"), step.get("kind")
+                if not isinstance(said, str) or not kind:
+                    continue
+                for turn_type, kinds in SUITE_KINDS.items():
+                    if kind not in kinds:
+                        continue
+                    local = "region" in step
+                    if turn_type == "local_edit" and local:
+                        found[turn_type].append((scenario.get("image"), said))
+                    elif turn_type != "local_edit" and not local:
+                        found[turn_type].append((None, said))
+    return found
+
+
 class Person:
     """Chooses turn types and words; everything comes from one seeded generator."""
 
-    def __init__(self, phrases: dict, rng: random.Random, looks: Sequence[str]):
+    def __init__(self, phrases: dict, rng: random.Random, looks: Sequence[str], photo: str | None = None,
+                 suite: dict[str, list[tuple[str | None, str]]] | None = None):
         self.p, self.rng, self.looks = phrases, rng, list(looks)
+        # sentences from the tuning suites that fit this photo (local ones name what is in it)
+        self.suite = {t: [s for img, s in rows if img in (None, photo)] for t, rows in (suite or {}).items()}
+
+    def _borrow(self, turn_type: str) -> str | None:
+        pool = self.suite.get(turn_type) or []
+        return self._pick(pool) if pool and self.rng.random() < SUITE_SHARE else None
 
     def _pick(self, items: Sequence[str]) -> str:
         return self.rng.choice(list(items))
@@ -103,6 +144,9 @@ class Person:
         return out
 
     def global_init(self) -> str:
+        borrowed = self._borrow("global_init")
+        if borrowed:
+            return borrowed
         if self.rng.random() < 0.25:
             return self._pick(self.p["complaints"])
         first = self.direction()
@@ -112,11 +156,14 @@ class Person:
         return self._pick(self.p["wrappers"]).replace("{x}", first)
 
     def global_refine(self) -> str:
+        borrowed = self._borrow("global_refine")
+        if borrowed:
+            return borrowed
         kind = self._pick(["more", "less", "other", "other"])
         return self._fill(self._pick(self.p["refine"][kind]))
 
     def local_edit(self) -> str:
-        return self._fill(self._pick(self.p["local"]))
+        return self._borrow("local_edit") or self._fill(self._pick(self.p["local"]))
 
     def rollback_correct(self) -> tuple[str, str]:
         """(what the person says, the edit part the agent performs after going back)."""
@@ -223,7 +270,7 @@ def synthesize_one(job: Job) -> dict:
     planner_schema = load_schema("planner")
     phrases = load_phrases()
     rng = random.Random(f"{job.seed}:{job.index}:{job.attempt}")
-    person = Person(phrases, rng, studio.styles())
+    person = Person(phrases, rng, studio.styles(), photo=Path(job.photo).stem, suite=suite_phrases())
     counts: Counter = Counter()
     info = studio.start_session(job.photo, review_mode="never", filename=Path(job.photo).name)
     sid = info.id
@@ -307,57 +354,6 @@ def run_job(job: Job) -> dict:
         return {"job": job.__dict__, "error": f"{type(exc).__name__}: {exc}"}
 
 
-# -- running many: a process pool or Ray ------------------------------------------------
-
-def map_jobs(fn: Callable[[Any], dict], items: Sequence[Any], *, workers: int = 1, ray_address: str | None = None,
-             on_done: Callable[[Any, dict], None] | None = None) -> list[dict]:
-    """``fn`` over ``items`` in this process, a spawn process pool, or Ray ("local", "auto", host:port).
-
-    Results come back in the items' order; ``on_done(item, result)`` is called as each finishes.
-    """
-    results: dict[int, dict] = {}
-
-    def done(i: int, res: dict) -> None:
-        results[i] = res
-        if on_done:
-            on_done(items[i], res)
-
-    if ray_address:
-        try:
-            import ray
-        except ImportError:
-            raise SynthesisError("--ray needs the optional Ray package (pip install 'ray>=2.9')") from None
-        if ray_address == "local":
-            ray.init(runtime_env={"env_vars": {"PYTHONPATH": str(REPO_ROOT)}}, include_dashboard=False,
-                     ignore_reinit_error=True, log_to_driver=False, num_cpus=max(1, workers))
-        else:
-            ray.init(address=ray_address, ignore_reinit_error=True, log_to_driver=False,
-                     runtime_env={"working_dir": str(REPO_ROOT),
-                                  "excludes": [".venv", ".git", "sessions", "**/__pycache__"]})
-        try:
-            task = ray.remote(num_cpus=1)(fn)
-            refs = {task.remote(item): i for i, item in enumerate(items)}
-            pending = list(refs)
-            while pending:
-                ready, pending = ray.wait(pending, num_returns=1)
-                for ref in ready:
-                    done(refs[ref], ray.get(ref))
-        finally:
-            ray.shutdown()
-    elif workers <= 1:
-        for i, item in enumerate(items):
-            done(i, fn(item))
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
-            for fut in as_completed(futures):
-                done(futures[fut], fut.result())
-    return [results[i] for i in range(len(items))]
-
-
 # -- the driver ---------------------------------------------------------------------------
 
 def list_photos(paths: Iterable[str | os.PathLike]) -> list[Path]:
@@ -436,12 +432,7 @@ def to_record(result: dict, out: Path, system_prompt: str) -> dict:
 
 
 def _write_atomic(path: Path, data: bytes | str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_bytes_atomic(path, data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def verify_renders(record: dict, out: Path, photo: Path, long_side: int) -> list[str]:
@@ -546,7 +537,10 @@ def synthesize(photos: Sequence[str | os.PathLike], out: str | os.PathLike, *, c
     for round_ in range(MAX_DEDUP_ROUNDS + 1):
         jobs = [Job(i, attempts[i], seed, str(assigned[i]), turns, long_side, vlm) for i in todo]
         if jobs:
-            map_jobs(run_job, jobs, workers=workers, ray_address=ray_address, on_done=finish)
+            try:
+                map_jobs(run_job, jobs, workers=workers, ray_address=ray_address, on_done=finish)
+            except ParallelError as exc:
+                raise SynthesisError(str(exc)) from None
         todo = []
         for i in find_duplicates(records):
             del records[i]

@@ -358,4 +358,10 @@ def apply_pixel_ops(rgb: np.ndarray, settings: Mapping[str, int]) -> np.ndarray:
     out = adjust_tone(out, settings)
     out = adjust_white_balance(out, settings.get("temperature", 0), settings.get("tint", 0))
     out = adjust_color(out, settings)
+    if any(k in _FINISHING_PIXEL for k in settings):
+        from pipeline.finishing import apply_finishing_pixel_ops  # tone curve and grading, after HSL
+        out = apply_finishing_pixel_ops(out, settings)
     return out
+
+
+_FINISHING_PIXEL = frozenset({"tone_curve", "curve_points", "grade_shadows", "grade_midtones", "grade_highlights"})

@@ -5,8 +5,15 @@
 
 IN may be a file or a folder (then OUT is a folder and every supported image
 in IN is rendered with the same recipe). ``--set`` values are on the op
-registry's -100..100 scale and override ``--state``. Exit status 2 on bad
-input, with a message that says what was wrong.
+registry's scale (-100..100 for sliders; see ``--list-ops``) and override
+``--state``. Beyond numbers, ``--set`` takes:
+
+- a choice by name: ``crop_aspect=4:5``, ``tone_curve=faded-matte``, ``rotate=90``;
+- ``crop=X0,Y0,X1,Y1``: a free crop as a normalised rectangle (0..1);
+- ``straighten=auto``: level the horizon by line detection (``auto_straighten=1``);
+- ``curve_points=IN:OUT,IN:OUT,...``: a point curve on 0..255.
+
+Exit status 2 on bad input, with a message that says what was wrong.
 """
 
 from __future__ import annotations
@@ -17,23 +24,49 @@ import sys
 from pathlib import Path
 
 from pipeline import ops
+from pipeline.geometry import GeometryError, crop_insets
 from pipeline.imageio import ImageLoadError, load_image, save_image, format_for_path
 from pipeline.render import Renderer, SourceImage
 from pipeline.state import EditState, EditStateError
 
 
-def parse_set(items: list[str]) -> dict[str, int]:
-    """``["exposure=20", "temperature=-10"]`` -> ``{"exposure": 20, "temperature": -10}``."""
-    values: dict[str, int] = {}
+def parse_set(items: list[str]) -> dict[str, object]:
+    """``["exposure=20", "crop_aspect=4:5"]`` -> ``{"exposure": 20, "crop_aspect": "4:5"}``.
+
+    ``crop=X0,Y0,X1,Y1`` becomes the four crop insets, ``straighten=auto`` turns
+    on automatic straightening, ``curve_points=0:10,128:140,255:250`` a point curve;
+    a choice op takes its label. Anything else must be a number.
+    """
+    values: dict[str, object] = {}
     for item in items:
         name, sep, raw = item.partition("=")
-        if not sep or not name.strip():
+        name, raw = name.strip(), raw.strip()
+        if not sep or not name:
             raise EditStateError(f"--set {item!r}: expected op=value, e.g. exposure=20")
+        if name == "crop":
+            try:
+                values.update(crop_insets(raw))
+            except GeometryError as exc:
+                raise EditStateError(f"--set {item!r}: {exc}") from None
+            continue
+        if name == "straighten" and raw.lower() == "auto":
+            values["auto_straighten"] = 1
+            continue
+        if name == "curve_points":
+            try:
+                values[name] = [[float(v) for v in p.split(":")] for p in raw.split(",") if p]
+            except ValueError:
+                raise EditStateError(f"--set {item!r}: expected IN:OUT pairs, e.g. 0:0,64:50,192:210,255:255") from None
+            continue
         try:
             number = float(raw)
         except ValueError:
+            op = ops.OPS.get(name)
+            if op is not None and op.control == "choice":
+                values[name] = raw
+                continue
             raise EditStateError(f"--set {item!r}: {raw!r} is not a number") from None
-        values[name.strip()] = int(number) if number.is_integer() else number
+        values[name] = int(number) if number.is_integer() else number
     return values
 
 
@@ -48,7 +81,8 @@ def build_state(state_path: str | None, sets: list[str]) -> EditState:
     overrides = parse_set(sets)
     if overrides:
         try:
-            state = state.with_settings({**state.settings, **{k: ops.check_value(k, v) for k, v in overrides.items()}})
+            state = state.with_settings({**state.settings, **{k: ops.check_value(k, v) for k, v in overrides.items()}},
+                                        clamp=False)
         except ops.OpError as exc:
             raise EditStateError(f"--set: {exc}") from None
     return state

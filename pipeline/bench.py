@@ -15,6 +15,15 @@ On a real photo (scikit-image's ``coffee``, cropped to 16:9 and upscaled to
 
 Each timing is the median of ``--runs`` runs; every run uses new settings so
 no render or LUT cache can answer it.
+
+``--device cpu|cuda|auto|torch-cpu`` (default cpu) adds the torch render path
+(pipeline/gpu.py) on that device next to the CPU figures: the global stack and
+a full turn at 4K and 8K, batch throughput (photos per second at 4K, one
+recipe over ``--batch`` different photos, results kept on the device and
+downloaded), and the largest difference from the CPU render in 8-bit levels.
+``--generate`` times a generation with random weights (no download): the
+SD2-inpainting architecture on a GPU, the tiny test pipeline on a CPU —
+seconds per step and peak GPU memory.
 """
 
 from __future__ import annotations
@@ -122,7 +131,10 @@ def run(runs: int = 5, width: int = 3840, height: int = 2160) -> dict:
     fused = renderer.render(source, EditState.from_dict({"settings": GLOBAL_STACK}))
     err = np.abs(fused.astype(np.int16) - naive.astype(np.int16))
 
+    toolbox = run_toolbox(renderer, source, runs)
+
     return {
+        **toolbox,
         "photo": f"skimage.data.coffee, cropped and upscaled to {width}x{height}",
         "machine": {"cpus": os.cpu_count(), "opencv_threads": cv2.getNumThreads(),
                     "python": platform.python_version(), "numpy": np.__version__, "opencv": cv2.__version__},
@@ -140,9 +152,240 @@ def run(runs: int = 5, width: int = 3840, height: int = 2160) -> dict:
         "lut_error_mean": round(float(err.mean()), 4),
         "lut_error_p999": float(np.percentile(err, 99.9)),
         "targets": {"global_4k_ms": 100, "full_turn_4k_ms": 500, "proxy_1600_ms": 40,
-                    "lut_error_max": 3, "lut_error_mean": 0.2},
+                    "lut_error_max": 3, "lut_error_mean": 0.2,
+                    "toolbox_turn_4k_ms": 800, "toolbox_proxy_1600_ms": 60},
         "published_agent_4k_s": PUBLISHED_AGENT_4K_S,
     }
+
+
+#: One state per geometry / finishing op, varied by run so no cache answers (run -> settings).
+TOOLBOX_OPS = {
+    "crop_aspect": lambda i: {"crop_aspect": 1 + i % 6},
+    "crop (free rectangle)": lambda i: {"crop_left": 5 + i, "crop_top": 8, "crop_right": 12, "crop_bottom": 3},
+    "rotate": lambda i: {"rotate": 90 * (1 + i % 3)},
+    "flip_h": lambda i: {"flip_h": 1, "crop_zoom": i},
+    "straighten": lambda i: {"straighten": 2.5 + 0.1 * i},
+    "auto_straighten": lambda i: {"auto_straighten": 1, "straighten": 0.1 * i},
+    "tone_curve": lambda i: {"tone_curve": 1 + i % 5},
+    "color grading": lambda i: {"grade_shadows_hue": 190, "grade_shadows": 30 + i,
+                                "grade_highlights_hue": 35, "grade_highlights": 25},
+    "noise_reduction": lambda i: {"noise_reduction": 40 + i},
+    "color_noise_reduction": lambda i: {"color_noise_reduction": 40 + i},
+    "vignette": lambda i: {"vignette": 40 + i},
+    "grain": lambda i: {"grain": 30 + i},
+}
+
+
+def _heal_available() -> bool:
+    """Whether the retouch helper's healing ops are in the registry (then the toolbox turn heals too)."""
+    from pipeline import ops
+
+    return "dust_removal" in ops.OPS
+
+
+def run_toolbox(renderer: Renderer, source: SourceImage, runs: int) -> dict:
+    """Issue 11's figures: each geometry / finishing op alone at 4K, tilt detection, and a
+    4K turn and a proxy render with crop, straighten and grain on top of the full turn."""
+    from pipeline.geometry import detect_tilt
+
+    per_op = {}
+    for name, settings in TOOLBOX_OPS.items():
+        ms, _ = _median_ms(lambda i: renderer.render(source, EditState.from_dict({"settings": settings(i)})), runs)
+        per_op[name] = round(ms, 1)
+    detect_ms, _ = _median_ms(lambda i: detect_tilt(source.pixels), max(1, runs // 2))
+    heal = _heal_available()
+    out: dict = {"toolbox_op_4k_ms": per_op, "tilt_detection_4k_ms": round(detect_ms, 1),
+                 "toolbox_turn_includes_heal": heal}
+    for label, with_heal in (("", heal), ("_no_heal", False)) if heal else (("", False),):
+        def state(i: int, with_heal: bool = with_heal) -> EditState:
+            # a tint and a heal amount no other timing uses: no LUT, retouch or render cache can answer
+            extra = {"crop_aspect": 2, "straighten": 2.5, "grain": 30,
+                     **({"dust_removal": 40 + i} if with_heal else {})}
+            return EditState.from_dict({"settings": _stack(i, {"clarity": 30, "dehaze": 20, "tint": -20 - i - (50 if label else 0),
+                                                               **extra}), "layers": [LOCAL_LAYER]})
+
+        def turn(i: int, state=state) -> None:
+            s = state(i)
+            full = renderer.render(source, s)
+            encode_image(full, "jpeg", quality=92)
+            preview = renderer.render(source, s, long_side=1280)
+            encode_image(preview, "jpeg", quality=85)
+
+        turn(-1)  # the framed proxy's coordinates and the layer's mask, as after a session's first turn
+        cpu = time.process_time()
+        turn_ms, _ = _median_ms(turn, runs)
+        turn_cpu = (time.process_time() - cpu) * 1000.0 / runs
+        renderer.render(source, state(-2), long_side=1600)
+        cpu = time.process_time()
+        proxy_ms, _ = _median_ms(lambda i: renderer.render(source, state(30 + i), long_side=1600), runs)
+        proxy_cpu = (time.process_time() - cpu) * 1000.0 / runs
+        out.update({f"toolbox_turn_4k_ms{label}": round(turn_ms, 1), f"toolbox_proxy_1600_ms{label}": round(proxy_ms, 1),
+                    f"toolbox_turn_4k_cpu_ms{label}": round(turn_cpu, 1),
+                    f"toolbox_proxy_1600_cpu_ms{label}": round(proxy_cpu, 1)})
+    return out
+
+
+def _sync(device) -> None:
+    import torch
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def run_device(device: str, runs: int = 5, width: int = 3840, height: int = 2160, batch: int = 8) -> dict:
+    """The torch render path on ``device`` next to the CPU renderer (see the module doc)."""
+    import torch
+
+    from pipeline.gpu import TorchRenderer, best_renderer
+
+    if device == "cuda" and not torch.cuda.is_available():
+        return {"device": "cuda", "note": "no CUDA device here (torch cannot see one): only the CPU path was measured"}
+    dev = best_renderer(256 * 2**20, device=device)
+    if not isinstance(dev, TorchRenderer):
+        return {"device": "cpu", "note": "no CUDA device here: only the CPU path was measured"}
+    cpu = Renderer(max_cache_bytes=0)
+    dev.luts = cpu.luts  # one LUT compile per recipe, as in a batch
+    photo = bench_photo(width, height)
+    source = SourceImage.from_array(photo)
+    size = (source.height, source.width)
+    turn = {"settings": _stack(20, {"clarity": 30, "dehaze": 20}), "layers": [LOCAL_LAYER]}
+    out: dict = {"device": str(dev.device), "device_name": torch.cuda.get_device_name(dev.device)
+                 if dev.device.type == "cuda" else platform.processor() or "cpu", "torch": torch.__version__}
+    # error against the CPU render, for the stack and the full turn
+    for label, state in (("global", {"settings": GLOBAL_STACK}), ("full_turn", turn)):
+        st = EditState.from_dict(state)
+        d = np.abs(cpu.render(source, st).astype(np.int16) - dev.render_tensor(source, st, size).cpu().numpy())
+        out[f"max_diff_vs_cpu_{label}"] = int(d.max())
+        out[f"share_differing_{label}"] = float((d > 0).mean())
+        out[f"share_over_one_level_{label}"] = float((d > 1).mean())
+
+    def timed(fn, n):
+        def one(i):
+            fn(i)
+            _sync(dev.device)
+        one(-1)  # warm: kernels, LUT, masks
+        return _median_ms(one, n)[0]
+
+    glob = EditState.from_dict({"settings": GLOBAL_STACK})
+    full = EditState.from_dict(turn)
+    dev.lut(GLOBAL_STACK)
+    out["global_4k_ms"] = round(timed(lambda i: dev.render_tensor(source, glob, size), runs), 2)
+    out["full_turn_4k_ms"] = round(timed(lambda i: dev.render_tensor(source, full, size), runs), 2)
+    out["global_4k_with_download_ms"] = round(timed(lambda i: dev.render_tensor(source, glob, size).cpu(), runs), 2)
+    big = SourceImage.from_array(cv2.resize(photo, (width * 2, height * 2), interpolation=cv2.INTER_LINEAR))
+    big_size = (big.height, big.width)
+    out["global_8k_ms"] = round(timed(lambda i: dev.render_tensor(big, glob, big_size), runs), 2)
+    out["full_turn_8k_ms"] = round(timed(lambda i: dev.render_tensor(big, full, big_size), runs), 2)
+    del big
+    # batch: one recipe over `batch` different photos (shifted copies), uploaded once as a session would
+    photos = [SourceImage.from_array(np.ascontiguousarray(np.roll(photo, 97 * k, axis=1))) for k in range(batch)]
+    for p in photos:
+        dev._device_base(p, size)
+    _sync(dev.device)
+    for label, state in (("global", glob), ("full_turn", full)):
+        dev.render_batch(photos[:1], [state])
+        t = time.perf_counter()
+        dev.render_batch(photos, [state] * batch)
+        on_device = time.perf_counter() - t
+        t = time.perf_counter()
+        for img in dev.render_batch(photos, [state] * batch):
+            img.cpu()
+        downloaded = time.perf_counter() - t
+        out[f"batch_{label}_4k_ms_per_photo"] = round(on_device * 1000 / batch, 2)
+        out[f"batch_{label}_4k_photos_per_s"] = round(batch / on_device, 1)
+        out[f"batch_{label}_4k_photos_per_s_downloaded"] = round(batch / downloaded, 1)
+    if dev.device.type == "cuda":
+        out["peak_memory_gib"] = round(torch.cuda.max_memory_allocated(dev.device) / 2**30, 2)
+    out["batch"] = batch
+    out["size_label"] = "4K" if (width, height) == (3840, 2160) else f"{width}x{height}"
+    out["big_label"] = "8K" if (width, height) == (3840, 2160) else f"{2 * width}x{2 * height}"
+    out["targets"] = {"max_diff_vs_cpu": 1, "batch_global_4k_ms_per_photo": 5}
+    return out
+
+
+def run_generation(device: str, steps: int = 10) -> dict:
+    """Seconds per step and peak memory of a generation with random weights (no download)."""
+    import tempfile
+    from pathlib import Path
+
+    import torch
+
+    from pipeline.generate import tiny
+    from pipeline.generate.runtime import pick_device
+
+    where = pick_device(None if device in ("auto", "cuda") and torch.cuda.is_available() else "cpu")
+    with tempfile.TemporaryDirectory() as tmp:
+        if where == "cuda":
+            pipe = tiny.sd2_sized_inpaint_pipeline(Path(tmp), dtype=torch.float16).to("cuda")
+            arch, size = "SD2-inpainting architecture (random weights), fp16", 512
+        else:
+            pipe = tiny.tiny_inpaint_pipeline(Path(tmp))
+            arch, size = "tiny test pipeline (random weights), fp32", 64
+        from PIL import Image
+        image = Image.fromarray(bench_photo(size, size))
+        mask = Image.new("L", (size, size), 0)
+        mask.paste(255, (size // 4, size // 4, 3 * size // 4, 3 * size // 4))
+
+        def generate(n):
+            pipe(prompt="an empty park bench", image=image, mask_image=mask, height=size, width=size,
+                 num_inference_steps=n, guidance_scale=7.0, output_type="np",
+                 generator=torch.Generator("cpu").manual_seed(0))
+        generate(2)  # warm
+        if where == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        t = time.perf_counter()
+        generate(steps)
+        if where == "cuda":
+            torch.cuda.synchronize()
+        total = time.perf_counter() - t
+        t = time.perf_counter()
+        generate(1)
+        if where == "cuda":
+            torch.cuda.synchronize()
+        one = time.perf_counter() - t
+    per_step = (total - one) / max(1, steps - 1)
+    out = {"device": where, "model": arch, "size": size, "steps": steps,
+           "generation_s": round(total, 3), "seconds_per_step": round(per_step, 4)}
+    if where == "cuda":
+        out["peak_vram_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+    return out
+
+
+def _print_device(d: dict) -> None:
+    print(f"\nTorch render path on {d['device']} ({d.get('device_name', '')}, torch {d.get('torch', '')})")
+    if "note" in d:
+        print("  " + d["note"])
+        return
+
+    def row(label, value, unit, target=None):
+        mark = "" if target is None else ("  ok" if value <= target else f"  MISSED (target <= {target})")
+        print(f"  {label:<44} {value:>9} {unit}{mark}")
+
+    t, k, b, n = d["targets"], d["size_label"], d["big_label"], d["batch"]
+    row(f"{k} global stack (LUT on device)", d["global_4k_ms"], "ms")
+    row(f"{k} global stack, downloaded to host", d["global_4k_with_download_ms"], "ms")
+    row(f"{k} full turn (+layer, clarity, dehaze)", d["full_turn_4k_ms"], "ms")
+    row(f"{b} global stack", d["global_8k_ms"], "ms")
+    row(f"{b} full turn", d["full_turn_8k_ms"], "ms")
+    row(f"batch of {n}: {k} global, per photo", d["batch_global_4k_ms_per_photo"], "ms",
+        t["batch_global_4k_ms_per_photo"] if k == "4K" else None)
+    row(f"batch of {n}: {k} global", d["batch_global_4k_photos_per_s"], "photos/s")
+    row(f"batch of {n}: {k} global, downloaded", d["batch_global_4k_photos_per_s_downloaded"], "photos/s")
+    row(f"batch of {n}: {k} full turn", d["batch_full_turn_4k_photos_per_s"], "photos/s")
+    row("max difference from the CPU render, global stack", d["max_diff_vs_cpu_global"], "levels",
+        t["max_diff_vs_cpu"])
+    # one op is within one level; a full turn chains dehaze into clarity, which can add a level on rare pixels
+    row("max difference from the CPU render, full turn", d["max_diff_vs_cpu_full_turn"], "levels")
+    row("  share of pixels more than 1 level off", f"{d['share_over_one_level_full_turn']:.2e}", "")
+    if "peak_memory_gib" in d:
+        row("peak GPU memory", d["peak_memory_gib"], "GiB")
+
+
+def _print_generation(g: dict) -> None:
+    print(f"\nGeneration with random weights on {g['device']}: {g['model']}, {g['size']}x{g['size']}")
+    print(f"  {'seconds per step':<44} {g['seconds_per_step']:>9} s")
+    print(f"  {g['steps']} steps in {g['generation_s']} s" + (f", peak VRAM {g['peak_vram_gib']} GiB"
+                                                             if "peak_vram_gib" in g else ""))
 
 
 def _print_table(r: dict) -> None:
@@ -173,6 +416,21 @@ def _print_table(r: dict) -> None:
     row("LUT error vs exact math, max", r["lut_error_max"], "levels", t["lut_error_max"])
     row("LUT error vs exact math, mean", r["lut_error_mean"], "levels", t["lut_error_mean"])
     row("LUT error vs exact math, 99.9th percentile", r["lut_error_p999"], "levels")
+    if "toolbox_op_4k_ms" in r:
+        print(f"\n  Geometry and finishing at {k} (each op alone, a new value each run):")
+        for name, ms in r["toolbox_op_4k_ms"].items():
+            row(f"  {name}", ms, "ms")
+        row(f"  horizon / vertical detection ({k} photo, once)", r["tilt_detection_4k_ms"], "ms")
+        heal = " + heal" if r["toolbox_turn_includes_heal"] else " (no heal op on this branch)"
+        row(f"{k} full turn + crop, straighten, grain{heal}", r["toolbox_turn_4k_ms"], "ms", t["toolbox_turn_4k_ms"])
+        row("  the same, CPU time of all threads", r["toolbox_turn_4k_cpu_ms"], "ms")
+        row(f"proxy 1600 with crop, straighten, grain{heal}", r["toolbox_proxy_1600_ms"], "ms", t["toolbox_proxy_1600_ms"])
+        row("  the same, CPU time of all threads", r["toolbox_proxy_1600_cpu_ms"], "ms")
+        if "toolbox_turn_4k_ms_no_heal" in r:
+            row(f"{k} full turn + crop, straighten, grain (no heal)", r["toolbox_turn_4k_ms_no_heal"], "ms",
+                t["toolbox_turn_4k_ms"])
+            row("proxy 1600 with crop, straighten, grain (no heal)", r["toolbox_proxy_1600_ms_no_heal"], "ms",
+                t["toolbox_proxy_1600_ms"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -180,6 +438,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--runs", type=int, default=5, help="runs per timing (median reported; default 5)")
     parser.add_argument("--size", default="3840x2160", help="photo size WIDTHxHEIGHT (default 3840x2160)")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto", "torch-cpu"],
+                        help="also measure the torch render path there (auto: cuda when present; default cpu only)")
+    parser.add_argument("--batch", type=int, default=8, help="photos in the batch-throughput run (default 8)")
+    parser.add_argument("--generate", action="store_true",
+                        help="also time a generation with random weights (seconds per step, peak VRAM)")
     args = parser.parse_args(argv)
     try:
         width, height = (int(v) for v in args.size.lower().split("x"))
@@ -188,10 +451,18 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         parser.error(f"--size: expected WIDTHxHEIGHT of at least 16x16, got {args.size!r}")
     result = run(max(1, args.runs), width, height)
+    if args.device != "cpu":
+        result["device"] = run_device(args.device, max(1, args.runs), width, height, max(1, args.batch))
+    if args.generate:
+        result["generation"] = run_generation(args.device)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         _print_table(result)
+        if "device" in result:
+            _print_device(result["device"])
+        if "generation" in result:
+            _print_generation(result["generation"])
     return 0
 
 

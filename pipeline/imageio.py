@@ -42,19 +42,23 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Union
+from typing import Callable, Union
 
 import cv2
 import numpy as np
 from PIL import ExifTags, Image, ImageCms, ImageFile, ImageOps, UnidentifiedImageError
+
+from pipeline.raw import RAW_SUFFIXES, RawError, develop, looks_like_raw, raw_size
+from pipeline.raw import to_8bit as raw_to_8bit
 
 #: Pillow format names Atelier opens. Nothing else is ever parsed.
 #: (Pillow reports multi-picture JPEGs as "MPO"; they are opened by the JPEG
 #: plugin and reported to callers as "JPEG".)
 SUPPORTED_FORMATS: tuple[str, ...] = ("JPEG", "PNG", "WEBP", "TIFF", "GIF")
 
-#: File suffixes for upload pickers (lower case, with the dot).
-UPLOAD_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".webp", ".tif", ".tiff", ".gif")
+#: File suffixes for upload pickers (lower case, with the dot); RAW files are developed by pipeline.raw.
+UPLOAD_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".webp", ".tif", ".tiff", ".gif",
+                                    ".dng", ".cr2", ".cr3", ".nef", ".arw", ".raf", ".orf")
 
 #: Export formats for :func:`encode_image` / :func:`save_image`.
 EXPORT_FORMATS: tuple[str, ...] = ("jpeg", "png", "tiff", "webp")
@@ -88,7 +92,8 @@ Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
 
 def describe_supported() -> str:
     """One line for error messages and upload hints: which files Atelier opens."""
-    return "Supported: JPEG, PNG, WebP, TIFF (8/16-bit) and GIF (first frame)."
+    return ("Supported: JPEG, PNG, WebP, TIFF (8/16-bit), GIF (first frame) and RAW "
+            "(DNG, CR2, CR3, NEF, ARW, RAF, ORF).")
 
 
 class ImageLoadError(ValueError):
@@ -115,7 +120,9 @@ class LoadedImage:
     in ("Transparency flattened onto white."). ``has_alpha``: the source had
     transparency information. ``source_mode``: Pillow's mode of the file
     ("RGB", "CMYK", "P", "I;16", ...). ``bit_depth``: bits per channel in the
-    file (1, 8, 16 or 32).
+    file (1, 8, 16 or 32). ``deep``: uint16 HxWx3 sRGB for 16-bit PNG / TIFF
+    files and developed RAWs (``pixels`` is then its rounding to 8 bits), else
+    None. ``exif``: the file's EXIF block (bytes) when it has one.
     """
 
     pixels: np.ndarray
@@ -126,6 +133,8 @@ class LoadedImage:
     has_alpha: bool = False
     source_mode: str = "RGB"
     bit_depth: int = 8
+    deep: np.ndarray | None = None
+    exif: bytes | None = None
 
     @property
     def megapixels(self) -> float:
@@ -141,6 +150,7 @@ def load_image(
     max_pixels: int = DEFAULT_MAX_PIXELS,
     alpha: str = "flatten",
     background: tuple[int, int, int] = (255, 255, 255),
+    name: str | None = None,
 ) -> LoadedImage:
     """Open a photo from a path or from bytes, safely, as 8-bit sRGB pixels.
 
@@ -150,18 +160,21 @@ def load_image(
     is the smaller of the two. ``alpha``: ``"flatten"`` (default) composites
     transparency onto ``background`` (RGB, 0..255 each, default white) and
     returns HxWx3; ``"keep"`` returns HxWx4 RGBA for sources with alpha.
+    ``name``: the file name of uploaded bytes (tells RAW formats without a
+    signature, such as NEF and ARW, from plain TIFF).
 
     Raises :class:`ImageLoadError` for anything a person could have uploaded
     wrong; ``ValueError``/``TypeError`` for bad arguments.
     """
     _check_arguments(max_pixels, alpha, background)
-    name = None
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
         if not data:
             raise ImageLoadError("The file is empty.", reason="empty")
+        if looks_like_raw(data[:65536], name):
+            return _load_raw(data, name, max_pixels)
         with _WatchedBytes(data) as fp:
-            return _decode(fp, name, max_pixels, alpha, tuple(background))
+            return _with_depth(_decode(fp, name, max_pixels, alpha, tuple(background)), lambda: data)
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         name = path.name
@@ -176,7 +189,11 @@ def load_image(
         with _WatchedReader(raw) as fp:
             if os.fstat(raw.fileno()).st_size == 0:
                 raise ImageLoadError("The file is empty.", reason="empty")
-            return _decode(fp, name, max_pixels, alpha, tuple(background))
+            if looks_like_raw(fp.peek(65536)[:65536], name):
+                raw.seek(0)
+                return _load_raw(raw.readall(), name, max_pixels)
+            loaded = _decode(fp, name, max_pixels, alpha, tuple(background))
+        return _with_depth(loaded, path.read_bytes)
     raise TypeError(f"source must be a path or bytes, not {type(source).__name__}")
 
 
@@ -233,6 +250,7 @@ def _decode(fp, name: str | None, max_pixels: int, alpha: str, background: tuple
 
         orientation = _orientation(im)
         icc = im.info.get("icc_profile")
+        exif = _exif_bytes(im)
         if orientation in range(2, 9):
             im = ImageOps.exif_transpose(im)
             notices.append("Rotated upright from EXIF orientation.")
@@ -261,7 +279,85 @@ def _decode(fp, name: str | None, max_pixels: int, alpha: str, background: tuple
         has_alpha=has_alpha,
         source_mode=source_mode,
         bit_depth=bit_depth,
+        exif=exif,
     )
+
+
+# --------------------------------------------------------------------------- RAW, 16 bits, EXIF
+
+_RAW_FORMAT_BY_MAGIC = ((b"FUJIFILMCCD-RAW", "RAF"), (b"IIRO", "ORF"), (b"IIRS", "ORF"), (b"MMOR", "ORF"))
+
+
+def _raw_format(data: bytes, name: str | None) -> str:
+    if name and Path(name).suffix.lower() in RAW_SUFFIXES:
+        return Path(name).suffix.lower().lstrip(".").upper()
+    for magic, fmt in _RAW_FORMAT_BY_MAGIC:
+        if data.startswith(magic):
+            return fmt
+    if data[4:12] == b"ftypcrx ":
+        return "CR3"
+    if data[8:10] == b"CR":
+        return "CR2"
+    return "DNG"
+
+
+def _load_raw(data: bytes, name: str | None, max_pixels: int) -> LoadedImage:
+    """Develop a RAW file (pipeline.raw) to 16-bit sRGB; the 8-bit pixels are its rounding."""
+    fmt = _raw_format(data, name)
+    try:
+        width, height = raw_size(data)
+        if width == 0 or height == 0:
+            raise ImageLoadError(f"The RAW file has no pixels ({width} x {height}).", reason="zero_size")
+        _check_pixel_count(width, height, max_pixels)
+        deep = develop(data)
+    except RawError as exc:
+        raise ImageLoadError(str(exc), reason="damaged") from None
+    pixels = raw_to_8bit(deep)
+    return LoadedImage(pixels=pixels, format=fmt, width=pixels.shape[1], height=pixels.shape[0],
+                       notices=[f"{fmt} RAW developed to 16 bits with the camera's white balance."],
+                       source_mode="RAW", bit_depth=16, deep=deep, exif=None)
+
+
+def _with_depth(loaded: LoadedImage, read: "Callable[[], bytes]") -> LoadedImage:
+    """For a 16-bit PNG / TIFF, keep its 16-bit pixels (``deep``) next to the 8-bit ones.
+
+    Only when nothing was done on the way in that the 8-bit path did alone
+    (EXIF rotation, an ICC conversion, flattening transparency): then ``pixels``
+    become the rounding of ``deep`` and the two always agree.
+    """
+    if loaded.bit_depth != 16 or loaded.format not in ("PNG", "TIFF"):
+        return loaded
+    if any(("converted to sRGB" in n) or ("Rotated" in n) or ("flattened" in n) for n in loaded.notices):
+        return loaded
+    arr = cv2.imdecode(np.frombuffer(read(), np.uint8), cv2.IMREAD_UNCHANGED)
+    if arr is None or arr.dtype != np.uint16 or arr.shape[:2] != loaded.pixels.shape[:2]:
+        return loaded
+    if arr.ndim == 2:
+        deep = np.repeat(arr[:, :, None], 3, axis=2)
+    else:
+        deep = cv2.cvtColor(arr, cv2.COLOR_BGRA2RGB if arr.shape[2] == 4 else cv2.COLOR_BGR2RGB)
+    deep = np.ascontiguousarray(deep)
+    rgb8 = raw_to_8bit(deep)
+    if loaded.pixels.shape[2] == 4:
+        pixels = np.dstack([rgb8, loaded.pixels[:, :, 3]])
+    else:
+        pixels = rgb8
+    notices = [n for n in loaded.notices if n != "16-bit image converted to 8-bit."]
+    notices.append("16-bit image: kept at 16 bits for rendering and export.")
+    loaded.pixels, loaded.deep, loaded.notices = pixels, deep, notices
+    return loaded
+
+
+def _exif_bytes(im: Image.Image) -> bytes | None:
+    """The file's EXIF block (as Pillow serialises it), or None."""
+    raw = im.info.get("exif")
+    if raw:
+        return bytes(raw)
+    try:
+        exif = im.getexif()
+    except Exception:
+        return None
+    return exif.tobytes() if len(exif) else None
 
 
 def _open_lazily(fp, name: str | None, max_pixels: int) -> Image.Image:
@@ -580,29 +676,102 @@ def _looks_like_text(head: bytes) -> bool:
 # --------------------------------------------------------------------------- encoding and saving
 
 
-def encode_image(pixels: np.ndarray, fmt: str = "jpeg", *, quality: int = DEFAULT_QUALITY) -> bytes:
-    """Encode uint8 pixels (HxW grey, HxWx3 RGB or HxWx4 RGBA) as jpeg/png/tiff/webp bytes.
+def encode_image(pixels: np.ndarray, fmt: str = "jpeg", *, quality: int = DEFAULT_QUALITY,
+                 icc: bytes | None = None, exif: bytes | None = None) -> bytes:
+    """Encode pixels (HxW grey, HxWx3 RGB or HxWx4 RGBA) as jpeg/png/tiff/webp bytes.
 
-    ``quality`` 1..100 applies to JPEG (4:2:0 chroma subsampling) and WebP;
-    PNG and TIFF are lossless (TIFF: LZW). JPEG cannot hold transparency, so
+    uint8 always; uint16 for PNG and TIFF (kept at 16 bits). ``quality`` 1..100
+    applies to JPEG (4:2:0 chroma subsampling) and WebP; PNG and TIFF are
+    lossless (TIFF: LZW, or zlib at 16 bits). JPEG cannot hold transparency, so
     RGBA pixels are refused for it: flatten them first (``load_image`` does by
-    default).
+    default). ``icc``: an ICC profile to embed (``srgb_icc()`` for exports);
+    ``exif``: an EXIF block to embed (``export_exif`` prepares one; not written
+    into 16-bit TIFF).
     """
     fmt = _normalise_format(fmt)
     if not isinstance(quality, (int, np.integer)) or isinstance(quality, bool) or not 1 <= quality <= 100:
         raise ValueError(f"quality must be an int from 1 to 100, got {quality!r}")
-    pixels = _checked_pixels(pixels)
+    pixels = _checked_pixels(pixels, deep_ok=fmt in ("png", "tiff"))
     if fmt == "jpeg" and pixels.ndim == 3 and pixels.shape[2] == 4:
         raise ValueError("JPEG has no transparency: flatten RGBA pixels to RGB before encoding as jpeg")
     if fmt in ("jpeg", "png"):
-        return _encode_with_opencv(pixels, fmt, int(quality))
+        data = _encode_with_opencv(pixels, fmt, int(quality))
+        return _with_metadata(data, fmt, icc, exif) if (icc or exif) else data
+    if pixels.dtype == np.uint16:  # 16-bit TIFF: Pillow cannot write 16-bit RGB
+        import tifffile
+
+        buffer = io.BytesIO()
+        extratags = [(34675, 7, len(icc), icc, True)] if icc else []
+        photometric = "minisblack" if pixels.ndim == 2 else "rgb"
+        tifffile.imwrite(buffer, pixels, photometric=photometric, compression="zlib", extratags=extratags,
+                         extrasamples=("unassalpha",) if pixels.ndim == 3 and pixels.shape[2] == 4 else None)
+        return buffer.getvalue()
     buffer = io.BytesIO()
     image = Image.fromarray(pixels)
+    extra = {k: v for k, v in (("icc_profile", icc), ("exif", exif)) if v}
     if fmt == "webp":
-        image.save(buffer, "WEBP", quality=int(quality), method=4)
+        image.save(buffer, "WEBP", quality=int(quality), method=4, **extra)
     else:
-        image.save(buffer, "TIFF", compression="tiff_lzw")
+        image.save(buffer, "TIFF", compression="tiff_lzw", **extra)
     return buffer.getvalue()
+
+
+def srgb_icc() -> bytes:
+    """The sRGB ICC profile embedded in exports (built by LittleCMS, no file needed)."""
+    return ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+
+
+#: EXIF tag ids touched on export.
+_GPS_IFD, _ORIENTATION = 0x8825, 0x0112
+
+
+def export_exif(exif: bytes | None, *, drop_gps: bool = True) -> bytes | None:
+    """An EXIF block for an export: the original's tags, orientation reset to 1 (pixels are
+    upright), the GPS position removed unless ``drop_gps=False``. None when there is nothing."""
+    if not exif:
+        return None
+    try:
+        data = Image.Exif()
+        data.load(exif)
+    except Exception:
+        return None
+    if drop_gps and _GPS_IFD in data:
+        del data[_GPS_IFD]
+    if _ORIENTATION in data:
+        data[_ORIENTATION] = 1
+    return data.tobytes() if len(data) else None
+
+
+def _with_metadata(data: bytes, fmt: str, icc: bytes | None, exif: bytes | None) -> bytes:
+    """Splice an ICC profile and EXIF into OpenCV's JPEG / PNG bytes (no re-encode)."""
+    import struct
+    import zlib
+
+    if fmt == "jpeg":
+        segments = b""
+        if exif:
+            body = exif if exif.startswith(b"Exif\x00\x00") else b"Exif\x00\x00" + exif
+            if len(body) + 2 <= 0xFFFF:
+                segments += b"\xff\xe1" + struct.pack(">H", len(body) + 2) + body
+        if icc:
+            body = b"ICC_PROFILE\x00\x01\x01" + icc
+            if len(body) + 2 <= 0xFFFF:
+                segments += b"\xff\xe2" + struct.pack(">H", len(body) + 2) + body
+        pos = 2
+        if data[2:4] == b"\xff\xe0":  # keep JFIF's APP0 first
+            pos = 4 + struct.unpack(">H", data[4:6])[0]
+        return data[:pos] + segments + data[pos:]
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+
+    extra = b""
+    if icc:
+        extra += chunk(b"iCCP", b"sRGB IEC61966-2.1\x00\x00" + zlib.compress(icc))
+    if exif:
+        extra += chunk(b"eXIf", exif[6:] if exif.startswith(b"Exif\x00\x00") else exif)
+    ihdr_end = 8 + 8 + 13 + 4
+    return data[:ihdr_end] + extra + data[ihdr_end:]
 
 
 def _normalise_format(fmt: str) -> str:
@@ -612,10 +781,10 @@ def _normalise_format(fmt: str) -> str:
     return _FORMAT_ALIASES[key]
 
 
-def _checked_pixels(pixels: np.ndarray) -> np.ndarray:
+def _checked_pixels(pixels: np.ndarray, deep_ok: bool = False) -> np.ndarray:
     pixels = np.asarray(pixels)
-    if pixels.dtype != np.uint8:
-        raise ValueError(f"pixels must be uint8, got {pixels.dtype}")
+    if pixels.dtype != np.uint8 and not (deep_ok and pixels.dtype == np.uint16):
+        raise ValueError(f"pixels must be uint8{' or uint16' if deep_ok else ''}, got {pixels.dtype}")
     if pixels.ndim == 3 and pixels.shape[2] == 1:
         pixels = pixels[:, :, 0]
     if not (pixels.ndim == 2 or (pixels.ndim == 3 and pixels.shape[2] in (3, 4))):
@@ -660,6 +829,8 @@ def save_image(
     fmt: str | None = None,
     *,
     quality: int = DEFAULT_QUALITY,
+    icc: bytes | None = None,
+    exif: bytes | None = None,
 ) -> Path:
     """Encode ``pixels`` and write them to ``path`` atomically; returns the path.
 
@@ -668,7 +839,7 @@ def save_image(
     leaves an existing file exactly as it was.
     """
     fmt = _normalise_format(fmt) if fmt is not None else format_for_path(path)
-    return write_bytes_atomic(path, encode_image(pixels, fmt, quality=quality))
+    return write_bytes_atomic(path, encode_image(pixels, fmt, quality=quality, icc=icc, exif=exif))
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:

@@ -19,6 +19,12 @@ the short side, and ``"invert": true``):
 - ``{"type": "face"}``, ``{"type": "skin"}``, ``{"type": "sky"}``,
   ``{"type": "subject"}``: content-aware, computed from the original with
   OpenCV only (no downloaded models), cached per (original, spec).
+- ``{"type": "painted", "blob": DIGEST}``: a mask painted, clicked or boxed
+  in the studio (``Studio.select``), stored as an 8-bit grey PNG in a
+  content-addressed :class:`pipeline.blobs.BlobStore`; ``build_mask`` needs
+  ``blobs=`` to read it. ``{"type": "selection"}`` stands for the session's
+  latest selection in a plan; the agent replaces it with that painted spec
+  before anything is built.
 - ``{"type": "invert", "mask": SPEC}``, ``{"type": "intersect", "masks": [SPEC, ...]}``,
   ``{"type": "union", "masks": [SPEC, ...]}``: combinations.
 
@@ -50,7 +56,9 @@ class MaskSpecError(ValueError):
 
 CONTENT_TYPES = ("face", "skin", "sky", "subject")
 _COMBINE = ("invert", "intersect", "union")
-MASK_TYPES = ("luminance", "color", "gradient", "radial") + CONTENT_TYPES + _COMBINE
+#: Masks that refer to pixels a person selected (stored blobs), see Studio.select.
+SELECTION_TYPES = ("painted", "selection")
+MASK_TYPES = ("luminance", "color", "gradient", "radial") + CONTENT_TYPES + _COMBINE + SELECTION_TYPES
 
 # field -> (lo, hi, default) for numeric fields of each type
 _NUMERIC: dict[str, dict[str, tuple[float, float, float]]] = {
@@ -104,6 +112,14 @@ def normalize_mask_spec(spec: Any, where: str = "mask") -> dict:
         if not isinstance(masks, list) or not 1 <= len(masks) <= 8:
             raise MaskSpecError(f"{where}.masks: expected a list of 1..8 mask specs")
         out["masks"] = [normalize_mask_spec(m, f"{where}.masks[{i}]") for i, m in enumerate(masks)]
+    elif kind == "painted":
+        allowed = _COMMON | {"blob"}
+        blob = spec.get("blob")
+        if not isinstance(blob, str) or len(blob) != 64 or any(c not in "0123456789abcdef" for c in blob):
+            raise MaskSpecError(f"{where}.blob: expected the 64-character digest of a stored mask, got {blob!r}")
+        out["blob"] = blob
+    elif kind == "selection":
+        allowed = set(_COMMON)
     else:
         numeric = _NUMERIC[kind]
         points = _POINTS.get(kind, {})
@@ -162,6 +178,8 @@ def describe_mask(spec: Mapping) -> str:
             text = "the left of the frame" if x0 < x1 else "the right of the frame"
     elif kind == "radial":
         text = "a radial area"
+    elif kind in SELECTION_TYPES:
+        text = "the selection"
     elif kind == "invert":
         text = "everything but " + describe_mask(spec["mask"])
     else:
@@ -181,6 +199,7 @@ def mask_json_schema() -> dict:
         "start": point, "end": point, "center": point, "radius": point,
         "mask": {"$ref": "#/$defs/mask"},
         "masks": {"type": "array", "items": {"$ref": "#/$defs/mask"}, "minItems": 1, "maxItems": 8},
+        "blob": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
     }
     for fields in _NUMERIC.values():
         for name, (lo, hi, _) in fields.items():
@@ -334,7 +353,7 @@ def image_digest(original: np.ndarray) -> str:
 
 
 def build_mask(spec: Any, original: np.ndarray, size: tuple[int, int], *,
-               cache: MaskCache | None = None, key: str | None = None) -> np.ndarray:
+               cache: MaskCache | None = None, key: str | None = None, blobs: Any = None) -> np.ndarray:
     """Soft mask for ``spec`` at ``size`` = (height, width): float32, 0..1, 1 = fully selected.
 
     ``original`` is the untouched uint8 RGB original (HxWx3, any resolution; a
@@ -345,13 +364,16 @@ def build_mask(spec: Any, original: np.ndarray, size: tuple[int, int], *,
     computed per pixel at the target size, gradients and radials analytically,
     so the same spec gives the same mask, up to resampling, at any size.
 
-    Raises :class:`MaskSpecError` for a bad spec and ``ValueError`` for a bad
-    image or size.
+    ``blobs`` (a :class:`pipeline.blobs.BlobStore`) is where painted masks are read.
+
+    Raises :class:`MaskSpecError` for a bad spec (or a painted mask that cannot
+    be read) and ``ValueError`` for a bad image or size.
     """
     spec = normalize_mask_spec(spec)
     _check_original(original)
     height, width = _check_size(size)
     canvas = _Canvas(original, (height, width), DEFAULT_MASK_CACHE if cache is None else cache, key)
+    canvas.blobs = blobs
     mask = _build(spec, canvas)
     if not mask.flags.writeable or mask.dtype != np.float32:
         mask = np.array(mask, dtype=np.float32)
@@ -489,6 +511,22 @@ class _Canvas:
         self._key = key
         self._at_target: np.ndarray | None = None
         self._copies: dict[int, np.ndarray] = {}
+        self.blobs: Any = None
+
+    def painted(self, digest: str) -> np.ndarray:
+        """A stored painted mask (float32 0..1 at its stored size), cached like content masks."""
+        def load() -> np.ndarray:
+            if self.blobs is None:
+                raise MaskSpecError("a painted mask needs the blob store it was saved in")
+            try:
+                arr = self.blobs.get_array(digest)
+            except (LookupError, ValueError) as exc:
+                raise MaskSpecError(f"the painted mask cannot be read: {exc}") from None
+            if arr.ndim == 3:
+                arr = arr[..., -1] if arr.shape[2] == 4 else arr.max(axis=2)
+            scale = 1.0 / (65535.0 if arr.dtype == np.uint16 else 255.0)
+            return arr.astype(np.float32) * np.float32(scale)
+        return self.cache.get_or_compute(("painted", digest), load)
 
     @property
     def key(self) -> str:
@@ -534,6 +572,10 @@ def _build(spec: dict, canvas: _Canvas) -> np.ndarray:
         mask = _build(spec["masks"][0], canvas)
         for part in spec["masks"][1:]:
             np.maximum(mask, _build(part, canvas), out=mask)
+    elif kind == "painted":
+        mask = _resize(canvas.painted(spec["blob"]), h, w)
+    elif kind == "selection":
+        raise MaskSpecError("there is no selection to use here: brush over, click or box an area first")
     elif kind == "gradient":
         mask = gradient_mask(spec["start"], spec["end"], (h, w))
     elif kind == "radial":

@@ -9,22 +9,39 @@ Schemas for an EditState's settings and for a planner's sub-goals
 printed by ``python -m pipeline.apply --list-ops`` and fed to planners
 (:func:`op_table`), and the review panel's sliders.
 
-All values are integers on the photographer's scale -100..+100 where 0 is the
-exact identity.
+Tone and colour values are integers on the photographer's scale -100..+100
+where 0 is the exact identity. Geometry and finishing ops (their own modules,
+:mod:`pipeline.geometry` and :mod:`pipeline.finishing`) register here too; a
+row whose value is not a -100..100 slider says so in ``control``: ``"angle"``
+(degrees, fractional), ``"choice"`` (an index into ``choices``, index 0 the
+identity; labels such as ``"4:5"`` are accepted on input), ``"toggle"`` (0/1),
+``"hue"`` (0..359 degrees, wrapping) or ``"points"`` (a tone curve's
+``[[in, out], ...]`` points on 0..255). 0 (or no points) is still the identity.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 #: Render stages, in render order.
 STAGES: tuple[str, ...] = (
+    "retouch",
     "white-balance-tone-contrast",
     "color-temperature",
     "hsl",
     "local-editing",
+    # Curves and grading are fused into the LUT after HSL; noise reduction runs
+    # before the detail ops, vignette and grain last, on the framed picture.
+    "finishing",
+    # Crop, rotate, flip and straighten frame the picture. They are applied to
+    # the source first (they commute with every per-pixel op), listed last.
+    "geometry",
 )
+
+#: What a control is, for the studio's widgets (see the module docstring).
+CONTROLS: tuple[str, ...] = ("slider", "angle", "choice", "toggle", "hue", "points")
 
 #: The eight HSL bands and their centre hues in degrees (HSV hue circle).
 BANDS: dict[str, float] = {
@@ -58,8 +75,15 @@ class Op:
     """One adjustment.
 
     ``kind`` is ``"pixel"`` for ops that map each pixel independently (they are
-    fused into one LUT) and ``"spatial"`` for ops that look at neighbours
-    (clarity, dehaze, sharpen).
+    fused into one LUT), ``"spatial"`` for ops that look at neighbours
+    (clarity, dehaze, sharpen), ``"finish"`` for noise reduction, vignette and
+    grain (:mod:`pipeline.finishing`) and ``"geometry"`` for the frame
+    (:mod:`pipeline.geometry`). ``"retouch"`` ops (healing, portrait; 0..100,
+    :mod:`pipeline.retouch`) run first, on the original's pixels, before any
+    tone or colour; ``"region"`` ops act on a local layer's mask only
+    (``remove`` fills it from its surroundings) and are refused as global
+    settings. ``control`` says what widget edits it; ``step`` is its
+    resolution (1 = whole numbers).
     """
 
     name: str
@@ -74,22 +98,99 @@ class Op:
     max: int = 100
     default: int = 0
     band: str | None = None
+    control: str = "slider"
+    step: float = 1
+    choices: tuple = ()
+    period: int = 0          # > 0: values wrap modulo this (hues, quarter turns, toggles)
+    unit: str = ""
 
-    def check(self, value: Any) -> int:
-        """Return ``value`` as an int, or raise :class:`OpError` naming the op."""
+    @property
+    def wrap(self) -> bool:
+        return self.period > 0
+
+    def check(self, value: Any) -> Any:
+        """Return ``value`` in its stored form (an int, an angle rounded to
+        ``step``, or curve points), or raise :class:`OpError` naming the op."""
+        if self.control == "points":
+            return _check_points(self.name, value)
+        if self.control == "choice" and isinstance(value, str):
+            return self._choice_index(value)
+        if self.control == "toggle" and isinstance(value, bool):
+            value = int(value)
         v = _as_number(self.name, value)
-        if v != int(v):
+        if self.step == 1 and v != int(v):
             raise OpError(f"{self.name}: expected a whole number, got {value!r}")
+        if self.step > 1 and v % self.step:
+            raise OpError(f"{self.name}: expected a multiple of {self.step:g}, got {value!r}")
         if not self.min <= v <= self.max:
             raise OpError(
-                f"{self.name}: {value!r} is outside its range {self.min}..{self.max}"
+                f"{self.name}: {value!r} is outside its range {self.min}..{self.max}{self._unit_hint()}"
             )
-        return int(v)
+        return self._stored(v)
 
-    def clamp(self, value: Any) -> int:
-        """Round and clamp ``value`` into the op's range."""
+    def check_change(self, value: Any) -> Any:
+        """Validate a change (a sub-goal in mode "add"). On an op that starts at 0
+        (0..N) a change may go down as far as up, so "less grain" (-15) is valid;
+        every other op checks the change against its own range."""
+        if self.period and not isinstance(value, (str, bool)):
+            v = self.check(value)  # validates; a turn of -90 stays -90 (not 270) as a change
+            return int(round(_as_number(self.name, value))) if v is not None else v
+        if self.control in ("points", "choice") or isinstance(value, (str, bool)) or self.min != 0:
+            return self.check(value)
         v = _as_number(self.name, value)
-        return int(max(self.min, min(self.max, round(v))))
+        if self.step == 1 and v != int(v):
+            raise OpError(f"{self.name}: expected a whole number, got {value!r}")
+        if self.step > 1 and v % self.step:
+            raise OpError(f"{self.name}: expected a multiple of {self.step:g}, got {value!r}")
+        if not -self.max <= v <= self.max:
+            raise OpError(f"{self.name}: a change of {value!r} is outside -{self.max}..+{self.max}{self._unit_hint()}")
+        return int(v) if self.step >= 1 else round(v, 2)
+
+    def clamp(self, value: Any) -> Any:
+        """Round and clamp ``value`` into the op's range (wrapping ops wrap)."""
+        if self.control == "points":
+            return _check_points(self.name, value)
+        if self.control == "choice" and isinstance(value, str):
+            return self._choice_index(value)
+        if self.control == "toggle" and isinstance(value, bool):
+            value = int(value)
+        v = _as_number(self.name, value)
+        if self.wrap:
+            return self._stored(v)
+        return self._stored(max(self.min, min(self.max, v)))
+
+    def _stored(self, v: float) -> Any:
+        if self.period:
+            return int(round(v / self.step) * self.step) % self.period
+        if self.step == 1:
+            return int(round(v))
+        digits = max(0, -int(math.floor(math.log10(self.step))))
+        r = round(round(v / self.step) * self.step, digits)
+        return int(r) if r == int(r) else r
+
+    def _choice_index(self, label: str) -> int:
+        wanted = label.strip().lower()
+        for i, c in enumerate(self.choices):
+            if str(c).lower() == wanted:
+                return i
+        raise OpError(f"{self.name}: {label!r} is not one of {', '.join(map(str, self.choices))}")
+
+    def _unit_hint(self) -> str:
+        if self.control == "choice":
+            return f" (choices: {', '.join(f'{i}={c}' for i, c in enumerate(self.choices))})"
+        return f" {self.unit}" if self.unit else ""
+
+    def describe_value(self, value: Any) -> str:
+        """A stored value as a person reads it: '4:5', '2.5 degrees', 'on', '+20'."""
+        if self.control == "choice":
+            return str(self.choices[int(value)]) if 0 <= int(value) < len(self.choices) else str(value)
+        if self.control == "toggle":
+            return "on" if value else "off"
+        if self.control == "points":
+            return " ".join(f"{a}->{b}" for a, b in value)
+        if self.control in ("angle", "hue"):
+            return f"{value:g} degrees"
+        return f"{value:+d}" if isinstance(value, int) else f"{value:+g}"
 
 
 def _as_number(name: str, value: Any) -> float:
@@ -98,6 +199,30 @@ def _as_number(name: str, value: Any) -> float:
     if value != value or value in (float("inf"), float("-inf")):
         raise OpError(f"{name}: expected a finite number, got {value!r}")
     return float(value)
+
+
+def _check_points(name: str, value: Any) -> tuple:
+    """Tone-curve points: 2..16 ``[in, out]`` pairs on 0..255, inputs strictly
+    increasing. The identity (no points, or the straight line) is ``()``."""
+    if value in (None, 0, (), []):
+        return ()
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise OpError(f"{name}: expected a list of [in, out] points on 0..255, got {value!r}")
+    pts = []
+    for p in value:
+        if isinstance(p, str) or not isinstance(p, (list, tuple)) or len(p) != 2:
+            raise OpError(f"{name}: each point must be [in, out], got {p!r}")
+        a, b = (_as_number(name, x) for x in p)
+        if not (0 <= a <= 255 and 0 <= b <= 255):
+            raise OpError(f"{name}: point {list(p)!r} is outside 0..255")
+        pts.append((int(round(a)), int(round(b))))
+    if not 2 <= len(pts) <= 16:
+        raise OpError(f"{name}: expected 2 to 16 points, got {len(pts)}")
+    if any(b[0] <= a[0] for a, b in zip(pts, pts[1:])):
+        raise OpError(f"{name}: point inputs must increase strictly, got {[p[0] for p in pts]}")
+    if all(a == b for a, b in pts) and pts[0][0] == 0 and pts[-1][0] == 255:
+        return ()
+    return tuple(pts)
 
 
 def _declare() -> dict[str, Op]:
@@ -157,7 +282,46 @@ def _declare() -> dict[str, Op]:
            "Fine-detail sharpening (small-radius unsharp mask); negative softens.",
            "softer fine detail", "sharper fine detail", kind="spatial"),
     ]
+    from pipeline.finishing import finishing_ops
+    from pipeline.geometry import geometry_ops
+
+    ops = _retouch_ops() + ops + finishing_ops(Op) + geometry_ops(Op)
     return {op.name: op for op in ops}
+
+
+def _retouch_ops() -> list[Op]:
+    """Healing and portrait ops (stage "retouch"): 0 = untouched, 100 = the strongest sensible amount."""
+    def r(name, label, group, description, plus, kind="retouch"):
+        return Op(name, label, "retouch", group, description, "no change", plus, kind=kind, min=0, max=100)
+
+    return [
+        r("dust_removal", "Dust removal", "healing",
+          "Finds and heals dust spots in smooth areas (sky, walls, studio backdrops); "
+          "higher values also catch fainter and larger spots.",
+          "every spot that can be told from the scene healed"),
+        r("blemish_removal", "Blemish removal", "healing",
+          "Finds and heals small blemishes inside the skin of the people found in the photo.",
+          "fainter and larger blemishes healed too"),
+        r("red_eye", "Red-eye removal", "healing",
+          "Neutralises red pupils where eyes are found reliably.",
+          "red pupils fully neutral and dark"),
+        r("skin_smoothing", "Skin smoothing", "portrait",
+          "Smooths skin blotches while keeping pore texture (frequency separation on the skin mask).",
+          "strongly smoothed skin, pores kept"),
+        r("even_skin_tone", "Even skin tone", "portrait",
+          "Evens out redness and colour patches in the skin (lightness untouched).",
+          "one even skin colour"),
+        r("teeth_whitening", "Teeth whitening", "portrait",
+          "Whitens teeth (less yellow, a little brighter) where a mouth is found reliably.",
+          "clean white teeth"),
+        r("eye_brightening", "Eye brightening", "portrait",
+          "Brightens the eyes (iris and whites) where they are found reliably.",
+          "clearly brighter eyes"),
+        r("remove", "Remove", "healing",
+          "Fills a local layer's region (a painted or clicked selection) from its surroundings: "
+          "inpainting for small areas, a patch-based fill for larger ones. Not a slider; local layers only.",
+          "the region fully replaced", kind="region"),
+    ]
 
 
 #: name -> Op, in render order.
@@ -165,6 +329,14 @@ OPS: dict[str, Op] = _declare()
 OP_NAMES: tuple[str, ...] = tuple(OPS)
 PIXEL_OPS: tuple[str, ...] = tuple(n for n, o in OPS.items() if o.kind == "pixel")
 SPATIAL_OPS: tuple[str, ...] = tuple(n for n, o in OPS.items() if o.kind == "spatial")
+FINISH_OPS: tuple[str, ...] = tuple(n for n, o in OPS.items() if o.kind == "finish")
+GEOMETRY_OPS: tuple[str, ...] = tuple(n for n, o in OPS.items() if o.kind == "geometry")
+#: Ops edited on the -100..100 slider scale (the original tone and colour table).
+SLIDER_OPS: tuple[str, ...] = tuple(n for n, o in OPS.items() if o.control == "slider" and (o.min, o.max) == (-100, 100))
+#: Healing and portrait ops, run first on the original (pipeline.retouch).
+RETOUCH_OPS: tuple[str, ...] = tuple(n for n, o in OPS.items() if o.kind == "retouch")
+#: Ops that act on a local layer's mask only (not sliders, refused as global settings).
+REGION_OPS: tuple[str, ...] = tuple(n for n, o in OPS.items() if o.kind == "region")
 
 
 def get_op(name: str) -> Op:
@@ -177,17 +349,17 @@ def get_op(name: str) -> Op:
         raise OpError(f"unknown op {name!r}{hint}") from None
 
 
-def check_value(name: str, value: Any) -> int:
+def check_value(name: str, value: Any) -> Any:
     """Validate one op value; raises :class:`OpError` naming the op."""
     return get_op(name).check(value)
 
 
-def clamp_value(name: str, value: Any) -> int:
+def clamp_value(name: str, value: Any) -> Any:
     """Round and clamp one op value into its range."""
     return get_op(name).clamp(value)
 
 
-def check_settings(settings: Mapping[str, Any], *, clamp: bool = False) -> dict[str, int]:
+def check_settings(settings: Mapping[str, Any], *, clamp: bool = False) -> dict[str, Any]:
     """Validate (or clamp) a whole settings mapping; zero values are dropped.
 
     Every bad entry is reported in one error so a person (or a model being
@@ -222,10 +394,16 @@ def op_table(names: Iterable[str] | None = None) -> str:
     rows = []
     for name in names or OPS:
         o = OPS[name]
-        rows.append(
-            f"{o.name:<22} {o.stage:<28} {o.min:+d}..{o.max:+d}  "
-            f"{o.description} (-100: {o.minus}; +100: {o.plus})"
-        )
+        if o.control == "slider" and (o.min, o.max) == (-100, 100):
+            ends = f"(-100: {o.minus}; +100: {o.plus})"
+        elif o.control == "choice":
+            ends = f"(choices: {', '.join(f'{i}={c}' for i, c in enumerate(o.choices))})"
+        elif o.minus:
+            ends = f"({o.min}: {o.minus}; {o.max}: {o.plus})"
+        else:
+            ends = f"({o.max}: {o.plus})" if o.plus else ""
+        rng = "points" if o.control == "points" else f"{o.min:+d}..{o.max:+d}"
+        rows.append(f"{o.name:<22} {o.stage:<28} {rng}  {o.description} {ends}".rstrip())
     return "\n".join(rows)
 
 
@@ -234,17 +412,21 @@ def settings_json_schema() -> dict:
     return {
         "type": "object",
         "additionalProperties": False,
-        "properties": {
-            o.name: {
-                "type": "integer",
-                "minimum": o.min,
-                "maximum": o.max,
-                "default": o.default,
-                "description": o.description,
-            }
-            for o in OPS.values()
-        },
+        "properties": {o.name: value_json_schema(o) for o in OPS.values()},
     }
+
+
+def value_json_schema(o: Op) -> dict:
+    """JSON Schema of one op's stored value."""
+    if o.control == "points":
+        point = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 255},
+                 "minItems": 2, "maxItems": 2}
+        return {"type": "array", "items": point, "maxItems": 16, "description": o.description}
+    out = {"type": "integer" if o.step == 1 else "number", "minimum": o.min, "maximum": o.max,
+           "default": o.default, "description": o.description}
+    if o.control == "choice":
+        out["description"] = f"{o.description} Choices: " + ", ".join(f"{i}={c}" for i, c in enumerate(o.choices))
+    return out
 
 
 def subgoal_json_schema(mask_schema: dict | None = None) -> dict:
@@ -259,14 +441,27 @@ def subgoal_json_schema(mask_schema: dict | None = None) -> dict:
     if mask_schema:
         defs = mask_schema.get("$defs", {})
         target = {"anyOf": [{"$ref": mask_schema["$ref"]}, {"type": "null"}]}
+    # Each op's own range: one if/then per distinct range (most ops share -100..100).
+    ranges: dict[tuple, list[str]] = {}
+    for o in OPS.values():
+        if o.control != "points":
+            # a change (mode add) may go below 0 on a 0..N op ("less grain")
+            lo = o.min if o.min < 0 or o.control == "choice" else -(o.max - o.min)
+            ranges.setdefault(("integer" if o.step >= 1 else "number", lo, o.max), []).append(o.name)
+    per_op = [{"if": {"properties": {"op": {"enum": names}}},
+               "then": {"properties": {"value": {"type": t, "minimum": lo, "maximum": hi}}}}
+              for (t, lo, hi), names in ranges.items()]
     return {
         **({"$defs": defs} if defs else {}),
         "type": "object",
         "required": ["op", "value"],
+        "allOf": per_op,
         "properties": {
             "op": {"type": "string", "enum": list(OPS)},
-            "value": {"type": "integer", "minimum": -100, "maximum": 100,
-                      "description": "change to apply (mode=add) or the new value (mode=set)"},
+            "value": {"type": "number", "minimum": min(-100, *(o.min for o in OPS.values())),
+                      "maximum": max(100, *(o.max for o in OPS.values())),
+                      "description": "change to apply (mode=add) or the new value (mode=set); whole "
+                                     "numbers except angles"},
             "mode": {"type": "string", "enum": ["add", "set"], "default": "add"},
             "target": target,
             "description": {"type": "string"},

@@ -13,12 +13,23 @@ exact math of :mod:`pipeline.adjust` at grid points, and applied in a single
   settings, so they are computed once per (original, size) and cached; a
   re-render with new settings is one LUT build plus one remap.
 
+Before any of that, the retouch stage (:mod:`pipeline.retouch`: dust and
+blemish healing, removal of painted regions, red eye, skin, teeth, eyes)
+runs on the original's pixels at the render size; its result is cached per
+(original, retouch part of the state, size) together with its LUT
+coordinates, so moving a tone slider afterwards costs what it did before.
+
 Local layers are blended through their soft masks; the first layer's tone
 and colour are compiled together with the global stack into one composite
 LUT, so it costs one more remap. Then spatial ops (dehaze, clarity, sharpen)
 run, at reduced resolution where their signal is smooth
-(:mod:`pipeline.spatial`). Render order: tone and colour (global, then each
-layer in order), then detail (global, then each layer's).
+(:mod:`pipeline.spatial`). Render order: the frame (crop, rotate, flip,
+straighten: :mod:`pipeline.geometry`, sampled from the original first so no
+work is spent on cropped-away pixels), tone and colour (global, then each
+layer in order; tone curves and colour grading are part of the same LUT),
+noise reduction, detail (global, then each layer's), then vignette and grain
+(:mod:`pipeline.finishing`). Masks are computed on the original and warped
+through the same frame.
 
 Same inputs give the same bytes; renders are cached by (original digest,
 state key, size) in a bounded, thread-safe cache.
@@ -26,6 +37,7 @@ state key, size) in a bounded, thread-safe cache.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -38,7 +50,13 @@ import numpy as np
 
 from pipeline import ops
 from pipeline.adjust import apply_pixel_ops
-from pipeline.masks import MaskCache, build_mask, feather_mask, image_digest
+from pipeline import portrait
+from pipeline.finishing import apply_denoise, apply_finish
+from pipeline.generate.layers import composite, composite_key
+from pipeline.geometry import (Frame, axis_box, detect_tilt, frame_for, framed, framed_image, framed_mask,
+                               orient)
+from pipeline.masks import MaskCache, build_mask, face_boxes, feather_mask, image_digest
+from pipeline.retouch import RetouchReport, apply_retouch, retouch_key
 from pipeline.spatial import apply_spatial_ops
 from pipeline.state import EditState
 
@@ -131,6 +149,28 @@ class SourceImage:
     digest: str
     _sizes: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    #: uint16 HxWx3 sRGB of a 16-bit PNG / TIFF or a developed RAW (``pixels`` is its 8-bit rounding).
+    deep: np.ndarray | None = field(default=None, repr=False)
+    #: uint8 HxW transparency of the file (None: opaque); edits never change it.
+    alpha: np.ndarray | None = field(default=None, repr=False)
+    #: the file's EXIF block, for exports that keep metadata.
+    exif: bytes | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_loaded(cls, loaded) -> "SourceImage":
+        """From a :class:`pipeline.imageio.LoadedImage` (loaded with ``alpha="keep"`` to keep transparency)."""
+        arr = np.asarray(loaded.pixels)
+        rgb = arr[:, :, :3] if arr.ndim == 3 and arr.shape[2] == 4 else arr
+        source = cls.from_array(rgb)
+        if arr.ndim == 3 and arr.shape[2] == 4 and (arr[:, :, 3] < 255).any():
+            source.alpha = _frozen(np.ascontiguousarray(arr[:, :, 3]).copy())
+        if getattr(loaded, "deep", None) is not None:
+            source.deep = _frozen(np.ascontiguousarray(loaded.deep).copy())
+            source.digest = image_digest(source.deep)  # two 16-bit photos may round to the same 8 bits
+        if source.alpha is not None:
+            source.digest = image_digest(np.dstack([source.pixels, source.alpha]))[:16] + source.digest[16:]
+        source.exif = getattr(loaded, "exif", None)
+        return source
 
     @classmethod
     def from_array(cls, pixels: np.ndarray) -> "SourceImage":
@@ -265,12 +305,53 @@ def apply_lut(lut: np.ndarray, coords: tuple[np.ndarray, np.ndarray]) -> np.ndar
     return cv2.convertScaleAbs(out, alpha=1.0 / 257.0) if out.dtype == np.uint16 else out
 
 
+_WARP16 = None
+
+
+def apply_lut_deep(lut: np.ndarray, img: np.ndarray) -> np.ndarray:
+    """A LUT image applied to uint16 RGB at 16-bit precision: bilinear in red/blue as in
+    :func:`apply_lut`, and linear between the two nearest of the 256 green slices."""
+    global _WARP16
+    if _WARP16 is None:
+        _WARP16 = ((LUT_POINTS - 1) * _warp(np.arange(65536) / 65535.0)).astype(np.float32)
+    r = _WARP16[img[..., 0]]
+    b = _WARP16[img[..., 2]]
+    g = img[..., 1].astype(np.float32) * np.float32(255.0 / 65535.0)
+    g0 = np.minimum(np.floor(g), 254.0)
+    frac = (g - g0)[..., None]
+    x0 = g0 * np.float32(LUT_POINTS) + r
+    lo = cv2.remap(lut, x0, b, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE).astype(np.float32)
+    hi = cv2.remap(lut, x0 + np.float32(LUT_POINTS), b, cv2.INTER_LINEAR,
+                   borderMode=cv2.BORDER_REPLICATE).astype(np.float32)
+    return np.clip(lo + (hi - lo) * frac + 0.5, 0, 65535).astype(np.uint16)
+
+
 def _pixel_settings(settings: Mapping[str, int]) -> dict[str, int]:
     return {k: v for k, v in settings.items() if v and ops.OPS[k].kind == "pixel"}
 
 
 def _spatial_settings(settings: Mapping[str, int]) -> dict[str, int]:
     return {k: v for k, v in settings.items() if v and ops.OPS[k].kind == "spatial"}
+
+
+def _finish_settings(settings: Mapping[str, int]) -> dict[str, int]:
+    return {k: v for k, v in settings.items() if v and ops.OPS[k].kind == "finish"}
+
+
+def geometry_settings(settings: Mapping[str, int]) -> dict[str, int]:
+    """The geometry ops of ``settings`` (crop, rotate, flip, straighten)."""
+    return {k: v for k, v in settings.items() if v and ops.OPS[k].kind == "geometry"}
+
+
+def in_frame_of(state: EditState, framing: EditState) -> EditState:
+    """``state`` developed as before but framed like ``framing`` (its geometry replaced).
+
+    The judge compares the original and the previous version with the new one
+    through the new frame: ``in_frame_of(EditState(), new)`` is the original, cropped.
+    """
+    settings = {k: v for k, v in state.settings.items() if ops.OPS[k].kind != "geometry"}
+    settings.update(geometry_settings(framing.settings))
+    return EditState(settings=ops.check_settings(settings), layers=state.layers)
 
 
 def blend(under: np.ndarray, over: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -288,22 +369,96 @@ class Renderer:
     original's content digest, so nothing is shared between different photos.
     """
 
-    def __init__(self, max_cache_bytes: int = 768 * 2**20):
+    def __init__(self, max_cache_bytes: int = 768 * 2**20, blobs=None):
+        #: Where painted masks (and other pixel assets a state refers to) are read: a pipeline.blobs.BlobStore.
+        self.blobs = blobs
+        #: The original with a state's generated layers composited, by (original, layers) key.
+        self.generated: OrderedDict[str, SourceImage] = OrderedDict()
+        self._generated_lock = threading.Lock()
         self.renders = BoundedCache(max_cache_bytes // 2)
         self.coords = BoundedCache(max_cache_bytes // 4)
         self.luts = BoundedCache(32 * 2**20)
         self.masks = MaskCache(max_cache_bytes // 4)
+        self.framed = BoundedCache(max_cache_bytes // 8)
+        self.tilts: BoundedCache = BoundedCache(1 << 20)
+
+    def tilt(self, source: SourceImage) -> float:
+        """Detected clockwise tilt of the original in degrees (cached per photo)."""
+        cached = self.tilts.get(source.digest)
+        if cached is None:
+            cached = np.array([detect_tilt(source.pixels)], np.float64)
+            self.tilts.put(source.digest, cached)
+        return float(cached[0])
+
+    def frame(self, source: SourceImage, state: EditState) -> Frame | None:
+        """The frame of ``state`` on ``source`` (None when it has no geometry)."""
+        g = geometry_settings(state.settings)
+        if not g:
+            return None
+        tilt = self.tilt(source) if g.get("auto_straighten") else 0.0
+        return frame_for(g, source.width, source.height, tilt)
+
+    def output_size(self, source: SourceImage, state: EditState, long_side: int | None = None) -> tuple[int, int]:
+        """(height, width) of the render of ``state`` at ``long_side`` (None = full resolution)."""
+        frame = self.frame(source, state)
+        return frame.size_at(long_side) if frame else source.size_for(long_side)
+
+    def _base(self, source: SourceImage, frame: Frame | None, size: tuple[int, int]) -> np.ndarray:
+        """The original at ``size``, seen through ``frame``."""
+        if frame is None:
+            return source.resized(size)
+        key = (source.digest, frame.matrix.tobytes(), frame.width, frame.height, size)
+        return self.framed.get_or_create(key, lambda: _frozen(framed(source.pixels, frame, size)))
+
+    def mask_for(self, source: SourceImage, spec: Mapping, state: EditState, long_side: int | None = None,
+                 feather: float = 0) -> np.ndarray:
+        """The soft mask of ``spec`` in the frame of ``state`` at ``long_side``: computed on
+        the original and warped through the same crop, rotation and flip as the pixels."""
+        frame = self.frame(source, state)
+        if frame is None:
+            return self.mask(source, spec, source.size_for(long_side), feather)
+        size = frame.size_at(long_side)
+        return self._frame_mask(source, spec, frame, size, feather)
+
+    def _frame_mask(self, source: SourceImage, spec: Mapping, frame: Frame, size: tuple[int, int],
+                    feather: float) -> np.ndarray:
+        key = (source.digest, json.dumps(spec, sort_keys=True), frame.matrix.tobytes(), frame.width,
+               frame.height, size, feather, "mask")
+        return self.framed.get_or_create(key, lambda: _frozen(self._warp_mask(source, spec, frame, size, feather)))
+
+    def _warp_mask(self, source: SourceImage, spec: Mapping, frame: Frame, size: tuple[int, int],
+                   feather: float) -> np.ndarray:
+        s = min(1.0, size[1] / frame.width)
+        src_size = (max(1, round(source.height * s)), max(1, round(source.width * s)))
+        m = build_mask(spec, source.pixels, src_size, cache=self.masks, key=source.digest)
+        m = framed_mask(m, frame, size, (source.height, source.width))
+        return feather_mask(m, feather) if feather else m
 
     def lut(self, *stages: Mapping[str, int]) -> np.ndarray:
         key = tuple(tuple(sorted(s.items())) for s in stages)
         return self.luts.get_or_create(key, lambda: _frozen(compile_lut(*stages)))
 
-    def _coords(self, source: SourceImage, size: tuple[int, int]):
-        return self.coords.get_or_create((source.digest, size), lambda: lut_coordinates(source.resized(size)))
+    def _coords(self, source: SourceImage, size: tuple[int, int], frame: Frame | None = None):
+        if frame is None:
+            return self.coords.get_or_create((source.digest, size), lambda: lut_coordinates(source.resized(size)))
+        key = (source.digest, frame.matrix.tobytes(), frame.width, frame.height, size, "coords")
+        return self.coords.get_or_create(key, lambda: self._framed_coords(source, frame, size))
+
+    def _framed_coords(self, source: SourceImage, frame: Frame, size: tuple[int, int]):
+        """LUT coordinates of a framed base. A crop, quarter turn or flip at full resolution
+        shows the original's own pixels, so its coordinates are the original's, sliced and
+        turned (per-pixel maps): a new crop costs a slice, not a new 4K pass."""
+        if frame.axis_aligned:
+            x0, y0, x1, y1 = axis_box(frame, source.height, source.width)
+            shape = (x1 - x0, y1 - y0) if frame.quarter % 2 else (y1 - y0, x1 - x0)
+            if shape == size:
+                full = self._coords(source, (source.height, source.width))
+                return tuple(np.ascontiguousarray(orient(m[y0:y1, x0:x1], frame)) for m in full)
+        return lut_coordinates(self._base(source, frame, size))
 
     def mask(self, source: SourceImage, spec: Mapping, size: tuple[int, int], feather: float = 0) -> np.ndarray:
         """The soft mask of ``spec`` at ``size`` (height, width), float32 0..1."""
-        m = build_mask(spec, source.pixels, size, cache=self.masks, key=source.digest)
+        m = build_mask(spec, source.pixels, size, cache=self.masks, key=source.digest, blobs=self.blobs)
         return feather_mask(m, feather) if feather else m
 
     def render(self, source: SourceImage, state: EditState, long_side: int | None = None) -> np.ndarray:
@@ -311,30 +466,166 @@ class Renderer:
 
         The returned array is read-only (it may be shared through the cache).
         """
-        size = source.size_for(long_side)
+        source = self.with_generated(source, state)
+        try:
+            frame = self.frame(source, state)
+        except ValueError as exc:
+            raise RenderError(str(exc)) from None
+        size = frame.size_at(long_side) if frame else source.size_for(long_side)
         key = (source.digest, state.key(), size)
         cached = self.renders.get(key)
         if cached is not None:
             return cached
-        out = self._render(source, state, size)
+        out = self._render(source, state, size, frame)
         out = _frozen(out) if out is not source.resized(size) else out
         self.renders.put(key, out)
         return out
 
-    def _render(self, source: SourceImage, state: EditState, size: tuple[int, int]) -> np.ndarray:
-        base = source.resized(size)
+    # -- 16 bits and transparency (export of 16-bit / RAW / PNG-with-alpha originals) ---------------
+    def render_deep(self, source: SourceImage, state: EditState, long_side: int | None = None) -> np.ndarray:
+        """uint16 RGB render of ``state``: the 16-bit original through the tone/colour LUT at
+        16-bit precision, plus whatever the 8-bit pipeline did beyond the LUT (retouch, layers,
+        detail, finishing) added as its difference. Without a 16-bit original: the 8-bit render x 257."""
+        out8 = self.render(source, state, long_side)
+        frame = self.frame(source, state)
+        if source.deep is None:
+            return out8.astype(np.uint16) * np.uint16(257)
+        if frame is None:
+            size = source.size_for(long_side)
+            deep = source.deep if size == (source.height, source.width) else \
+                cv2.resize(source.deep, (size[1], size[0]), interpolation=cv2.INTER_AREA)
+            base8 = source.resized(size)
+        else:
+            size = frame.size_at(long_side)
+            deep = framed(source.deep, frame, size)
+            base8 = self._base(source, frame, size)
+        g_pixel = _pixel_settings(state.settings)
+        if g_pixel:
+            lut = self.lut(g_pixel)
+            deep = apply_lut_deep(lut, deep)
+            base8 = apply_lut(lut, lut_coordinates(base8))
+        residual = out8.astype(np.int32) - base8.astype(np.int32)
+        if not residual.any():
+            return np.ascontiguousarray(deep)
+        return np.clip(deep.astype(np.int32) + residual * 257, 0, 65535).astype(np.uint16)
+
+    def alpha_for(self, source: SourceImage, state: EditState, long_side: int | None = None) -> np.ndarray | None:
+        """The original's transparency in the frame of ``state`` at ``long_side`` (None: opaque)."""
+        if source.alpha is None:
+            return None
+        frame = self.frame(source, state)
+        if frame is None:
+            size = source.size_for(long_side)
+            if size == (source.height, source.width):
+                return source.alpha
+            return cv2.resize(source.alpha, (size[1], size[0]), interpolation=cv2.INTER_AREA)
+        return framed(source.alpha, frame, frame.size_at(long_side))
+    def with_generated(self, source: SourceImage, state: EditState) -> SourceImage:
+        """The original with the state's generated layers composited (the original itself when it has none).
+
+        Pure given the blob resolver: the stored pixels are composited, no model runs.
+        """
+        if not state.generated:
+            return source
+        if self.blobs is None:
+            raise RenderError("this version has generated layers but the renderer has no blob store")
+        key = composite_key(source.digest, state.generated)
+        with self._generated_lock:
+            hit = self.generated.get(key)
+            if hit is not None:
+                self.generated.move_to_end(key)
+                return hit
+        try:
+            pixels = composite(source.pixels, state.generated, self.blobs.get_array)
+        except (LookupError, ValueError) as exc:
+            raise RenderError(f"a generated layer could not be composited: {exc}") from None
+        derived = SourceImage.from_array(pixels)
+        with self._generated_lock:
+            self.generated[key] = derived
+            while len(self.generated) > 4:
+                self.generated.popitem(last=False)
+        return derived
+
+    # -- the retouch stage (healing, portrait): runs first, on the original's pixels ---------------
+    def features(self, source: SourceImage) -> portrait.Features:
+        """Faces, eyes and mouths of ``source`` (fractions of the frame), found once per original."""
+        def find() -> np.ndarray:
+            boxes = face_boxes(source.pixels, cache=self.masks, key=source.digest)
+            return portrait.find_features(source.pixels, boxes).to_array()
+        return portrait.Features.from_array(self.masks.get_or_compute((source.digest, "portrait-features"), find))
+
+    def retouched(self, source: SourceImage, state: EditState,
+                  size: tuple[int, int]) -> tuple[np.ndarray, RetouchReport] | None:
+        """The original at ``size`` (unframed) with the state's retouch ops applied, and what they did
+        (None: no retouch)."""
+        key = retouch_key(state)
+        if key is None:
+            return None
+        cache_key = (source.digest, "retouch", key, size)
+        hit = self.renders.get(cache_key)
+        if hit is not None:
+            return hit[0], hit[3]
+        img, report = apply_retouch(
+            source.resized(size), state, features=lambda: self.features(source),
+            skin=lambda: self.mask(source, {"type": "skin"}, size),
+            region=lambda spec, feather: self.mask(source, spec, size, feather))
+        img = _frozen(img) if img is not source.resized(size) else img
+        coords = lut_coordinates(img)
+        self.renders.put(cache_key, (img, *coords, report))
+        return img, report
+
+    def retouch_report(self, source: SourceImage, state: EditState, long_side: int | None = None) -> RetouchReport:
+        """What the retouch ops of ``state`` did at ``long_side`` (spots healed, notes for the person)."""
+        done = self.retouched(source, state, source.size_for(long_side))
+        return done[1] if done is not None else RetouchReport()
+
+    def _retouched_base(self, source: SourceImage, state: EditState, size: tuple[int, int],
+                        frame: Frame | None):
+        """(base pixels, LUT coordinates) when the state retouches, else None.
+
+        Retouching works on the original's own frame (spots and regions are found
+        there), at the scale of the output; the result is then framed like the original."""
+        if retouch_key(state) is None:
+            return None
+        if frame is None:
+            img, _ = self.retouched(source, state, size)
+            cached = self.renders.get((source.digest, "retouch", retouch_key(state), size))
+            return img, (cached[1:3] if cached is not None else lut_coordinates(img))
+        s = min(1.0, size[1] / frame.width)
+        src_size = (max(1, round(source.height * s)), max(1, round(source.width * s)))
+        img, _ = self.retouched(source, state, src_size)
+        key = (source.digest, "retouch-framed", retouch_key(state), frame.matrix.tobytes(), frame.width,
+               frame.height, size)
+
+        def make():
+            base = _frozen(framed_image(img, frame, size, (source.height, source.width)))
+            return (base, *lut_coordinates(base))
+        base, *coords = self.framed.get_or_create(key, make)
+        return base, tuple(coords)
+
+    def _render(self, source: SourceImage, state: EditState, size: tuple[int, int],
+                frame: Frame | None = None) -> np.ndarray:
+        base = self._base(source, frame, size)
         if state.is_identity:
             return base
-        coords = self._coords(source, size)
+        retouched = self._retouched_base(source, state, size, frame)
+        if retouched is not None:
+            base, coords = retouched
+        else:
+            coords = self._coords(source, size, frame)
         g_pixel = _pixel_settings(state.settings)
         out = apply_lut(self.lut(g_pixel), coords) if g_pixel else base
         masks: list[np.ndarray | None] = []
         fresh = True  # is `out` still LUT(base)? then a layer is one composite LUT on cached coordinates
         for layer in state.layers:
-            if not layer.settings:
-                masks.append(None)
+            if not (_pixel_settings(layer.settings) or _spatial_settings(layer.settings)
+                    or _finish_settings(layer.settings)):
+                masks.append(None)  # empty, or a retouch-only layer (remove): done in the retouch stage
                 continue
-            mask = self.mask(source, layer.mask, size, layer.feather)
+            if frame is None:
+                mask = self.mask(source, layer.mask, size, layer.feather)
+            else:
+                mask = self._frame_mask(source, layer.mask, frame, size, layer.feather)
             if layer.opacity != 1.0:
                 mask = mask * np.float32(layer.opacity)
             masks.append(mask)
@@ -347,22 +638,29 @@ class Renderer:
                 layer_img = apply_lut(self.lut(l_pixel), lut_coordinates(out))
             out = blend(out, layer_img, mask)
             fresh = False
+        finish = _finish_settings(state.settings)
+        out = apply_denoise(out, finish)
+        for layer, mask in zip(state.layers, masks):
+            l_finish = _finish_settings(layer.settings)
+            if l_finish and mask is not None:
+                out = blend(out, apply_denoise(out, l_finish), mask)
         out = apply_spatial_ops(out, _spatial_settings(state.settings))
         for layer, mask in zip(state.layers, masks):
             l_spatial = _spatial_settings(layer.settings)
             if l_spatial and mask is not None:
                 out = blend(out, apply_spatial_ops(out, l_spatial), mask)
-        return out
+        return apply_finish(out, finish)
 
 
-def render(original: np.ndarray, state: EditState, long_side: int | None = None) -> np.ndarray:
-    """Pure function: uint8 RGB ``original`` rendered with ``state``.
+def render(original: np.ndarray, state: EditState, long_side: int | None = None, *, blobs=None) -> np.ndarray:
+    """Pure function: uint8 RGB ``original`` rendered with ``state``
+    (``blobs``: the BlobStore generated layers and painted masks live in).
 
     Same inputs, same bytes. For many renders of one photo use a
     :class:`Renderer` and a :class:`SourceImage`, which cache coordinates,
-    LUTs, masks and results.
+    LUTs, masks and results. ``blobs``: the BlobStore painted masks live in.
     """
-    return Renderer(max_cache_bytes=0).render(SourceImage.from_array(original), state, long_side).copy()
+    return Renderer(max_cache_bytes=0, blobs=blobs).render(SourceImage.from_array(original), state, long_side).copy()
 
 
 def render_exact(original: np.ndarray, state: EditState, long_side: int | None = None) -> np.ndarray:
@@ -371,9 +669,10 @@ def render_exact(original: np.ndarray, state: EditState, long_side: int | None =
     Slow; used by the benchmark and tests to measure the LUT's error.
     """
     source = SourceImage.from_array(original)
-    size = source.size_for(long_side)
-    base = source.resized(size)
     renderer = Renderer(max_cache_bytes=0)
+    frame = renderer.frame(source, state)
+    size = frame.size_at(long_side) if frame else source.size_for(long_side)
+    base = renderer._base(source, frame, size)
 
     def exact(img: np.ndarray, *stages) -> np.ndarray:
         f = img.astype(np.float32) / 255.0
@@ -385,14 +684,20 @@ def render_exact(original: np.ndarray, state: EditState, long_side: int | None =
     out = exact(base, g_pixel) if g_pixel else base
     masks = []
     for layer in state.layers:
-        mask = renderer.mask(source, layer.mask, size, layer.feather) * np.float32(layer.opacity)
+        mask = renderer.mask_for(source, layer.mask, state, long_side, layer.feather) * np.float32(layer.opacity)
         masks.append(mask)
         l_pixel = _pixel_settings(layer.settings)
         if l_pixel:
             out = blend(out, exact(out, l_pixel), mask)
+    finish = _finish_settings(state.settings)
+    out = apply_denoise(out, finish)
+    for layer, mask in zip(state.layers, masks):
+        l_finish = _finish_settings(layer.settings)
+        if l_finish:
+            out = blend(out, apply_denoise(out, l_finish), mask)
     out = apply_spatial_ops(out, _spatial_settings(state.settings))
     for layer, mask in zip(state.layers, masks):
         l_spatial = _spatial_settings(layer.settings)
         if l_spatial:
             out = blend(out, apply_spatial_ops(out, l_spatial), mask)
-    return out
+    return apply_finish(out, finish)

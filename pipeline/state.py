@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from pipeline import ops
+from pipeline.generate.layers import GeneratedLayer, GeneratedLayerError
 from pipeline.masks import MaskSpecError, normalize_mask_spec
 
 
@@ -24,11 +25,37 @@ class EditStateError(ValueError):
     """A malformed EditState: the message names the bad field."""
 
 
-def _settings(data: Any, where: str, clamp: bool) -> dict[str, int]:
+def _settings(data: Any, where: str, clamp: bool, *, local: bool = True) -> dict[str, int]:
     try:
-        return ops.check_settings(data or {}, clamp=clamp)
+        settings = ops.check_settings(data or {}, clamp=clamp)
     except ops.OpError as exc:
         raise EditStateError(f"{where}: {exc}") from None
+    if not local:
+        _refuse_region_ops(settings, where)
+    if where.endswith("layers") or ".layers[" in where:
+        whole = [k for k in settings if k in _WHOLE_FRAME]
+        if whole:
+            raise EditStateError(f"{where}: {', '.join(whole)} apply to the whole picture, not to a local layer")
+    elif any(ops.OPS[k].kind == "geometry" for k in settings):
+        from pipeline.geometry import GeometryError, frame_for
+        try:
+            frame_for(settings, 1000, 1000)
+        except GeometryError as exc:
+            raise EditStateError(f"{where}: {exc}") from None
+    return settings
+
+
+def _refuse_region_ops(settings: Mapping[str, Any], where: str) -> None:
+    region = [n for n in settings if n in ops.REGION_OPS]
+    if region:
+        raise EditStateError(f"{where}: {', '.join(region)} works on a selected region only "
+                             "(a local layer with a mask), not on the whole photo")
+
+
+#: Ops that only make sense for the whole frame (never inside a layer's mask).
+WHOLE_FRAME_OPS = _WHOLE_FRAME = frozenset(
+    n for n, o in ops.OPS.items()
+    if o.kind == "geometry" or n in ("vignette", "vignette_midpoint", "vignette_feather", "grain", "grain_size"))
 
 
 @dataclass(frozen=True)
@@ -92,12 +119,26 @@ class LocalLayer:
         )
 
 
+def _generated(data: Any) -> tuple:
+    if not data:
+        return ()
+    if not isinstance(data, (list, tuple)):
+        raise EditStateError("state.generated: expected a list")
+    try:
+        return tuple(GeneratedLayer.from_dict(g, where=f"state.generated[{i}]") for i, g in enumerate(data))
+    except GeneratedLayerError as exc:
+        raise EditStateError(str(exc)) from None
+
+
 @dataclass(frozen=True)
 class EditState:
     """Global settings plus ordered local layers. Treat as immutable."""
 
     settings: dict = field(default_factory=dict)
     layers: tuple = ()
+    #: Generated layers (pipeline.generate.layers.GeneratedLayer), composited onto the
+    #: original before any adjustment; their pixels live in the blob store.
+    generated: tuple = ()
 
     # -- construction -------------------------------------------------
     @classmethod
@@ -111,18 +152,19 @@ class EditState:
             return cls()
         if not isinstance(data, Mapping):
             raise EditStateError(f"state: expected an object, got {type(data).__name__}")
-        unknown = set(data) - {"settings", "layers", "version"}
+        unknown = set(data) - {"settings", "layers", "version", "generated"}
         if unknown:
             raise EditStateError(f"state: unknown field(s) {', '.join(sorted(unknown))}")
         layers = data.get("layers") or []
         if not isinstance(layers, list):
             raise EditStateError("state.layers: expected a list")
         return cls(
-            settings=_settings(data.get("settings"), "state.settings", clamp),
+            settings=_settings(data.get("settings"), "state.settings", clamp, local=False),
             layers=tuple(
                 LocalLayer.from_dict(l, where=f"state.layers[{i}]", clamp=clamp)
                 for i, l in enumerate(layers)
             ),
+            generated=_generated(data.get("generated")),
         )
 
     @classmethod
@@ -134,7 +176,10 @@ class EditState:
         return cls.from_dict(data, clamp=clamp)
 
     def to_dict(self) -> dict:
-        return {"settings": dict(self.settings), "layers": [l.to_dict() for l in self.layers]}
+        d = {"settings": dict(self.settings), "layers": [l.to_dict() for l in self.layers]}
+        if self.generated:  # absent when empty, so states without generation keep their keys
+            d["generated"] = [g.to_dict() for g in self.generated]
+        return d
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, indent=indent, separators=None if indent else (",", ":"))
@@ -146,14 +191,16 @@ class EditState:
     # -- queries ------------------------------------------------------
     @property
     def is_identity(self) -> bool:
-        return not self.settings and all(not l.settings for l in self.layers)
+        return not self.settings and all(not l.settings for l in self.layers) and not self.generated
 
-    def value(self, op: str, mask: Mapping | None = None) -> int:
-        ops.get_op(op)
+    def value(self, op: str, mask: Mapping | None = None) -> Any:
+        """The op's value (0 when unset): an int, an angle (float) or curve points."""
+        o = ops.get_op(op)
+        empty = () if o.control == "points" else 0
         if mask is None:
-            return int(self.settings.get(op, 0))
+            return self.settings.get(op, empty)
         layer = self.find_layer(mask)
-        return int(layer.settings.get(op, 0)) if layer else 0
+        return layer.settings.get(op, empty) if layer else empty
 
     def find_layer(self, mask: Mapping) -> LocalLayer | None:
         spec = normalize_mask_spec(mask)
@@ -173,34 +220,51 @@ class EditState:
         if mode not in ("set", "add"):
             raise EditStateError(f"mode: expected 'set' or 'add', got {mode!r}")
         o = ops.get_op(op)
+        if mask is None:
+            _refuse_region_ops({op: 1}, "state.settings")
         current = self.value(op, mask)
+        if mode == "add" and o.control in ("points", "choice") and not o.wrap:
+            mode = "set"  # a curve or a choice has no "more": the value replaces it
         target = current + ops._as_number(op, value) if mode == "add" else value
         new = o.clamp(target) if clamp else o.check(target)
         if mask is None:
             settings = dict(self.settings)
             settings[op] = new
-            return EditState(settings=ops.check_settings(settings), layers=self.layers)
+            return EditState(settings=_settings(settings, "state.settings", False), layers=self.layers,
+                             generated=self.generated)
         spec = normalize_mask_spec(mask)
         layers = list(self.layers)
         for i, layer in enumerate(layers):
             if layer.mask == spec:
                 s = dict(layer.settings)
                 s[op] = new
-                layers[i] = LocalLayer(spec, ops.check_settings(s), layer.opacity, layer.feather, layer.name)
+                layers[i] = LocalLayer(spec, _settings(s, "state.layers", False), layer.opacity, layer.feather, layer.name)
                 break
         else:
-            layers.append(LocalLayer(spec, ops.check_settings({op: new}), name=layer_name))
-        return EditState(settings=dict(self.settings), layers=tuple(layers))
+            layers.append(LocalLayer(spec, _settings({op: new}, "state.layers", False), name=layer_name))
+        return EditState(settings=dict(self.settings), layers=tuple(layers), generated=self.generated)
 
     def with_settings(self, values: Mapping[str, Any], *, clamp: bool = True) -> "EditState":
         """Return a copy with several global values set at once."""
         settings = dict(self.settings)
         settings.update(values)
+        return EditState(settings=_settings(settings, "state.settings", clamp, local=False), layers=self.layers,
+                         generated=self.generated)
+
+    def with_crop(self, rect: Any) -> "EditState":
+        """Return a copy cropped to the normalised rectangle ``[x0, y0, x1, y1]`` (0..1 of
+        the straightened frame); raises EditStateError for a rectangle outside the image."""
+        from pipeline.geometry import GeometryError, crop_insets
         try:
-            checked = ops.check_settings(settings, clamp=clamp)
-        except ops.OpError as exc:
-            raise EditStateError(f"state.settings: {exc}") from None
-        return EditState(settings=checked, layers=self.layers)
+            insets = crop_insets(rect)
+        except GeometryError as exc:
+            raise EditStateError(str(exc)) from None
+        return self.with_settings(insets, clamp=False)
+
+    def with_generated(self, layer: GeneratedLayer | Mapping) -> "EditState":
+        """Return a copy with one more generated layer on top of the others."""
+        return EditState(settings=dict(self.settings), layers=self.layers,
+                         generated=self.generated + (_generated([layer])[0],))
 
     def diff(self, other: "EditState") -> dict[str, tuple[int, int]]:
         """Global op -> (self value, other value) for every op that differs."""
@@ -238,5 +302,22 @@ def state_json_schema() -> dict:
                 },
             },
             "version": {"type": "integer"},
+            "generated": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["pixels", "mask", "box", "canvas"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "pixels": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                        "mask": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                        "box": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 4, "maxItems": 4},
+                        "canvas": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2},
+                        "offset": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 2},
+                        "recipe": {"type": "object"},
+                        "name": {"type": "string"},
+                    },
+                },
+            },
         },
     }

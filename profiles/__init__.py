@@ -347,11 +347,15 @@ def _check_op(path: Path, where: str, name: Any) -> ops.Op:
         raise ProfileError(str(path), where, str(exc)) from None
 
 
-def _check_values(path: Path, where: str, values: Mapping) -> None:
+def _check_values(path: Path, where: str, values: Mapping, mode: str = "set") -> None:
     for name, value in values.items():
         op = _check_op(path, f"{where}.{name}", name)
-        if not op.min <= value <= op.max:
-            raise ProfileError(str(path), f"{where}.{name}", f"{value} is outside {op.min}..{op.max}")
+        if mode == "add" and op.min == 0 and op.control not in ("choice", "points"):
+            lo = -(op.max - op.min)  # a move on a 0..N op may go down ("less grain")
+        else:
+            lo = op.min
+        if not lo <= value <= op.max:
+            raise ProfileError(str(path), f"{where}.{name}", f"{value} is outside {lo}..{op.max}")
 
 
 def _check_mask(path: Path, where: str, spec: Any) -> None:
@@ -369,7 +373,7 @@ def _check_semantics(path: Path, data: dict) -> None:
         where = f"prompt_engineering.intent_translations.{name}"
         if not intent["ops"]:
             raise ProfileError(str(path), f"{where}.ops", "expected at least one op")
-        _check_values(path, f"{where}.ops", intent["ops"])
+        _check_values(path, f"{where}.ops", intent["ops"], intent.get("mode", "add"))
         opp = intent.get("opposite")
         if opp is not None and opp not in intents:
             raise ProfileError(str(path), f"{where}.opposite", f"no intent called {opp!r}")

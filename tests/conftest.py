@@ -7,8 +7,15 @@ through the builder — nothing is patched.
 
 from __future__ import annotations
 
+import glob
+import os
 import re
+import shutil
 import socket
+import subprocess
+import tempfile
+import time
+import uuid
 from pathlib import Path
 from typing import Callable
 
@@ -48,7 +55,7 @@ def browser():
 
 _STEP = re.compile(r"\b([a-z_]+)([+=-])(\d+)(?:@([a-z]+))?")
 _TARGETS = {"sky": {"type": "sky"}, "top": {"type": "gradient", "start": [0.5, 0.0], "end": [0.5, 0.6]},
-            "shadows": {"type": "luminance", "low": 0.0, "high": 0.35}}
+            "shadows": {"type": "luminance", "low": 0.0, "high": 0.35}, "selection": {"type": "selection"}}
 
 
 def small_photo(name: str = "astronaut", long_side: int = 400) -> np.ndarray:
@@ -116,9 +123,113 @@ def photo() -> np.ndarray:
     return small_photo("astronaut")
 
 
+# -- databases: SQLite files, and a throwaway PostgreSQL cluster on 127.0.0.1 ----------------
+
+BACKENDS = ("sqlite", "postgresql")
+
+
+class PostgresCluster:
+    """A PostgreSQL server of its own: initdb into a temp folder, pg_ctl start on a free port.
+
+    Runs as the ``postgres`` user (``runuser``) when the tests run as root, since
+    PostgreSQL refuses to run as root; the folder is owned by that user. Trust
+    authentication on 127.0.0.1 only; stopped and deleted at the end.
+    """
+
+    def __init__(self):
+        found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+        on_path = shutil.which("initdb")
+        if not found and not on_path:
+            pytest.fail("PostgreSQL is not installed (initdb not found): apt-get install postgresql "
+                        "(.ci/run does this)", pytrace=False)
+        self.bin = Path(found[-1] if found else on_path).parent
+        self.root = Path(tempfile.mkdtemp(prefix="atelier-pg-"))
+        self.data = self.root / "data"
+        self.port = free_port()
+        self.as_root = os.geteuid() == 0
+        if self.as_root:
+            shutil.chown(self.root, "postgres", "postgres")
+
+    def _run(self, *args: str, **kw) -> subprocess.CompletedProcess:
+        cmd = [str(self.bin / args[0]), *args[1:]]
+        if self.as_root:
+            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+    def start(self) -> "PostgresCluster":
+        done = self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8",
+                         "--locale=C", "--no-sync")
+        if done.returncode:
+            pytest.fail(f"initdb failed: {done.stderr[-800:]}", pytrace=False)
+        options = (f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.root} "
+                   "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300")
+        done = self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-o", options,
+                         "-w", "-t", "60", "start")
+        if done.returncode:
+            log = (self.root / "server.log").read_text() if (self.root / "server.log").exists() else ""
+            self.stop()
+            pytest.fail(f"PostgreSQL did not start: {done.stderr[-400:]} {log[-800:]}", pytrace=False)
+        return self
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self) -> str:
+        import psycopg
+
+        name = "t_" + uuid.uuid4().hex[:12]
+        with psycopg.connect(f"postgresql://postgres@127.0.0.1:{self.port}/postgres", autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        return name
+
+    def drop_database(self, name: str) -> None:
+        import psycopg
+
+        with psycopg.connect(f"postgresql://postgres@127.0.0.1:{self.port}/postgres", autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+    def stop(self) -> None:
+        if self.data.exists():
+            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    cluster = PostgresCluster().start()
+    yield cluster
+    cluster.stop()
+
+
 @pytest.fixture
-def make_studio(tmp_path):
-    """Factory: Studio(planner, judge, **config overrides) on tmp_path's SQLite file and sessions folder."""
+def postgres_url(postgres_cluster):
+    """A fresh, empty PostgreSQL database for one test (dropped afterwards)."""
+    name = postgres_cluster.create_database()
+    yield postgres_cluster.url(name)
+    postgres_cluster.drop_database(name)
+
+
+def backend_url(backend: str, request, tmp_path: Path) -> str:
+    if backend == "postgresql":
+        return request.getfixturevalue("postgres_url")
+    return f"sqlite:///{tmp_path / 'atelier.db'}"
+
+
+@pytest.fixture
+def database_url(tmp_path) -> str:
+    """The database a test's Studio uses: a SQLite file (modules that test both backends override this)."""
+    return f"sqlite:///{tmp_path / 'atelier.db'}"
+
+
+@pytest.fixture(params=BACKENDS)
+def any_database_url(request, tmp_path) -> str:
+    """Each backend in turn: a SQLite file, then a fresh database on the test PostgreSQL cluster."""
+    return backend_url(request.param, request, tmp_path)
+
+
+@pytest.fixture
+def make_studio(tmp_path, database_url):
+    """Factory: Studio(planner, judge, **config overrides) on ``database_url`` and tmp_path's sessions folder."""
     from agent.config import load_config
     from agent.service import Studio
 
@@ -126,7 +237,7 @@ def make_studio(tmp_path):
 
     def make(planner=None, judge=None, **overrides):
         config = load_config().with_overrides(**overrides) if overrides else load_config()
-        studio = Studio(database_url=f"sqlite:///{tmp_path / 'atelier.db'}", sessions_dir=tmp_path / "sessions",
+        studio = Studio(database_url=database_url, sessions_dir=tmp_path / "sessions",
                         planner=planner or ScriptedPlanner(), judge=judge or ScriptedJudge(), config=config)
         made.append(studio)
         return studio

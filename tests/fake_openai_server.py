@@ -6,7 +6,8 @@ request takes the next scripted :class:`Reply` (or asks ``responder`` when the
 script is empty) and is recorded in ``requests`` (the parsed JSON body plus
 arrival time), so tests can check what a model would have seen.
 
-Faults it can play: replies in code fences or with prose, extra keys,
+Tool calls (``Reply.calls``) script an agent's tool-call turns. Faults it can play: replies in code
+fences or with prose, extra keys,
 truncation (``finish_reason="length"``), refusals, HTTP errors with
 ``Retry-After`` (429) or without (500), a hang past the client's timeout, a
 slow but valid answer, a garbage body that is not JSON, a dropped connection,
@@ -42,6 +43,7 @@ class Reply:
     hang_s: float = 0.0       # wait this long before answering (released when the server stops)
     drop: bool = False        # close the connection without any answer
     raw: bytes | None = None  # send these bytes as the body instead of a chat completion
+    tool_calls: list | None = None   # [(name, arguments dict or raw JSON text)]: an assistant tool-call turn
 
     # -- the replies tests need ---------------------------------------------
     @classmethod
@@ -80,6 +82,11 @@ class Reply:
     @classmethod
     def dropped(cls) -> "Reply":
         return cls(drop=True)
+
+    @classmethod
+    def calls(cls, *calls: tuple[str, Any], content: str | None = None) -> "Reply":
+        """Tool calls: ``Reply.calls(("edit", {"session_id": "x", "message": "warmer"}))``; a str is sent raw."""
+        return cls(content=content, tool_calls=list(calls), finish_reason="tool_calls")
 
     @classmethod
     def slow(cls, obj: Any, seconds: float) -> "Reply":
@@ -249,6 +256,12 @@ class _Handler(BaseHTTPRequestHandler):
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.refusal is not None:
             message["refusal"] = reply.refusal
+        if reply.tool_calls:
+            n = len(self.owner.requests)
+            message["tool_calls"] = [
+                {"id": f"call_{n}_{i}", "type": "function",
+                 "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+                for i, (name, args) in enumerate(reply.tool_calls)]
         self._send(200, {
             "id": f"chatcmpl-{len(self.owner.requests)}",
             "object": "chat.completion",

@@ -27,3 +27,19 @@ def test_bench_refuses_a_bad_size():
     res = subprocess.run([sys.executable, "-m", "pipeline.bench", "--size", "huge"], cwd=REPO,
                          capture_output=True, text=True)
     assert res.returncode == 2 and "--size: expected WIDTHxHEIGHT" in res.stderr
+
+
+def test_bench_device_path_prints_both_with_batch_throughput():
+    """--device torch-cpu runs the GPU code path on the CPU: both sets of figures, batch throughput, the error."""
+    res = subprocess.run([sys.executable, "-m", "pipeline.bench", "--json", "--runs", "1", "--size", "160x90",
+                          "--device", "torch-cpu", "--batch", "2"],
+                         cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    r = json.loads(res.stdout)
+    assert r["global_4k_ms"] > 0  # the CPU figures are still there
+    d = r["device"]
+    assert d["device"] == "cpu" and d["batch"] == 2
+    for key in ("global_4k_ms", "full_turn_4k_ms", "global_8k_ms", "batch_global_4k_photos_per_s",
+                "batch_full_turn_4k_photos_per_s"):
+        assert d[key] > 0, key
+    assert d["max_diff_vs_cpu_global"] <= 1 and d["share_over_one_level_full_turn"] < 1e-3

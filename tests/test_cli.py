@@ -37,7 +37,9 @@ def test_parse_command():
     assert parse_command("/rollback 3f2a9c") == ("rollback", {"target": "3f2a9c"})
     assert parse_command("/replan gentler please") == ("replan", {"feedback": "gentler please"})
     assert parse_command("/modify saturation=-20 contrast=15") == ("modify", {"values": {"saturation": -20, "contrast": 15}})
-    for bad in ("/modify saturation", "/modify saturation=lots", "/rollback", "/undo"):
+    assert parse_command("/undo") == ("undo", {}) and parse_command("/redo") == ("redo", {})
+    assert parse_command("/export png") == ("export", {"fmt": "png"})
+    for bad in ("/modify saturation", "/modify saturation=lots", "/rollback", "/frobnicate", "/export gif"):
         with pytest.raises(CommandError):
             parse_command(bad)
 
@@ -79,3 +81,23 @@ def test_a_scripted_session_prints_one_json_object_per_turn(tmp_path, photo_file
     assert "[T6 auto_approved]" in readable.stdout and "contrast to 10" in readable.stdout
     unknown = _cli(["--session", "no-such-session", "--say", "warmer"], tmp_path)
     assert unknown.returncode == 2 and "no session" in unknown.stderr
+
+
+def test_quick_replies_are_numbered_and_picked_by_number(tmp_path, photo_file):
+    run = _cli([str(photo_file), "--auto-approve", "--json",
+                "--say", "brighten the cup",      # no cup mask: a question with quick replies
+                "--say", "1",                     # pick the first: "Brighter overall"
+                "--say", "undo", "--say", "/redo", "--say", "hello",
+                "--export", "png"], tmp_path)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    turns = [json.loads(line) for line in lines if line.startswith("{")]
+    ask, picked, undo, redo, hello = turns
+    assert ask["kind"] == "clarify" and ask["quick_replies"] and ask["asset_id"] is None
+    assert picked["kind"] == "edit" and any(g["op"] == "exposure" and g["value"] > 0 for g in picked["sub_goals"])
+    assert undo["status"] == "rolled_back" and redo["head_asset_id"] == picked["asset_id"]
+    assert hello["kind"] == "chat" and hello["status"] == "answered"
+    exported = [l for l in lines if l.startswith("exported: ")]
+    assert exported and Path(exported[0].split(": ", 1)[1]).suffix == ".png"
+    readable = _cli(["--session", picked["session_id"], "--say", "what would you change?"], tmp_path)
+    assert readable.returncode == 0 and "  1) " in readable.stdout

@@ -183,7 +183,7 @@ def test_checkpoints_hold_small_records_never_pixels(make_studio, photo):
 def test_config_has_the_numbers_of_the_issue():
     c = load_config()
     assert (c.max_sub_goals, c.max_retries_per_sub_goal, c.min_pass_score, c.auto_approve_threshold,
-            c.budget_tokens, c.keep_recent_turns, c.review_mode) == (6, 2, 0.6, 0.85, 2000, 3, "below_auto_approve")
+            c.budget_tokens, c.keep_recent_turns, c.review_mode) == (6, 2, 0.6, 0.9, 2000, 3, "below_auto_approve")
     assert c.max_upload_pixels == 50_000_000 and c.proxy_long_side == 1600
 
 

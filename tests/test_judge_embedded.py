@@ -72,7 +72,10 @@ def test_it_is_a_judge(judge):
 
 
 def test_every_op_has_a_measurable_effect():
-    assert set(EFFECTS) == set(ops.OPS)
+    from agent.judges.toolbox_checks import TOOLBOX_OPS
+
+    retouch = set(ops.RETOUCH_OPS + ops.REGION_OPS)   # checked by the retouch report, not by EFFECTS
+    assert set(EFFECTS) | TOOLBOX_OPS | retouch == set(ops.OPS) and not set(EFFECTS) & TOOLBOX_OPS
 
 
 def test_sizes_must_match(judge, photos):

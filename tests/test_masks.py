@@ -17,6 +17,7 @@ import skimage.data
 
 from pipeline.masks import (
     MASK_TYPES,
+    SELECTION_TYPES,
     MaskCache,
     MaskSpecError,
     build_mask,
@@ -286,7 +287,8 @@ def test_a_downscaled_original_gives_nearly_the_same_mask(photos, cache, name, s
 
 # --- ranges, errors ------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", [t for t in MASK_TYPES if t not in ("invert", "intersect", "union")])
+@pytest.mark.parametrize("kind", [t for t in MASK_TYPES if t not in ("invert", "intersect", "union")
+                                  + SELECTION_TYPES])  # selections: tests/test_selections.py
 def test_every_type_gives_a_finite_float_mask_in_range(photos, cache, kind):
     img = photos["astronaut"]
     mask = build_mask({"type": kind, "feather": 10}, img, (123, 77), cache=cache)

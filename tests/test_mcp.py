@@ -98,8 +98,12 @@ async def _conversation(client: Client, photo: Path, out_dir: Path) -> str:
     assert not nothing["ok"] and "nothing is waiting" in nothing["errors"][0]
     no_file = await _call(client, "open_photo", path=str(photo.parent / "missing.jpg"))
     assert not no_file["ok"] and "missing.jpg" in no_file["errors"][0]
-    gen = await _call(client, "generate_image", prompt="a red fox")
-    assert not gen["ok"] and "no generation backend" in gen["errors"][0]
+    defaults = await _call(client, "get_defaults")
+    assert defaults["ok"] and "steps" in defaults["data"]["image"]
+    gen = await _call(client, "generate_image", prompt="a red fox")   # no backend configured in the tests
+    assert not gen["ok"] and "generation backend" in gen["errors"][0]
+    bad_default = await _call(client, "set_defaults", image={"steps": "many"})
+    assert not bad_default["ok"] and "steps" in bad_default["errors"][0]
     unknown_tool = await client.call_tool("crop_everything", {})
     assert unknown_tool.is_error and unknown_tool.structured_content["ok"] is False
     assert "unknown tool" in unknown_tool.structured_content["errors"][0]

@@ -21,15 +21,31 @@ def test_registry_declares_every_op_of_the_design():
     expected = {"exposure", "contrast", "highlights", "shadows", "whites", "blacks", "temperature", "tint",
                 "saturation", "vibrance", "clarity", "dehaze", "sharpen"}
     expected |= {f"{k}_{b}" for k in ("hue", "saturation", "luminance") for b in ops.BANDS}
+    # issue 11: geometry and finishing
+    expected |= {"rotate", "flip_h", "flip_v", "straighten", "auto_straighten", "crop_left", "crop_top",
+                 "crop_right", "crop_bottom", "crop_aspect", "crop_zoom", "tone_curve", "curve_points",
+                 "noise_reduction", "color_noise_reduction", "vignette", "vignette_midpoint",
+                 "vignette_feather", "grain", "grain_size"}
+    expected |= {f"grade_{r}{h}" for r in ("shadows", "midtones", "highlights") for h in ("", "_hue")}
+    # issue 11: healing and portrait
+    expected |= {"dust_removal", "blemish_removal", "red_eye", "skin_smoothing", "even_skin_tone",
+                 "teeth_whitening", "eye_brightening", "remove"}
     assert set(ops.OPS) == expected
     assert len(ops.BANDS) == 8
 
 
 def test_every_op_is_declared_on_the_photographers_scale():
     for op in ops.OPS.values():
+        assert op.stage in ops.STAGES and op.control in ops.CONTROLS
+        assert op.description and op.label and op.default == 0, op.name
+        if op.stage in ("finishing", "geometry"):
+            assert op.min <= 0 <= op.max, op.name  # 0 is still the identity
+            continue
+        if op.kind in ("retouch", "region"):  # 0 = untouched, the strongest at 100
+            assert (op.min, op.max) == (0, 100), op.name
+            continue
         assert (op.min, op.max, op.default) == (-100, 100, 0), op.name
-        assert op.stage in ops.STAGES
-        assert op.description and op.plus and op.minus and op.label
+        assert op.plus and op.minus
 
 
 def test_ops_are_listed_in_render_stage_order():

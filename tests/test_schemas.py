@@ -63,12 +63,12 @@ def test_a_good_plan_validates_and_bad_fields_are_named():
     assert planner.validate(GOOD_PLAN) == []
     bad = json.loads(json.dumps(GOOD_PLAN))
     bad["sub_goals"][0]["op"] = "glow"
-    bad["sub_goals"][1]["value"] = 250
+    bad["sub_goals"][1]["value"] = 400  # beyond every op's range (hues go to 359)
     bad["sub_goals"][2]["target"] = {"type": "file", "path": "/etc/passwd"}
     bad["understood"] = "yes"
     problems = planner.validate(bad)
     assert any(p.startswith("sub_goals[0].op: unknown op 'glow'") for p in problems)
-    assert "sub_goals[1].value: 250 is outside -100..100" in problems
+    assert "sub_goals[1].value: 400 is outside -359..359" in problems
     assert any(p.startswith("sub_goals[2].target.type:") for p in problems)
     assert "understood: expected true or false, got 'yes'" in problems
     with pytest.raises(schemas.SchemaValidationError) as err:

@@ -1,7 +1,9 @@
 """The session API: review actions, rollback, restart, concurrency, tokens, uploads, a killed turn.
 
-Real SQLite files under tmp_path, the real renderer and a real photo; the
-planner and judge are scripted and injected (no patching).
+Every test runs twice: on a real SQLite file under tmp_path and on a fresh
+database of a throwaway PostgreSQL cluster on 127.0.0.1 (conftest). The real
+renderer and a real photo; the planner and judge are scripted and injected
+(no patching).
 """
 
 from __future__ import annotations
@@ -18,9 +20,14 @@ import numpy as np
 import pytest
 
 from agent.service import InvalidInput, SessionNotFound
-from conftest import ScriptedJudge, ScriptedPlanner, small_photo
+from conftest import BACKENDS, ScriptedJudge, ScriptedPlanner, backend_url, small_photo
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request, tmp_path):
+    return backend_url(request.param, request, tmp_path)
 
 
 def test_approve_keeps_the_version_under_review(make_studio, photo):
@@ -252,14 +259,14 @@ _KILLED_TURN = textwrap.dedent("""
 """)
 
 
-def test_a_killed_turn_is_lost_cleanly_and_the_session_resumes(make_studio, photo, tmp_path):
+def test_a_killed_turn_is_lost_cleanly_and_the_session_resumes(make_studio, photo, tmp_path, database_url):
     studio = make_studio(ScriptedPlanner(), ScriptedJudge([0.9]))
     info = studio.start_session(photo)
     kept = studio.send_message(info.id, "exposure+10")
     studio.close()
     marker = tmp_path / "judging"
     script = _KILLED_TURN.format(repo=str(REPO), tests=str(REPO / "tests"), marker=str(marker),
-                                 url=f"sqlite:///{tmp_path / 'atelier.db'}", sessions=str(tmp_path / "sessions"),
+                                 url=database_url, sessions=str(tmp_path / "sessions"),
                                  sid=info.id)
     proc = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(REPO)})
     deadline = time.monotonic() + 60

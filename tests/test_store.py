@@ -1,4 +1,5 @@
-"""The store: sessions, the edit DAG and turns in a real SQLite file, and the checkpointer."""
+"""The store: sessions, the edit DAG and turns, and the checkpointer — on a real SQLite file and on a
+fresh database of a throwaway PostgreSQL cluster on 127.0.0.1 (conftest)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from agent.store import Store, open_checkpointer, resolve_database_url
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = Store(resolve_database_url(None, tmp_path), tmp_path)
+def store(any_database_url, tmp_path):
+    s = Store(any_database_url, tmp_path)
     yield s
     s.close()
 
@@ -23,13 +24,15 @@ def _session(store, sid="s1", token="t" * 43):
                                 width=400, height=300, original_state={"settings": {}, "layers": []})
 
 
-def test_default_url_is_sqlite_in_the_sessions_folder_with_wal(tmp_path, monkeypatch, store):
+def test_default_url_is_sqlite_in_the_sessions_folder_with_wal(tmp_path, monkeypatch):
     monkeypatch.delenv("ATELIER_DATABASE_URL", raising=False)
+    store = Store(resolve_database_url(None, tmp_path), tmp_path)
     assert resolve_database_url(None, tmp_path) == f"sqlite:///{(tmp_path / 'atelier.db').resolve()}"
     monkeypatch.setenv("ATELIER_DATABASE_URL", "postgresql://db/atelier")
     assert resolve_database_url(None, tmp_path) == "postgresql://db/atelier"
     _session(store)
     mode = sqlite3.connect(tmp_path / "atelier.db").execute("PRAGMA journal_mode").fetchone()[0]
+    store.close()
     assert mode == "wal"
 
 
@@ -93,3 +96,71 @@ def test_the_checkpointer_is_sqlite_in_wal_mode(tmp_path):
         assert (tmp_path / "checkpoints.db").exists()
     finally:
         close()
+
+
+def test_the_checkpointer_on_postgresql_keeps_a_pending_turn_across_connections(postgres_url, tmp_path):
+    """PostgresSaver through ATELIER_DATABASE_URL's URL: what one connection wrote, the next one reads."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    saver, close = open_checkpointer(postgres_url, tmp_path)
+    config = {"configurable": {"thread_id": "s1:1:abcd", "checkpoint_ns": ""}}
+    try:
+        assert type(saver).__name__ == "PostgresSaver"
+        checkpoint = empty_checkpoint()
+        saver.put(config, checkpoint, {"source": "input", "step": -1}, {})
+    finally:
+        close()
+    again, close = open_checkpointer(postgres_url, tmp_path)
+    try:
+        found = again.get_tuple(config)
+        assert found is not None and found.checkpoint["id"] == checkpoint["id"]
+        again.delete_thread("s1:1:abcd")
+        assert again.get_tuple(config) is None
+    finally:
+        close()
+    assert not (tmp_path / "checkpoints.db").exists()     # nothing fell back to SQLite
+
+
+def test_a_postgresql_url_without_the_driver_name_works(postgres_url, tmp_path):
+    plain = postgres_url.replace("postgresql+psycopg://", "postgresql://")
+    s = Store(plain, tmp_path)
+    try:
+        _session(s)
+        assert s.get_session("s1").title == "photo.jpg"
+    finally:
+        s.close()
+
+
+def test_the_lease_goes_to_one_owner_until_released_or_expired(store):
+    _session(store)
+    assert store.acquire_lease("s1", "replica-a", ttl_s=30) is None
+    assert store.acquire_lease("s1", "replica-b", ttl_s=30) == "replica-a"     # held: b is told by whom
+    assert store.acquire_lease("s1", "replica-a", ttl_s=30) is None            # re-entrant for its owner
+    assert store.renew_lease("s1", "replica-a", ttl_s=0.5) and not store.renew_lease("s1", "replica-b", 30)
+    import time
+    time.sleep(0.6)
+    assert store.acquire_lease("s1", "replica-b", ttl_s=30) is None            # a's lease expired
+    assert store.lease_of("s1")[0] == "replica-b"
+    store.release_lease("s1", "replica-a")                                     # not a's to release
+    assert store.lease_of("s1")[0] == "replica-b"
+    store.release_lease("s1", "replica-b")
+    assert store.lease_of("s1") == (None, None)
+    with pytest.raises(SessionNotFound):
+        store.acquire_lease("nope", "replica-a", ttl_s=30)
+
+
+def test_an_older_database_gets_the_lease_columns(tmp_path):
+    db = tmp_path / "old.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE sessions (id VARCHAR(32) PRIMARY KEY, resume_token VARCHAR(128), "
+                 "created_at DATETIME, updated_at DATETIME, title VARCHAR(255), style VARCHAR(64), "
+                 "review_mode VARCHAR(32), original_path TEXT, width INTEGER, height INTEGER, "
+                 "head_asset_id VARCHAR(32), active_thread VARCHAR(96), settings JSON)")
+    conn.commit()
+    conn.close()
+    s = Store(f"sqlite:///{db}", tmp_path)
+    try:
+        _session(s)
+        assert s.acquire_lease("s1", "me", 5) is None and s.lease_of("s1")[0] == "me"
+    finally:
+        s.close()

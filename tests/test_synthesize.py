@@ -208,3 +208,23 @@ def test_only_sessions_marked_shareable_are_exported(tmp_path):
     plans = [json.loads(m["value"]) for m in rec["conversations"] if m["from"] == "gpt"]
     assert all(load_schema("planner").validate(p) == [] for p in plans)
     assert all((out / p).is_file() for p in rec["images"])
+
+
+def test_the_person_borrows_words_from_the_tuning_suites_only():
+    suite = syn.suite_phrases()
+    assert suite["global_refine"] and suite["local_edit"]
+    conversations = Path(__file__).resolve().parents[1] / "evals" / "conversations"
+    tuning_text = "\n".join(p.read_text() for p in (conversations / "tuning").glob("*.yaml"))
+    borrowed = {s for rows in suite.values() for _img, s in rows}
+    assert all(s in tuning_text for s in borrowed)   # every borrowed sentence is a tuning one
+    heldout = conversations / "heldout"
+    with pytest.raises(syn.SynthesisError, match="held-out"):
+        syn.suite_phrases(heldout)
+    person = syn.Person(syn.load_phrases(), random.Random(0), ["film"], photo="coffee", suite=suite)
+    local = {person.local_edit() for _ in range(200)}
+    coffee_lines = {s for img, s in suite["local_edit"] if img == "coffee"}
+    templates = syn.Person(syn.load_phrases(), random.Random(1), ["film"])
+    template_lines = {templates.local_edit() for _ in range(500)}
+    other_lines = {s for img, s in suite["local_edit"] if img not in (None, "coffee")} - coffee_lines - template_lines
+    assert other_lines
+    assert local & coffee_lines and not local & other_lines

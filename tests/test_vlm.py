@@ -176,7 +176,8 @@ def test_unknown_ops_and_out_of_range_values_never_run(server):
     assert_fell_back(plan, "did not validate after 3 tries")
     assert "sub_goals[0].value: expected a whole number, got 12.5" in plan.source
     assert "sub_goals[0].op: unknown op 'glow'" in server.requests[1].messages[-1]["content"]
-    assert "sub_goals[0].value: 250 is outside -100..100" in server.requests[2].messages[-1]["content"]
+    # the schema admits hues up to 359; the op's own range names the problem
+    assert "exposure: 250 is outside its range -100..100" in server.requests[2].messages[-1]["content"]
     assert "temperature" in [g.op for g in plan.sub_goals]     # the built-in planner did the turn
 
 

@@ -101,6 +101,9 @@ def serving_options(studio: Any) -> dict:
     db = database_file_of(studio)
     if db is not None:
         blocked.append(str(db))
+    private = getattr(studio, "private_paths", None)   # every file the service uses (agent.service)
+    if callable(private):
+        blocked += [str(p) for p in private() if str(p) not in blocked]
     return dict(
         max_file_size=os.environ.get("ATELIER_MAX_UPLOAD") or MAX_UPLOAD,
         allowed_paths=[str(ASSETS_DIR)],     # the demo photos; nothing else outside Gradio's cache

@@ -19,7 +19,8 @@ import sys
 import time
 
 from agent.eval.metrics import summarize
-from agent.eval.report import failures_text, markdown_table, metrics_table
+from agent.eval.report import (conversation_failures_text, conversation_table, failures_text,
+                               markdown_table, metrics_table)
 from agent.eval.runner import EvalError, RunOptions, agent_limits, flatten, run_suite
 from agent.eval.scenarios import ScenarioError, load_scenarios, smoke_subset
 from agent.eval.trace import TRACE_LEVELS, clean, write_trace
@@ -28,7 +29,8 @@ from agent.eval.trace import TRACE_LEVELS, clean, write_trace
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m agent.eval", description=__doc__.split("\n\n")[0])
     p.add_argument("--scenarios", metavar="PATH|GLOB",
-                   help="scenario file, folder or glob (default: evals/scenarios/*.yaml)")
+                   help="scenario file, folder or glob (default: evals/scenarios/*.yaml and "
+                   "evals/conversations/{heldout,tuning}/*.yaml)")
     p.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
     p.add_argument("--trace-out", metavar="FILE", help="write one JSON line per turn")
     p.add_argument("--trace-level", choices=TRACE_LEVELS, default="basic",
@@ -81,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(turns, records, budget=limits["budget_tokens"])
     summary["run"] = {"seconds": round(elapsed, 1), "workers": workers, "ray": args.ray,
                       "planner": "vlm" if args.vlm else "embedded", "smoke": args.smoke,
-                      "scenarios": args.scenarios or "evals/scenarios/*.yaml", "long_side": args.long_side}
+                      "scenarios": args.scenarios or "evals/scenarios + evals/conversations", "long_side": args.long_side}
     summary["scenario_errors"] = [r for r in records if r.get("error")]
     summary["scenarios"] = records
     if args.trace_out:
@@ -91,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(metrics_table(summary))
         print(failures_text(summary))
+        print()
+        print(conversation_table(summary))
+        print(conversation_failures_text(summary, "heldout"))
         for r in summary["scenario_errors"]:
             print(f"scenario {r['scenario']} crashed: {r['error']}")
         where = f"Ray ({args.ray})" if args.ray else f"{workers} worker process(es)"

@@ -38,6 +38,12 @@ TARGETS: dict[str, tuple[str, float]] = {
     "latency_p95_s": ("<=", 10.0),              # plan: < 10 s per turn excluding the model
 }
 
+#: Conversation targets (issue 9): held-out compliance and turn latency excluding models.
+CONVERSATION_TARGETS: dict[str, tuple[str, float]] = {
+    "heldout_compliance": (">=", 0.90),         # goal 0.95
+    "conversation_latency_p95_s": ("<=", 1.0),  # two cores, excluding model calls
+}
+
 DRIFT_STATS = ("L_mean", "a_mean", "b_mean", "chroma_mean", "rms_contrast")
 INSTRUCTION_ACTIONS = ("say", "replan", "modify")
 AFTER_TURNS = 5
@@ -138,10 +144,10 @@ def judge_agreement(pairs: Iterable[tuple[bool | None, bool | None]]) -> dict[st
 
 
 def target_met(name: str, value: float | None) -> bool | None:
-    """Whether ``value`` meets :data:`TARGETS` [name]; None when not measured."""
+    """Whether ``value`` meets :data:`TARGETS` (or the conversation targets) [name]; None when not measured."""
     if value is None:
         return None
-    op, goal = TARGETS[name]
+    op, goal = TARGETS.get(name) or CONVERSATION_TARGETS[name]
     return value >= goal if op == ">=" else value <= goal
 
 
@@ -186,7 +192,7 @@ def summarize(turns: Sequence[Mapping[str, Any]], scenarios: Sequence[Mapping[st
                     if t.get("preservation_ssim") is not None and t.get("preserve_min") is not None
                     and t["preservation_ssim"] < t["preserve_min"] else [])
                  + ([t["error"]] if t.get("error") else [])}
-                for t in instr if not t["pixel_pass"]]
+                for t in instr if not t["pixel_pass"] and t["suite"] != "conversation"]
     errors = [{"scenario": t["scenario"], "step": t["step"], "error": t["error"]}
               for t in turns if t.get("error")]
     return {
@@ -205,10 +211,56 @@ def summarize(turns: Sequence[Mapping[str, Any]], scenarios: Sequence[Mapping[st
                     "soak_last_turn": next((s for s in reversed(soak_sizes) if s is not None), None)},
         "latency_s": lat,
         "judge_agreement": agree,
+        "conversation": conversation_summary(turns),
         "targets": targets,
         "failures": failures,
         "errors": errors,
     }
+
+
+def conversation_summary(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Compliance of conversation turns per split and per turn kind, with turn latency.
+
+    A conversation turn passes when every pixel expectation of the step holds
+    (direction and size, per region; byte-identity for undo; no new version for
+    chat and questions; no new version and an honest refusal for unsupported).
+    """
+    conv = [t for t in turns if t.get("suite") == "conversation"]
+    out: dict[str, Any] = {}
+    for split in sorted({t.get("split") or "" for t in conv}):
+        ts = [t for t in conv if (t.get("split") or "") == split]
+        checked = [t for t in ts if t.get("pixel_pass") is not None]
+        kinds: dict[str, Any] = {}
+        for kind in sorted({t.get("kind") or "" for t in checked}):
+            ks = [t["pixel_pass"] for t in checked if (t.get("kind") or "") == kind]
+            kinds[kind] = {"n": len(ks), "compliance": compliance(ks)}
+        lat = summary_stats(t.get("latency_s") for t in ts)
+        out[split] = {"dialogues": len({t["scenario"] for t in ts}), "turns": len(ts),
+                      "checked": len(checked), "images": sorted({t["image"] for t in ts}),
+                      "compliance": compliance(t["pixel_pass"] for t in checked),
+                      "by_kind": kinds, "latency_s": lat,
+                      "failures": [{"scenario": t["scenario"], "step": t["step"], "kind": t.get("kind"),
+                                    "instruction": t["instruction"], "status": t.get("status"),
+                                    "reply": t.get("reply"),
+                                    "failed": [c["condition"] + f" (measured {c['change']:+.2f})"
+                                               for c in t.get("checks", ()) if not c["passed"]]
+                                    + (["no new version expected"] if t.get("unchanged") is False else [])
+                                    + (["no honest refusal"] if t.get("refused") is False else [])
+                                    + (["not byte-identical to the earlier version"]
+                                       if t.get("rollback_exact") is False else [])
+                                    + (["not stronger than the paired turn"] if t.get("stronger") is False else [])
+                                    + ([t["error"]] if t.get("error") else [])}
+                                   for t in checked if not t["pixel_pass"]]}
+    lat_all = summary_stats(t.get("latency_s") for t in conv)
+    held = out.get("heldout", {}).get("compliance")
+    out["targets"] = [
+        {"metric": "heldout_compliance", "value": held, "target": ">= 0.9",
+         "met": target_met("heldout_compliance", held)},
+        {"metric": "conversation_latency_p95_s", "value": lat_all["p95"], "target": "<= 1",
+         "met": target_met("conversation_latency_p95_s", lat_all["p95"])},
+    ]
+    out["latency_s"] = lat_all
+    return out
 
 
 def _goal_line(g: Mapping[str, Any]) -> str:

@@ -71,6 +71,52 @@ def metrics_table(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def conversation_table(summary: Mapping[str, Any]) -> str:
+    """Conversation compliance per split and per turn kind, and turn latency."""
+    conv = summary.get("conversation") or {}
+    splits = [k for k in ("heldout", "tuning") if k in conv]
+    if not splits:
+        return "No conversation suites were run."
+    kinds = sorted({k for s in splits for k in conv[s]["by_kind"]})
+    lines = ["conversations (checked from pixels)"]
+    head = f"{'':<14}" + "".join(f"{s:>22}" for s in splits)
+    lines.append(head)
+    lines.append("-" * len(head))
+
+    def cell(d: Mapping[str, Any] | None) -> str:
+        if not d:
+            return f"{'-':>22}"
+        return f"{_fmt(d['compliance']):>14} ({d['n']:>3})"[-22:].rjust(22)
+
+    lines.append(f"{'all turns':<14}" + "".join(
+        cell({"compliance": conv[s]["compliance"], "n": conv[s]["checked"]}) for s in splits))
+    for k in kinds:
+        lines.append(f"{'  ' + k:<14}" + "".join(cell(conv[s]["by_kind"].get(k)) for s in splits))
+    lines.append(f"{'p95 latency s':<14}" + "".join(f"{_fmt(conv[s]['latency_s']['p95'], 2):>22}" for s in splits))
+    for s in splits:
+        c = conv[s]
+        lines.append(f"{s}: {c['dialogues']} dialogues, {c['turns']} turns on {len(c['images'])} photos "
+                     f"({', '.join(c['images'])})")
+    for t in conv.get("targets", ()):
+        met = {True: "MET", False: "MISSED", None: "n/a"}[t["met"]]
+        lines.append(f"target {t['metric']} {t['target']}: {_fmt(t['value'])} {met}")
+    return "\n".join(lines)
+
+
+def conversation_failures_text(summary: Mapping[str, Any], split: str = "heldout", limit: int = 60) -> str:
+    """The conversation turns of one split that did not do what the person meant."""
+    fails = (summary.get("conversation") or {}).get(split, {}).get("failures") or []
+    if not fails:
+        return f"Every checked {split} conversation turn held."
+    lines = [f"{len(fails)} {split} conversation turn(s) did not hold:"]
+    for f in fails[:limit]:
+        lines.append(f"  {f['scenario']}#{f['step']} [{f['kind']}] \"{f['instruction']}\" -> "
+                     f"{'; '.join(f['failed']) or 'failed'}")
+    if len(fails) > limit:
+        lines.append(f"  ... and {len(fails) - limit} more (see --json)")
+    return "\n".join(lines)
+
+
 def failures_text(summary: Mapping[str, Any], limit: int = 40) -> str:
     """The instructions whose pixels did not show what was asked, one per line."""
     fails = summary["failures"]

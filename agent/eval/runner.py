@@ -25,7 +25,6 @@ from agent.eval.metrics import INSTRUCTION_ACTIONS, drift, latency_excluding_mod
 from agent.eval.recording import RecordingJudge, RecordingPlanner
 from agent.eval.scenarios import Scenario, Step, load_photo
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class EvalError(RuntimeError):
@@ -160,21 +159,66 @@ def shown_version(result: Any, head_id: str) -> str:
     return head_id
 
 
+#: Words of an honest refusal ("I can't add a rainbow"): an unsupported request
+#: must say it cannot, not claim an edit it did not make.
+REFUSAL_MARKERS = ("can't", "cannot", "can not", "not able", "unable", "don't know how", "do not know how",
+                   "not supported", "isn't something i can", "is not something i can", "no tool",
+                   "not possible", "beyond what", "outside what i can", "not yet", "only adjust",
+                   "i adjust", "i can only", "won't be able", "can’t")
+
+#: Words of a reply that did not understand: a greeting or a question answered with
+#: these was not understood, even though nothing changed.
+NOT_UNDERSTOOD_MARKERS = ("don't know how", "do not know how", "didn't understand", "did not understand",
+                          "not sure what you mean", "don’t know how")
+
+#: A magnitude pair ("slightly" then "much"): the stronger word moves at least this many times more.
+STRONGER_FACTOR = 1.25
+
+
+def not_understood(reply: str | None) -> bool:
+    """True when a reply says the message was not understood."""
+    text = (reply or "").lower()
+    return any(m in text for m in NOT_UNDERSTOOD_MARKERS)
+
+
+def is_refusal(reply: str | None) -> bool:
+    """True when a reply says plainly that the request cannot be done."""
+    text = (reply or "").lower()
+    return any(m in text for m in REFUSAL_MARKERS)
+
+
 def check_step(step: Step, *, before: np.ndarray, after: np.ndarray, original: np.ndarray,
                renders: dict[int, np.ndarray], region: np.ndarray | None,
-               cache: checks.StatsCache) -> dict[str, Any]:
-    """Judge one step from pixels: conditions, preservation, byte-identity. Pure except the cache."""
+               cache: checks.StatsCache, prior: dict[int, list[dict]] | None = None,
+               same_head: bool | None = None, reply: str | None = None) -> dict[str, Any]:
+    """Judge one step from pixels: conditions, preservation, byte-identity. Pure except the cache.
+
+    ``prior``: earlier steps' condition results (for ``stronger_than``); ``same_head``:
+    whether the head version stayed the same (for ``no_new_version`` and ``refusal``);
+    ``reply``: what the agent said (an honest refusal must say it cannot).
+    """
     exp = step.expect
-    base = {"previous": before, "original": original}.get(exp.against) if isinstance(exp.against, str) \
-        else renders[exp.against]
+
+    def base_of(against) -> np.ndarray:
+        if isinstance(against, str):
+            return {"previous": before, "original": original}[against]
+        return renders[against]
+
     results = []
     for cond in exp.conditions:
+        base = base_of(cond.against if cond.against is not None else exp.against)
         if cond.region == "all":
             sb, sa = cache.stats(base), cache.stats(after)
         else:
             m = region if cond.region == "inside" else checks.outside(region)
             sb, sa = cache.stats(base, cond.region, m), cache.stats(after, cond.region, m)
         results.append(checks.check_condition(cond, sb, sa).to_dict())
+    stronger = None
+    if exp.stronger_than is not None:
+        earlier = {(c["stat"], c["region"]): c["change"] for c in (prior or {}).get(exp.stronger_than, ())}
+        pairs = [(abs(r["change"]), abs(earlier[(r["stat"], r["region"])])) for r in results
+                 if r["direction"] != "within" and (r["stat"], r["region"]) in earlier]
+        stronger = bool(pairs) and all(now >= STRONGER_FACTOR * then for now, then in pairs)
     # Preservation is a property of local edits: measured where the script promises it.
     pres = None
     if exp.preserve_outside is not None and region is not None:
@@ -182,13 +226,25 @@ def check_step(step: Step, *, before: np.ndarray, after: np.ndarray, original: n
     identical = None
     if exp.same_as_step is not None:
         identical = checks.pixels_identical(after, renders[exp.same_as_step])
+        if step.action == "say" and same_head:
+            # Undo in words must act: staying put is not going back, even when the
+            # pixels happen to match (the turn before changed nothing).
+            identical = False
+    unchanged = None
+    if exp.no_new_version or exp.refusal:
+        unchanged = bool(same_head) and checks.pixels_identical(after, before) and bool((reply or "").strip())
+        if exp.no_new_version and not_understood(reply):
+            unchanged = False   # "hi" answered with "I don't know how to do that" is not a chat reply
+    refused = is_refusal(reply) if exp.refusal else None
     verdict = None
     if not exp.is_empty:
         verdict = (all(r["passed"] for r in results)
                    and (exp.preserve_outside is None or (pres is not None and pres >= exp.preserve_outside))
-                   and identical is not False)
+                   and identical is not False and stronger is not False and unchanged is not False
+                   and refused is not False)
     return {"checks": results, "preservation_ssim": pres, "preserve_min": exp.preserve_outside,
-            "rollback_exact": identical, "pixel_pass": verdict}
+            "rollback_exact": identical, "stronger": stronger, "unchanged": unchanged, "refused": refused,
+            "pixel_pass": verdict}
 
 
 def _region_mask(spec: dict, original: np.ndarray) -> np.ndarray:
@@ -214,9 +270,10 @@ def run_scenario(harness: Harness, scenario: Scenario, options: RunOptions) -> S
     heads: dict[int, str] = {0: info.head_asset_id}
     masks: dict[str, np.ndarray] = {}
     cache = checks.StatsCache()
+    prior: dict[int, list[dict]] = {}
     current = original
     run = ScenarioRun(scenario={"scenario": scenario.id, "suite": scenario.suite, "image": scenario.image,
-                                "steps": len(scenario.steps), "session_id": sid})
+                                "split": scenario.split, "steps": len(scenario.steps), "session_id": sid})
     for step in scenario.steps:
         implicit_approve = False
         if step.action == "say" and studio.pending_review(sid) is not None:
@@ -224,6 +281,7 @@ def run_scenario(harness: Harness, scenario: Scenario, options: RunOptions) -> S
             studio.review(sid, "approve")
             implicit_approve = True
         before = current
+        head_before = studio.head(sid).id
         harness.planner.log.take()
         harness.judge.log.take()
         t0 = time.perf_counter()
@@ -248,16 +306,19 @@ def run_scenario(harness: Harness, scenario: Scenario, options: RunOptions) -> S
                 masks[key] = _region_mask(step.region, original)
             region = masks[key]
         verdicts = check_step(step, before=before, after=after, original=original,
-                              renders=renders, region=region, cache=cache)
+                              renders=renders, region=region, cache=cache, prior=prior,
+                              same_head=(shown == head_before), reply=_get(result, "reply"))
+        prior[step.index] = verdicts["checks"]
         if error and verdicts["pixel_pass"] is not None:
             verdicts["pixel_pass"] = False
         score = _get(result, "score")
         turn = {
             "scenario": scenario.id, "suite": scenario.suite, "image": scenario.image,
-            "step": step.index, "action": step.action, "instruction": step.describe(),
+            "split": scenario.split, "kind": step.kind, "step": step.index, "action": step.action, "instruction": step.describe(),
             "tags": list(step.tags + scenario.tags), "local": step.region is not None,
             "implicit_approve": implicit_approve,
             "status": _get(result, "status"), "reply": _get(result, "reply"),
+            "details": _get(result, "details"),
             "sub_goals": [dict(g) if isinstance(g, dict) else g for g in (_get(result, "sub_goals") or [])],
             "score": score,
             "judge_pass": (score >= limits["min_pass_score"]) if isinstance(score, (int, float))
@@ -323,6 +384,10 @@ def _cost(s: Scenario) -> int:
     return len(s.steps) * (s.upscale ** 2)
 
 
+def _run_item(item: tuple[Scenario, RunOptions]) -> ScenarioRun:
+    return run_one(*item)
+
+
 def run_suite(scenarios: Sequence[Scenario], options: RunOptions, *, workers: int = 1,
               ray_address: str | None = None,
               on_done: Callable[[ScenarioRun], None] | None = None) -> list[ScenarioRun]:
@@ -330,63 +395,16 @@ def run_suite(scenarios: Sequence[Scenario], options: RunOptions, *, workers: in
 
     ``workers`` 1 runs in this process; more uses a process pool (each worker
     its own Studio); ``ray_address`` ("local", "auto" or host:port) runs them as
-    Ray tasks instead.
+    Ray tasks instead (see agent.parallel).
     """
-    if ray_address:
-        return _run_on_ray(scenarios, options, ray_address, on_done)
+    from agent.parallel import ParallelError, map_jobs
+
     order = sorted(range(len(scenarios)), key=lambda i: -_cost(scenarios[i]))  # longest first
-    results: dict[int, ScenarioRun] = {}
-    if workers <= 1:
-        for i in range(len(scenarios)):
-            results[i] = run_one(scenarios[i], options)
-            if on_done:
-                on_done(results[i])
-        return [results[i] for i in range(len(scenarios))]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    ctx = multiprocessing.get_context("spawn")  # no fork after threads: each worker starts clean
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = {pool.submit(run_one, scenarios[i], options): i for i in order}
-        for fut in as_completed(futures):
-            i = futures[fut]
-            results[i] = fut.result()
-            if on_done:
-                on_done(results[i])
-    return [results[i] for i in range(len(scenarios))]
-
-
-def _run_on_ray(scenarios: Sequence[Scenario], options: RunOptions, address: str,
-                on_done: Callable[[ScenarioRun], None] | None) -> list[ScenarioRun]:
     try:
-        import ray
-    except ImportError:
-        raise EvalError("--ray needs the optional Ray package: .venv/bin/python -m pip install 'ray>=2.9'") from None
-    if address == "local":
-        # A Ray instance on this machine; its workers import the repo from PYTHONPATH.
-        runtime_env = {"env_vars": {"PYTHONPATH": str(REPO_ROOT)}}
-        ray.init(runtime_env=runtime_env, include_dashboard=False, ignore_reinit_error=True,
-                 log_to_driver=False)
-    else:
-        # A cluster: ship the code (not the venv, sessions or git history) to its workers.
-        runtime_env = {"working_dir": str(REPO_ROOT),
-                       "excludes": [".venv", ".git", "sessions", "**/__pycache__"]}
-        ray.init(address=address, runtime_env=runtime_env, ignore_reinit_error=True, log_to_driver=False)
-    try:
-        task = ray.remote(num_cpus=1)(run_one)
-        refs = {task.remote(s, options): i for i, s in enumerate(scenarios)}
-        results: dict[int, ScenarioRun] = {}
-        pending = list(refs)
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            for ref in done:
-                i = refs[ref]
-                results[i] = ray.get(ref)
-                if on_done:
-                    on_done(results[i])
-    finally:
-        ray.shutdown()
-    return [results[i] for i in range(len(scenarios))]
+        return map_jobs(_run_item, [(s, options) for s in scenarios], workers=workers, ray_address=ray_address,
+                        order=order, on_done=(lambda _item, run: on_done(run)) if on_done else None)
+    except ParallelError as exc:
+        raise EvalError(f"--ray: {exc}") from None
 
 
 def flatten(runs: Iterable[ScenarioRun]) -> tuple[list[dict], list[dict]]:

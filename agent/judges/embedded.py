@@ -355,6 +355,16 @@ def check_sub_goal(goal: SubGoal, request: JudgeRequest, views: _Views, t: Mappi
     effect = EFFECTS.get(goal.op)
     where_text = f" on {describe_mask(goal.target)}" if goal.target else ""
     if effect is None:
+        # geometry and finishing ops: their own pixel checks (aspect, levelness, vignette, grain, ...)
+        from agent.judges.toolbox_checks import check_toolbox_goal
+
+        found = check_toolbox_goal(goal, request, key)
+        if found is None:  # healing and portrait ops: agent/judges/retouch_checks.py
+            from agent.judges.retouch_checks import check_retouch_goal
+
+            found = check_retouch_goal(goal, request, key)
+        if found is not None:
+            return SubGoalCheck(**found)
         return SubGoalCheck(goal.op, key, "not_measured", 1.0, where=where_text,
                             sentence=f"{goal.op}{where_text}: not measured.")
     moved = _needed_move(goal, request)
@@ -625,6 +635,12 @@ class EmbeddedJudge:
 
     def assess(self, request: JudgeRequest) -> Assessment:
         return self.report(request).assessment
+
+    def assess_generated(self, before: np.ndarray, after: np.ndarray, mask: np.ndarray, *,
+                         operation: str = "fill", signatures: Any = None):
+        """A generated region (remove / fill / expand): preservation, seams, colour match (agent/judges/generative.py)."""
+        from agent.judges.generative import assess_generated
+        return assess_generated(before, after, mask, operation=operation, signatures=signatures)
 
     def report(self, request: JudgeRequest) -> JudgeReport:
         """The Assessment plus per-sub-goal checks (for the UI and the trace)."""

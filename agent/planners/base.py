@@ -52,14 +52,14 @@ class SubGoal:
         unknown = set(data) - {"op", "value", "mode", "target", "description", "id", "stage"}
         if unknown:
             raise PlanError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
-        try:
-            op = ops.get_op(data.get("op"))
-            value = op.check(data.get("value"))
-        except ops.OpError as exc:
-            raise PlanError(f"{where}: {exc}") from None
         mode = data.get("mode", "add")
         if mode not in ("add", "set"):
             raise PlanError(f"{where}.mode: expected 'add' or 'set', got {mode!r}")
+        try:
+            op = ops.get_op(data.get("op"))
+            value = op.check(data.get("value")) if mode == "set" else op.check_change(data.get("value"))
+        except ops.OpError as exc:
+            raise PlanError(f"{where}: {exc}") from None
         target = data.get("target")
         if target is not None:
             try:
@@ -75,7 +75,7 @@ class SubGoal:
     def summary(self) -> str:
         """'temperature +20 on the sky' — a line a person reads."""
         where = f" on {describe_mask(self.target)}" if self.target else ""
-        amount = f"{self.value:+d}" if self.mode == "add" else f"= {self.value}"
+        amount = f"{self.value:+}" if self.mode == "add" else f"= {self.value}"
         return f"{self.op} {amount}{where}"
 
 
@@ -96,6 +96,7 @@ class PlanRequest:
     max_sub_goals: int = 6
     schema: str = "default"                # planner output schema name
     schema_root: str | None = None         # schemas folder (None = the shipped schemas/)
+    dialogue: Any = None                   # agent.dialogue.DialogueState: the moves of earlier turns
 
 
 @dataclass
@@ -108,6 +109,12 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     source: str = "embedded"
     fields: dict = field(default_factory=dict)   # custom planner-schema fields
+    #: "edit", or "clarify": a short question instead of a guess (no version; ``quick_replies`` filled).
+    kind: str = "edit"
+    quick_replies: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)     # the looks / qualities named ("warmer", "dreamy")
+    intents: list[str] = field(default_factory=list)    # the profile intents behind them
+    dialogue: dict = field(default_factory=dict)        # a follow-up: {"move": ..., "base_asset": ...}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -117,6 +124,11 @@ class Plan:
             "notes": list(self.notes),
             "source": self.source,
             "fields": dict(self.fields),
+            "kind": self.kind,
+            "quick_replies": list(self.quick_replies),
+            "labels": list(self.labels),
+            "intents": list(self.intents),
+            "dialogue": dict(self.dialogue),
         }
 
 

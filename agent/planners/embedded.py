@@ -29,11 +29,13 @@ import math
 import re
 from dataclasses import replace
 
+from pipeline.state import WHOLE_FRAME_OPS
 from agent.planners.base import Plan, PlanRequest, SubGoal
+from agent.planners.followups import read_followup
 from agent.planners.grammar import Draft, Move, _read
-from agent.planners.vocabulary import Vocabulary, _tokens
+from agent.planners.vocabulary import Vocabulary, _match, _tokens, find_phrases
 from pipeline import ops
-from pipeline.masks import describe_mask
+from pipeline.masks import describe_mask, normalize_mask_spec
 from pipeline.state import EditState
 from profiles import Profile, ProfileError, load_profile
 
@@ -72,10 +74,11 @@ def _merge(moves: list[Move], state: EditState, notes: list[str]) -> list[Move]:
         op = ops.get_op(key[0])
         current = state.value(op.name, first.target) if first.target else state.value(op.name)
         if mode == "add":
-            value = op.clamp(current + value) - current    # never ask past the op's range
+            if not op.wrap:  # a wrapping op (quarter turns, a flip) has no limit to stop at
+                value = op.clamp(current + value) - current    # never ask past the op's range
             if not value:
                 if current:
-                    notes.append(f"{op.label} is already at its limit ({current:+d}).")
+                    notes.append(f"{op.label} is already at its limit ({current:+}).")
                 continue
         else:
             value = op.clamp(value)
@@ -105,6 +108,92 @@ def _sweet_spot_notes(profile: Profile, goals: list[SubGoal], state: EditState, 
         new = g.value if g.mode == "set" else current + g.value
         if not spot.contains(new) and abs(new) > abs(current) and not (g.op == "saturation" and new == -100):
             notes.append(f"{g.op} will be {new:+d}, past its sweet spot ({spot.low:+d}..{spot.high:+d}): {spot.why}.")
+
+
+def _insisted(vocab: Vocabulary, message: str) -> bool:
+    """Whether the person insists past the sweet spots: an insist phrase, a number, or a huge magnitude."""
+    tokens = _tokens(message)
+    if find_phrases(tokens, vocab.insist_words):
+        return True
+    for p in _match(vocab, tokens):
+        if p.category == "number" or (p.category == "magnitude" and vocab.magnitudes[p.key] >= vocab.insist_magnitude):
+            return True
+    return False
+
+
+def _cap_to_sweet_spots(profile: Profile, moves: list[Move], state: EditState, notes: list[str],
+                        vocab: Vocabulary | None = None) -> list[Move]:
+    """Keep the person's moves near each op's sweet spot (parameter_space), saying so.
+
+    Inside the sweet spot a move goes through. A quality named again past the edge
+    ("a bit more contrast" at +45) goes on at ``insist.soft_rate`` of the asked step,
+    never beyond ``insist.soft_share`` of the way from the edge to the op's limit;
+    follow-ups ("more", "again") stop at the edge, so repeats cannot run away. Styles,
+    measured corrections and moves back toward neutral pass untouched.
+    """
+    rate = vocab.soft_rate if vocab is not None else 0.5
+    share = vocab.soft_share if vocab is not None else 0.25
+    out: list[Move] = []
+    for m in moves:
+        spot = profile.sweet_spot(m.op)
+        if spot is None or m.source not in ("message", "followup", "feedback"):
+            out.append(m)
+            continue
+        current = state.value(m.op, m.target) if m.target else state.value(m.op)
+        new = m.value if m.mode == "set" else current + m.value
+        if spot.contains(new) or abs(new) <= abs(current) or (m.op == "saturation" and new == -100):
+            out.append(m)
+            continue
+        op = ops.get_op(m.op)
+        up = new > spot.high
+        edge = spot.high if up else spot.low
+        label = op.label.lower()
+        where = f" on {describe_mask(m.target)}" if m.target else ""
+        goal = edge
+        if m.source != "followup" and m.mode == "add":
+            ceiling = edge + share * ((op.max if up else op.min) - edge)
+            start = max(current, edge) if up else min(current, edge)
+            goal = start + (new - start) * rate
+            goal = int(round(min(goal, ceiling) if up else max(goal, ceiling)))
+        if (goal - current) * (new - current) <= 0:     # already at or past where it should stop
+            notes.append(f"{label.capitalize()}{where} is already at {current:+d}, past what looks good on most "
+                         f"photos ({spot.low:+d}..{spot.high:+d}), so I left it; say \u201cI insist\u201d to push further.")
+            continue
+        if goal == edge:
+            notes.append(f"I stopped {label}{where} at {edge:+d}, the edge of what looks good on most photos; "
+                         f"say \u201cI insist\u201d to go further.")
+        else:
+            notes.append(f"{label.capitalize()}{where} is past what looks good on most photos ({spot.low:+d}.."
+                         f"{spot.high:+d}), so I went gently, to {goal:+d}; say \u201cI insist\u201d for more.")
+        out.append(replace(m, value=goal if m.mode == "set" else goal - current))
+    return out
+
+
+def _tone_monochrome(vocab: Vocabulary, moves: list[Move], state: EditState, notes: list[str]) -> list[Move]:
+    """On a black-and-white version, colour moves go on a toning layer (a toned print) so they show."""
+    cfg = vocab.monochrome
+    if not cfg or not cfg.get("toning_mask"):
+        return moves
+    limit = int(cfg.get("saturation_at_or_below", -90))
+    mono = state.value("saturation") <= limit or any(
+        m.op == "saturation" and m.target is None and
+        (m.value if m.mode == "set" else state.value("saturation") + m.value) <= limit for m in moves)
+    if not mono:
+        return moves
+    toning = set(cfg.get("toning_ops") or ())
+    spec = normalize_mask_spec(cfg["toning_mask"])
+    scale = float(cfg.get("toning_scale", 1.0))
+    out, toned = [], False
+    for m in moves:
+        if m.op in toning and m.target is None:
+            toned = True
+            value = m.value if m.mode == "set" else int(round(m.value * scale))
+            out.append(replace(m, target=spec, value=value, phrase=f"{m.phrase} as a tone over the black and white"))
+        else:
+            out.append(m)
+    if toned:
+        notes.append("The photo is black and white, so the colour goes on as a tone over the grey, like a toned print.")
+    return out
 
 
 def _summary(g: SubGoal) -> str:
@@ -151,10 +240,26 @@ class EmbeddedPlanner:
         return self.profile.styles()
 
     def plan(self, request: PlanRequest) -> Plan:
-        """1..request.max_sub_goals sub-goals for ``request.message``, or understood=False."""
+        """1..request.max_sub_goals sub-goals for ``request.message``, or understood=False.
+
+        Follow-ups ("more", "too much", "same for the sky") resolve against
+        ``request.dialogue`` first; a request that needs something the photo does not
+        have (a place no mask can find) or refers to nothing yet gets a short question
+        (``kind="clarify"`` with quick replies) instead of a guess.
+        """
         vocab = self.vocab
         message = (request.message or "").strip()
-        draft = _read(vocab, message, request, "message")
+        followup = read_followup(vocab, message, request) if not request.feedback else None
+        if followup is not None and followup.question:
+            return Plan(sub_goals=[], reply=followup.question, understood=False, source=self.name,
+                        kind="clarify", quick_replies=followup.quick_replies)
+        if followup is not None:
+            draft = Draft(moves=followup.moves, notes=followup.notes, understood_any=True,
+                          followup=followup.dialogue)
+        else:
+            draft = _read(vocab, message, request, "message")
+        if draft.unknown_places and not any(m.target for m in draft.moves):
+            return self._unknown_place(draft)
         notes = list(draft.notes)
         moves = list(draft.moves)
 
@@ -166,29 +271,56 @@ class EmbeddedPlanner:
         if not moves:
             return self._not_understood(draft, notes)
 
+        moves = _tone_monochrome(vocab, moves, request.state, notes)
         conflict_notes: list[str] = []
         merged = _merge(moves, request.state, conflict_notes)
+        capped_notes: list[str] = []
+        if not _insisted(vocab, message):
+            merged = _cap_to_sweet_spots(self.profile, merged, request.state, capped_notes, vocab)
         limited = _limit(merged, max(1, int(request.max_sub_goals)), notes)
         pairs: list[tuple[Move, SubGoal]] = []
         for i, m in enumerate(limited, 1):
             goal = SubGoal.from_dict({
-                "op": m.op, "value": m.value, "mode": m.mode, "target": m.target, "id": f"sg{i}",
-                "description": "",
+                "op": m.op, "value": m.value, "mode": m.mode, "id": f"sg{i}", "description": "",
+                # crop, rotation, vignette and grain act on the whole frame, never inside a mask
+                "target": None if m.op in WHOLE_FRAME_OPS else m.target,
             })
             goal.description = f"{m.label}: {goal.summary()}"[:200]
             pairs.append((m, goal))
         goals = [g for _, g in pairs]
         self._style_respect_notes(request, goals, notes)
         _sweet_spot_notes(self.profile, goals, request.state, notes)
+        labels = list(dict.fromkeys(m.label for m, _ in pairs if m.source in ("message", "followup") and m.label))
+        intents = list(dict.fromkeys(m.intent for m, _ in pairs if m.intent and m.intent != "followup"))
+        if followup is not None:
+            labels = list(followup.labels) or labels
         if not goals:
-            reply = " ".join(conflict_notes) or "Nothing to change: those settings are already where you asked."
+            reply = " ".join(conflict_notes + capped_notes + notes) or \
+                "Nothing to change: those settings are already where you asked."
             return Plan(sub_goals=[], reply=reply, understood=False, notes=conflict_notes + notes, source=self.name)
-        extra = []
+        extra = list(capped_notes)
         if draft.skipped:
             extra.append("I skipped \u201c" + "\u201d, \u201c".join(s[:40] for s in draft.skipped[:2])
                          + "\u201d: I can't do that yet.")
         return Plan(sub_goals=goals, reply=_reply(pairs, conflict_notes, extra),
-                    understood=True, notes=conflict_notes + notes, source=self.name)
+                    understood=True, notes=conflict_notes + notes + capped_notes, source=self.name,
+                    labels=labels, intents=intents, dialogue=dict(draft.followup))
+
+    def _unknown_place(self, draft: Draft) -> Plan:
+        """"brighten the cup" with no way to find a cup: say so and offer what can be done."""
+        place = draft.unknown_places[0]
+        labels = list(dict.fromkeys(m.label for m in draft.moves if m.label)) or ["the change"]
+        what = labels[0]
+        replies = [f"{what.capitalize()} overall", f"{what.capitalize()} on the subject"]
+        selection = self.vocab.targets.get("selection")
+        tail = ""
+        if selection is not None:
+            replies.append(f"{what.capitalize()} on the selection")
+            tail = " Or paint over it to select it, then pick \u201con the selection\u201d."
+        reply = (f"I can't find \u201c{place}\u201d in this photo by myself, so I haven't changed anything. "
+                 f"Should I make it {what} overall, or only the subject?{tail}")
+        return Plan(sub_goals=[], reply=reply, understood=False, source=self.name, kind="clarify",
+                    quick_replies=replies, labels=labels)
 
     # -- parts -------------------------------------------------------------
     def _style_moves(self, request: PlanRequest, notes: list[str]) -> list[Move]:
@@ -264,8 +396,9 @@ class EmbeddedPlanner:
     def _not_understood(self, draft: Draft, notes: list[str]) -> Plan:
         can = self.vocab.capabilities()
         if draft.rollback:
-            reply = ("To undo, roll back: the Roll back button, or /rollback <turn> in the CLI, "
-                     "restores an earlier version exactly.")
+            reply = ("Say \u201cundo\u201d on its own to step back one version, \u201cgo back two steps\u201d, "
+                     "\u201cback to before the warmth\u201d or \u201cstart over\u201d; every earlier version comes "
+                     "back exactly.")
         elif draft.relative_without_stats:
             reply = f"I need to measure the photo to {draft.relative_without_stats[0]}, and no image statistics came with the request."
         elif draft.objects:

@@ -84,6 +84,7 @@ class Use:
     targets: list[str] = field(default_factory=list)
     bands: list[str] = field(default_factory=list)
     pos: int = 0
+    problem: str = ""                    # the complaint this use fixes ("murky"): never negated
 
 
 def _nearest(p: Piece, anchors: list[Piece], *, prefer_after: bool = True) -> Piece | None:
@@ -104,41 +105,68 @@ def _op_intent(op_name: str) -> Intent:
                   doing=f"changing {o.label.lower()} of {{where}}")
 
 
+def _complaints(vocab: Vocabulary, clause: Clause) -> Clause:
+    """Read a wish word said as a complaint ("looks soft", "it's cold") as that problem.
+
+    A frame word (profile complaints.frames) within the three pieces before it makes it a
+    complaint, unless a wish word ("make it look soft") comes earlier in the clause.
+    """
+    pieces = list(clause.pieces)
+    for i, p in enumerate(pieces):
+        key = tuple(p.text.split())
+        if p.category not in ("intent", "band") or key not in vocab.flippable:
+            continue
+        before = pieces[max(0, i - 3):i]
+        framed = any(tuple(b.text.split()) in vocab.frames or
+                     any((t,) in vocab.frames for t in b.text.split()) for b in before)
+        wished = any(tuple(b.text.split()) in vocab.wishes or (b.text.split()[0],) in vocab.wishes
+                     for b in pieces[:i])
+        if framed and not wished:
+            pieces[i] = Piece("problem", vocab.flippable[key], p.text, p.pos)
+    return Clause(pieces, clause.joined)
+
+
 def _uses(vocab: Vocabulary, clause: Clause) -> list[Use]:
-    anchors = clause.of("intent", "fix", "op")
-    uses: dict[int, Use] = {}
+    clause = _complaints(vocab, clause)
+    anchors = clause.of("intent", "fix", "op", "problem")
+    targets = [p.key for p in clause.of("target")]
+    bands = [p.key for p in clause.of("band")]
+    uses: dict[int, list[Use]] = {}
     for a in anchors:
-        intent = vocab.intents[a.key] if a.category != "op" else _op_intent(a.key)
-        uses[a.pos] = Use(intent, pos=a.pos)
+        if a.category == "problem":
+            problem = vocab.problems[a.key]
+            where = targets or ([problem.target] if problem.target else [])
+            uses[a.pos] = [Use(vocab.intents[f], pos=a.pos, scale=problem.scale, problem=problem.name,
+                               targets=list(where), bands=list(bands)) for f in problem.fixes]
+        else:
+            intent = vocab.intents[a.key] if a.category != "op" else _op_intent(a.key)
+            uses[a.pos] = [Use(intent, pos=a.pos, targets=list(targets), bands=list(bands))]
     for p in clause.pieces:
         if p.category in ("magnitude", "reduce", "avoid", "number", "set", "reset", "rollback"):
             anchor = _nearest(p, anchors, prefer_after=p.category != "number")
             if anchor is None:
                 continue
-            use = uses[anchor.pos]
-            if p.category == "magnitude":
-                use.scale = vocab.magnitudes[p.key]
-            elif p.category == "reduce" and anchor.category != "fix":
-                use.negated = True   # "too blurry" still means sharper: fix words are never negated
-            elif p.category == "avoid":
-                use.avoid = True
-            elif p.category == "number":
-                use.number = p.key
-            elif p.category == "set":
-                use.set_mode = True
-            elif p.category in ("reset", "rollback"):
-                use.reset = True
+            for use in uses[anchor.pos]:
+                if p.category == "magnitude":
+                    use.scale = vocab.magnitudes[p.key] * (vocab.problems[use.problem].scale if use.problem else 1.0)
+                elif p.category == "reduce" and anchor.category not in ("fix", "problem"):
+                    use.negated = True   # "too blurry" still means sharper: fix words are never negated
+                elif p.category == "avoid":
+                    use.avoid = True
+                elif p.category == "number" and not use.problem:
+                    use.number = p.key
+                elif p.category == "set":
+                    use.set_mode = True
+                elif p.category in ("reset", "rollback") and not use.problem:
+                    use.reset = True
     # "set contrast to 20" / "contrast = 20": a number after "to" or "=" is absolute.
     for i, p in enumerate(clause.pieces):
         if p.category == "number" and i and clause.pieces[i - 1].text in ("to", "at", "="):
             anchor = _nearest(p, anchors, prefer_after=False)
             if anchor is not None:
-                uses[anchor.pos].set_mode = True
-    targets = [p.key for p in clause.of("target")]
-    bands = [p.key for p in clause.of("band")]
-    for use in uses.values():
-        use.targets, use.bands = list(targets), list(bands)
-    return [uses[a.pos] for a in anchors]
+                for use in uses[anchor.pos]:
+                    use.set_mode = True
+    return [u for a in anchors for u in uses[a.pos]]
 
 
 def _hue_direction(band: str, goal: str) -> int:
@@ -219,6 +247,7 @@ class Move:
     order: int = 0                       # first mention
     rank: int = 0                        # importance within its intent (0 = main op)
     kind: str = ""                       # the intent's kind: direct, artistic, colour, tone, op
+    intent: str = ""                     # the profile intent behind it ("warmer"), for the dialogue state
 
     @property
     def key(self) -> tuple[str, str]:
@@ -241,6 +270,8 @@ class Draft:
     understood_any: bool = False
     relative_without_stats: list[str] = field(default_factory=list)
     bare_targets: list[str] = field(default_factory=list)     # "the sky" with nothing to do to it
+    followup: dict = field(default_factory=dict)               # Plan.dialogue of a follow-up
+    unknown_places: list[str] = field(default_factory=list)   # "the cup": a place no mask can find
 
 
 def _where(vocab: Vocabulary, target_name: str | None, band: str | None, spec: Mapping | None) -> str:
@@ -297,7 +328,7 @@ def _moves_at(vocab: Vocabulary, use: Use, target_name: str | None, band: str | 
         return state.value(op, normalize_mask_spec(at)) if at else state.value(op)
 
     def move(op: str, value: int, mode: str, at: dict | None, phrase: str, rank: int) -> Move:
-        return Move(op, value, mode, at, intent.label, phrase, source, order, rank, intent.kind)
+        return Move(op, value, mode, at, intent.label, phrase, source, order, rank, intent.kind, intent.name)
 
     negated = use.negated
     if use.reset:
@@ -465,7 +496,7 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
         if towards is not None:
             # "shift the oranges towards yellow": the shift is the whole clause
             draft.understood_any = True
-            previous_uses = _apply_uses(vocab, towards, request.state, order, source, draft)
+            previous_uses = _apply_uses(vocab, towards, request.state, order, source, draft, request.dialogue)
             previous_targets = towards[0].targets if towards else []
             continue
         for rel in clause.of("relative"):
@@ -517,19 +548,62 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
             continue
         if clause.of("objects"):
             draft.objects = True
+        if not targets and not bands and not is_global:
+            draft.unknown_places += _unknown_places(vocab, clause)
         draft.understood_any = True
-        previous_uses = _apply_uses(vocab, uses, request.state, order, source, draft)
+        previous_uses = _apply_uses(vocab, uses, request.state, order, source, draft, request.dialogue)
         previous_targets = uses[0].targets if uses else []
     return draft
 
 
-def _apply_uses(vocab: Vocabulary, uses: list[Use], state: EditState, order: int, source: str, draft: Draft) -> list[Use]:
-    """Turn a clause's intents into moves ("don't ..." ones only leave a note); returns those applied."""
+#: Words that introduce a place: "the cup", "her cheek", "on his jacket".
+_DETERMINERS = {"the", "her", "his", "their", "my", "our", "your", "that", "this", "those", "these"}
+
+
+def _unknown_places(vocab: Vocabulary, clause: Clause) -> list[str]:
+    """Places named with a determiner that no target or mask knows ("brighten the cup").
+
+    The noun is the last word of the run after the determiner ("the fine detail" -> detail).
+    """
+    out = []
+    pieces = clause.pieces
+    for i, det in enumerate(pieces):
+        if det.category != "word" and det.text not in _DETERMINERS or det.text not in _DETERMINERS:
+            continue
+        run = []
+        for p in pieces[i + 1:]:
+            if p.category != "word" or p.text in _DETERMINERS:
+                break
+            run.append(p.text)
+        if not run:
+            continue
+        noun = run[-1]
+        if noun in _FILLER or noun in vocab.chatter or noun in vocab.not_places:
+            continue
+        out.append(" ".join([det.text] + run))
+    return out
+
+
+def _apply_uses(vocab: Vocabulary, uses: list[Use], state: EditState, order: int, source: str, draft: Draft,
+                dialogue=None) -> list[Use]:
+    """Turn a clause's intents into moves ("don't ..." ones only leave a note); returns those applied.
+
+    "not that soft", "less dreamy" right after that look was applied: take the look back
+    part of the way (agent/planners/followups.py), never add its opposite on top.
+    """
+    from agent.planners.followups import reduce_look_moves
+
     applied = []
     for u in uses:
         if u.avoid:
             draft.notes.append(f"Leaving {u.intent.label} alone, as asked.")
             continue
+        if u.negated and not u.reset and u.number is None and not u.targets and not u.bands:
+            moves = reduce_look_moves(vocab, dialogue, u.intent, u.scale, state, order + u.pos, draft)
+            if moves:
+                draft.moves += moves
+                applied.append(u)
+                continue
         draft.moves += _intent_moves(vocab, u, state, order + u.pos, source, draft.notes)
         applied.append(u)
     return applied

@@ -127,6 +127,13 @@ class VLMPlanner(ModelBacked):
         parts.append("Current settings (EditState): " + request.state.to_json())
         if request.context:
             parts.append("The session so far:\n" + request.context)
+        if request.dialogue is not None and request.dialogue.last is not None and \
+                "Dialogue state" not in (request.context or ""):
+            parts.append(request.dialogue.prompt_text())
+        parts.append("Follow-ups refer to the last change: \"more\"/\"again\" repeat its moves (scaled by the "
+                     "magnitude said), \"less\"/\"too much\"/\"halve it\" move each op back toward its value "
+                     "before that change (never past it), \"same for the sky\" applies the same moves on that "
+                     "place; a complaint (\"looks murky\", \"feels cold\") asks for the fix, not more of it.")
         stats = {k: round(float(request.image_stats[k]), 3) for k in _STATS_KEYS if k in request.image_stats}
         if stats:
             parts.append("Measured on the current render (L is CIELAB lightness 0..100, clip = share of "

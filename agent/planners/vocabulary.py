@@ -54,6 +54,16 @@ class Intent:
 
 
 @dataclass(frozen=True)
+class Problem:
+    """One complaint word ("murky") and the intents that fix it, at ``scale``, optionally on a target."""
+
+    name: str
+    fixes: tuple[str, ...]
+    scale: float = 1.0
+    target: str | None = None
+
+
+@dataclass(frozen=True)
 class Piece:
     """A matched phrase: ``category`` (intent, fix, target, band, magnitude, ...) and ``key``."""
 
@@ -64,7 +74,7 @@ class Piece:
 
 
 # Same phrase in two lists: the earlier category wins.
-_CATEGORY_ORDER = ("relative", "rollback", "intent", "fix", "target", "band", "magnitude", "towards", "reduce",
+_CATEGORY_ORDER = ("relative", "rollback", "problem", "intent", "fix", "target", "band", "magnitude", "towards", "reduce",
                    "avoid", "reset", "set", "increase", "objects", "global", "separator", "op")
 
 
@@ -129,6 +139,52 @@ class Vocabulary:
         # Op names and labels ("temperature", "green saturation", "saturation_green"): lowest priority.
         for op in ops.OPS.values():
             lists["op"] += [(op.name.replace("_", " "), op.name), (op.name, op.name), (op.label.lower(), op.name)]
+        # Complaints: a problem word that is not also a wish word (an intent or band word) is
+        # always a complaint; the others are only after a frame word ("looks soft").
+        self.problems: dict[str, Problem] = {}
+        comp = dict(pe.get("complaints") or {})
+        wish_words = {tuple(_tokens(w)) for cat in ("intent", "band") for w, _ in lists[cat]}
+        self.flippable: dict[tuple[str, ...], str] = {}
+        for word, entry in (comp.get("problems") or {}).items():
+            entry = dict(entry or {})
+            fixes = tuple(entry.get("fix") or ())
+            where = f"prompt_engineering.complaints.problems.{word}"
+            for f in fixes:
+                if f not in self.intents:
+                    raise ProfileError(str(profile.path), where, f"no intent called {f!r}")
+            target = entry.get("target")
+            if target is not None and target not in self.targets:
+                raise ProfileError(str(profile.path), where, f"no target called {target!r}")
+            self.problems[word] = Problem(word, fixes, float(entry.get("scale", 1.0)), target)
+            toks = tuple(_tokens(word))
+            if toks in wish_words:
+                self.flippable[toks] = word
+            else:
+                lists["problem"].append((word, word))
+        self.frames = {tuple(_tokens(w)) for w in comp.get("frames") or ()}
+        self.wishes = {tuple(_tokens(w)) for w in comp.get("wishes") or ()}
+        # Follow-ups (agent/planners/followups.py) are matched on their own tables.
+        fu = dict(pe.get("followups") or {})
+        self.repeat = {tuple(_tokens(w)): float(v) for w, v in (fu.get("repeat") or {}).items()}
+        pull = dict(fu.get("pull_back") or {})
+        self.pull_back_fraction = float(pull.get("fraction", 0.5))
+        self.pull_back = {tuple(_tokens(w)): self.pull_back_fraction for w in pull.get("words") or ()}
+        self.fractions = {tuple(_tokens(w)): float(v) for w, v in (fu.get("fractions") or {}).items()}
+        limits = dict(fu.get("pull_back_limits") or {})
+        self.pull_back_limits = (float(limits.get("min", 0.15)), float(limits.get("max", 0.85)))
+        self.streak_magnitude = float(fu.get("streak_magnitude", 1.5))
+        self.discrete_ops = {str(o) for o in fu.get("discrete_ops") or ()}
+        self.retarget = {tuple(_tokens(w)): True for w in fu.get("retarget") or ()}
+        self.chatter = {t for w in fu.get("filler") or () for t in _tokens(w)}
+        self.no_history_replies = [str(x) for x in fu.get("no_history_quick_replies") or ()]
+        insist = dict(pe.get("insist") or {})
+        self.insist_words = {tuple(_tokens(w)): True for w in insist.get("words") or ()}
+        self.insist_magnitude = float(insist.get("magnitude", 2.0))
+        self.soft_rate = float(insist.get("soft_rate", 0.5))
+        self.soft_share = float(insist.get("soft_share", 0.25))
+        self.monochrome = dict(pe.get("monochrome") or {})
+        # Nouns that follow "the" without naming a place ("the colours", "the mood", "the edit").
+        self.not_places = {t for w in pe.get("not_places") or () for t in _tokens(w)}
         self.phrases: dict[tuple[str, ...], tuple[str, Any]] = {}
         for cat in _CATEGORY_ORDER:
             for phrase, key in lists[cat]:
@@ -180,6 +236,16 @@ def _match(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
     i = 0
     while i < len(tokens):
         tok = tokens[i]
+        special = tok in _HARD_SEPARATORS or re.fullmatch(r"[+-]?\d+(?:\.\d+)?%?", tok)
+        if special:
+            # a phrase that starts with a number or a colon ("3:2", "16:9") wins over the number
+            n = next((n for n in range(min(vocab.longest, len(tokens) - i), 1, -1)
+                      if tuple(tokens[i:i + n]) in vocab.phrases), 0)
+            if n:
+                hit = vocab.phrases[tuple(tokens[i:i + n])]
+                pieces.append(Piece(hit[0], hit[1], " ".join(tokens[i:i + n]), i))
+                i += n
+                continue
         if tok in _HARD_SEPARATORS:
             pieces.append(Piece("separator", "hard", tok, i))
             i += 1
@@ -205,3 +271,19 @@ def _match(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
             i += 1
     return pieces
 
+
+
+def find_phrases(tokens: list[str], table: Mapping[tuple[str, ...], Any]) -> list[tuple[int, int, Any]]:
+    """Non-overlapping phrases of ``table`` in ``tokens``, longest first: [(position, length, value)]."""
+    longest = max((len(k) for k in table), default=0)
+    out, i = [], 0
+    while i < len(tokens):
+        for n in range(min(longest, len(tokens) - i), 0, -1):
+            key = tuple(tokens[i:i + n])
+            if key in table:
+                out.append((i, n, table[key]))
+                i += n
+                break
+        else:
+            i += 1
+    return out

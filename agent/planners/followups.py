@@ -1,0 +1,231 @@
+"""Follow-ups resolved against the dialogue state: "more", "too much", "halve it", "same for the sky".
+
+A message is a follow-up when it names no quality, look, colour or op of its
+own and every word in it is a follow-up phrase, a magnitude, a place or
+filler (profile ``prompt_engineering.followups``). It then acts on the change
+that made the current version (:meth:`agent.dialogue.DialogueState.base_edit`):
+
+- repeat ("more", "again", "bit more"): the same moves again, times the
+  phrase's scale or the magnitude word said;
+- pull back ("less", "too much", "halve it", "way too much"): every op of that
+  change moves back toward its value before the change by a fraction (set
+  values, so never past it);
+- retarget ("same for the sky", "the sky too"): the same moves on the place named;
+- a negated look ("not that soft", "less dreamy") right after that look: the
+  look's ops are pulled back (:func:`reduce_look_moves`, called by the grammar).
+
+With no earlier change there is nothing to refer to: the planner asks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from agent.planners.grammar import Draft, Move
+from agent.planners.vocabulary import _FILLER, _HARD_SEPARATORS, MAX_MESSAGE_CHARS, Intent, Vocabulary, _match, \
+    _tokens, find_phrases
+from pipeline import ops
+from pipeline.masks import describe_mask, normalize_mask_spec
+from pipeline.state import EditState
+
+#: Pieces that make a message a request of its own rather than a follow-up.
+_ANCHORS = ("intent", "fix", "problem", "op", "relative", "band", "towards", "objects", "reset", "set")
+#: Pieces a follow-up may carry.
+_CARRIED = ("magnitude", "increase", "reduce", "separator", "global", "target", "avoid", "rollback")
+
+
+@dataclass
+class FollowUp:
+    """What a follow-up asks for: moves (or a question when there is nothing to refer to)."""
+
+    moves: list[Move] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    dialogue: dict = field(default_factory=dict)
+    labels: list[str] = field(default_factory=list)
+    question: str = ""
+    quick_replies: list[str] = field(default_factory=list)
+
+
+def _what(base) -> str:
+    if base.labels:
+        return "\u201c" + ", ".join(base.labels[:3]) + "\u201d"
+    return f"the last change (T{base.turn})"
+
+
+def _nonzero(x: float) -> int:
+    v = int(round(x))
+    return v if v else int(math.copysign(1, x)) if x else 0
+
+
+def pull_back_moves(base, state: EditState, fraction: float, order: int, *, only_ops=None,
+                    only_targets=None, label: str = "", discrete=frozenset()) -> list[Move]:
+    """Each op ``base`` changed moves back toward its value before ``base`` by ``fraction`` (0..1].
+
+    Ops in ``discrete`` (a rotation, an aspect ratio) are choices, not amounts: left as they are.
+    """
+    out = []
+    pct = f"{fraction:.0%}"
+    for rank, c in enumerate(base.changes):
+        if (only_ops is not None and c.op not in only_ops) or c.op in discrete:
+            continue
+        if only_targets is not None and (normalize_mask_spec(c.target) if c.target else None) not in only_targets:
+            continue
+        now = state.value(c.op, c.target) if c.target else state.value(c.op)
+        if now == c.before:
+            continue
+        goal = now - fraction * (now - c.before)
+        value = int(round(goal))
+        if value == now:          # a visible step, at least one unit back
+            value = now - int(math.copysign(1, now - c.before))
+        # never past the earlier value
+        value = max(value, c.before) if now > c.before else min(value, c.before)
+        out.append(Move(c.op, value, "set", c.target, label or f"less of {_what(base)}",
+                        f"taking back {pct} of {_what(base)}", "followup", order, rank, "followup"))
+    return out
+
+
+def reduce_look_moves(vocab: Vocabulary, dialogue, intent: Intent, scale: float, state: EditState, order: int,
+                      draft: Draft) -> list[Move]:
+    """"not that soft" / "less dreamy" when the last change applied that look: pull it back."""
+    base = dialogue.base_edit() if dialogue is not None else None
+    if base is None:
+        return []
+    signs = {op: (1 if v > 0 else -1) for op, v in intent.ops}
+    if intent.name in base.intents:
+        only = None                                    # the whole look
+    else:
+        only = {op for op, s in signs.items() if base.touches(op, s)}
+        if not only:
+            return []
+    low, high = vocab.pull_back_limits
+    fraction = min(high, max(low, vocab.pull_back_fraction * scale))
+    moves = pull_back_moves(base, state, fraction, order, only_ops=only, label=f"less {intent.label}",
+                            discrete=vocab.discrete_ops)
+    if moves:
+        draft.followup = {"move": "reduce_look", "base_asset": base.asset_id, "fraction": round(fraction, 2)}
+    return moves
+
+
+def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
+    """The follow-up ``message`` asks for, or None when it is a request of its own."""
+    tokens = _tokens((message or "")[:MAX_MESSAGE_CHARS])
+    if not tokens:
+        return None
+    pieces = _match(vocab, tokens)
+    if any(p.category in _ANCHORS for p in pieces):
+        return None
+    repeat = find_phrases(tokens, vocab.repeat)
+    pull = find_phrases(tokens, vocab.pull_back)
+    fractions = find_phrases(tokens, vocab.fractions)
+    retarget = find_phrases(tokens, vocab.retarget)
+    covered: set[int] = set()
+    for found in (repeat, pull, fractions, retarget):
+        for pos, n, _ in found:
+            covered.update(range(pos, pos + n))
+    for p in pieces:
+        if p.category in _CARRIED:
+            covered.update(range(p.pos, p.pos + len(p.text.split())))
+    leftover = [t for i, t in enumerate(tokens) if i not in covered and t not in _FILLER
+                and t not in vocab.chatter and t not in _HARD_SEPARATORS]
+    if leftover:
+        return None
+    targets = list(dict.fromkeys(p.key for p in pieces if p.category == "target"))
+    # magnitude words said besides the follow-up phrase ("way too much"), not inside it ("too far")
+    phrase_spans: set[int] = set()
+    for found in (repeat, pull, fractions):
+        for pos, n, _ in found:
+            phrase_spans.update(range(pos, pos + n))
+    mags = [vocab.magnitudes[p.key] for p in pieces if p.category == "magnitude"
+            and not set(range(p.pos, p.pos + len(p.text.split()))) <= phrase_spans]
+    wants_less = bool(pull or fractions)
+    wants_more = bool(repeat)
+    if wants_less and wants_more:   # "no, less": the last one said wins
+        last_pull = max(pos for pos, _, _ in pull + fractions)
+        wants_more = max(pos for pos, _, _ in repeat) > last_pull
+        wants_less = not wants_more
+    if not (wants_less or wants_more or targets):    # a place alone after a change: "and the sky"
+        return None
+    dialogue = getattr(request, "dialogue", None)
+    base = dialogue.base_edit() if dialogue is not None else None
+    if targets:
+        # "dial back the highlights": a follow-up only when the last change touched that place;
+        # otherwise the grammar reads it ("tone down <place>", or asks what to do there)
+        specs = [normalize_mask_spec(vocab.targets[t]) for t in targets]
+        touched = base is not None and any(c.target and normalize_mask_spec(c.target) in specs for c in base.changes)
+        if base is None or not base.changes or (wants_less and not touched):
+            return None
+    if base is None or not base.changes:
+        what = "less of" if wants_less else "more of"
+        return FollowUp(question=f"There is no earlier change to go on yet: {what} what?",
+                        quick_replies=list(vocab.no_history_replies))
+    state = request.state
+    if wants_less:
+        if fractions:
+            fraction = fractions[-1][2]
+        else:
+            low, high = vocab.pull_back_limits
+            fraction = min(high, max(low, vocab.pull_back_fraction * (mags[-1] if mags else 1.0)))
+        only_targets = [normalize_mask_spec(vocab.targets[t]) for t in targets] if targets else None
+        if fractions or (mags and mags[-1] >= vocab.streak_magnitude):
+            # "way too much, halve it" after "more", "more": the whole run of repeats, not its last step
+            base = _since_streak(dialogue, base)
+        moves = pull_back_moves(base, state, fraction, 0, only_targets=only_targets, discrete=vocab.discrete_ops)
+        if not moves:
+            return FollowUp(notes=["That change is already fully taken back."],
+                            dialogue={"move": "pull_back", "base_asset": base.asset_id})
+        return FollowUp(moves=moves, labels=[f"less of {', '.join(base.labels[:2]) or 'the last change'}"],
+                        dialogue={"move": "pull_back", "base_asset": base.asset_id, "fraction": round(fraction, 2)})
+    scale = mags[-1] if mags else (repeat[-1][2] if repeat else 1.0)
+    if targets:
+        return _retarget(vocab, base, targets, scale)
+    moves = []
+    for rank, c in enumerate(base.changes):
+        if c.op in vocab.discrete_ops:       # "again" after "rotate left": the same choice once more
+            if c.op == "rotate" or not c.delta:
+                value = c.delta
+            else:
+                continue
+        else:
+            value = _nonzero(c.delta * scale)
+        if value:
+            moves.append(Move(c.op, value, "add", c.target, f"more of {_what(base)}",
+                              f"repeating {_what(base)} (\u00d7{scale:g})", "followup", 0, rank, "followup"))
+    return FollowUp(moves=moves, labels=list(base.labels), dialogue={"move": "repeat", "base_asset": base.asset_id,
+                                                                     "scale": scale})
+
+
+def _since_streak(dialogue, base):
+    """``base`` with each op's "before" taken from the start of its run of repeats."""
+    from agent.dialogue import Change, TurnMoves
+
+    start = dialogue.streak_start(base)
+    if start is base:
+        return base
+    before = EditState.from_dict(start.state_before)
+    changes = [Change(c.op, before.value(c.op, c.target) if c.target else before.value(c.op), c.after, c.target)
+               for c in base.changes]
+    return TurnMoves(turn=start.turn, message=start.message, asset_id=base.asset_id, parent_id=start.parent_id,
+                     changes=changes, labels=start.labels or base.labels, intents=start.intents,
+                     state_before=start.state_before)
+
+
+def _retarget(vocab: Vocabulary, base, targets: list[str], scale: float) -> FollowUp:
+    """The base change's moves again, on each place named."""
+    moves = []
+    for t in targets:
+        spec = normalize_mask_spec(vocab.targets[t])
+        place = vocab.target_labels.get(t) or describe_mask(spec)
+        for rank, c in enumerate(base.changes):
+            value = _nonzero(c.delta * scale)
+            if not value or (c.target and normalize_mask_spec(c.target) == spec):
+                continue
+            if ops.get_op(c.op).stage == "geometry":    # framing ops have no local version
+                continue
+            moves.append(Move(c.op, value, "add", spec, f"same on {place}",
+                              f"doing the same ({_what(base)}) on {place}", "followup", 0, rank, "followup"))
+    return FollowUp(moves=moves, labels=list(base.labels),
+                    dialogue={"move": "retarget", "base_asset": base.asset_id, "targets": targets})
+
+
+__all__ = ["FollowUp", "pull_back_moves", "read_followup", "reduce_look_moves"]

@@ -1,0 +1,151 @@
+"""The router: what kind of message this is, before any planning.
+
+Four kinds, as in the design documents, plus chat commands:
+
+- ``chat``: greetings, thanks, praise, goodbye: a short reply, no turn;
+- ``command``: undo, redo, go back N steps, back to before a named change, back
+  to the original / start over, show the original, what did you change,
+  export as png/jpeg/tiff, reset one adjustment: done by the service
+  (rollbacks are bit-exact), one-line reply;
+- ``evaluation`` / ``exploration``: "how does it look?", "what would you change?",
+  "what can you do?": answered from a reading of the photo and the recipe, with
+  suggestions as quick replies; nothing changes;
+- ``modification``: everything else goes to the planner.
+
+Every phrase is data (``prompt_engineering.router`` of the engine profile). A chat
+or command phrase must cover the whole message (the rest only filler words), so
+"undo the warmth and add contrast" is not mistaken for "undo".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from agent.planners.vocabulary import _HARD_SEPARATORS, Vocabulary, _match, _tokens, find_phrases
+from profiles import Profile, load_profile
+
+ROUTE_KINDS = ("modification", "command", "evaluation", "exploration", "chat")
+#: Pieces of the planner's vocabulary that make a message an edit request.
+_EDIT_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band", "target")
+
+
+@dataclass
+class Route:
+    """What a message asks for. ``name``: the command, chat kind or question kind."""
+
+    kind: str
+    name: str = ""
+    steps: int = 1
+    fmt: str = ""
+    words: list[str] = field(default_factory=list)
+    reply: str = ""
+    quick_replies: list[str] = field(default_factory=list)
+
+
+def _table(words) -> dict[tuple[str, ...], Any]:
+    return {tuple(_tokens(str(w))): True for w in words or () if _tokens(str(w))}
+
+
+class Router:
+    """Routes messages with the engine profile's router tables (compiled once)."""
+
+    def __init__(self, profile: str | Profile = "engine", vocab: Vocabulary | None = None):
+        self.profile = profile if isinstance(profile, Profile) else load_profile(profile)
+        self.vocab = vocab or Vocabulary(self.profile)
+        pe = self.profile.prompt_engineering
+        cfg: Mapping = pe.get("router") or {}
+        self.filler = {t for w in cfg.get("filler") or () for t in _tokens(str(w))}
+        self.chat = {name: (_table(e.get("words")), str(e.get("reply") or ""), [str(q) for q in e.get("quick_replies") or ()])
+                     for name, e in (cfg.get("chat") or {}).items()}
+        cmd = dict(cfg.get("commands") or {})
+        self.commands = {name: _table(cmd.get(name)) for name in
+                         ("undo", "redo", "back_steps", "back_before", "original", "show_original", "what_changed",
+                          "export", "reset_op")}
+        self.step_words = _table(cmd.get("step_words"))
+        self.numbers = {tuple(_tokens(str(k))): int(v) for k, v in (cmd.get("number_words") or {}).items()}
+        self.formats = {tuple(_tokens(str(k))): str(v or "") for k, v in (cmd.get("formats") or {}).items()}
+        q = dict(cfg.get("questions") or {})
+        self.questions = {name: _table(q.get(name)) for name in ("evaluation", "exploration", "capabilities")}
+        self.capabilities_replies = [str(x) for x in cfg.get("capabilities_quick_replies") or ()]
+
+    # -- helpers --------------------------------------------------------------------
+    def _rest(self, tokens: list[str], *found: list[tuple[int, int, Any]]) -> list[str]:
+        covered: set[int] = set()
+        for hits in found:
+            for pos, n, _ in hits:
+                covered.update(range(pos, pos + n))
+        return [t for i, t in enumerate(tokens) if i not in covered and t not in self.filler
+                and t not in _HARD_SEPARATORS]
+
+    def _number(self, tokens: list[str]) -> tuple[int | None, list]:
+        hits = find_phrases(tokens, self.numbers)
+        digits = [(i, 1, int(t)) for i, t in enumerate(tokens) if t.isdigit()]
+        found = hits + digits
+        return (found[-1][2] if found else None), found
+
+    # -- routing --------------------------------------------------------------------
+    def route(self, text: str) -> Route:
+        tokens = _tokens(text or "")
+        words = [t for t in tokens if t not in _HARD_SEPARATORS]
+        if not words:
+            return Route("modification")
+        asks = (text or "").strip().endswith("?")
+        # chat: only chat phrases and filler
+        chat_hits = {name: find_phrases(tokens, table) for name, (table, _, _) in self.chat.items()}
+        all_chat = [h for hits in chat_hits.values() for h in hits]
+        if all_chat and not self._rest(tokens, all_chat):
+            first = min((hits[0][0], name) for name, hits in chat_hits.items() if hits)[1]
+            _, reply, replies = self.chat[first]
+            return Route("chat", first, reply=reply, quick_replies=replies)
+        command = self._command(tokens)
+        if command is not None:
+            return command
+        pieces = _match(self.vocab, tokens)
+        edits = [p for p in pieces if p.category in _EDIT_PIECES]
+        for name in ("capabilities", "exploration", "evaluation"):
+            hits = find_phrases(tokens, self.questions[name])
+            if hits and (not edits or asks):
+                kind = "evaluation" if name == "evaluation" else "exploration"
+                return Route(kind, name)
+        return Route("modification")
+
+    def _command(self, tokens: list[str]) -> Route | None:
+        c = self.commands
+        fmt_hits = find_phrases(tokens, self.formats)
+        export_hits = find_phrases(tokens, c["export"])
+        if (export_hits or fmt_hits) and not self._rest(tokens, export_hits, fmt_hits) and \
+                (export_hits or any(v for _, _, v in fmt_hits)):
+            fmt = next((v for _, _, v in reversed(fmt_hits) if v), "jpeg")
+            return Route("command", "export", fmt=fmt)
+        for name in ("show_original", "what_changed", "original", "redo", "undo"):
+            hits = find_phrases(tokens, c[name])
+            if hits and not self._rest(tokens, hits):
+                return Route("command", name)
+        back = find_phrases(tokens, c["back_steps"])
+        n, number_hits = self._number(tokens)
+        steps = find_phrases(tokens, self.step_words)
+        if back and n is not None and not self._rest(tokens, back, number_hits, steps):
+            return Route("command", "back", steps=max(1, n))
+        before = find_phrases(tokens, c["back_before"])
+        if before:
+            end = before[-1][0] + before[-1][1]
+            rest = [t for t in tokens[end:] if t not in self.filler and t not in _HARD_SEPARATORS]
+            lead = self._rest(tokens[:before[0][0]], [])
+            if rest and not lead:
+                return Route("command", "back_before", words=rest)
+        reset = find_phrases(tokens, c["reset_op"])
+        if reset and reset[0][0] == next(i for i, t in enumerate(tokens) if t not in self.filler):
+            pieces = _match(self.vocab, tokens)
+            if any(p.category == "reset" for p in pieces):
+                named = [p for p in pieces if p.category in ("intent", "op", "fix")]
+                others = [p for p in pieces if p.category in ("target", "band", "relative", "towards", "problem")]
+                end = reset[0][0] + reset[0][1]
+                rest = self._rest(tokens[end:], [(p.pos - end, len(p.text.split()), 0) for p in named
+                                                  if p.pos >= end])
+                if named and not others and not rest:
+                    return Route("command", "reset", words=[p.key for p in named])
+        return None
+
+
+__all__ = ["ROUTE_KINDS", "Route", "Router"]

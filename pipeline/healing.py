@@ -1,0 +1,390 @@
+"""Healing and removal on CPU: dust spots, skin blemishes, painted regions, red eyes.
+
+Pure, deterministic functions over uint8 RGB images (HxWx3); each returns a
+new image and changes only the pixels it heals (everything else stays
+bit-identical). Sizes scale with the image, so a proxy and the full-resolution
+export of the same state heal the same spots.
+
+- :func:`find_dust` / :func:`heal_dust`: dark spots that stand out from a
+  smooth neighbourhood (sky, walls, backdrops): a black top-hat (closing minus
+  image) larger than the local noise, small and round, where the
+  spot-free background is flat. Healed with OpenCV's Telea inpainting.
+- :func:`find_blemishes`: the same idea inside the skin mask, at the scale of
+  the face, away from eyes, nostrils and mouth.
+- :func:`remove_region`: a painted or clicked region filled from its
+  surroundings: inpainting for small areas, and for larger ones a
+  patch-based fill (the best-matching nearby patch, chosen by its border,
+  cloned in with Poisson blending: the healing brush with an automatic source).
+- :func:`fix_red_eye`: red pupils inside eye boxes found by
+  :mod:`pipeline.portrait`, neutralised and darkened.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import cv2
+import numpy as np
+
+#: Largest dust spot, as a fraction of the image's long side (a 4K frame: ~46 px; cores up to 1.5 x that).
+DUST_MAX = 0.012
+#: Regions with an equivalent diameter up to this fraction of the long side are inpainted; larger ones patch-filled.
+SMALL_REGION = 0.02
+
+
+def _luma(img: np.ndarray) -> np.ndarray:
+    return cv2.cvtColor(img, cv2.COLOR_RGB2GRAY).astype(np.float32)
+
+
+def _noise_sigma(gray: np.ndarray) -> float:
+    """Robust noise level (8-bit levels) from the median absolute fine-scale residual."""
+    resid = gray - cv2.GaussianBlur(gray, (0, 0), 1.0)
+    return max(0.5, 1.4826 * float(np.median(np.abs(resid))) * 1.6)
+
+
+def _spot_candidates(depth: np.ndarray, threshold: float, max_d: int, min_area: int = 2) -> list[np.ndarray]:
+    """Connected parts of ``depth > threshold`` that are small and round: their pixel masks (bool)."""
+    hot = (depth > threshold).astype(np.uint8)
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(hot, connectivity=8)
+    keep = np.zeros(count, bool)
+    max_area = np.pi * (max_d / 2.0) ** 2
+    for i in range(1, count):
+        x, y, w, h, area = stats[i]
+        if not min_area <= area <= max_area or max(w, h) > max_d:
+            continue
+        if max(w, h) > 3 * max(1, min(w, h)) or area < 0.3 * w * h:  # lines and scratches are not dust
+            continue
+        keep[i] = True
+    return [keep[labels]] if keep.any() else []
+
+
+def find_dust(img: np.ndarray, amount: float) -> np.ndarray:
+    """Mask (uint8 0/255) of dust spots to heal; ``amount`` 0..100 (higher: fainter spots too).
+
+    A spot must be darker than its spot-free background (a grey closing of a
+    lightly smoothed copy) by more than 1.75..4 x the raw noise (``amount``
+    100..1) and at least 3 levels, stand out from a plain surround, its
+    core at most :data:`DUST_MAX` of the long side across and round, on a flat
+    background. The mask takes in the spot's faint rim (down to ~1.5 x the
+    noise), so the fill comes from clean surroundings.
+    """
+    h, w = img.shape[:2]
+    if amount <= 0:
+        return np.zeros((h, w), np.uint8)
+    raw = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
+    max_d = int(np.clip(round(DUST_MAX * max(h, w)), 5, 80))
+    # Light smoothing first: the closing takes a local maximum, which would make the noise look deep.
+    gray = cv2.GaussianBlur(raw, (0, 0), max(1.0, max_d / 30.0))
+    # A square closing is separable (fast at 4K) and removes any dark spot narrower than it.
+    background = cv2.morphologyEx(gray, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_RECT, (2 * max_d + 1,) * 2))
+    depth = cv2.subtract(background, gray)
+    step = max(1, int(np.sqrt(h * w / 250_000)))
+    sigma = _noise_sigma(np.ascontiguousarray(raw[::step, ::step]).astype(np.float32))
+    k = 8.0 - 4.5 * min(100.0, float(amount)) / 100.0
+    # Depth is measured on the smoothed image, whose noise is about half the raw noise.
+    threshold = max(3.0, 0.5 * k * sigma)
+    flat = _flat_background(background, max_d, max(3.0, 0.6 * threshold))
+    core = ((depth > threshold * 0.5) & flat).astype(np.uint8)
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(core, connectivity=8)
+    if count <= 1:
+        return np.zeros((h, w), np.uint8)
+    deep = np.zeros(count, bool)
+    deep[np.unique(labels[depth > threshold])] = True
+    keep = np.zeros(count, bool)
+    for i in np.flatnonzero(deep):
+        x, y, bw, bh, area = stats[i]
+        if i == 0 or max(bw, bh) > 1.5 * max_d or max(bw, bh) > 3 * max(1, min(bw, bh)) or area < 0.3 * bw * bh:
+            continue  # too big, or a line / scratch: not dust
+        keep[i] = _isolated(raw, labels, i, (x, y, bw, bh), sigma)
+    if not keep.any():
+        return np.zeros((h, w), np.uint8)
+    spots = keep[labels].astype(np.uint8)
+    # The faint rim: pixels still darker than the background near a kept spot.
+    near = cv2.dilate(spots, cv2.getStructuringElement(cv2.MORPH_RECT, (max_d | 1,) * 2))
+    rim = ((depth > max(1.0, sigma)) & (near > 0)).astype(np.uint8)
+    count, labels = cv2.connectedComponents(rim | spots, connectivity=8)
+    touched = np.zeros(count, bool)
+    touched[np.unique(labels[spots > 0])] = True
+    touched[0] = False
+    grown = touched[labels].astype(np.uint8)
+    edge = max(5, max_d // 8) | 1
+    return cv2.dilate(grown, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (edge, edge))) * 255
+
+
+def _isolated(raw: np.ndarray, labels: np.ndarray, i: int, box: tuple, sigma: float, *,
+              spread: tuple[float, float] = (1.5, 0.2)) -> bool:
+    """A spot sits alone on a plain surround: the ring around it is much flatter than the spot is deep
+    (ring std below ``spread[0]`` x the noise or ``spread[1]`` x the depth)."""
+    x, y, bw, bh = (int(v) for v in box)
+    h, w = raw.shape
+    pad = max(4, max(bw, bh))
+    x0, y0, x1, y1 = max(0, x - pad), max(0, y - pad), min(w, x + bw + pad), min(h, y + bh + pad)
+    spot = (labels[y0:y1, x0:x1] == i).astype(np.uint8)
+    inner = cv2.dilate(spot, np.ones((5, 5), np.uint8))
+    outer = cv2.dilate(spot, cv2.getStructuringElement(cv2.MORPH_RECT, (2 * pad + 5, 2 * pad + 5)))
+    ring = (outer > 0) & (inner == 0)
+    if ring.sum() < 8:
+        return False
+    patch = np.asarray(raw[y0:y1, x0:x1], np.float32)
+    surround = patch[ring]
+    depth = float(np.median(surround) - patch[spot > 0].min())
+    return float(surround.std()) < max(spread[0] * sigma, spread[1] * depth) and depth > 3 * sigma
+
+
+def _flat_background(background: np.ndarray, max_d: int, limit: float) -> np.ndarray:
+    """Where the spot-free background is smooth (sky, walls): bool HxW, computed on a small copy."""
+    h, w = background.shape
+    f = max(1, max_d // 4)
+    small = cv2.resize(background, (max(1, w // f), max(1, h // f)), interpolation=cv2.INTER_AREA).astype(np.float32)
+    smooth = cv2.GaussianBlur(small, (0, 0), 2.0)
+    gx = cv2.Sobel(smooth, cv2.CV_32F, 1, 0, ksize=3) / 8.0
+    gy = cv2.Sobel(smooth, cv2.CV_32F, 0, 1, ksize=3) / 8.0
+    texture = cv2.GaussianBlur(np.abs(small - smooth), (0, 0), 2.0) + cv2.magnitude(gx, gy) * (max_d / f) / 4
+    flat = (texture < limit).astype(np.uint8)
+    return cv2.resize(flat, (w, h), interpolation=cv2.INTER_NEAREST).astype(bool)
+
+
+def heal_spots(img: np.ndarray, mask: np.ndarray, *, smooth: bool = True) -> np.ndarray:
+    """Fill the (small, scattered) spots of ``mask`` from their surroundings; only masked pixels change.
+
+    Each spot is filled in its own small window. ``smooth=True`` (dust on
+    flat areas): a normalised convolution of the clean surroundings, which
+    is unbiased on a noisy sky; ``smooth=False``: OpenCV's Telea inpainting,
+    which carries edges and gradients in (blemishes, small removals).
+    """
+    if not mask.any():
+        return img
+    h, w = img.shape[:2]
+    out = img.copy()
+    m8 = (mask > 0).astype(np.uint8)
+    count, _, stats, _ = cv2.connectedComponentsWithStats(m8, connectivity=8)
+    radius = max(3, round(0.002 * max(h, w)))
+    for x, y, bw, bh, _ in stats[1:]:
+        size = max(bw, bh)
+        pad = (size + 4) if smooth else 2 * radius + 2
+        x0, y0, x1, y1 = max(0, x - pad), max(0, y - pad), min(w, x + bw + pad), min(h, y + bh + pad)
+        window = np.ascontiguousarray(m8[y0:y1, x0:x1])
+        src = np.ascontiguousarray(img[y0:y1, x0:x1])
+        if smooth:
+            known = (1 - window).astype(np.float32)
+            sigma = max(1.5, size / 3.0)
+            num = cv2.GaussianBlur(src.astype(np.float32) * known[..., None], (0, 0), sigma)
+            den = cv2.GaussianBlur(known, (0, 0), sigma)[..., None]
+            filled = np.clip(num / np.maximum(den, 1e-4) + 0.5, 0, 255).astype(np.uint8)
+        else:
+            filled = cv2.inpaint(src, window * 255, radius, cv2.INPAINT_TELEA)
+        cv2.copyTo(filled, window, out[y0:y1, x0:x1])  # nothing outside the mask changes
+    return out
+
+
+def heal_dust(img: np.ndarray, amount: float) -> tuple[np.ndarray, int]:
+    """Find and heal dust spots; returns (image, number of spots healed)."""
+    mask = find_dust(img, amount)
+    count = cv2.connectedComponents((mask > 0).astype(np.uint8))[0] - 1 if mask.any() else 0
+    return heal_spots(img, mask), int(count)
+
+
+def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequence[Sequence[float]],
+                   keep_out: np.ndarray | None = None) -> np.ndarray:
+    """Mask (uint8 0/255) of small dark or red blemishes inside ``skin`` (float HxW 0..1).
+
+    ``faces``: boxes (x, y, w, h) as fractions; the blemish scale follows the
+    largest face and the search stays on the faces. ``keep_out`` (float HxW):
+    eyes, brows and mouths, which are dark or red on purpose; the nostrils are
+    always left out. Nothing is found without a face.
+    """
+    h, w = img.shape[:2]
+    if amount <= 0 or not len(faces):
+        return np.zeros((h, w), np.uint8)
+    face_w = max(fw * w for _, _, fw, _ in faces)
+    max_d = int(np.clip(round(0.06 * face_w), 3, 60))
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (max_d | 1, max_d | 1))
+    lab = cv2.cvtColor(img, cv2.COLOR_RGB2Lab).astype(np.float32)
+    L, a = lab[..., 0], lab[..., 1]
+    dark = cv2.morphologyEx(L, cv2.MORPH_CLOSE, kernel) - L
+    red = a - cv2.morphologyEx(a, cv2.MORPH_OPEN, kernel)
+    inside = cv2.erode((skin > 0.6).astype(np.uint8), kernel).astype(bool)
+    if keep_out is not None:
+        inside &= keep_out < 0.05
+    zone = np.zeros((h, w), bool)
+    for fx, fy, fw, fh in faces:  # on the face (the skin mask also covers hair, neck and hands), not the nostrils
+        zone[int((fy + 0.05 * fh) * h):int((fy + 1.05 * fh) * h) + 1,
+             int((fx + 0.05 * fw) * w):int((fx + 0.95 * fw) * w) + 1] = True
+        zone[int((fy + 0.52 * fh) * h):int((fy + 0.7 * fh) * h) + 1,
+             int((fx + 0.36 * fw) * w):int((fx + 0.64 * fw) * w) + 1] = False
+    where = inside & zone
+    if not where.any():
+        return np.zeros((h, w), np.uint8)
+    # Skin texture level, measured on this skin: a blemish must stand out from it.
+    resid = L - cv2.GaussianBlur(L, (0, 0), 1.0)
+    sigma = max(0.5, 1.4826 * float(np.median(np.abs(resid[where]))))
+    k = 7.0 - 4.0 * min(100.0, float(amount)) / 100.0
+    score = (dark + 0.5 * np.maximum(red, 0)) / max(2.5, k * sigma)
+    parts = _spot_candidates(score * where, 1.0, max_d)
+    if not parts:
+        return np.zeros((h, w), np.uint8)
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(parts[0].astype(np.uint8), connectivity=8)
+    keep = np.zeros(count, bool)
+    for i in range(1, count):  # a blemish stands out from plain skin, like dust from a plain sky
+        box = stats[i, :4]  # skin has more texture than a sky: a looser surround test
+        keep[i] = _isolated(L, labels, i, box, sigma, spread=(3.0, 1.0)) or \
+            _isolated(-a, labels, i, box, sigma, spread=(3.0, 1.0))
+    if not keep.any():
+        return np.zeros((h, w), np.uint8)
+    grow = max(2, max_d // 3)  # the soft rim of the blemish goes too
+    return cv2.dilate(keep[labels].astype(np.uint8),
+                      cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1))) * 255
+
+
+def remove_region(img: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Fill ``mask`` (float or uint8, HxW; > 0.5 / 128 = remove) from its surroundings.
+
+    Each connected part is handled on its own: small parts are inpainted
+    (Telea), larger ones get the best-matching nearby patch (compared on a
+    ring around the part) cloned in with Poisson blending. Pixels outside the
+    (slightly grown) mask are unchanged.
+    """
+    m = np.asarray(mask)
+    hard = (m > (0.5 if m.dtype.kind == "f" else 127)).astype(np.uint8)
+    if not hard.any():
+        return img
+    h, w = img.shape[:2]
+    grow = 1 + round(0.002 * max(h, w))
+    hard = cv2.dilate(hard, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1)))
+    out = img.copy()
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(hard, connectivity=8)
+    small = np.zeros((h, w), np.uint8)
+    limit = (SMALL_REGION * max(h, w)) ** 2 * np.pi / 4
+    for i in range(1, count):
+        if stats[i, cv2.CC_STAT_AREA] <= limit:
+            small[labels == i] = 255
+        else:
+            out = _patch_fill(out, (labels == i).astype(np.uint8), stats[i])
+    if small.any():
+        out = heal_spots(out, small, smooth=False)
+    return out
+
+
+def _patch_fill(img: np.ndarray, part: np.ndarray, stat: np.ndarray) -> np.ndarray:
+    """Fill one large hole: pick a source offset whose surroundings match the hole's border best."""
+    h, w = img.shape[:2]
+    x, y, bw, bh = (int(v) for v in stat[:4])
+    # Compare on a small copy: the hole's bounding box about 48 px across.
+    scale = min(1.0, 48.0 / max(bw, bh))
+    ring_w = max(2, round(0.25 * max(bw, bh)))
+    pad = ring_w + 1
+    ring = cv2.dilate(part, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * ring_w + 1, 2 * ring_w + 1))) - part
+    # Structure first: a smooth inpaint makes the search also prefer sources that continue the shading.
+    small_img = cv2.resize(img, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA) if scale < 1 else img
+    sh, sw = small_img.shape[:2]
+    sx, sy = int(x * scale), int(y * scale)
+    sbw, sbh = max(1, int(round(bw * scale))), max(1, int(round(bh * scale)))
+    spad = max(1, int(round(pad * scale)))
+    ring_s = cv2.resize(ring, (sw, sh), interpolation=cv2.INTER_NEAREST) if scale < 1 else ring
+    part_s = cv2.resize(part, (sw, sh), interpolation=cv2.INTER_NEAREST) if scale < 1 else part
+    x0, y0 = max(0, sx - spad), max(0, sy - spad)
+    x1, y1 = min(sw, sx + sbw + spad), min(sh, sy + sbh + spad)
+    tgt = small_img[y0:y1, x0:x1].astype(np.float32)
+    weight = ring_s[y0:y1, x0:x1].astype(np.float32)[..., None]
+    hole_dil = cv2.dilate(part_s, np.ones((3, 3), np.uint8))
+    best, best_cost = None, np.inf
+    span = 3 * max(sbw, sbh)
+    step = max(1, max(sbw, sbh) // 6)
+    for dy in range(-span, span + 1, step):
+        for dx in range(-span, span + 1, step):
+            if abs(dx) < sbw and abs(dy) < sbh:  # the source must not overlap the hole
+                continue
+            X0, Y0, X1, Y1 = x0 + dx, y0 + dy, x1 + dx, y1 + dy
+            if X0 < 0 or Y0 < 0 or X1 > sw or Y1 > sh:
+                continue
+            if hole_dil[Y0:Y1, X0:X1].any():
+                continue
+            src = small_img[Y0:Y1, X0:X1].astype(np.float32)
+            cost = float((((src - tgt) ** 2) * weight).sum()) * (1.0 + 0.15 * np.hypot(dx, dy) / span)
+            if cost < best_cost:
+                best, best_cost = (dx, dy), cost
+    if best is None:  # nowhere to copy from (the hole fills the frame): smooth inpaint instead
+        return heal_spots(img, part * 255, smooth=False)
+    dx, dy = int(round(best[0] / scale)), int(round(best[1] / scale))
+    # Source mask at full resolution, placed at the offset; Poisson-clone it over the hole.
+    bx0, by0 = max(0, x - pad), max(0, y - pad)
+    bx1, by1 = min(w, x + bw + pad), min(h, y + bh + pad)
+    # keep the source window inside the image
+    dx = int(np.clip(dx, -bx0, w - bx1))
+    dy = int(np.clip(dy, -by0, h - by1))
+    src_patch = img[by0 + dy:by1 + dy, bx0 + dx:bx1 + dx]
+    target = img[by0:by1, bx0:bx1]
+    clone_mask = cv2.dilate(part[by0:by1, bx0:bx1], np.ones((3, 3), np.uint8)) * 255
+    clone_mask[0, :] = clone_mask[-1, :] = 0
+    clone_mask[:, 0] = clone_mask[:, -1] = 0
+    # seamlessClone takes its boundary from just inside the mask's edge too: give it a smooth
+    # membrane fill there, never the object being removed.
+    membrane = heal_spots(np.ascontiguousarray(target), clone_mask)
+    blended = _poisson(src_patch, membrane, clone_mask)
+    out = img.copy()
+    sel = part[by0:by1, bx0:bx1].astype(bool) | (clone_mask > 0)
+    region = out[by0:by1, bx0:bx1]
+    region[sel] = blended[sel]
+    return out
+
+
+def _poisson(src: np.ndarray, dst: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``src`` cloned into ``dst`` (same size) inside ``mask`` with Poisson blending."""
+    if not mask.any():
+        return dst
+    ys, xs = np.nonzero(mask)
+    # seamlessClone places the centre of the mask's bounding box at ``center``.
+    center = (int((xs.min() + xs.max() + 1) // 2), int((ys.min() + ys.max() + 1) // 2))
+    try:
+        return cv2.seamlessClone(np.ascontiguousarray(src), np.ascontiguousarray(dst), mask, center,
+                                 cv2.NORMAL_CLONE)
+    except cv2.error:  # a degenerate mask at the frame edge: plain copy
+        out = dst.copy()
+        out[mask > 0] = src[mask > 0]
+        return out
+
+
+def red_pupils(img: np.ndarray, eyes: Sequence[tuple[float, float, float]]) -> np.ndarray:
+    """Soft mask (float32 HxW) of red pupils inside eye circles ``(cx, cy, r)`` in pixels."""
+    h, w = img.shape[:2]
+    mask = np.zeros((h, w), np.float32)
+    f = img.astype(np.float32)
+    for cx, cy, r in eyes:
+        x0, y0 = max(0, int(cx - r)), max(0, int(cy - r))
+        x1, y1 = min(w, int(cx + r) + 1), min(h, int(cy + r) + 1)
+        if x1 - x0 < 2 or y1 - y0 < 2:
+            continue
+        R, G, B = (f[y0:y1, x0:x1, c] for c in range(3))
+        redness = (R - np.maximum(G, B)) / (R + 1.0)
+        core = ((redness > 0.45) & (R > 60)).astype(np.uint8)
+        count, labels, stats, cents = cv2.connectedComponentsWithStats(core)
+        if count <= 1:
+            continue
+        # the red part nearest the eye centre
+        i = 1 + int(np.argmin(np.hypot(cents[1:, 0] + x0 - cx, cents[1:, 1] + y0 - cy)))
+        if stats[i, cv2.CC_STAT_AREA] < 4:
+            continue
+        part = (labels == i).astype(np.float32)
+        part = cv2.GaussianBlur(cv2.dilate(part, np.ones((3, 3), np.uint8)), (0, 0), max(0.7, r / 12))
+        soft = np.clip(part * np.clip((redness + 0.1) / 0.5, 0, 1), 0, 1)
+        np.maximum(mask[y0:y1, x0:x1], soft, out=mask[y0:y1, x0:x1])
+    return mask
+
+
+def fix_red_eye(img: np.ndarray, eyes: Sequence[tuple[float, float, float]], amount: float) -> tuple[np.ndarray, int]:
+    """Red pupils made neutral and dark; returns (image, pupils fixed)."""
+    mask = red_pupils(img, eyes) * np.float32(min(100.0, amount) / 100.0)
+    if not mask.any():
+        return img, 0
+    f = img.astype(np.float32)
+    # The red channel takes the mean of green and blue, and the pupil darkens a little: a natural dark pupil.
+    fixed = f.copy()
+    gb = (f[..., 1] + f[..., 2]) / 2.0
+    fixed[..., 0] = gb
+    fixed *= 0.8
+    m = mask[..., None]
+    out = np.clip(f * (1 - m) + fixed * m + 0.5, 0, 255).astype(np.uint8)
+    unchanged = mask == 0
+    out[unchanged] = img[unchanged]
+    count = cv2.connectedComponents((mask > 0.3).astype(np.uint8))[0] - 1
+    return out, int(count)

@@ -1,0 +1,42 @@
+"""The studio serves an A2A agent card at /.well-known/agent.json naming its skills and endpoints."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+
+from tests.conftest import free_port
+
+
+@pytest.fixture(scope="module")
+def studio_url(tmp_path_factory):
+    from agent.service import Studio
+    from app import create_app
+
+    sessions = tmp_path_factory.mktemp("sessions")
+    studio = Studio(sessions_dir=sessions)
+    demo, options = create_app(studio)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **options)
+    yield f"http://127.0.0.1:{port}"
+    demo.close()
+    studio.close()
+
+
+def test_the_agent_card_names_skills_and_endpoints(studio_url, monkeypatch):
+    monkeypatch.setenv("ATELIER_MCP_URL", "http://127.0.0.1:9999/mcp")
+    with urllib.request.urlopen(f"{studio_url}/.well-known/agent.json", timeout=30) as response:
+        assert response.status == 200 and response.headers["content-type"].startswith("application/json")
+        card = json.loads(response.read())
+    assert card["name"] == "Atelier" and card["url"] == f"{studio_url}/"
+    ids = [s["id"] for s in card["skills"]]
+    assert ids[0] == "edit_photo" and {"skill.film", "skill.clean_portrait", "skill.portrait_film"} <= set(ids)
+    portrait = next(s for s in card["skills"] if s["id"] == "skill.clean_portrait")
+    assert "needs_face" in portrait["tags"] and "use the clean portrait skill" in portrait["examples"]
+    mcp = card["endpoints"]["mcp"]
+    assert mcp["url"] == "http://127.0.0.1:9999/mcp" and {"open_photo", "edit", "export"} <= set(mcp["tools"])
+    # the studio itself still answers next to the card
+    with urllib.request.urlopen(card["endpoints"]["studio"], timeout=30) as page:
+        assert page.status == 200 and b"<html" in page.read(2000).lower()

@@ -1,0 +1,121 @@
+"""Chat that acts: undo/redo/back N/back to before X/original in words, export, what changed,
+reset one adjustment, questions and small talk. Real embedded planner and judge, a real
+SQLite store, real skimage photos, bytes compared for rollbacks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.judges.embedded import EmbeddedJudge
+from agent.planners.embedded import EmbeddedPlanner
+from agent.router import Router
+from pipeline.imageio import load_image
+
+
+@pytest.fixture
+def studio(make_studio):
+    return make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="never")
+
+
+def test_undo_and_redo_in_words_are_bit_exact(studio, photo):
+    sid = studio.start_session(photo).id
+    studio.send_message(sid, "warmer")
+    t1 = studio.render(sid).tobytes()
+    studio.send_message(sid, "more contrast")
+    t2 = studio.render(sid).tobytes()
+    r = studio.send_message(sid, "take that back")
+    assert r.status == "rolled_back" and r.kind == "command" and studio.render(sid).tobytes() == t1
+    r = studio.send_message(sid, "redo")
+    assert r.kind == "command" and studio.render(sid).tobytes() == t2
+
+
+def test_go_back_two_steps_and_back_to_before_a_named_change(studio, photo):
+    info = studio.start_session(photo)
+    sid = info.id
+    original = studio.render(sid).tobytes()
+    studio.send_message(sid, "warmer")
+    studio.send_message(sid, "more contrast")
+    studio.send_message(sid, "brighter")
+    r = studio.send_message(sid, "go back two steps")
+    assert r.status == "rolled_back"
+    assert studio.head(sid).state["settings"] == {"temperature": 25}
+    studio.send_message(sid, "redo")
+    studio.send_message(sid, "redo")
+    assert set(studio.head(sid).state["settings"]) == {"temperature", "contrast", "exposure"}
+    r = studio.send_message(sid, "back to before the warmth")
+    assert r.status == "rolled_back" and studio.render(sid).tobytes() == original
+    r = studio.send_message(sid, "back to before the sepia tone")
+    assert r.status == "answered" and "couldn't find" in r.reply
+
+
+def test_start_over_and_nothing_to_undo_are_told_in_one_line(studio, photo):
+    info = studio.start_session(photo)
+    r = studio.send_message(info.id, "undo")
+    assert r.status == "answered" and "nothing to undo" in r.reply.lower()
+    studio.send_message(info.id, "warmer")
+    studio.send_message(info.id, "sharper")
+    r = studio.send_message(info.id, "start over")
+    assert r.head_asset_id == info.head_asset_id and r.kind == "command"
+    assert studio.send_message(info.id, "start over").reply == "This is already the original photo."
+
+
+def test_greetings_and_questions_change_nothing_and_use_no_turn(studio, photo):
+    info = studio.start_session(photo)
+    for text in ("hi!", "thanks", "how does it look?", "what would you change?", "what can you do?"):
+        r = studio.send_message(info.id, text)
+        assert r.status == "answered" and r.reply and r.asset_id is None
+        assert r.kind in ("chat", "question")
+    assert studio.session(info.id).turns == 0 and len(studio.history(info.id)) == 1
+    r = studio.send_message(info.id, "what would you change?")
+    assert r.quick_replies
+    # a suggestion is a message the person can send as it is
+    picked = studio.send_message(info.id, r.quick_replies[0])
+    assert picked.kind == "edit" and picked.asset_id is not None
+    assert studio.session(info.id).turns == 1
+
+
+def test_what_did_you_change_names_the_recipe(studio, photo):
+    sid = studio.start_session(photo).id
+    studio.send_message(sid, "warmer")
+    studio.send_message(sid, "darken the sky")
+    r = studio.send_message(sid, "what did you change?")
+    assert "temperature +25" in r.reply and "sky" in r.reply and r.status == "answered"
+
+
+def test_export_in_chat_writes_the_full_size_file(studio, photo):
+    sid = studio.start_session(photo).id
+    studio.send_message(sid, "warmer")
+    r = studio.send_message(sid, "export as png")
+    path = Path(r.export_path)
+    assert path.suffix == ".png" and path.exists() and str(path) in r.reply
+    assert load_image(path.read_bytes()).pixels.tobytes() == studio.render(sid, long_side=None).tobytes()
+    assert Path(studio.send_message(sid, "save it as a tiff please").export_path).suffix == ".tif"
+
+
+def test_reset_one_adjustment_keeps_the_rest(studio, photo):
+    sid = studio.start_session(photo).id
+    studio.send_message(sid, "warmer")
+    studio.send_message(sid, "more saturated")
+    r = studio.send_message(sid, "reset the saturation")
+    assert r.kind == "command" and r.asset_id
+    settings = studio.head(sid).state["settings"]
+    assert settings.get("saturation", 0) == 0 and settings["temperature"] == 25
+    r = studio.send_message(sid, "reset the saturation")
+    assert r.status == "answered" and "already" in r.reply
+
+
+@pytest.mark.parametrize("text,kind,name", [
+    ("hello there!", "chat", "greeting"), ("thanks, that's perfect", "chat", "thanks"),
+    ("undo", "command", "undo"), ("back to how it was", "command", "undo"), ("go back 3 steps", "command", "back"),
+    ("back to before the warmth", "command", "back_before"), ("start over", "command", "original"),
+    ("show me the original", "command", "show_original"), ("export as jpeg", "command", "export"),
+    ("reset the saturation", "command", "reset"), ("how does it look?", "evaluation", "evaluation"),
+    ("what would you change?", "exploration", "exploration"), ("what can you do?", "exploration", "capabilities"),
+    ("make it warmer", "modification", ""), ("undo the warmth and add contrast", "modification", ""),
+    ("remove the haze", "modification", ""), ("bit more", "modification", ""), ("can you make it warmer?", "modification", ""),
+])
+def test_router_kinds(text, kind, name):
+    route = Router().route(text)
+    assert (route.kind, route.name) == (kind, name)

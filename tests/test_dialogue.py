@@ -1,0 +1,138 @@
+"""Follow-ups against the dialogue state, end to end: the real embedded planner and judge,
+a real SQLite store and real skimage photos, measured in the rendered pixels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agent.dialogue import dialogue_state
+from agent.judges.embedded import EmbeddedJudge
+from agent.planners.embedded import EmbeddedPlanner
+from conftest import small_photo
+from pipeline.measure import image_stats
+
+
+@pytest.fixture
+def studio(make_studio):
+    return make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="never")
+
+
+def _b(studio, sid) -> float:
+    return image_stats(studio.render(sid, long_side=256))["b_mean"]
+
+
+def _settings(studio, sid) -> dict:
+    return studio.head(sid).state["settings"]
+
+
+def test_bit_more_repeats_the_last_change_scaled(studio, photo):
+    sid = studio.start_session(photo).id
+    b0 = _b(studio, sid)
+    studio.send_message(sid, "warmer")
+    t1 = _settings(studio, sid)["temperature"]
+    b1 = _b(studio, sid)
+    r = studio.send_message(sid, "bit more")
+    t2 = _settings(studio, sid)["temperature"]
+    b2 = _b(studio, sid)
+    assert r.status == "auto_approved" and r.asset_id
+    assert b1 > b0 + 1 and b2 > b1 + 0.5          # warmer again, visibly
+    assert t2 - t1 == pytest.approx(t1 * 0.5, abs=1)   # "bit" = half the last step
+    r = studio.send_message(sid, "again")      # the last change again (+12), stopped at the sweet spot
+    assert t2 < _settings(studio, sid)["temperature"] <= 45 and "I stopped" in r.reply
+
+
+def test_too_much_lands_between_the_two_versions_and_never_past(studio, photo):
+    sid = studio.start_session(photo).id
+    studio.send_message(sid, "warmer")
+    b1 = _b(studio, sid)
+    before = _settings(studio, sid)["temperature"]
+    studio.send_message(sid, "much warmer")
+    b2 = _b(studio, sid)
+    after = _settings(studio, sid)["temperature"]
+    studio.send_message(sid, "too much")
+    b3 = _b(studio, sid)
+    now = _settings(studio, sid)["temperature"]
+    assert before < now < after and b1 < b3 < b2
+    # "way too much, halve it": an explicit fraction, and again never past the earlier version
+    studio.send_message(sid, "way too much, halve it")
+    later = _settings(studio, sid)["temperature"]
+    assert before <= later < now
+
+
+def test_same_for_the_sky_moves_the_last_change_onto_the_sky(studio):
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "warmer")
+    r = studio.send_message(sid, "same for the sky")
+    layers = studio.head(sid).state["layers"]
+    assert r.asset_id and any(l["mask"]["type"] == "sky" and l["settings"].get("temperature", 0) > 0 for l in layers)
+
+
+def test_not_that_soft_reduces_the_soft_look_it_just_applied(studio, photo):
+    sid = studio.start_session(photo).id
+    studio.send_message(sid, "softer")
+    soft = dict(_settings(studio, sid))
+    assert soft["clarity"] < 0
+    studio.send_message(sid, "not that soft")
+    now = _settings(studio, sid)
+    assert soft["clarity"] < now.get("clarity", 0) <= 0       # less soft, not sharpened past neutral
+    assert now.get("sharpen", 0) <= 0
+
+
+def test_a_complaint_fixes_the_problem_instead_of_adding_more_of_it(studio, photo):
+    sid = studio.start_session(photo).id
+    studio.send_message(sid, "looks murky")
+    s = _settings(studio, sid)
+    assert s.get("contrast", 0) > 0 and s.get("dehaze", 0) > 0    # clearer, not hazier
+
+
+def test_more_with_nothing_to_refer_to_asks_and_makes_no_version(studio, photo):
+    info = studio.start_session(photo)
+    r = studio.send_message(info.id, "a bit more")
+    assert r.kind == "clarify" and r.quick_replies and r.asset_id is None
+    assert studio.head(info.id).id == info.head_asset_id
+
+
+def test_a_local_request_for_a_place_no_mask_finds_asks_instead_of_a_global_edit(studio, photo):
+    info = studio.start_session(photo)
+    r = studio.send_message(info.id, "brighten the cup")
+    assert r.kind == "clarify" and "cup" in r.reply and len(r.quick_replies) >= 2
+    assert studio.head(info.id).id == info.head_asset_id
+    r = studio.send_message(info.id, r.quick_replies[0])           # "Brighter overall"
+    assert r.asset_id and _settings(studio, info.id)["exposure"] > 0
+
+
+def test_repeated_more_stops_at_the_sweet_spot_unless_insisted(studio, photo):
+    sid = studio.start_session(photo).id
+    for text in ("more contrast", "more", "more", "more"):
+        studio.send_message(sid, text)
+    assert _settings(studio, sid)["contrast"] <= 45
+    studio.send_message(sid, "more contrast, I insist")
+    assert _settings(studio, sid)["contrast"] > 45
+
+
+def test_warm_tone_on_black_and_white_is_visible(studio, photo):
+    sid = studio.start_session(photo).id
+    colour = studio.render(sid, long_side=256).astype(int)
+    studio.send_message(sid, "black and white")
+    grey = studio.render(sid, long_side=256).astype(int)
+    assert np.abs(grey[..., 0] - grey[..., 2]).mean() < 1
+    studio.send_message(sid, "give it a warm tone like a toned print")
+    toned = studio.render(sid, long_side=256).astype(int)
+    assert (toned[..., 0] - toned[..., 2]).mean() > 4        # red above blue: a warm tone you can see
+    # still monochrome underneath: the tone is even, not the photo's colours back
+    assert np.std(toned[..., 0] - toned[..., 2]) < 0.5 * np.std(colour[..., 0] - colour[..., 2])
+
+
+def test_dialogue_state_is_derived_from_the_store_after_a_restart(make_studio, photo):
+    studio = make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="never")
+    sid = studio.start_session(photo).id
+    studio.send_message(sid, "warmer")
+    studio.send_message(sid, "more contrast")
+    studio.close()
+    again = make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="never")
+    state = dialogue_state(again.store, sid)
+    assert [e.turn for e in state.edits] == [1, 2]
+    assert state.last.changes[0].op == "contrast" and "warmer" in state.edits[0].intents
+    again.send_message(sid, "too much")
+    assert 0 < again.head(sid).state["settings"]["contrast"] < 40

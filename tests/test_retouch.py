@@ -1,0 +1,225 @@
+"""Healing, removal and portrait ops on ground truth the tests build.
+
+Dust spots added to a clean sky, blemishes added to a real face, a red pupil
+painted into real eyes, an object painted out of a wall: each measured
+against the clean picture, and everything outside the healed pixels
+bit-identical. Renders go through the real Renderer (the retouch stage).
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+from skimage import data
+
+from pipeline import portrait
+from pipeline.blobs import BlobStore
+from pipeline.render import Renderer, SourceImage, render
+from pipeline.state import EditState, EditStateError
+
+
+def _sky(h: int, w: int, seed: int = 1) -> np.ndarray:
+    """A clean evening sky: a vertical blue gradient with fine sensor noise (float32)."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, h, dtype=np.float32)[:, None, None]
+    top, bottom = np.array([70, 120, 200], np.float32), np.array([150, 190, 235], np.float32)
+    img = top * (1 - t) + bottom * t + np.zeros((h, w, 3), np.float32)
+    return img + rng.normal(0, 1.5, (h, w, 1)).astype(np.float32)
+
+
+def _add_spots(img: np.ndarray, n: int, seed: int = 2):
+    """Soft dark dust spots (gaussian, sigma 0.15-0.3% of the long side, 12-30 levels deep)."""
+    rng = np.random.default_rng(seed)
+    h, w = img.shape[:2]
+    yy, xx = np.mgrid[0:h, 0:w]
+    out, spots = img.copy(), []
+    for _ in range(n):
+        cx, cy = rng.uniform(0.05, 0.95) * w, rng.uniform(0.05, 0.95) * h
+        r, depth = rng.uniform(0.0015, 0.003) * max(h, w), rng.uniform(12, 30)
+        out -= depth * np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / (2 * r * r)).astype(np.float32)[..., None]
+        spots.append((cx, cy, r))
+    return out, spots
+
+
+def _u8(f: np.ndarray) -> np.ndarray:
+    return np.clip(f + 0.5, 0, 255).astype(np.uint8)
+
+
+def _grey(img: np.ndarray) -> np.ndarray:
+    return cv2.cvtColor(img, cv2.COLOR_RGB2GRAY).astype(np.float64)
+
+
+@pytest.mark.parametrize("size", [(600, 900), (1080, 1620)])
+def test_dust_spots_on_a_clean_sky_are_healed_and_nothing_else_changes(size):
+    h, w = size
+    clean = _sky(h, w)
+    dirty_f, spots = _add_spots(clean, 10)
+    clean, dirty = _u8(clean), _u8(dirty_f)
+    healed = render(dirty, EditState.from_dict({"settings": {"dust_removal": 50}}))
+    yy, xx = np.mgrid[0:h, 0:w]
+    near_any = np.zeros((h, w), bool)
+    for cx, cy, r in spots:
+        disc = (xx - cx) ** 2 + (yy - cy) ** 2 <= r * r
+        before = (_grey(clean) - _grey(dirty))[disc].mean()
+        after = (_grey(clean) - _grey(healed))[disc].mean()
+        assert abs(after) <= 0.25 * before, (cx, cy, before, after)  # depth reduced by >= 75%
+        near_any |= (xx - cx) ** 2 + (yy - cy) ** 2 <= (4 * r + 12) ** 2
+    # Pixels away from the spots are bit-identical.
+    assert np.array_equal(healed[~near_any], dirty[~near_any])
+
+
+def test_dust_removal_leaves_a_clean_sky_and_real_detail_alone():
+    clean = _u8(_sky(600, 900))
+    assert np.array_equal(render(clean, EditState.from_dict({"settings": {"dust_removal": 100}})), clean)
+    img = data.coffee()  # texture and small dark details everywhere: not dust
+    out = render(img, EditState.from_dict({"settings": {"dust_removal": 50}}))
+    assert (out != img).any(axis=2).mean() < 0.002
+
+
+def test_removal_fills_a_painted_region_from_its_surroundings(tmp_path):
+    h, w = 400, 600
+    wall = _u8(_sky(h, w, seed=5))
+    photo = wall.copy()
+    cv2.rectangle(photo, (250, 150), (330, 260), (30, 30, 30), -1)   # a dark sign on the wall
+    cv2.circle(photo, (100, 80), 6, (240, 240, 240), -1)              # and a small white speck
+    painted = np.zeros((h, w), np.uint8)
+    cv2.rectangle(painted, (244, 144), (336, 266), 255, -1)
+    cv2.circle(painted, (100, 80), 9, 255, -1)
+    blobs = BlobStore(tmp_path)
+    digest = blobs.put_array(painted)
+    state = EditState.from_dict({"layers": [{"mask": {"type": "painted", "blob": digest},
+                                             "settings": {"remove": 100}}]})
+    out = render(photo, state, blobs=blobs)
+    sign = np.zeros((h, w), bool)
+    sign[150:261, 250:331] = True
+    # The sign is gone: the filled area looks like the wall around it (a few levels at most).
+    assert np.abs(out[sign].astype(int) - wall[sign].astype(int)).mean() < 6
+    assert np.abs(out[80, 100].astype(int) - wall[80, 100].astype(int)).max() < 12
+    # Far from the painted region nothing changed.
+    far = cv2.dilate(painted, np.ones((41, 41), np.uint8)) == 0
+    assert np.array_equal(out[far], photo[far])
+    # Deterministic: the same state renders the same bytes.
+    assert np.array_equal(render(photo, state, blobs=blobs), out)
+
+
+def test_remove_is_for_regions_only():
+    with pytest.raises(EditStateError, match="remove works on a selected region only"):
+        EditState.from_dict({"settings": {"remove": 100}})
+    with pytest.raises(EditStateError, match="selected region only"):
+        EditState().with_value("remove", 100)
+
+
+@pytest.fixture(scope="module")
+def astronaut():
+    img = data.astronaut()
+    renderer = Renderer()
+    source = SourceImage.from_array(img)
+    return img, renderer, source, renderer.features(source)
+
+
+def test_eyes_and_mouth_are_found_where_they_are(astronaut):
+    img, _, _, found = astronaut
+    (face,) = found.faces
+    (lx, ly, _), (rx, ry, _) = face.eyes
+    # Eileen Collins' eyes at about (203, 101) and (247, 103) px; her smile at about (225, 146).
+    assert abs(lx * 512 - 203) < 5 and abs(ly * 512 - 101) < 5
+    assert abs(rx * 512 - 247) < 5 and abs(ry * 512 - 103) < 5
+    mx, my, mw, mh = face.mouth
+    assert mx * 512 < 225 < (mx + mw) * 512 and my * 512 < 148 < (my + mh) * 512
+    assert face.teeth > 0.05  # her smile shows teeth (a closed mouth scores under 0.04)
+
+
+def test_no_face_or_hidden_eyes_means_an_honest_note_and_no_change(astronaut):
+    img, _, _, _ = astronaut
+    coffee = data.coffee()
+    state = EditState.from_dict({"settings": {"teeth_whitening": 60, "eye_brightening": 60}})
+    renderer, source = Renderer(), SourceImage.from_array(coffee)
+    assert np.array_equal(renderer.render(source, state), coffee)
+    notes = renderer.retouch_report(source, state).notes
+    assert notes and "couldn't find a face" in notes[0]
+    # The same face box with the eyes covered by skin-coloured patches: the eyes are not claimed,
+    # the mouth still is, and eye brightening leaves every pixel alone.
+    _, renderer, source, found = astronaut
+    covered = img.copy()
+    for cx, cy in ((203, 101), (247, 103)):
+        covered[cy - 9:cy + 9, cx - 13:cx + 13] = covered[118:119, 205:206]
+    hidden = portrait.find_features(covered, [f.box for f in found.faces])
+    assert hidden.faces and not hidden.eyes and hidden.mouths
+    assert np.array_equal(portrait.brighten_eyes(covered, hidden, 80), covered)
+    assert any("eyes" in n for n in portrait.describe_findings(hidden, {"eye_brightening"}))
+
+
+def test_skin_smoothing_smooths_blotches_keeps_pores_and_the_eyes(astronaut):
+    img, renderer, source, found = astronaut
+    out = renderer.render(source, EditState.from_dict({"settings": {"skin_smoothing": 70}}))
+    cheek = (slice(118, 134), slice(196, 212))
+    f0, f1 = img[cheek].astype(np.float32), out[cheek].astype(np.float32)
+    def band(x, s1, s2):
+        return float(np.std(cv2.GaussianBlur(x, (0, 0), s1) - cv2.GaussianBlur(x, (0, 0), s2)))
+    # mid frequencies (blotches) drop clearly, the finest band (pores) stays
+    assert band(f1, 1.0, 4.0) < 0.8 * band(f0, 1.0, 4.0)
+    fine0 = float(np.std(f0 - cv2.GaussianBlur(f0, (0, 0), 0.6)))
+    fine1 = float(np.std(f1 - cv2.GaussianBlur(f1, (0, 0), 0.6)))
+    assert fine1 > 0.75 * fine0
+    # the eyes keep their detail (at most a level or so at the soft edge), the background every pixel
+    for cx, cy in ((203, 101), (247, 103)):
+        eye = (slice(cy - 4, cy + 5), slice(cx - 6, cx + 7))
+        assert np.abs(out[eye].astype(int) - img[eye].astype(int)).mean() < 1.0
+    assert np.array_equal(out[400:, :80], img[400:, :80])
+
+
+def test_teeth_whitening_and_eye_brightening_touch_only_teeth_and_eyes(astronaut):
+    img, renderer, source, found = astronaut
+    out = renderer.render(source, EditState.from_dict({"settings": {"teeth_whitening": 80}}))
+    teeth = portrait.teeth_mask(img, found) > 0.5
+    lab0 = cv2.cvtColor(img, cv2.COLOR_RGB2Lab).astype(float)
+    lab1 = cv2.cvtColor(out, cv2.COLOR_RGB2Lab).astype(float)
+    assert lab1[teeth][:, 2].mean() < lab0[teeth][:, 2].mean() - 2  # less yellow
+    assert lab1[teeth][:, 0].mean() > lab0[teeth][:, 0].mean()      # brighter
+    changed = (out != img).any(axis=2)
+    (face,) = found.faces
+    mx, my, mw, mh = (v * 512 for v in face.mouth)
+    ys, xs = np.nonzero(changed)
+    assert xs.min() > mx - 10 and xs.max() < mx + mw + 10 and ys.min() > my - 10 and ys.max() < my + mh + 10
+    eyes = renderer.render(source, EditState.from_dict({"settings": {"eye_brightening": 80}}))
+    ring = portrait.eye_mask(img.shape[:2], found) > 0.5
+    assert _grey(eyes)[ring].mean() > _grey(img)[ring].mean() + 5
+    assert np.array_equal(eyes[~(portrait.eye_mask(img.shape[:2], found) > 0)], img[~(portrait.eye_mask(img.shape[:2], found) > 0)])
+
+
+def test_blemishes_added_to_a_face_are_healed(astronaut):
+    img, _, _, _ = astronaut
+    spotted = img.astype(np.float32)
+    yy, xx = np.mgrid[0:512, 0:512]
+    marks = [(255, 122), (190, 142)]  # plain skin on both cheeks
+    for cx, cy in marks:
+        g = np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / (2 * 1.6 ** 2)).astype(np.float32)
+        spotted -= g[..., None] * np.array([30, 55, 55], np.float32)  # dark red-brown spot
+    spotted = _u8(spotted)
+    renderer, source = Renderer(), SourceImage.from_array(spotted)
+    state = EditState.from_dict({"settings": {"blemish_removal": 60}})
+    out = renderer.render(source, state)
+    for cx, cy in marks:
+        disc = (xx - cx) ** 2 + (yy - cy) ** 2 <= 3 ** 2
+        before = np.abs(_grey(spotted) - _grey(img))[disc].mean()
+        after = np.abs(_grey(out) - _grey(img))[disc].mean()
+        assert after < 0.5 * before, (cx, cy, before, after)
+    assert renderer.retouch_report(source, state).blemishes >= 2
+    assert np.array_equal(out[300:, :], spotted[300:, :])  # nothing below the face
+
+
+def test_red_eye_is_neutralised_only_in_the_pupils(astronaut):
+    img, _, _, _ = astronaut
+    red = img.copy()
+    for cx, cy in ((203, 101), (247, 103)):
+        cv2.circle(red, (cx, cy), 3, (210, 40, 45), -1)
+    renderer, source = Renderer(), SourceImage.from_array(red)
+    state = EditState.from_dict({"settings": {"red_eye": 100}})
+    out = renderer.render(source, state)
+    for cx, cy in ((203, 101), (247, 103)):
+        r, g, b = out[cy, cx].astype(int)
+        assert r - max(g, b) < 25 and r < 120, (r, g, b)
+    assert renderer.retouch_report(source, state).red_eyes == 2
+    changed = (out != red).any(axis=2)
+    assert changed[85:120, 185:265].sum() == changed.sum()  # only around the eyes
