@@ -761,6 +761,10 @@ class EmbeddedJudge:
 
         # The judge's own reading of the message: how the pixels moved against what was asked.
         reading = read_request(request.message or "", list(getattr(request, "history", None) or []))
+        if request.sub_goals and all(g.mode == "set" or g.value for g in request.sub_goals) \
+                and request.state.to_dict() == request.previous_state.to_dict():
+            # every step was held (a sweet spot, a limit): nothing could move; the plan's checks say why
+            reading = Reading(request.message or "", "unknown")
         judged = score_reading(reading, before=before, after=current, original=original,
                                before_last=getattr(request, "before_last", None),
                                target_mask=_reading_mask(reading, original, warnings,
