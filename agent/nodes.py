@@ -403,6 +403,7 @@ class TurnNodes:
             schema=str(session.settings.get("quality_schema", "default")), schema_root=self.schemas_root,
             history=history, before_last=before_last,
             locate=lambda spec: self.renderer.mask(source, spec, original_img.shape[:2]),
+            held=any(row.get("status") == "clamped" for row in state.get("sub_goals") or []),
         ))
         if not isinstance(result, Assessment):
             raise TypeError(f"the judge returned {type(result).__name__}, expected an Assessment")
