@@ -238,9 +238,10 @@ class TurnNodes:
         goals = [g for g in goals if g.mode == "set" or g.value]    # never a +0 step
         goals, missing = self._found_targets(source, goals, current.shape[:2])
         if goals and assessment and review.get("action") != "replan" and not state.get("feedback") \
+                and set(assessment.get("diagnoses") or ()) & {"target_not_found", "not_asked"} \
                 and plan.to_dict().get("sub_goals") == (state.get("plan") or {}).get("sub_goals"):
-            # An automatic replan that came back with the same plan would only make the same
-            # version again: stop here and let the last attempt (and its assessment) stand.
+            # The judge found no place for the edit ("no face found") or nothing was asked, and the
+            # replan came back the same: say it once, don't make the same version again.
             return {"repeat_plan": True, "retries": self.config.max_retries_per_sub_goal, "error": None,
                     "warnings": list(state.get("warnings") or []) + ["the new plan was the same as the last; "
                                                                      "kept the last attempt"]}
@@ -402,6 +403,7 @@ class TurnNodes:
             schema=str(session.settings.get("quality_schema", "default")), schema_root=self.schemas_root,
             history=history, before_last=before_last,
             locate=lambda spec: self.renderer.mask(source, spec, original_img.shape[:2]),
+            held=any(row.get("status") == "clamped" for row in state.get("sub_goals") or []),
         ))
         if not isinstance(result, Assessment):
             raise TypeError(f"the judge returned {type(result).__name__}, expected an Assessment")

@@ -70,6 +70,7 @@ class Lexicon:
     bands: Mapping[str, str]                 # phrase -> band
     not_places: frozenset[str]
     global_words: tuple[str, ...]
+    tools: tuple[str, ...] = ()
 
     def size_of(self, prop: str, size: int) -> float:
         return float(self.properties[prop]["sizes"][size])
@@ -137,6 +138,7 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         unsupported=tuple(_norm(w) for w in data["unsupported"]), targets=targets, bands=bands,
         not_places=frozenset(_norm(w) for w in data["not_places"]),
         global_words=tuple(_norm(w) for w in data["global_words"]),
+        tools=tuple(_norm(w) for w in data.get("tools") or ()),
     )
 
 
@@ -407,6 +409,8 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     if set(tokens) <= lex.chat | {"there", "so", "much", "very", "you", "anyway", "all", "that", "it", "is",
                                    "this", "looks", "now", "again"} and set(tokens) & lex.chat:
         return Reading(message, "chat")      # "cool", "thanks!", "nice, thank you"
+    if not expects and _has(tokens, lex.tools):
+        return Reading(message, "unknown", target=target, target_mask=mask)   # a studio tool: the plan is checked
     things = _find_phrases(tokens, lex.unsupported)
     thing_words = _things(lex)
     if any(p in thing_words for _, _, p in things):
@@ -469,6 +473,9 @@ def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | N
                                      for alt in e.alternatives), e.source) for e in last.expects)
         return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="more")
     # less: the other way, by a share of the last change, never past the version before it
+    if last.follow == "less":   # "too much" again after a pull-back: keep pulling back the same way
+        return Reading(message, "follow_up", last.expects, last.target, last.target_mask, follow="less",
+                       bounded=True)
     expects = tuple(Expect(tuple(tuple(replace(m, sign=-m.sign, size=0) for m in alt) for alt in e.alternatives),
                            e.source) for e in last.expects)
     return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="less", bounded=True)

@@ -22,7 +22,6 @@ _NUMBERS_IN_PARENS = re.compile(r"\s*\([^()]*[0-9][^()]*\)")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 #: Measurements that never belong in a plain reply.
 _MEASURE_WORDS = re.compile(r"\b(L\*|a\*|b\*|ssim|Δe|delta e|dark channel|chroma \d|rms)\b", re.I)
-_OP_VALUE = re.compile(r"\b[a-z]+(?:_[a-z]+)? [+-]\d+\b")
 
 
 def _plain_sentence(sentence: str) -> str:
@@ -41,7 +40,7 @@ def split_reply(text: str) -> tuple[str, str]:
         stripped = _plain_sentence(sentence)
         if stripped != sentence.strip():
             details.append(sentence.strip())
-        if _MEASURE_WORDS.search(stripped) or _OP_VALUE.search(stripped):
+        if _MEASURE_WORDS.search(stripped):
             details.append(stripped)
             continue
         if stripped and stripped not in (".", ":"):
@@ -52,25 +51,18 @@ def split_reply(text: str) -> tuple[str, str]:
 def compose_reply(plan_reply: str, assessment: Mapping[str, Any] | None, *, tail: str = "") -> tuple[str, str]:
     """The turn's reply in plain words and its details.
 
-    With a judge's reading of the request (``assessment["reading"]["compliance"]``
-    set), the judge's plain sentences say what changed and the planner's summary
-    of its steps goes to the details; its other sentences (notes such as "I
-    skipped ...") stay. ``tail``: a last plain sentence (e.g. the review prompt).
+    The planner's sentences stay without their numbers (what it did, and notes
+    such as "I stopped at the sweet spot"), then the judge's plain verdict; every
+    number goes to the details. ``tail``: a last plain sentence (e.g. the review prompt).
     """
     assessment = assessment or {}
     plan_plain, plan_details = split_reply(plan_reply)
     judged = str(assessment.get("assessment") or "").strip()
     judged_plain, judged_details = split_reply(judged)
     read = (assessment.get("reading") or {}).get("compliance") is not None
-    parts: list[str] = []
-    if read and judged_plain:
-        sentences = _SENTENCE.split(plan_plain) if plan_plain else []
-        notes = sentences[1:] if sentences else []     # the first sentence is the planner's summary of its steps
-        parts += [judged_plain] + notes
-        if sentences and not plan_details:
-            plan_details = sentences[0]
-    else:
-        parts += [plan_plain, judged_plain]
+    # The planner's words (what it did, its notes: "I stopped at the sweet spot"), without numbers,
+    # then the judge's plain verdict of what the pixels show.
+    parts: list[str] = [plan_plain, judged_plain] if (read or judged_plain) else [plan_plain]
     if tail:
         parts.append(tail)
     reply = " ".join(p for p in parts if p).strip()
@@ -122,7 +114,7 @@ _DIRECTIONS: dict[str, tuple[int, tuple[str, ...]]] = {
     "sharper": (1, ("sharpen", "detail")), "crisper": (1, ("sharpen", "detail", "clarity")),
     "more magenta": (1, ("a*", "tint")), "greener": (-1, ("a*", "tint")),
 }
-_VALUE = re.compile(r"(l\*|a\*|b\*|[a-z]+(?:_[a-z]+)?)\s*(?:=\s*)?([+-−]\d+(?:\.\d+)?)")
+_VALUE = re.compile(r"(l\*|a\*|b\*|[a-z]+(?:_[a-z]+)?)\s*(?:=\s*)?([+\-−]\d+(?:\.\d+)?)")
 
 
 def contradictions(text: str) -> list[str]:

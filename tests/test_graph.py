@@ -97,8 +97,14 @@ def test_low_score_replans_with_the_assessment_then_asks_when_retries_are_spent(
 def test_a_replan_that_repeats_the_plan_stops_replanning(make_studio, photo):
     # Same plan, same pixels, same verdict: one replan shows it, a second would only
     # make an identical version ("no face found" said once, not three times).
+    class NoFaceJudge(ScriptedJudge):
+        def assess(self, request):
+            a = super().assess(request)
+            a.diagnoses = ["target_not_found"]
+            return a
+
     planner = ScriptedPlanner()
-    studio = make_studio(planner, ScriptedJudge([0.3]))
+    studio = make_studio(planner, NoFaceJudge([0.3]))
     info = studio.start_session(photo)
     r = studio.send_message(info.id, "saturation+60")
     assert len(planner.requests) == 2

@@ -29,7 +29,8 @@ def test_compose_reply_says_what_changed_in_plain_words():
                   "details": "warmer: b* +3.1 (expected about +3.0; met)", "reading": {"compliance": 1.0}}
     reply, details = compose_reply("Warming the image (temperature +25) and brightening it (exposure +10).",
                                    assessment)
-    assert reply == "Warmer and brighter, as asked. The rest of the photo kept its look."
+    assert reply == ("Warming the image and brightening it. Warmer and brighter, as asked. "
+                     "The rest of the photo kept its look.")
     assert "temperature +25" in details and "Score 0.97" in details and "b* +3.1" in details
     for text in (reply,):
         assert "b*" not in text and "+" not in text and "Score" not in text

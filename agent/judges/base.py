@@ -32,6 +32,7 @@ class JudgeRequest:
     before_last: np.ndarray | None = None
     # spec -> soft mask at this size, sharing the renderer's mask cache (None: the judge builds its own)
     locate: Callable[[dict], np.ndarray] | None = None
+    held: bool = False                    # the executor held a step short of the plan (sweet spot, range)
 
 
 @dataclass

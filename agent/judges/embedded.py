@@ -675,6 +675,24 @@ def plain_words(sentence: str) -> str:
     return re.sub(r"\s+([.,;:])", r"\1", _PARENS.sub("", sentence)).strip()
 
 
+def _held(request: JudgeRequest) -> bool:
+    """Whether the executor held any non-zero step short of what was asked (sweet spot, range)."""
+    if getattr(request, "held", False):
+        return True
+    for g in request.sub_goals:
+        if g.mode != "set" and not g.value:
+            continue
+        try:
+            before = request.previous_state.value(g.op, g.target)
+            after = request.state.value(g.op, g.target)
+        except (MaskSpecError, ops.OpError):
+            continue
+        asked = g.value if g.mode == "set" else before + g.value
+        if after != asked:
+            return True
+    return False
+
+
 def _reading_mask(reading: Reading, original: np.ndarray, warnings: list[str],
                   locate: Callable[[dict], np.ndarray] | None = None) -> np.ndarray | None:
     """The reading's own target mask at the original's size (None when it names no mask)."""
@@ -761,6 +779,10 @@ class EmbeddedJudge:
 
         # The judge's own reading of the message: how the pixels moved against what was asked.
         reading = read_request(request.message or "", list(getattr(request, "history", None) or []))
+        if _held(request):
+            # a step was held by the executor (a sweet spot, a limit): the edit could not go as far as
+            # asked on purpose; the plan's checks judge it, and the warnings say why
+            reading = Reading(request.message or "", "unknown")
         judged = score_reading(reading, before=before, after=current, original=original,
                                before_last=getattr(request, "before_last", None),
                                target_mask=_reading_mask(reading, original, warnings,
