@@ -32,6 +32,7 @@ from agent.config import REVIEW_MODES, AgentConfig, load_config
 from agent.errors import AtelierError, InvalidInput, SessionBusy, SessionNotFound
 from agent.graph import build_graph
 from agent.state import ActionRecord, fresh_turn_state
+from agent.wording import compose_reply
 from agent.store import (AssetRecord, SessionRecord, Store, new_id, open_checkpointer,
                          resolve_database_url)
 from pipeline import ops
@@ -143,7 +144,9 @@ class TurnResult:
     kind: str = "edit"
     #: The file a chat export wrote ("export as png"), else None.
     export_path: str | None = None
-    #: The turn's details: skills trace, review tier(s), failures by kind, the executor's record.
+    #: The turn's details: skills trace, review tier(s), failures by kind, the executor's record, and
+    #: ``details["measurements"]``: the numbers behind ``reply`` (op values, L*, b*, SSIM, the score) for a
+    #: details fold; ``reply`` itself says what changed in plain words.
     details: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -515,10 +518,10 @@ class Studio:
             shown = asset_id or head
         reply = values.get("reply") or ""
         plan = values.get("plan") or {}
+        details = dict(values.get("details") or {})
         if review is not None:
-            score = assessment.get("score")
-            judged = f" Score {score:.2f}: {assessment.get('assessment', '')}" if score is not None else ""
-            reply = (reply + judged + " Approve, modify, roll back or ask for a new plan.").strip()
+            reply, details["measurements"] = compose_reply(reply, assessment,
+                                           tail="Approve, modify, roll back or ask for a new plan.")
         return TurnResult(
             session_id=session.id, turn=int(values.get("turn") or 0), status=status, reply=reply,
             sub_goals=list(values.get("sub_goals") or []) if status != "not_understood" else [],
@@ -528,7 +531,7 @@ class Studio:
             warnings=list(values.get("warnings") or []), review=review,
             kind=str(plan.get("kind") or "edit") if status == "not_understood" else "edit",
             quick_replies=[str(q) for q in plan.get("quick_replies") or []][:3],
-            details=dict(values.get("details") or {}),
+            details=details,
         )
 
     def _asset(self, session_id: str, asset_id: str | None) -> AssetRecord:

@@ -203,7 +203,7 @@ def run_toolbox(renderer: Renderer, source: SourceImage, runs: int) -> dict:
             # a tint and a heal amount no other timing uses: no LUT, retouch or render cache can answer
             extra = {"crop_aspect": 2, "straighten": 2.5, "grain": 30,
                      **({"dust_removal": 40 + i} if with_heal else {})}
-            return EditState.from_dict({"settings": _stack(i, {"clarity": 30, "dehaze": 20, "tint": -20 - i - (50 if label else 0),
+            return EditState.from_dict({"settings": _stack(i, {"clarity": 30, "dehaze": 20, "tint": (20 + i) if label else (-20 - i),
                                                                **extra}), "layers": [LOCAL_LAYER]})
 
         def turn(i: int, state=state) -> None:

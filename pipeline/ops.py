@@ -259,7 +259,7 @@ def _declare() -> dict[str, Op]:
            "desaturated (-100 = black and white)", "more saturated"),
         Op("vibrance", "Vibrance", "hsl", "color",
            "Colour intensity that spares already-saturated colours and skin.",
-           "muted muted colours", "richer muted colours, skin protected"),
+           "quieter colours, the dullest first", "livelier dull colours, skin protected"),
     ]
     for band in BANDS:
         ops += [
