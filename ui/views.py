@@ -328,6 +328,8 @@ def widget_for(row: Mapping[str, Any]) -> dict | None:
     """
     kind = str(row.get("widget") or row.get("kind") or "").lower()
     default = row.get("default", 0)
+    if kind == "region":  # healing's "remove": acts on a selection, never a global slider
+        return None
     if kind == "choice":
         choices = row.get("choices")
         if isinstance(choices, Mapping):
