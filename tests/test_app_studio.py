@@ -479,7 +479,7 @@ def test_alt_text_focus_order_and_the_keyboard_divider(server, browser):
     expect(imgs.nth(1)).to_have_attribute("alt", "Current: the original photo, unedited")
     for _ in range(8):                                    # enough chat to have many "Copy message" buttons
         send(page, "a touch warmer")
-    expect(imgs.nth(1)).to_have_attribute("alt", re.compile(r"^Reviewing: version \d+ of the photo — warmer"),
+    expect(imgs.nth(1)).to_have_attribute("alt", re.compile(r"^Reviewing: version \d+ of the photo — \w"),
                                           timeout=TURN)
 
     # Tab order: message -> Send -> review actions -> sliders; no chat copy button on the way.

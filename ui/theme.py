@@ -147,6 +147,8 @@ CSS = """
 #photo-tools { align-items: center; flex-wrap: wrap; gap: 6px; }
 #photo-tools > * { flex: 0 1 auto !important; }
 #model-badge { margin-top: 4px; }
+/* values the page script reads; never shown */
+#compare-alt, #modify-target { display: none !important; }
 .model-badge { display: inline-flex; align-items: center; gap: 6px; font-size: .74rem; color: #cfcfcf;
                border: 1px solid #3a3a3a; border-radius: 10px; padding: 1px 9px; }
 .badge-dot { width: 7px; height: 7px; border-radius: 50%; background: #888; }
