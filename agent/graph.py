@@ -38,6 +38,9 @@ def route_after_planner(state: AgentState) -> str:
         return "error_handler"
     if state.get("status") == "not_understood":
         return "context_fold"
+    if state.get("repeat_plan"):
+        # the automatic replan repeated the last plan: the last attempt goes to the person as it is
+        return "context_fold" if (state.get("review_mode") or "") == "never" else "human_review"
     return "executor"
 
 
@@ -94,7 +97,8 @@ def build_graph(planner, judge, store, renderer, config: AgentConfig, checkpoint
     g.add_node("context_fold", nodes.fold)
     g.add_node("error_handler", nodes.handle_error)
     g.add_conditional_edges(START, route_start, ["planner", "executor"])
-    g.add_conditional_edges("planner", route_after_planner, ["executor", "context_fold", "error_handler"])
+    g.add_conditional_edges("planner", route_after_planner,
+                            ["executor", "context_fold", "error_handler", "human_review"])
     g.add_conditional_edges("executor", route_after_executor, ["quality", "error_handler"])
     g.add_conditional_edges("quality", lambda s: route_after_quality(s, config),
                             ["context_fold", "human_review", "planner", "error_handler"])

@@ -32,6 +32,7 @@ from agent.planners.base import Plan, PlanError, Planner, PlanRequest, SubGoal
 from agent.selection import NO_SELECTION_REPLY, resolve_selection, retouch_notes
 from agent.state import ActionRecord, AgentState, ToolContext
 from agent.store import Store, new_id
+from agent.wording import compose_reply
 from pipeline import ops
 from pipeline.masks import describe_mask
 from pipeline.measure import image_stats
@@ -182,6 +183,17 @@ class TurnNodes:
                                        chars_per_token=self.config.chars_per_token,
                                        dialogue=dialogue.prompt_text() if dialogue is not None else "")
 
+    def judge_history(self, source, session_id: str, base_asset_id: str, side: int):
+        """The messages of the changes that still stand (oldest first) and the render before
+        the last of them: the judge reads follow-ups ("bit more", "halve it") against them."""
+        chain = self.store.ancestors(base_asset_id)
+        messages = {t.turn: t.message for t in self.store.turns(session_id)}
+        history = [messages[a.turn] for a in chain[1:] if messages.get(a.turn)]
+        before_last = None
+        if len(chain) >= 2:
+            before_last = self.renderer.render(source, EditState.from_dict(chain[-2].state), side)
+        return history, before_last
+
     # -- nodes -----------------------------------------------------------------------------
     @guarded("planner")
     def plan(self, state: AgentState) -> dict:
@@ -225,6 +237,14 @@ class TurnNodes:
             plan.understood, plan.reply = False, NO_SELECTION_REPLY
         goals = [g for g in goals if g.mode == "set" or g.value]    # never a +0 step
         goals, missing = self._found_targets(source, goals, current.shape[:2])
+        if goals and assessment and review.get("action") != "replan" and not state.get("feedback") \
+                and set(assessment.get("diagnoses") or ()) & {"target_not_found", "not_asked"} \
+                and plan.to_dict().get("sub_goals") == (state.get("plan") or {}).get("sub_goals"):
+            # The judge found no place for the edit ("no face found") or nothing was asked, and the
+            # replan came back the same: say it once, don't make the same version again.
+            return {"repeat_plan": True, "retries": self.config.max_retries_per_sub_goal, "error": None,
+                    "warnings": list(state.get("warnings") or []) + ["the new plan was the same as the last; "
+                                                                     "kept the last attempt"]}
         warnings = list(state.get("warnings") or [])
         warnings += [n for n in plan.notes if isinstance(n, str) and n not in warnings]  # e.g. a held conflict, a fallback
         limit = self.config.max_sub_goals
@@ -240,7 +260,7 @@ class TurnNodes:
             "plan": plan.to_dict(), "sub_goals": [g.to_dict() for g in goals], "retries": retries,
             "review": None, "feedback": None, "error": None, "diagnoses": diagnoses,
             "modify_values": None, "modify_layers": None, "person_modified": False, "warnings": warnings,
-            "reply": plan.reply or "", "details": details,
+            "reply": plan.reply or "", "details": details, "repeat_plan": False,
         }
         if missing:
             places = " or ".join(dict.fromkeys(missing))
@@ -374,10 +394,16 @@ class TurnNodes:
                                   if hasattr(self.renderer, "mask_for")
                                   else self.renderer.mask(source, g.target, original_img.shape[:2]))
         session = self.store.get_session(state["session_id"])
+        history, before_last = self.judge_history(source, state["session_id"], state["base_asset_id"], side)
         result = self.judge.assess(JudgeRequest(
             original=original_img, current=current_img, sub_goals=goals, state=candidate,
-            previous_state=previous, previous=previous_img, masks=masks, message=state["message"],
+            previous_state=previous, previous=previous_img, masks=masks,
+            # the person's own slider values are what they asked for: no request to read against
+            message="" if state.get("person_modified") else state["message"],
             schema=str(session.settings.get("quality_schema", "default")), schema_root=self.schemas_root,
+            history=history, before_last=before_last,
+            locate=lambda spec: self.renderer.mask(source, spec, original_img.shape[:2]),
+            held=any(row.get("status") == "clamped" for row in state.get("sub_goals") or []),
         ))
         if not isinstance(result, Assessment):
             raise TypeError(f"the judge returned {type(result).__name__}, expected an Assessment")
@@ -435,15 +461,14 @@ class TurnNodes:
         elif review.get("action") == "rollback":
             outcome, head = "rolled_back", review["asset_id"]
             target = self.store.get_asset(head)
-            reply = f"Rolled back to turn {target.turn} ({target.summary}). Later versions stay in the history."
+            reply = f"Rolled back to turn {target.turn}. Later versions stay in the history."
+            details["measurements"] = f"Turn {target.turn}: {target.summary}."
         elif review.get("action") == "approve":
             outcome, head = "approved", candidate
-            reply = (reply + " Kept this version.").strip()
+            reply, details["measurements"] = compose_reply(reply, assessment, tail="Kept this version.")
         else:
             outcome, head = "auto_approved", candidate
-            score = assessment.get("score")
-            judged = f" Score {score:.2f}: {assessment.get('assessment', '')}" if score is not None else ""
-            reply = (reply + judged).strip()
+            reply, details["measurements"] = compose_reply(reply, assessment)
         turn = int(state["turn"])
         statuses = {a.id: "rejected" for a in self.store.assets(state["session_id"])
                     if a.turn == turn and a.status == "pending"}

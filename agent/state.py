@@ -133,6 +133,7 @@ class AgentState(TypedDict, total=False):
     warnings: list[str]
     failure: dict | None             # the latest failure: {"kind": agent.failures.KINDS, "node", "message"}
     details: dict                    # the turn's details: skills trace, review tier(s), failures by kind
+    repeat_plan: bool                # an automatic replan came back with the same plan: stop replanning
 
 
 def fresh_turn_state(*, session_id: str, turn: int, message: str, style: str | None,
@@ -146,7 +147,7 @@ def fresh_turn_state(*, session_id: str, turn: int, message: str, style: str | N
         assessment=None, retries=0, error_retries=0, errors=[], error=None,
         feedback=None, diagnoses=[], modify_values=modify_values, modify_layers=modify_layers,
         person_modified=False, review=None, rollback_asset_id=None,
-        status="running", reply="", warnings=[], failure=None, details={},
+        status="running", reply="", warnings=[], failure=None, details={}, repeat_plan=False,
     )
 
 

@@ -45,7 +45,10 @@ def test_smoke_run_reports_every_metric(smoke_run):
                      "context_overflow_rate", "rollback_exactness", "latency_p95_s"}
     for key in ("single_turn", "after_5_turns"):
         assert 0.0 <= summary["compliance"][key] <= 1.0
-    assert summary["judge_agreement"]["n"] == summary["counts"]["instruction_turns"]
+    # every checked instruction the judge scored (chat, questions and refusals make no version to score)
+    scored = [t for t in lines if t["action"] in ("say", "replan", "modify") and t.get("pixel_pass") is not None
+              and t.get("judge_pass") is not None]
+    assert summary["judge_agreement"]["n"] == len(scored) > 0
 
 
 def test_rollbacks_in_the_smoke_run_are_bit_exact(smoke_run):
@@ -67,8 +70,9 @@ def test_plain_requests_are_carried_out_and_traced(smoke_run):
         assert turn["sub_goals"], "the plan is in the trace"
         assert turn["prompt_tokens"] is not None and turn["prompt_tokens"] <= turn["budget_tokens"]
         assert turn["planner_calls"] >= 1 and turn["judge_calls"] >= 1
-    says = [t for t in lines if t["action"] == "say"]
-    assert all(t["prompt_tokens"] is not None for t in says)
+    # every message the planner saw (greetings and questions are answered before planning)
+    says = [t for t in lines if t["action"] == "say" and t["planner_calls"]]
+    assert says and all(t["prompt_tokens"] is not None for t in says)
     # the folded context grows with the conversation (turn 1 has less to fold than later turns)
     chain = [t["prompt_tokens"] for t in says if t["scenario"] == "undo-chain"]
     assert max(chain) > chain[0]

@@ -76,7 +76,13 @@ def test_middle_score_waits_for_review_and_head_stays(make_studio, photo):
 
 
 def test_low_score_replans_with_the_assessment_then_asks_when_retries_are_spent(make_studio, photo):
-    planner = ScriptedPlanner()
+    calls = []
+
+    def varied(request):
+        calls.append(request)
+        return plan_from_text(f"saturation+{60 - 10 * (len(calls) - 1)}")
+
+    planner = ScriptedPlanner(varied)
     studio = make_studio(planner, ScriptedJudge([0.3]))
     info = studio.start_session(photo)
     r = studio.send_message(info.id, "saturation+60")
@@ -88,8 +94,33 @@ def test_low_score_replans_with_the_assessment_then_asks_when_retries_are_spent(
     assert r.status == "awaiting_review"  # retries spent: the person decides
 
 
-def test_low_score_then_a_passing_replan_is_kept(make_studio, photo):
+def test_a_replan_that_repeats_the_plan_stops_replanning(make_studio, photo):
+    # Same plan, same pixels, same verdict: one replan shows it, a second would only
+    # make an identical version ("no face found" said once, not three times).
+    class NoFaceJudge(ScriptedJudge):
+        def assess(self, request):
+            a = super().assess(request)
+            a.diagnoses = ["target_not_found"]
+            return a
+
     planner = ScriptedPlanner()
+    studio = make_studio(planner, NoFaceJudge([0.3]))
+    info = studio.start_session(photo)
+    r = studio.send_message(info.id, "saturation+60")
+    assert len(planner.requests) == 2
+    assert r.status == "awaiting_review"
+    assert len([a for a in studio.history(info.id) if a.turn == 1]) == 1  # one version, not three
+    assert any("same as the last" in w for w in r.warnings)
+
+
+def test_low_score_then_a_passing_replan_is_kept(make_studio, photo):
+    calls = []
+
+    def varied(request):
+        calls.append(request)
+        return plan_from_text(f"vibrance+{30 - 10 * (len(calls) - 1)}")
+
+    planner = ScriptedPlanner(varied)
     studio = make_studio(planner, ScriptedJudge([0.2, 0.9]))
     info = studio.start_session(photo)
     r = studio.send_message(info.id, "vibrance+30")

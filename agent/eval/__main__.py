@@ -18,9 +18,10 @@ import os
 import sys
 import time
 
+from agent.eval.discrimination import REQUESTS, SMOKE_REQUESTS, discrimination, labelled_cases
 from agent.eval.metrics import summarize
-from agent.eval.report import (conversation_failures_text, conversation_table, failures_text,
-                               markdown_table, metrics_table)
+from agent.eval.report import (conversation_failures_text, conversation_table, discrimination_text,
+                               failures_text, markdown_table, metrics_table, wording_text)
 from agent.eval.runner import EvalError, RunOptions, agent_limits, flatten, run_suite
 from agent.eval.scenarios import ScenarioError, load_scenarios, smoke_subset
 from agent.eval.trace import TRACE_LEVELS, clean, write_trace
@@ -43,7 +44,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--smoke", action="store_true", help="run only the small smoke subset")
     p.add_argument("--long-side", type=int, default=640, help="measure renders at this long side (px)")
     p.add_argument("--markdown", action="store_true", help="also print the README results table")
+    p.add_argument("--no-labelled", action="store_true",
+                   help="skip the labelled set of wrong, weak, overdone and spilled edits (judge AUC)")
     return p
+
+
+def _judge(vlm: bool):
+    """The judge the labelled set is scored by: the run's own (embedded unless --vlm)."""
+    if vlm:
+        from agent.judges import default_judge
+
+        return default_judge()
+    from agent.judges.embedded import EmbeddedJudge
+
+    return EmbeddedJudge()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - t0
     turns, records = flatten(runs)
     summary = summarize(turns, records, budget=limits["budget_tokens"])
+    labelled = [] if args.no_labelled else labelled_cases(
+        long_side=min(args.long_side, 512), judge=_judge(args.vlm),
+        requests=SMOKE_REQUESTS if args.smoke else REQUESTS)
+    summary["judge_discrimination"] = discrimination(turns, labelled)
     summary["run"] = {"seconds": round(elapsed, 1), "workers": workers, "ray": args.ray,
                       "planner": "vlm" if args.vlm else "embedded", "smoke": args.smoke,
                       "scenarios": args.scenarios or "evals/scenarios + evals/conversations", "long_side": args.long_side}
@@ -95,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         print(failures_text(summary))
         print()
         print(conversation_table(summary))
+        print(discrimination_text(summary))
+        print(wording_text(summary))
         print(conversation_failures_text(summary, "heldout"))
         for r in summary["scenario_errors"]:
             print(f"scenario {r['scenario']} crashed: {r['error']}")

@@ -168,7 +168,8 @@ def summarize(turns: Sequence[Mapping[str, Any]], scenarios: Sequence[Mapping[st
     pres = summary_stats(t.get("preservation_ssim") for t in turns)
     holds = [abs(c["change"]) for t in turns for c in t.get("checks", ()) if c["direction"] == "within"]
     cumulative = [v for s in scenarios for v in (s.get("drift") or {}).values()]
-    rollbacks = [t["rollback_exact"] for t in turns if t.get("rollback_exact") is not None]
+    # review-panel rollbacks; undo in words is a conversation turn kind ("undo"), reported there
+    rollbacks = [t["rollback_exact"] for t in turns if t.get("rollback_exact") is not None and t["action"] == "rollback"]
     soak_sizes = [t.get("prompt_tokens") for t in turns if t["suite"] == "soak"]
     ctx_all = context_budget((t.get("prompt_tokens") for t in turns), budget)
     ctx_soak = context_budget(soak_sizes, budget)
@@ -212,6 +213,7 @@ def summarize(turns: Sequence[Mapping[str, Any]], scenarios: Sequence[Mapping[st
         "latency_s": lat,
         "judge_agreement": agree,
         "conversation": conversation_summary(turns),
+        "wording": wording_summary(turns),
         "targets": targets,
         "failures": failures,
         "errors": errors,
@@ -261,6 +263,28 @@ def conversation_summary(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     ]
     out["latency_s"] = lat_all
     return out
+
+
+def wording_summary(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Replies read for doubled words and for direction words that disagree with a value."""
+    from agent.wording import contradictions, repeated_words
+
+    problems = []
+    n = 0
+    for t in turns:
+        for part in ("reply", "details"):
+            text = t.get(part) or ""
+            if isinstance(text, Mapping):       # TurnResult.details: the measurements are one of its parts
+                text = str(text.get("measurements") or "")
+            if not text:
+                continue
+            n += 1
+            for kind, found in (("repeated", repeated_words(text)), ("contradiction", contradictions(text))):
+                for f in found:
+                    problems.append({"scenario": t.get("scenario"), "step": t.get("step"), "part": part,
+                                     "kind": kind, "text": f})
+    return {"texts": n, "repeated": sum(1 for p in problems if p["kind"] == "repeated"),
+            "contradictions": sum(1 for p in problems if p["kind"] == "contradiction"), "problems": problems}
 
 
 def _goal_line(g: Mapping[str, Any]) -> str:

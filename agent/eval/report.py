@@ -103,6 +103,38 @@ def conversation_table(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def discrimination_text(summary: Mapping[str, Any]) -> str:
+    """Judge AUC against the pixel verdicts (conversation turns, labelled edits, both)."""
+    d = summary.get("judge_discrimination")
+    if not d:
+        return "judge AUC: not measured"
+
+    def one(x: Mapping[str, Any]) -> str:
+        return f"{_fmt(x['auc'])} ({x['positives']} pass / {x['negatives']} fail)"
+
+    met = d["all"]["auc"]
+    verdict = "n/a" if met is None else ("MET" if met >= 0.9 else "MISSED")
+    lines = [f"judge AUC vs pixel verdicts: {one(d['all'])}  target >= 0.9: {verdict}",
+             f"  conversation turns {one(d['conversation_turns'])}; labelled edits {one(d['labelled'])}"]
+    if d.get("by_variant"):
+        lines.append("  labelled mean score by variant: " + ", ".join(
+            f"{k} {_fmt(v['mean_score'], 2)} ({v['pixel_pass']}/{v['n']} pass pixels)"
+            for k, v in d["by_variant"].items()))
+    return "\n".join(lines)
+
+
+def wording_text(summary: Mapping[str, Any], limit: int = 10) -> str:
+    """Reply wording: doubled words and direction words that disagree with the values."""
+    w = summary.get("wording")
+    if not w:
+        return "reply wording: not checked"
+    lines = [f"reply wording: {w['texts']} replies and details read, {w['repeated']} doubled words, "
+             f"{w['contradictions']} direction words contradicting a value"]
+    for p in w["problems"][:limit]:
+        lines.append(f"  {p['scenario']}#{p['step']} {p['part']} {p['kind']}: {p['text']}")
+    return "\n".join(lines)
+
+
 def conversation_failures_text(summary: Mapping[str, Any], split: str = "heldout", limit: int = 60) -> str:
     """The conversation turns of one split that did not do what the person meant."""
     fails = (summary.get("conversation") or {}).get(split, {}).get("failures") or []

@@ -16,7 +16,8 @@ from typing import Any, Iterable, Mapping
 TRACE_LEVELS = ("basic", "full")
 
 #: Fields written at level "basic"; "full" writes every field of the record.
-BASIC_FIELDS = ("scenario", "suite", "image", "step", "action", "instruction", "local", "implicit_approve",
+BASIC_FIELDS = ("scenario", "suite", "split", "kind", "image", "step", "action", "instruction", "local",
+                "implicit_approve", "details", "unchanged", "refused", "stronger",
                 "status", "reply", "sub_goals", "plans", "planner_calls", "judge_calls",
                 "validation_errors", "warnings", "error",
                 "prompt_tokens", "budget_tokens", "wall_s", "model_s", "latency_s", "timings",

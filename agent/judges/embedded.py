@@ -32,6 +32,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -39,16 +40,18 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from agent.judges.base import Assessment, JudgeRequest
+from agent.judges.reading import score_reading
 from agent.planners.base import SubGoal
+from agent.reading import Reading, read_request
 from pipeline import measure, ops
-from pipeline.masks import MaskSpecError, describe_mask, normalize_mask_spec
+from pipeline.masks import MaskSpecError, build_mask, describe_mask, normalize_mask_spec
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 _CONFIG_FILE = _REPO_ROOT / "configs" / "agent_config.yaml"
 
 #: The problems a judge may name (``too_weak`` and ``wrong_direction`` carry ``:<op>``).
 DIAGNOSES = ("too_weak", "wrong_direction", "highlights_clipped", "shadows_crushed",
-             "oversaturated", "banding", "local_spill")
+             "oversaturated", "banding", "local_spill", "channel_clipped", "target_not_found", "not_asked")
 
 #: Documented defaults. Shares are fractions of the image (0..1), ΔE in Lab units.
 DEFAULTS: dict[str, Any] = {
@@ -71,7 +74,8 @@ DEFAULTS: dict[str, Any] = {
     # at least `banding_min_step` levels (a smooth photo uses every level: 1.0).
     "banding_ratio": 1.8, "banding_min_step": 3.0,
     # Penalty weights of each technical problem at full severity.
-    "technical_weights": {"highlights": 0.6, "shadows": 0.6, "oversaturation": 0.5, "banding": 0.5},
+    "technical_weights": {"highlights": 0.6, "shadows": 0.6, "oversaturation": 0.5, "banding": 0.5,
+                          "channels": 0.4},
     # Preservation outside local masks: SSIM at or above `ssim_good` is perfect,
     # at `ssim_floor` it scores 0; ΔE up to `delta_e_good` is perfect, at
     # `delta_e_bad` 0. Spill is diagnosed below `spill_ssim` or above `spill_delta_e`.
@@ -81,6 +85,13 @@ DEFAULTS: dict[str, Any] = {
     "min_band_share": 0.003,
     # Pixels with mask weight below this are "outside" (feathered edges are neither).
     "outside_below": 0.05,
+    # Per colour channel: a channel newly at 254-255 on this share of the image is
+    # "clipped" (a red that loses its texture), full penalty at `channel_clip_bad`.
+    "channel_clip_tolerance": 0.03, "channel_clip_bad": 0.2,
+    # With a reading of the request: a compliance below `fail_below` caps the score at
+    # `fail_cap` (under min_pass_score 0.6, so the agent replans or asks), one below
+    # `doubt_below` caps it at `doubt_cap` (under auto_approve 0.85: the person decides).
+    "fail_below": 0.5, "fail_cap": 0.45, "doubt_below": 0.8, "doubt_cap": 0.8,
     # Per-op expected change at value 100, in the metric's units (see EFFECTS);
     # calibrated on the renderer with astronaut, coffee, chelsea and rocket.
     "gains": {},
@@ -388,11 +399,13 @@ def check_sub_goal(goal: SubGoal, request: JudgeRequest, views: _Views, t: Mappi
         expected = 0.0  # (almost) no colours of this band: nothing for the op to act on
     signed = sign * _POLARITY.get(goal.op, 1.0) * change
     shown_change = _change(effect.shown_as, views, where, full_mask, None) if effect.shown_as else None
+    if shown_change is not None and shown_change * change < 0:
+        shown_change = None   # the friendlier number disagrees with the one judged: show the judged one
     shown = _shown(effect, change, shown_change)
     if expected < effect.noise:
         # Nothing there for the op to act on (saturation of a grey photo): not the edit's fault.
         return SubGoalCheck(goal.op, key, "no_change_needed", 1.0, change, expected, moved, effect.unit,
-                            where_text, f"{words.capitalize()}{where_text}: little here for it to change ({shown}).")
+                            where_text, f"Little here for “{words}”{where_text} to change ({shown}).")
     visible = float(t["visible_fraction"]) * expected
     if signed <= -max(effect.noise, float(t["wrong_fraction"]) * expected):
         opposite = _direction_words(goal.op, -sign)
@@ -402,9 +415,9 @@ def check_sub_goal(goal: SubGoal, request: JudgeRequest, views: _Views, t: Mappi
         score = 0.5 * max(signed, 0.0) / visible
         if signed < effect.noise:
             return SubGoalCheck(goal.op, key, "too_weak", score, change, expected, moved, effect.unit,
-                                where_text, f"Not {words}{where_text}: no visible change ({shown}).")
+                                where_text, f"No visible change{where_text} for “{words}” ({shown}).")
         return SubGoalCheck(goal.op, key, "too_weak", score, change, expected, moved, effect.unit,
-                            where_text, f"Barely {words}{where_text} ({shown}, about "
+                            where_text, f"Barely visible{where_text}: “{words}” ({shown}, about "
                                         f"{max(signed, 0.0) / expected:.0%} of the change asked for).")
     return SubGoalCheck(goal.op, key, "complied", 1.0, change, expected, moved, effect.unit,
                         where_text, f"{words.capitalize()}{where_text} as asked ({shown}).")
@@ -417,11 +430,31 @@ class _Technical:
     score: float
     numbers: dict[str, float]
     diagnoses: list[str]
-    sentences: list[str]
+    sentences: list[str]                                  # with the measurements (details)
+    plain: list[str] = field(default_factory=list)        # the same in plain words
+
+#: Plain words for each technical diagnosis (the measured sentence goes to the details).
+_PLAIN_TECHNICAL = {
+    "highlights_clipped": "Some highlights now burn out to white.",
+    "shadows_crushed": "Some shadows are now crushed to black.",
+    "oversaturated": "Some colours are now oversaturated.",
+    "banding": "Smooth tones now show banding.",
+}
 
 
 def _severity(excess: float, bad: float) -> float:
     return float(min(1.0, max(0.0, excess) / max(bad, 1e-6)))
+
+
+def channel_clip_shares(img: np.ndarray) -> dict[str, float]:
+    """Share (0..1) of pixels at 254-255 in each colour channel ("red", "green", "blue").
+
+    Two channels at the ceiling is a blown highlight (:func:`measure.clipped_shares`);
+    one is a colour that lost its texture, which people see on reds and skies.
+    """
+    step = max(1, int(max(img.shape[:2]) // 800))
+    px = img[::step, ::step]
+    return {name: float(np.mean(px[..., i] >= 254)) for i, name in enumerate(("red", "green", "blue"))}
 
 
 def check_technical(original: np.ndarray, current: np.ndarray, sub_goals: list[SubGoal],
@@ -438,6 +471,9 @@ def check_technical(original: np.ndarray, current: np.ndarray, sub_goals: list[S
     new_pure = max(0.0, measure.pure_colour_share(cur_view) - measure.pure_colour_share(orig_view))
     step_o, step_c = measure.level_step(original), measure.level_step(current)
     step_ratio = step_c / max(step_o, 1e-6)
+    chan_o, chan_c = channel_clip_shares(original), channel_clip_shares(current)
+    new_channel = {c: max(0.0, chan_c[c] - chan_o[c]) for c in chan_c}
+    worst_channel = max(new_channel, key=new_channel.get)
 
     clip_tol = float(t["clip_tolerance"]) * (2 if asked.get("whites", 0) > 0 else 1)
     crush_tol = float(t["crush_tolerance"]) * (2 if asked.get("blacks", 0) < 0 else 1)
@@ -447,6 +483,8 @@ def check_technical(original: np.ndarray, current: np.ndarray, sub_goals: list[S
         "shadows": _severity(new_crushed, float(t["crush_bad"])),
         "oversaturation": _severity(new_pure, float(t["oversaturation_bad"])),
         "banding": _severity(step_ratio - 1.0, 3.0) if step_c >= float(t["banding_min_step"]) else 0.0,
+        "channels": _severity(new_channel[worst_channel] - float(t["channel_clip_tolerance"]),
+                              float(t["channel_clip_bad"])),
     }
     score = 1.0 - sum(float(w.get(k, 0.5)) * v for k, v in problems.items())
     diagnoses, sentences = [], []
@@ -462,13 +500,23 @@ def check_technical(original: np.ndarray, current: np.ndarray, sub_goals: list[S
     if step_ratio >= float(t["banding_ratio"]) and step_c >= float(t["banding_min_step"]):
         diagnoses.append("banding")
         sentences.append(f"Tones are posterised (banding): levels {step_ratio:.1f}x further apart.")
+    clipped = [c for c, v in new_channel.items() if v > float(t["channel_clip_tolerance"])]
+    if clipped and "highlights_clipped" not in diagnoses:
+        diagnoses.append("channel_clipped")
+        sentences.append(" and ".join(f"The {c} channel now clips on {new_channel[c]:.1%} of the image"
+                                      for c in clipped) + ".")
     numbers = {
         "technical.new_clipped_highlights": new_blown,
         "technical.new_crushed_shadows": new_crushed,
         "technical.new_pure_colour": new_pure,
         "technical.level_step_ratio": step_ratio,
+        **{f"technical.new_clipped_{c}": v for c, v in new_channel.items()},
     }
-    return _Technical(float(min(1.0, max(0.0, score))), numbers, diagnoses, sentences)
+    plain = [_PLAIN_TECHNICAL[d] for d in diagnoses if d in _PLAIN_TECHNICAL]
+    if "channel_clipped" in diagnoses:
+        plain.append(" and ".join(f"the {c}s" for c in clipped).capitalize() + " lose their texture where "
+                     "they are brightest.")
+    return _Technical(float(min(1.0, max(0.0, score))), numbers, diagnoses, sentences, plain)
 
 
 @dataclass
@@ -478,6 +526,7 @@ class _Preservation:
     delta_e: float
     spill: bool
     sentence: str
+    plain: str = ""
 
 
 def check_preservation(before: np.ndarray, current: np.ndarray, edited: np.ndarray,
@@ -495,11 +544,24 @@ def check_preservation(before: np.ndarray, current: np.ndarray, edited: np.ndarr
     p_de = 1.0 - (de - float(t["delta_e_good"])) / (float(t["delta_e_bad"]) - float(t["delta_e_good"]))
     score = float(min(1.0, max(0.0, min(p_ssim, p_de))))
     spill = s < float(t["spill_ssim"]) or de > float(t["spill_delta_e"])
+    rest = rest_of(where_text)
     if spill:
-        sentence = f"The edit spilled outside {where_text} (SSIM {s:.2f}, ΔE {de:.1f} there)."
+        sentence = f"The edit spilled beyond {where_text} (SSIM {s:.2f}, ΔE {de:.1f} on {rest})."
+        plain = f"The edit also changed {rest}."
     else:
-        sentence = f"Outside {where_text} the photo is intact (SSIM {s:.2f})."
-    return _Preservation(score, s, de, spill, sentence)
+        sentence = f"{rest.capitalize()} is intact (SSIM {s:.2f})."
+        plain = f"{rest.capitalize()} kept its look."
+    return _Preservation(score, s, de, spill, sentence, plain)
+
+
+def rest_of(where_text: str) -> str:
+    """What lies outside an edited place, in words: 'the rest of the photo', or 'the subject'
+    for an edit 'outside the subject' (never 'outside outside the subject')."""
+    if where_text.startswith("outside "):
+        return where_text.removeprefix("outside ")
+    if where_text.startswith("everything but "):
+        return where_text.removeprefix("everything but ")
+    return "the rest of the photo"
 
 
 # -- custom quality-schema fields ----------------------------------------------------------
@@ -605,6 +667,46 @@ def load_thresholds(config: Any = None) -> dict:
 
 # -- the judge ---------------------------------------------------------------------------------
 
+_PARENS = re.compile(r"\s*\([^()]*\)")
+
+
+def plain_words(sentence: str) -> str:
+    """A judge sentence without its measurements: 'Warmer as asked (b* +3.1).' -> 'Warmer as asked.'"""
+    return re.sub(r"\s+([.,;:])", r"\1", _PARENS.sub("", sentence)).strip()
+
+
+def _held(request: JudgeRequest) -> bool:
+    """Whether the executor held any non-zero step short of what was asked (sweet spot, range)."""
+    if getattr(request, "held", False):
+        return True
+    for g in request.sub_goals:
+        if g.mode != "set" and not g.value:
+            continue
+        try:
+            before = request.previous_state.value(g.op, g.target)
+            after = request.state.value(g.op, g.target)
+        except (MaskSpecError, ops.OpError):
+            continue
+        asked = g.value if g.mode == "set" else before + g.value
+        if after != asked:
+            return True
+    return False
+
+
+def _reading_mask(reading: Reading, original: np.ndarray, warnings: list[str],
+                  locate: Callable[[dict], np.ndarray] | None = None) -> np.ndarray | None:
+    """The reading's own target mask at the original's size (None when it names no mask)."""
+    if not reading.target_mask:
+        return None
+    try:
+        if locate is not None:   # the renderer's masks: a face found once is not searched for again
+            return np.clip(np.asarray(locate(dict(reading.target_mask)), np.float32), 0.0, 1.0)
+        return np.clip(build_mask(reading.target_mask, original, original.shape[:2]), 0.0, 1.0)
+    except (MaskSpecError, ValueError) as exc:
+        warnings.append(f"the judge could not locate {reading.target} ({exc})")
+        return None
+
+
 @dataclass
 class JudgeReport:
     """Everything the judge found: the Assessment plus the per-sub-goal checks."""
@@ -669,27 +771,54 @@ class EmbeddedJudge:
 
         preservation = None
         local = [g for g in request.sub_goals if g.target is not None]
-        if request.sub_goals and len(local) == len(request.sub_goals):
-            masks = [m for m in (_find_mask(request, g.target) for g in local) if m is not None]
-            if masks:
-                edited = np.maximum.reduce(masks) if len(masks) > 1 else masks[0]
-                where_text = " and ".join(dict.fromkeys(describe_mask(g.target) for g in local))
-                preservation = check_preservation(before, current, edited, t, where_text)
+        plan_masks = [m for m in (_find_mask(request, g.target) for g in local) if m is not None]
+        plan_mask = (np.maximum.reduce(plan_masks) if len(plan_masks) > 1 else plan_masks[0]) if plan_masks else None
+        if request.sub_goals and len(local) == len(request.sub_goals) and plan_mask is not None:
+            where_text = " and ".join(dict.fromkeys(describe_mask(g.target) for g in local))
+            preservation = check_preservation(before, current, plan_mask, t, where_text)
+
+        # The judge's own reading of the message: how the pixels moved against what was asked.
+        reading = read_request(request.message or "", list(getattr(request, "history", None) or []))
+        if _held(request):
+            # a step was held by the executor (a sweet spot, a limit): the edit could not go as far as
+            # asked on purpose; the plan's checks judge it, and the warnings say why
+            reading = Reading(request.message or "", "unknown")
+        judged = score_reading(reading, before=before, after=current, original=original,
+                               before_last=getattr(request, "before_last", None),
+                               target_mask=_reading_mask(reading, original, warnings,
+                                                         getattr(request, "locate", None)),
+                               plan_mask=plan_mask, plan_is_local=bool(local),
+                               views=(views.before, views.after))
 
         dims: dict[str, float] = {}
         parts: dict[str, float] = {}
-        if checks:
-            parts["compliance"] = float(np.mean([c.score for c in checks]))
+        plan_compliance = float(np.mean([c.score for c in checks])) if checks else None
+        if judged.compliance is not None:
+            parts["compliance"] = judged.compliance
+        elif plan_compliance is not None:
+            parts["compliance"] = plan_compliance
         parts["technical"] = technical.score
         if preservation is not None:
             parts["preservation"] = preservation.score
         weights = t["weights"]
         total = sum(float(weights.get(k, 0)) for k in parts) or 1.0
         score = sum(float(weights.get(k, 0)) * v for k, v in parts.items()) / total
+        if judged.compliance is not None:
+            # A wrong, empty or unasked edit never passes; a doubtful one never auto-approves.
+            if judged.compliance < float(t["fail_below"]):
+                score = min(score, float(t["fail_cap"]) * (0.5 + 0.5 * judged.compliance))
+            elif judged.compliance < float(t["doubt_below"]):
+                score = min(score, float(t["doubt_cap"]))
 
         dims["compliance"] = parts.get("compliance", 1.0)
         dims["preservation"] = parts.get("preservation", 1.0)
         dims["technical"] = technical.score
+        if plan_compliance is not None:
+            dims["plan_compliance"] = plan_compliance
+        if judged.compliance is not None:
+            dims["reading.compliance"] = judged.compliance
+        if judged.spill is not None:
+            dims["reading.spill"] = judged.spill
         for c in checks:
             dims[f"compliance.{c.key}"] = c.score
             if c.moved:
@@ -703,32 +832,46 @@ class EmbeddedJudge:
         for c in checks:
             if c.verdict in ("too_weak", "wrong_direction"):
                 diagnoses.append(f"{c.verdict}:{c.op}")
+        diagnoses += [d for d in judged.diagnoses if d in ("local_spill", "target_not_found", "not_asked")]
         diagnoses += technical.diagnoses
         if preservation is not None and preservation.spill:
             diagnoses.append("local_spill")
         diagnoses = list(dict.fromkeys(diagnoses))
 
-        sentences = [c.sentence for c in checks]
+        # Plain words for the person; the measurements go to the details.
+        plain: list[str] = []
+        if judged.compliance is not None:
+            plain += judged.sentences
+        else:
+            plain += [plain_words(c.sentence) for c in checks]
+            plain += judged.sentences
+        if preservation is not None and not (judged.spill is not None and judged.spill > 0.25 and preservation.spill):
+            plain.append(preservation.plain)
+        plain += technical.plain
+        details: list[str] = list(judged.details) + [c.sentence for c in checks]
         if preservation is not None:
-            sentences.append(preservation.sentence)
-        sentences += technical.sentences
+            details.append(preservation.sentence)
+        details += technical.sentences
         if not request.sub_goals:
             changed = measure.delta_e(views.before, views.after) > 0.5
-            sentences.insert(0, "Nothing was asked this turn; " +
-                             ("the photo changed anyway." if changed else "the photo is unchanged."))
+            plain.insert(0, "Nothing was asked this turn; " +
+                         ("the photo changed anyway." if changed else "the photo is unchanged."))
         elif not technical.sentences:
-            sentences.append("No new clipping, banding or oversaturation.")
+            details.append("No new clipping, banding or oversaturation.")
+        details.append(f"Request read as: {reading.describe()} ({reading.kind}).")
 
         fields, field_warnings = _custom_fields(request.schema, views.original, views.after, dims,
                                                 getattr(request, "schema_root", None))
         warnings += field_warnings
         assessment = Assessment(
             score=float(min(1.0, max(0.0, score))),
-            assessment=" ".join(s for s in sentences if s),
+            assessment=" ".join(dict.fromkeys(s for s in plain if s)),
             dimensions=dims,
             fields=fields,
             diagnoses=diagnoses,
             warnings=warnings,
             source=self.name,
+            details=" ".join(dict.fromkeys(s for s in details if s)),
+            reading={**reading.to_dict(), **judged.to_dict()},
         )
         return JudgeReport(assessment, checks)

@@ -93,11 +93,21 @@ class VLMJudge(ModelBacked):
         ) if x)
 
     def user_prompt(self, request: JudgeRequest) -> str:
+        from agent.reading import read_request
+
         steps = "\n".join(f"- {g.summary()}" for g in request.sub_goals) or "- (no steps)"
+        # The same independent reading the built-in judge scores against, as the rubric.
+        reading = read_request(request.message or "", list(getattr(request, "history", None) or []))
+        earlier = "\n".join(f"- {m.strip()[:200]}" for m in (getattr(request, "history", None) or [])[-3:])
         return (
             "The photographer asked (quoted):\n<<<\n" + (request.message or "").strip()[:2000] + "\n>>>\n\n"
+            + ("Earlier requests that still stand, oldest first (for follow-ups such as \"bit more\"):\n"
+               + earlier + "\n\n" if earlier else "")
+            + "Rubric (an independent reading of the request; judge the pixels against it, not against the "
+            "steps):\n" + reading.rubric() + "\n\n"
             "Steps applied this turn:\n" + steps + "\n\n"
-            "Resulting settings: " + request.state.to_json()
+            "Resulting settings: " + request.state.to_json() + "\n\n"
+            "Say in the assessment, in plain words, what changed; a direction word must agree with what you see."
         )
 
 

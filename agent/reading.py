@@ -1,0 +1,484 @@
+"""The judge's own reading of what the person asked (never the planner's plan).
+
+:func:`read_request` turns a message, and the messages of the changes that
+still stand before it (for follow-ups such as "bit more" or "too much, halve
+it"), into a :class:`Reading`: which measured property of the photo should
+move (L*, contrast, chroma, a*, b*, detail), which way, roughly how far, and
+where (the whole photo, a target such as the sky or "the cup", and what must
+stay put outside it). The vocabulary is data, in ``profiles/_reading.yaml``,
+kept apart from the planner's vocabulary on purpose: the judge checks the
+pixels against the words, not against what the planner understood.
+
+    >>> r = read_request("it looks a bit murky")
+    >>> r.kind, [str(e) for e in r.expects]
+    ('edit', ['contrast up (slight)'])
+
+Kinds: ``edit`` (a wish or a complaint), ``follow_up`` (more / less / the same
+elsewhere, resolved against the last reading), ``undo``, ``chat``,
+``question``, ``unsupported`` (a change to what is in the picture) and
+``unknown`` (nothing the judge can read).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import yaml
+
+READING_FILE = Path(__file__).resolve().parents[1] / "profiles" / "_reading.yaml"
+PROPERTIES = ("L", "contrast", "chroma", "a", "b", "detail")
+SIZE_WORDS = ("slight", "plain", "strong")
+KINDS = ("edit", "follow_up", "undo", "chat", "question", "unsupported", "unknown")
+
+
+# -- the vocabulary ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Quality:
+    name: str
+    alternatives: tuple[tuple[tuple[str, int], ...], ...]   # ((prop, +1/-1), ...) per alternative
+    problem: bool = False
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """The compiled vocabulary of ``profiles/_reading.yaml``."""
+
+    properties: Mapping[str, Mapping[str, Any]]
+    overshoot: tuple[float, float, float]
+    overshoot_floor: float
+    magnitudes: Mapping[str, int]             # phrase -> 0 / 2
+    qualities: Mapping[str, Quality]          # phrase -> quality
+    complaint_frames: frozenset[str]
+    negations: frozenset[str]
+    reduce_after: tuple[str, ...]
+    enough: frozenset[str]
+    follow_more: tuple[str, ...]
+    follow_less: tuple[str, ...]
+    retarget: tuple[str, ...]
+    less_share: tuple[float, float]
+    undo: tuple[str, ...]
+    chat: frozenset[str]
+    question_starts: tuple[str, ...]
+    unsupported: tuple[str, ...]
+    targets: Mapping[str, tuple[str, dict]]  # phrase -> (target name, mask spec)
+    bands: Mapping[str, str]                 # phrase -> band
+    not_places: frozenset[str]
+    global_words: tuple[str, ...]
+    tools: tuple[str, ...] = ()
+
+    def size_of(self, prop: str, size: int) -> float:
+        return float(self.properties[prop]["sizes"][size])
+
+    def noise(self, prop: str) -> float:
+        return float(self.properties[prop]["noise"])
+
+    def word(self, prop: str, sign: int) -> str:
+        return str(self.properties[prop]["up" if sign > 0 else "down"])
+
+    def unit(self, prop: str) -> str:
+        return str(self.properties[prop]["unit"])
+
+
+def _norm(text: str) -> str:
+    text = text.lower().replace("’", "'").replace("‘", "'")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _moves(where: str, data: Mapping) -> tuple[tuple[str, int], ...]:
+    out = []
+    for prop, way in data.items():
+        if prop not in PROPERTIES or way not in ("up", "down"):
+            raise ValueError(f"{READING_FILE.name}: {where}: expected PROPERTY: up|down, got {prop}: {way}")
+        out.append((prop, 1 if way == "up" else -1))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=4)
+def load_lexicon(path: str | None = None) -> Lexicon:
+    """Compile the reading vocabulary (cached). Raises ValueError naming a bad entry."""
+    data = yaml.safe_load(Path(path or READING_FILE).read_text(encoding="utf-8"))
+    qualities: dict[str, Quality] = {}
+    for name, q in data["qualities"].items():
+        if "any" in q:
+            alts = tuple(_moves(f"qualities.{name}.any", a) for a in q["any"])
+        else:
+            alts = tuple((m,) for m in _moves(f"qualities.{name}.moves", q["moves"]))
+            if len(alts) > 1:          # several moves listed under `moves` are all wanted
+                alts = (tuple(m for a in alts for m in a),)
+        quality = Quality(name, alts, bool(q.get("problem")), q.get("size"))
+        for w in q["words"]:
+            qualities[_norm(str(w))] = quality
+    mags = {}
+    for level, words in data["magnitudes"].items():
+        for w in words:
+            mags[_norm(str(w))] = int(level)
+    targets = {}
+    for name, t in data["targets"].items():
+        for w in t["words"]:
+            targets[_norm(str(w))] = (name, dict(t["mask"]))
+    bands = {_norm(w): band for band, words in data["bands"].items() for w in words}
+    fu = data["follow_ups"]
+    return Lexicon(
+        properties=data["properties"], overshoot=tuple(data["overshoot"]),
+        overshoot_floor=float(data["overshoot_floor"]), magnitudes=mags, qualities=qualities,
+        complaint_frames=frozenset(_norm(w) for w in data["complaint_frames"]),
+        negations=frozenset(_norm(w) for w in data["negations"]),
+        reduce_after=tuple(_norm(w) for w in data["reduce_after"]),
+        enough=frozenset(_norm(w) for w in data["enough"]),
+        follow_more=tuple(_norm(w) for w in fu["more"]), follow_less=tuple(_norm(w) for w in fu["less"]),
+        retarget=tuple(_norm(w) for w in fu["retarget"]), less_share=tuple(fu["less_share"]),
+        undo=tuple(_norm(w) for w in data["undo"]), chat=frozenset(_norm(w) for w in data["chat"]),
+        question_starts=tuple(_norm(w) for w in data["question_starts"]),
+        unsupported=tuple(_norm(w) for w in data["unsupported"]), targets=targets, bands=bands,
+        not_places=frozenset(_norm(w) for w in data["not_places"]),
+        global_words=tuple(_norm(w) for w in data["global_words"]),
+        tools=tuple(_norm(w) for w in data.get("tools") or ()),
+    )
+
+
+# -- the reading -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Move:
+    """One property expected to move: ``sign`` +1 up / -1 down, ``size`` 0 slight, 1 plain, 2 strong."""
+
+    prop: str
+    sign: int
+    size: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.prop} {'up' if self.sign > 0 else 'down'} ({SIZE_WORDS[self.size]})"
+
+
+@dataclass(frozen=True)
+class Expect:
+    """A requirement met by any one of its alternatives (each a set of moves, all needed)."""
+
+    alternatives: tuple[tuple[Move, ...], ...]
+    source: str = ""          # the words it was read from
+
+    def __str__(self) -> str:
+        return " or ".join(", ".join(str(m) for m in alt) for alt in self.alternatives)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the judge expects from a message; see the module docstring.
+
+    ``target``: the place named (``sky``, ``face``, ``background``, a band such
+    as ``red``, or an object word such as ``cup``), None for the whole photo.
+    ``target_mask``: a mask spec for it when the vocabulary has one. ``follow``:
+    "more", "less" or "retarget" for follow-ups. ``bounded``: a "less"
+    follow-up must move back by at least ``less_share[0]`` of the last change
+    and never past the version before it.
+    """
+
+    message: str
+    kind: str
+    expects: tuple[Expect, ...] = ()
+    target: str | None = None
+    target_mask: dict | None = None
+    follow: str | None = None
+    bounded: bool = False
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def is_edit(self) -> bool:
+        return self.kind in ("edit", "follow_up") and bool(self.expects)
+
+    @property
+    def is_local(self) -> bool:
+        return self.target is not None
+
+    def describe(self) -> str:
+        """Plain words: 'warmer and a touch brighter, on the sky'."""
+        lex = load_lexicon()
+        if not self.expects:
+            return {"undo": "go back", "chat": "a chat message", "question": "a question",
+                    "unsupported": "a change to what is in the picture, which editing cannot do"}.get(
+                self.kind, "nothing the judge can measure")
+        parts = []
+        for e in self.expects:
+            alts = [" and ".join(_size_prefix(m.size) + lex.word(m.prop, m.sign) for m in alt)
+                    for alt in e.alternatives]
+            parts.append(" or ".join(dict.fromkeys(alts)))
+        text = ", ".join(dict.fromkeys(parts))
+        if self.follow == "less":
+            text = f"back towards the last version ({text}), not past it"
+        if self.target:
+            text += f", on {_place_words(self.target)}"
+        return text
+
+    def rubric(self) -> str:
+        """The reading as a judging rubric (for the VLM judge's prompt)."""
+        lines = [f"Kind of message: {self.kind}."]
+        if self.expects:
+            lines.append("Expected, judged from the pixels: " + self.describe() + ".")
+            lines.append("Wrong direction, no visible change, a much stronger change than asked, or a change "
+                         "outside " + (_place_words(self.target) if self.target else "what was asked")
+                         + " must score low.")
+        elif self.kind in ("chat", "question", "undo"):
+            lines.append("No new edit is expected for this message.")
+        elif self.kind == "unsupported":
+            lines.append("This asks to change what is in the picture; any tonal edit does not do it.")
+        return " ".join(lines)
+
+    def to_dict(self) -> dict:
+        return {"message": self.message, "kind": self.kind, "target": self.target,
+                "target_mask": self.target_mask, "follow": self.follow, "bounded": self.bounded,
+                "expects": [str(e) for e in self.expects], "describe": self.describe(),
+                "notes": list(self.notes)}
+
+
+def _size_prefix(size: int) -> str:
+    return {0: "a touch ", 1: "", 2: "much "}[size]
+
+
+def _place_words(target: str) -> str:
+    lex = load_lexicon()
+    if target in lex.bands.values():
+        return f"the {target}s"
+    return f"the {target}"
+
+
+# -- matching --------------------------------------------------------------------------
+
+_WORD = re.compile(r"[a-z0-9&/'-]+")
+
+
+def _tokens(text: str) -> list[str]:
+    return _WORD.findall(text)
+
+
+def _find_phrases(tokens: Sequence[str], phrases: Iterable[str]) -> list[tuple[int, int, str]]:
+    """(start, end, phrase) of whole-word matches, longest first, non-overlapping."""
+    by_len = sorted({p for p in phrases if p}, key=lambda p: -len(p.split()))
+    taken = [False] * len(tokens)
+    out = []
+    for p in by_len:
+        words = p.split()
+        n = len(words)
+        for i in range(len(tokens) - n + 1):
+            if tokens[i:i + n] == words and not any(taken[i:i + n]):
+                out.append((i, i + n, p))
+                for k in range(i, i + n):
+                    taken[k] = True
+    return sorted(out)
+
+
+def _has(tokens: Sequence[str], phrases: Iterable[str]) -> bool:
+    return bool(_find_phrases(tokens, phrases))
+
+
+def _before(tokens: Sequence[str], i: int, phrases: Iterable[str], window: int = 3,
+            skip: Iterable[str] = ()) -> bool:
+    """Whether a phrase ends right before token ``i`` (skipping magnitude words), within ``window`` tokens."""
+    skip = set(skip)
+    j = i
+    steps = 0
+    while j > 0 and steps <= window:
+        for p in phrases:
+            words = p.split()
+            n = len(words)
+            if j - n >= 0 and list(tokens[j - n:j]) == words:
+                return True
+        if tokens[j - 1] in skip:
+            j -= 1
+            steps += 1
+            continue
+        return False
+    return False
+
+
+def _magnitude(tokens: Sequence[str], start: int, lex: Lexicon, default: int = 1) -> int:
+    """The magnitude word in the few tokens before ``start`` (0 slight, 1 plain, 2 strong)."""
+    lo = max(0, start - 4)
+    found = _find_phrases(tokens[lo:start], lex.magnitudes)
+    if not found:
+        return default
+    return lex.magnitudes[found[-1][2]]
+
+
+def _target(tokens: Sequence[str], lex: Lexicon, skip: set[int]) -> tuple[str | None, dict | None]:
+    """The first place named: a band, a vocabulary target, or an object word after 'the/his/her'."""
+    candidates: list[tuple[int, str, dict | None]] = []
+    for s, e, p in _find_phrases(tokens, lex.bands):
+        if not skip.intersection(range(s, e)) or p.startswith("the "):
+            band = lex.bands[p]
+            candidates.append((s, band, {"type": "color", "band": band}))
+    for s, e, p in _find_phrases(tokens, lex.targets):
+        name, mask = lex.targets[p]
+        candidates.append((s, name, dict(mask)))
+    known_words = set(w for p in list(lex.targets) + list(lex.bands) for w in p.split())
+    for i, t in enumerate(tokens[:-1]):
+        if t in ("the", "his", "her", "its", "their") and i + 1 not in skip:
+            noun = tokens[i + 1].removesuffix("'s")
+            if (noun not in lex.not_places and noun not in known_words and noun not in lex.magnitudes
+                    and not any(noun == q.split()[0] for q in lex.qualities) and len(noun) > 2):
+                candidates.append((i, noun, None))
+    if not candidates:
+        return None, None
+    candidates.sort(key=lambda c: c[0])
+    return candidates[0][1], candidates[0][2]
+
+
+def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[int]]:
+    """Every quality named, with its direction (wish, complaint, negation) and size."""
+    expects: list[Expect] = []
+    used: set[int] = set()
+    skip_words = set(lex.magnitudes) | {"the", "it", "a", "an", "so", "that", "this", "very", "more"}
+    for s, e, p in _find_phrases(tokens, lex.qualities):
+        q = lex.qualities[p]
+        used.update(range(s, e))
+        flip = q.problem
+        if not q.problem:
+            complaint = _before(tokens, s, lex.complaint_frames, skip=skip_words)
+            negated = _before(tokens, s, lex.negations, skip=skip_words)
+            after = " ".join(tokens[e:e + 4])
+            reduced = any(after.startswith(r) for r in lex.reduce_after)
+            enough = e < len(tokens) and tokens[e] in lex.enough
+            flip = (complaint or negated or reduced) and not enough
+        size = q.size if q.size is not None else _magnitude(tokens, s, lex, default=-1)
+        if size < 0:   # "cool it down a bit", "warmer, but just slightly": the word may follow
+            after = _find_phrases(tokens[e:e + 4], lex.magnitudes)
+            # "not so warm", "less contrast": a step back, slight unless a size is said
+            size = lex.magnitudes[after[0][2]] if after else (0 if flip and not q.problem else 1)
+        sign = -1 if flip else 1
+        alts = tuple(tuple(Move(prop, sign * way, size) for prop, way in alt) for alt in q.alternatives)
+        expects.append(Expect(alts, p))
+    return _merge(expects), used
+
+
+def _merge(expects: list[Expect]) -> list[Expect]:
+    """Drop repeats; two words for the same single move keep the stronger size."""
+    out: list[Expect] = []
+    for e in expects:
+        same = next((o for o in out if _key(o) == _key(e)), None)
+        if same is None:
+            out.append(e)
+        elif _size(e) > _size(same):
+            out[out.index(same)] = e
+    # opposite single moves on one property ("warm but not yellow"): keep the last word
+    singles: dict[str, Expect] = {}
+    for e in out:
+        if len(e.alternatives) == 1 and len(e.alternatives[0]) == 1:
+            singles[e.alternatives[0][0].prop] = e
+    return [e for e in out if not (len(e.alternatives) == 1 and len(e.alternatives[0]) == 1)
+            or singles.get(e.alternatives[0][0].prop) is e]
+
+
+def _key(e: Expect) -> tuple:
+    return tuple(tuple((m.prop, m.sign) for m in alt) for alt in e.alternatives)
+
+
+def _size(e: Expect) -> int:
+    return max(m.size for alt in e.alternatives for m in alt)
+
+
+def _is_undo(tokens: Sequence[str], lex: Lexicon) -> bool:
+    found = _find_phrases(tokens, lex.undo)
+    if not found:
+        return False
+    # "go back" in "go back to the original", "take that back": the whole message is about history
+    return len(tokens) <= 9 or found[0][0] <= 2
+
+
+def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | None = None) -> Reading:
+    """Read ``message``; ``history`` holds the messages of the changes that still stand, oldest first.
+
+    A follow-up ("bit more", "too much, halve it", "do the same for the sky")
+    takes the moves of the last readable change in ``history``.
+    """
+    lex = lexicon or load_lexicon()
+    text = _norm(message)
+    tokens = _tokens(text)
+    if not tokens:
+        return Reading(message, "unknown")
+    expects, used = _qualities(tokens, lex)
+    if _is_undo(tokens, lex) and not expects:
+        return Reading(message, "undo")
+    target, mask = _target(tokens, lex, used)
+    if _has(tokens, lex.global_words):
+        target, mask = None, None
+    if set(tokens) <= lex.chat | {"there", "so", "much", "very", "you", "anyway", "all", "that", "it", "is",
+                                   "this", "looks", "now", "again"} and set(tokens) & lex.chat:
+        return Reading(message, "chat")      # "cool", "thanks!", "nice, thank you"
+    if not expects and _has(tokens, lex.tools):
+        return Reading(message, "unknown", target=target, target_mask=mask)   # a studio tool: the plan is checked
+    things = _find_phrases(tokens, lex.unsupported)
+    thing_words = _things(lex)
+    if any(p in thing_words for _, _, p in things):
+        return Reading(message, "unsupported", target=target, target_mask=mask)
+    if expects:
+        first = text.split("?")[0]
+        if any(first.startswith(q + " ") or first == q for q in lex.question_starts) and "?" in text:
+            return Reading(message, "question")
+        return Reading(message, "edit", tuple(expects), target, mask)
+    follow = _follow_kind(tokens, lex)
+    if follow is not None:
+        return _follow_up(message, follow, tokens, target, mask, history, lex)
+    if things:
+        return Reading(message, "unsupported", target=target, target_mask=mask)
+    if "?" in text or any(text.startswith(q + " ") for q in lex.question_starts):
+        return Reading(message, "question")
+    if _has(tokens, lex.chat):
+        return Reading(message, "chat")
+    return Reading(message, "unknown", target=target, target_mask=mask)
+
+
+def _things(lex: Lexicon) -> frozenset[str]:
+    """Unsupported words that name things (a hat, a rainbow, a smile): they win over quality words."""
+    verbs = {"add", "put", "insert", "draw", "paint", "circle", "erase", "delete", "remove", "replace",
+             "swap", "make", "open", "move", "turn", "change", "crop", "rotate", "find", "count", "animate"}
+    return frozenset(p for p in lex.unsupported if p.split()[0] not in verbs)
+
+
+def _follow_kind(tokens: Sequence[str], lex: Lexicon) -> str | None:
+    if _has(tokens, lex.retarget) and _target(tokens, lex, set())[0] is not None:
+        return "retarget"
+    less = _find_phrases(tokens, lex.follow_less)
+    more = _find_phrases(tokens, lex.follow_more)
+    if less and (not more or len(less[-1][2]) >= len(more[-1][2]) or less[-1][0] > more[-1][0]):
+        return "less"
+    if more:
+        return "more"
+    return None
+
+
+def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | None, mask: dict | None,
+               history: Sequence[str], lex: Lexicon) -> Reading:
+    last = None
+    for i in range(len(history) - 1, -1, -1):
+        r = read_request(history[i], history[:i], lex)
+        if r.is_edit:
+            last = r
+            break
+    if last is None:
+        return Reading(message, "follow_up", follow=follow, notes=("no earlier change to follow",))
+    if follow == "retarget":
+        return Reading(message, "follow_up", last.expects, target, mask, follow="retarget")
+    if follow == "more":
+        default = 0 if _has(tokens, ("bit more", "a bit more", "a little more", "touch more", "a touch more",
+                                     "a tad more", "tiny bit more", "slightly more", "little bit more")) else 1
+        size = _magnitude(tokens, len(tokens), lex, default)
+        if _has(tokens, ("much more", "way more", "a lot more")):
+            size = 2
+        expects = tuple(Expect(tuple(tuple(replace(m, size=min(size, m.size)) for m in alt)
+                                     for alt in e.alternatives), e.source) for e in last.expects)
+        return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="more")
+    # less: the other way, by a share of the last change, never past the version before it
+    if last.follow == "less":   # "too much" again after a pull-back: keep pulling back the same way
+        return Reading(message, "follow_up", last.expects, last.target, last.target_mask, follow="less",
+                       bounded=True)
+    expects = tuple(Expect(tuple(tuple(replace(m, sign=-m.sign, size=0) for m in alt) for alt in e.alternatives),
+                           e.source) for e in last.expects)
+    return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="less", bounded=True)
+
+
+__all__ = ["Expect", "Lexicon", "Move", "PROPERTIES", "Reading", "load_lexicon", "read_request"]

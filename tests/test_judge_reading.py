@@ -1,0 +1,167 @@
+"""The embedded judge scores how the pixels moved against its reading of the message.
+
+Real photos, real renders. A wrong-direction, empty or unasked edit lands below
+min_pass_score (the agent replans or asks); a right one passes; damage outside
+a named place is penalised; the words agree with the numbers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from skimage import data as skdata
+
+from agent.config import load_config
+from agent.judges.base import JudgeRequest
+from agent.judges.embedded import EmbeddedJudge, channel_clip_shares
+from agent.planners.base import SubGoal
+from pipeline.masks import build_mask, normalize_mask_spec
+from pipeline.render import render
+from pipeline.state import EditState
+
+CFG = load_config()
+MIN_PASS, AUTO = CFG.min_pass_score, CFG.auto_approve_threshold
+SKY = normalize_mask_spec({"type": "sky"})
+
+
+@pytest.fixture(scope="module")
+def judge():
+    return EmbeddedJudge()
+
+
+@pytest.fixture(scope="module")
+def photos():
+    return {n: np.ascontiguousarray(getattr(skdata, n)()[::2, ::2]) for n in ("astronaut", "rocket", "coffee")}
+
+
+def edit(**values) -> EditState:
+    s = EditState()
+    for op, v in values.items():
+        s = s.with_value(op, v)
+    return s
+
+
+def ask(judge, original, message, state, goals=None, *, previous_state=None, history=(), before_last=None,
+        masks=None):
+    """Judge ``state`` (rendered) for ``message``, as the agent would."""
+    previous_state = previous_state or EditState()
+    previous = render(original, previous_state)
+    goals = goals if goals is not None else [SubGoal(op, v) for op, v in state.to_dict()["settings"].items()]
+    return judge.assess(JudgeRequest(
+        original=original, current=render(original, state), sub_goals=goals, state=state,
+        previous_state=previous_state, previous=previous, masks=masks or {}, message=message,
+        history=list(history), before_last=before_last))
+
+
+def test_warm_for_warmer_passes_and_the_same_cool_edit_fails(judge, photos):
+    im = photos["astronaut"]
+    warm = ask(judge, im, "make it warmer", edit(temperature=25))
+    cool = ask(judge, im, "make it warmer", edit(temperature=-25))
+    assert warm.score >= AUTO
+    assert cool.score < MIN_PASS
+    assert "wrong way" in cool.assessment and "cooler instead of warmer" in cool.assessment
+    assert "warmer" not in cool.assessment.replace("instead of warmer", "")
+
+
+def test_no_visible_change_never_passes(judge, photos):
+    im = photos["rocket"]
+    noop = ask(judge, im, "brighter please", EditState(), goals=[SubGoal("exposure", 0)])
+    assert noop.score < MIN_PASS
+    assert "No visible change" in noop.assessment
+
+
+@pytest.mark.parametrize("message, good, bad", [
+    ("it looks kind of murky", {"contrast": 30}, {"contrast": -30}),
+    ("it feels lifeless", {"saturation": 30}, {"saturation": -30}),
+    ("not that soft", {"sharpen": 40}, {"clarity": -40}),
+    ("the colours are too loud", {"saturation": -30}, {"saturation": 30}),
+])
+def test_complaints_and_negations_are_scored_as_their_fix(judge, photos, message, good, bad):
+    im = photos["coffee"]
+    assert ask(judge, im, message, edit(**good)).score >= MIN_PASS
+    assert ask(judge, im, message, edit(**bad)).score < MIN_PASS
+
+
+def test_slightly_and_much_are_told_apart(judge, photos):
+    im = photos["astronaut"]
+    slight_for_much = ask(judge, im, "much brighter", edit(exposure=3))
+    much_for_much = ask(judge, im, "much brighter", edit(exposure=35))
+    much_for_slight = ask(judge, im, "just a tiny bit brighter", edit(exposure=90))
+    assert much_for_much.score >= AUTO
+    assert slight_for_much.score < AUTO       # too little: the person decides, never auto-approved
+    assert much_for_slight.score < AUTO       # far too much for "a tiny bit"
+
+
+def test_damage_outside_the_sky_is_penalised(judge, photos):
+    im = photos["rocket"]
+    mask = np.clip(build_mask(SKY, im, im.shape[:2]), 0, 1)
+    local = EditState().with_value("exposure", -30, mask=SKY)
+    everywhere = edit(exposure=-30)
+    masks = {__import__("json").dumps(SKY, sort_keys=True): mask}
+    good = ask(judge, im, "darken the sky", local, [SubGoal("exposure", -30, target=SKY)], masks=masks)
+    spilled = ask(judge, im, "darken the sky", everywhere, [SubGoal("exposure", -30)])
+    assert good.score >= MIN_PASS
+    assert spilled.score < good.score - 0.2
+    assert "local_spill" in spilled.diagnoses
+    assert "beyond the sky" in spilled.assessment
+
+
+def test_a_named_object_edited_everywhere_is_not_a_pass(judge, photos):
+    im = photos["coffee"]
+    a = ask(judge, im, "brighten the cup", edit(exposure=25))
+    assert a.score < MIN_PASS and "not just the cup" in a.assessment
+
+
+def test_less_must_move_back_but_not_past_the_version_before(judge, photos):
+    im = photos["astronaut"]
+    base, warmer = EditState(), edit(temperature=40)
+    before_last = render(im, base)
+    kwargs = dict(previous_state=warmer, history=["make it warmer"], before_last=before_last)
+    halved = ask(judge, im, "too much, halve it", edit(temperature=20), [SubGoal("temperature", -20)], **kwargs)
+    past = ask(judge, im, "too much, halve it", edit(temperature=-40), [SubGoal("temperature", -80)], **kwargs)
+    more = ask(judge, im, "too much, halve it", edit(temperature=60), [SubGoal("temperature", 20)], **kwargs)
+    assert halved.score >= AUTO
+    assert past.score < MIN_PASS and "further than the version before" in past.assessment
+    assert more.score < MIN_PASS
+
+
+def test_bit_more_follows_the_last_change(judge, photos):
+    im = photos["rocket"]
+    kwargs = dict(previous_state=edit(exposure=-20), history=["darker"])
+    again = ask(judge, im, "bit more", edit(exposure=-30), [SubGoal("exposure", -10)], **kwargs)
+    wrong = ask(judge, im, "bit more", edit(exposure=-10), [SubGoal("exposure", 10)], **kwargs)
+    assert again.score >= MIN_PASS and wrong.score < MIN_PASS
+
+
+def test_an_edit_for_a_greeting_or_an_impossible_request_fails(judge, photos):
+    im = photos["astronaut"]
+    for message in ("hi there", "make her smile", "what can you do?"):
+        a = ask(judge, im, message, edit(exposure=20))
+        assert a.score < MIN_PASS, message
+        assert "not_asked" in a.diagnoses
+
+
+def test_clipping_is_checked_per_colour_channel(judge, photos):
+    im = photos["coffee"]
+    hot = edit(temperature=100, saturation=80, exposure=40)
+    a = ask(judge, im, "much warmer", hot)
+    before, after = channel_clip_shares(im), channel_clip_shares(render(im, hot))
+    assert after["red"] - before["red"] > 0.03
+    assert "channel_clipped" in a.diagnoses or "highlights_clipped" in a.diagnoses
+    assert "no new clipping" not in a.details.lower()
+
+
+def test_words_agree_with_numbers(judge, photos):
+    """A direction word in the reply never contradicts the measured change."""
+    im = photos["astronaut"]
+    a = ask(judge, im, "warmer and brighter", edit(temperature=-25, exposure=25))
+    assert "cooler instead of warmer" in a.assessment and "Brighter" in a.assessment
+    assert a.score < MIN_PASS
+    # measurements live in the details, not in the reply
+    assert "b*" in a.details and "b*" not in a.assessment and "L*" not in a.assessment
+
+
+def test_an_unreadable_request_falls_back_to_the_plan(judge, photos):
+    im = photos["astronaut"]
+    a = ask(judge, im, "xyzzy", edit(temperature=25), [SubGoal("temperature", 25)])
+    assert a.score >= AUTO and a.reading["compliance"] is None

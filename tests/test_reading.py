@@ -1,0 +1,107 @@
+"""The judge's own reading of a request: words -> expected moves, read as people talk."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.reading import load_lexicon, read_request
+
+
+def moves(reading):
+    """{prop: sign} of the first alternative of every requirement."""
+    return {m.prop: m.sign for e in reading.expects for m in e.alternatives[0]}
+
+
+def test_a_wish_names_the_direction():
+    assert moves(read_request("make it warmer")) == {"b": 1}
+    assert moves(read_request("darker please")) == {"L": -1}
+    assert moves(read_request("more contrast")) == {"contrast": 1}
+    assert moves(read_request("make it black and white")) == {"chroma": -1}
+
+
+@pytest.mark.parametrize("text, prop, sign", [
+    ("it looks kind of murky", "contrast", 1),          # the problem named, the fix expected
+    ("it feels kind of lifeless", "chroma", 1),
+    ("it's a bit dark", "L", 1),
+    ("the garage looks too yellow", "b", -1),
+    ("now it's too cold", "b", 1),
+    ("hmm now it looks harsh", "contrast", -1),
+    ("the lights look blown out", "L", -1),
+    ("it's way too colourful", "chroma", -1),
+    ("can you make it look less harsh", "contrast", -1),   # a problem word is a fix, negated or not
+])
+def test_a_complaint_is_read_as_its_fix(text, prop, sign):
+    r = read_request(text)
+    assert r.kind == "edit"
+    assert any(m.prop == prop and m.sign == sign for e in r.expects for alt in e.alternatives for m in alt), r
+
+
+def test_a_negation_reverses_the_look():
+    assert moves(read_request("give it a soft dreamy look")) == {"detail": -1}
+    assert moves(read_request("not that soft")) == {"detail": 1}
+    assert moves(read_request("not so warm")) == {"b": -1}
+    assert moves(read_request("less saturated")) == {"chroma": -1}
+    assert moves(read_request("not bright enough")) == {"L": 1}
+
+
+def test_magnitude_words_set_the_size():
+    slight, plain, strong = (read_request(t).expects[0].alternatives[0][0].size
+                             for t in ("slightly warmer", "warmer", "much warmer"))
+    assert (slight, plain, strong) == (0, 1, 2)
+    assert read_request("cool it down a bit").expects[0].alternatives[0][0].size == 0
+
+
+def test_follow_ups_resolve_against_the_last_change():
+    more = read_request("bit more", ["make it warmer"])
+    assert more.kind == "follow_up" and more.follow == "more" and moves(more) == {"b": 1}
+    again = read_request("do that again", ["make the background darker"])
+    assert moves(again) == {"L": -1} and again.target == "background"
+    less = read_request("way too much, halve it", ["brighter"])
+    assert less.follow == "less" and less.bounded and moves(less) == {"L": -1}
+    # a follow-up of a follow-up still reaches the change underneath
+    chain = read_request("a touch more", ["much warmer", "bit more"])
+    assert moves(chain) == {"b": 1}
+    elsewhere = read_request("now do the same for the sky", ["make it darker"])
+    assert elsewhere.follow == "retarget" and elsewhere.target == "sky" and moves(elsewhere) == {"L": -1}
+    nothing = read_request("bit more", [])
+    assert nothing.kind == "follow_up" and not nothing.expects
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("take that back", "undo"), ("go back two steps", "undo"), ("back to how it was", "undo"),
+    ("start over", "undo"), ("hi there", "chat"), ("thanks!", "chat"), ("cool", "chat"),
+    ("how does it look now?", "question"), ("what can you do?", "question"),
+    ("is it too sharp now?", "question"),
+    ("make him smile", "unsupported"), ("add a rainbow in the sky", "unsupported"),
+    ("give it a green moustache", "unsupported"), ("add steam coming off the coffee", "unsupported"),
+    ("add some warmth", "edit"), ("can you make it a bit warmer?", "edit"),
+])
+def test_messages_that_are_not_edits(text, kind):
+    assert read_request(text).kind == kind
+
+
+def test_places_are_read_with_their_masks():
+    sky = read_request("make the sky a deeper blue")
+    assert sky.target == "sky" and sky.target_mask == {"type": "sky"}
+    bg = read_request("make the background darker so it stands out")
+    assert bg.target == "background" and bg.target_mask == {"type": "subject", "invert": True}
+    cup = read_request("brighten the cup")
+    assert cup.target == "cup" and cup.target_mask is None and moves(cup) == {"L": 1}
+    reds = read_request("make the reds pop")
+    assert reds.target == "red" and reds.target_mask == {"type": "color", "band": "red"}
+    assert read_request("warmer overall").target is None
+
+
+def test_plain_words_and_rubric():
+    r = read_request("warmer and a touch brighter on the sky")
+    text = r.describe()
+    assert "warmer" in text and "a touch brighter" in text and "the sky" in text
+    assert "L*" not in text and "b*" not in text
+    assert "warmer" in r.rubric() and "must score low" in r.rubric()
+
+
+def test_the_vocabulary_file_is_checked():
+    lex = load_lexicon()
+    assert set(lex.properties) == {"L", "contrast", "chroma", "a", "b", "detail"}
+    for prop, p in lex.properties.items():
+        assert p["sizes"] == sorted(p["sizes"]) and p["noise"] < p["sizes"][0], prop
