@@ -613,3 +613,29 @@ def test_quick_replies_answer_a_question_with_one_tap(server, browser, size):
     if size == "phone":
         no_sideways_scroll(page)
     context.close()
+
+
+# -- training data consent (issue 15): per session, off by default ----------------------------------
+
+def test_sharing_a_session_as_training_data_is_per_session_and_off_by_default(server, browser, photo_file):
+    url, studio = server
+    context, page = open_page(browser, url)
+    page.locator("#upload input[type=file]").set_input_files(str(photo_file))
+    wait_for_photo(page, "astronaut.jpg")
+    box = page.locator("#shareable input[type=checkbox]")
+    expect(box).not_to_be_checked()
+    sid = next(s.id for s in studio.list_sessions() if s.title == "astronaut.jpg" and not s.shareable)
+    box.check()
+    page.wait_for_function(
+        "() => document.querySelector('#shareable input[type=checkbox]').checked", timeout=TURN)
+    for _ in range(50):   # the change reaches the server through the queue
+        if studio.session(sid).shareable:
+            break
+        page.wait_for_timeout(100)
+    assert studio.session(sid).shareable is True
+    # Another session starts unshared, and the box follows the session shown.
+    page.locator("#new-session").click()
+    pick_demo(page, "coffee")
+    expect(box).not_to_be_checked()
+    assert studio.session(sid).shareable is True
+    context.close()
