@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-from pipeline.masks import describe_mask, normalize_mask_spec
+from pipeline.masks import describe_mask
 from pipeline.state import EditState
 
 #: Plan.dialogue["move"] values a follow-up plan records (what it did to an earlier turn).
@@ -114,17 +114,6 @@ class DialogueState:
             return self.by_asset(last.followup.get("base_asset")) or last
         return last
 
-    def streak_start(self, edit: TurnMoves) -> TurnMoves:
-        """The first edit of a run of repeats ("more contrast", "more", "more" -> the first)."""
-        seen = {edit.asset_id}
-        while edit.followup.get("move") == "repeat":
-            earlier = self.by_asset(edit.followup.get("base_asset"))
-            if earlier is None or earlier.asset_id in seen:
-                break
-            seen.add(earlier.asset_id)
-            edit = earlier
-        return edit
-
     def find(self, intents: Iterable[str] = (), ops: Iterable[str] = (), words: Iterable[str] = ()) -> TurnMoves | None:
         """The most recent edit that named one of ``intents``, moved one of ``ops`` or said one of ``words``."""
         intents, ops, words = set(intents), set(ops), [w.lower() for w in words if w]
@@ -190,10 +179,6 @@ def dialogue_state(store, session_id: str, head_asset_id: str | None = None) -> 
     stack = list(session.settings.get("redo_stack") or [])
     can_redo = bool(stack) and stack[-1] in by_id and by_id[stack[-1]].parent_id == head_asset_id
     return DialogueState(edits=edits, can_redo=can_redo)
-
-
-def spec_of(target: dict | None) -> dict | None:
-    return normalize_mask_spec(target) if target else None
 
 
 __all__ = ["Change", "DialogueState", "FOLLOWUP_MOVES", "TurnMoves", "changes_between", "dialogue_state"]

@@ -366,9 +366,8 @@ class GenerationDesk:
         store = self.studio.store
         head = store.get_asset(session.head_asset_id, session.id)
         state = EditState.from_dict(head.state)
-        healed = self._heal_instead(session, request, progress)
-        if healed is not None:
-            return healed
+        if self._heals_instead(request):
+            return None  # no backend: the retouch stage's region fill does "remove this" (the ordinary turn)
         if request.kind == "regenerate" and not state.generated and request.text.lower().strip(" .!?") in (
                 "try again", "another one", "one more time"):
             return None  # "try again" after an ordinary edit is the planner's
@@ -451,22 +450,13 @@ class GenerationDesk:
                           rendered_path=self.studio._proxy_path(session.id, new_id),
                           quick_replies=["regenerate", "undo"], kind="generate")
 
-    def _heal_instead(self, session, request: "GenerativeRequest", progress) -> "TurnResult | None":
-        """With no generation backend, "remove the selection" is still done: by the retouch stage's
-        classic region fill (the "remove" op on the selection), through the ordinary edit turn."""
+    def _heals_instead(self, request: "GenerativeRequest") -> bool:
+        """With no generation backend, "remove this / the selection" is still done: by the retouch stage's
+        classic region fill (the "remove" op on the selection), planned by the ordinary edit turn."""
         from pipeline import ops
 
-        if not isinstance(self.backend, NoBackend) or request.kind != "remove" or request.target != "selection":
-            return None
-        spec = (session.settings.get("selection") or {}).get("mask")
-        if not spec or "remove" not in ops.OPS or ops.OPS["remove"].kind != "region":
-            return None
-        result = self.studio._start_turn(session, request.text, progress=progress,
-                                         modify_layers=[{"mask": dict(spec), "values": {"remove": 100}}])
-        if result.status not in ("failed", "not_understood"):
-            result.reply = ("No generation backend is configured, so I filled the selection from its surroundings "
-                            "(classic healing; set ATELIER_GEN_BACKEND for a generative remove). " + result.reply)
-        return result
+        return (isinstance(self.backend, NoBackend) and request.kind == "remove" and request.target == "selection"
+                and "remove" in ops.OPS and ops.OPS["remove"].kind == "region")
 
     def _mask_for(self, session, request: "GenerativeRequest", below: np.ndarray) -> tuple[np.ndarray | None, str]:
         """The hard mask (full size) a remove or fill means, and words for it; (None, "") when there is none."""

@@ -26,7 +26,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import cv2
 import numpy as np
 
 from agent.config import REVIEW_MODES, AgentConfig, load_config
@@ -43,12 +42,6 @@ from pipeline.state import EditState, EditStateError
 
 SESSIONS_DIR_ENV = "ATELIER_SESSIONS_DIR"
 EXPORT_FORMATS = {"jpeg": "jpg", "jpg": "jpg", "png": "png", "tiff": "tif", "tif": "tif", "webp": "webp"}
-
-
-def _flatten_white(pixels: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    """Composite a render onto white through the original's transparency (for JPEG)."""
-    a = alpha.astype(np.float32)[..., None] / 255.0
-    return np.clip(pixels.astype(np.float32) * a + 255.0 * (1.0 - a) + 0.5, 0, 255).astype(np.uint8)
 _FORMAT_EXT = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "TIFF": "tif", "GIF": "gif", "MPO": "jpg",
                "DNG": "dng", "CR2": "cr2", "CR3": "cr3", "NEF": "nef", "ARW": "arw", "RAF": "raf", "ORF": "orf"}
 MAX_MESSAGE_CHARS = 2000
@@ -1194,36 +1187,12 @@ class Studio:
             tag += "-gps"
         key = f"{session_id}/exports/{asset.id}-{tag}.{ext}"   # in the shared storage: any replica finds it
         if not self.storage.exists(key):
-            from pipeline.imageio import encode_image, export_exif, srgb_icc
+            from pipeline.export import export_bytes
 
-            source = self._source(session_id)
-            state = EditState.from_dict(asset.state)
-            if source.deep is not None and ext in ("png", "tif"):
-                pixels = self.renderer.render_deep(source, state, side)
-            else:
-                pixels = np.array(self.renderer.render(source, state, side))
-            alpha = self.renderer.alpha_for(source, state, side)
-            if alpha is not None and self.renderer.frame(source, state) is None:
-                # where the photo is fully transparent the edit leaves the colour alone (no tint
-                # shows in viewers that ignore transparency)
-                clear = alpha == 0
-                base = source.deep if pixels.dtype == np.uint16 else source.pixels
-                if base.shape[:2] != pixels.shape[:2]:
-                    base = cv2.resize(base, (pixels.shape[1], pixels.shape[0]), interpolation=cv2.INTER_AREA)
-                pixels = np.array(pixels)
-                pixels[clear] = base[clear]
-            if alpha is not None:
-                if ext == "jpg":
-                    pixels = _flatten_white(pixels, alpha)
-                else:
-                    if alpha.dtype != pixels.dtype:
-                        alpha = alpha.astype(np.uint16) * np.uint16(257) if pixels.dtype == np.uint16 else alpha
-                    pixels = np.dstack([pixels, alpha])
-            exif = export_exif(source.exif, drop_gps=drop_gps) if keep_metadata else None
-            self.storage.write_bytes(key, encode_image(pixels, {"jpg": "jpeg", "tif": "tiff"}.get(ext, ext), quality=q,
-                                                       icc=srgb_icc(), exif=exif))
+            data = export_bytes(self.renderer, self._source(session_id), EditState.from_dict(asset.state),
+                                fmt=ext, long_side=side, quality=q, keep_metadata=keep_metadata, drop_gps=drop_gps)
+            self.storage.write_bytes(key, data)
         return self.storage.local_path(key)
-
 
     # -- generation (issue 14; docs/generation.md) ----------------------------------------------
     def get_defaults(self) -> dict:

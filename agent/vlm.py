@@ -7,8 +7,13 @@ Ollama, LM Studio, OpenAI, ...) through the ``openai`` package. Configuration:
   ``ATELIER_VLM_API_KEY`` (optional for local servers). Unset = embedded planner and judge.
 - Limits come from the ``vlm:`` section of ``configs/agent_config.yaml`` when
   present (keys: ``timeout_s``, ``max_retries``, ``turn_deadline_s``,
-  ``repair_attempts``, ``temperature``, ``max_tokens``), else the defaults of
-  :class:`VLMSettings`.
+  ``repair_attempts``, ``temperature``, ``max_tokens``, ``circuit_cooldown_s``),
+  else the defaults of :class:`VLMSettings`.
+- One deadline per turn (:func:`turn_deadline`, set by the Studio around each
+  turn) bounds the planner's and the judge's calls together; a timeout or a
+  refused connection trips the :class:`ModelCircuit` the Studio shares between
+  them, and until its cool-down ends calls raise :class:`ModelResting` at once
+  (the built-in planner and judge answer, quietly: the person was told once).
 - How to talk to a model family (structured output, image size, images per
   request, prompt guidance, score calibration) comes from its profile in
   ``profiles/`` (:class:`VLMProfile`).

@@ -1,6 +1,7 @@
 """Batch edits from the command line.
 
     python -m pipeline.apply IN OUT [--set op=value ...] [--state state.json] [--long-side N]
+        [--quality Q] [--strip-metadata] [--keep-gps]
     python -m pipeline.apply --list-ops
 
 IN may be a file or a folder (then OUT is a folder and every supported image
@@ -12,6 +13,11 @@ registry's scale (-100..100 for sliders; see ``--list-ops``) and override
 - ``crop=X0,Y0,X1,Y1``: a free crop as a normalised rectangle (0..1);
 - ``straighten=auto``: level the horizon by line detection (``auto_straighten=1``);
 - ``curve_points=IN:OUT,IN:OUT,...``: a point curve on 0..255.
+
+RAW files (DNG, CR2, CR3, NEF, ARW, RAF, ORF) are developed on the way in;
+16-bit originals stay 16-bit in PNG / TIFF outputs, transparency is kept
+(PNG, TIFF, WebP), the sRGB profile is embedded and EXIF is kept without the
+GPS position (``--strip-metadata``, ``--keep-gps``).
 
 Exit status 2 on bad input, with a message that says what was wrong.
 """
@@ -25,7 +31,8 @@ from pathlib import Path
 
 from pipeline import ops
 from pipeline.geometry import GeometryError, crop_insets
-from pipeline.imageio import ImageLoadError, load_image, save_image, format_for_path
+from pipeline.export import export_pixels
+from pipeline.imageio import ImageLoadError, export_exif, format_for_path, load_image, save_image, srgb_icc
 from pipeline.render import Renderer, SourceImage
 from pipeline.state import EditState, EditStateError
 
@@ -103,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state", help="EditState JSON file (global settings and local layers)")
     parser.add_argument("--long-side", type=int, default=None, help="render at this long side in pixels (default: full resolution)")
     parser.add_argument("--quality", type=int, default=92, help="JPEG/WebP quality 1..100 (default 92)")
+    parser.add_argument("--strip-metadata", action="store_true", help="leave the original's EXIF out of the output")
+    parser.add_argument("--keep-gps", action="store_true", help="keep the GPS position in the EXIF (dropped by default)")
     parser.add_argument("--list-ops", action="store_true", help="print the op table, one op per line, and exit")
     args = parser.parse_args(argv)
 
@@ -138,14 +147,17 @@ def main(argv: list[str] | None = None) -> int:
     failures = 0
     for inp, out in jobs:
         try:
-            loaded = load_image(inp)
+            loaded = load_image(inp, alpha="keep")
         except ImageLoadError as exc:
             print(f"skipped {inp.name}: {exc}", file=sys.stderr)
             failures += 1
             continue
-        pixels = renderer.render(SourceImage.from_array(loaded.pixels), state, args.long_side)
+        source = SourceImage.from_loaded(loaded)
+        fmt = format_for_path(out)
+        pixels = export_pixels(renderer, source, state, args.long_side, fmt)
+        exif = None if args.strip_metadata else export_exif(source.exif, drop_gps=not args.keep_gps)
         out.parent.mkdir(parents=True, exist_ok=True)
-        save_image(pixels, out, quality=args.quality)
+        save_image(pixels, out, fmt, quality=args.quality, icc=srgb_icc(), exif=exif)
         for notice in loaded.notices:
             print(f"note ({inp.name}): {notice}", file=sys.stderr)
         print(json.dumps({"input": str(inp), "output": str(out), "width": int(pixels.shape[1]),

@@ -132,9 +132,11 @@ def run(runs: int = 5, width: int = 3840, height: int = 2160) -> dict:
     err = np.abs(fused.astype(np.int16) - naive.astype(np.int16))
 
     toolbox = run_toolbox(renderer, source, runs)
+    retouch = run_retouch(runs, width, height)
 
     return {
         **toolbox,
+        **retouch,
         "photo": f"skimage.data.coffee, cropped and upscaled to {width}x{height}",
         "machine": {"cpus": os.cpu_count(), "opencv_threads": cv2.getNumThreads(),
                     "python": platform.python_version(), "numpy": np.__version__, "opencv": cv2.__version__},
@@ -201,7 +203,7 @@ def run_toolbox(renderer: Renderer, source: SourceImage, runs: int) -> dict:
             # a tint and a heal amount no other timing uses: no LUT, retouch or render cache can answer
             extra = {"crop_aspect": 2, "straighten": 2.5, "grain": 30,
                      **({"dust_removal": 40 + i} if with_heal else {})}
-            return EditState.from_dict({"settings": _stack(i, {"clarity": 30, "dehaze": 20, "tint": -20 - i - (50 if label else 0),
+            return EditState.from_dict({"settings": _stack(i, {"clarity": 30, "dehaze": 20, "tint": (20 + i) if label else (-20 - i),
                                                                **extra}), "layers": [LOCAL_LAYER]})
 
         def turn(i: int, state=state) -> None:
@@ -223,6 +225,96 @@ def run_toolbox(renderer: Renderer, source: SourceImage, runs: int) -> dict:
                     f"toolbox_turn_4k_cpu_ms{label}": round(turn_cpu, 1),
                     f"toolbox_proxy_1600_cpu_ms{label}": round(proxy_cpu, 1)})
     return out
+
+
+def portrait_photo(width: int = 3840, height: int = 2160) -> np.ndarray:
+    """scikit-image's astronaut portrait, scaled to the width and centre-cropped to the height (a face to retouch)."""
+    img = data.astronaut()
+    h, w = img.shape[:2]
+    scale = max(width / w, height / h)
+    big = cv2.resize(img, (round(w * scale), round(h * scale)), interpolation=cv2.INTER_CUBIC)
+    y0 = max(0, min(big.shape[0] - height, round(0.08 * big.shape[0])))  # keep the face in frame
+    x0 = (big.shape[1] - width) // 2
+    return np.ascontiguousarray(big[y0:y0 + height, x0:x0 + width])
+
+
+#: One state per healing / portrait op, a new value each run so no cache answers (run -> settings).
+RETOUCH_OPS = {
+    "dust_removal": lambda i: {"dust_removal": 40 + i},
+    "blemish_removal": lambda i: {"blemish_removal": 40 + i},
+    "red_eye": lambda i: {"red_eye": 60 + i},
+    "skin_smoothing": lambda i: {"skin_smoothing": 30 + i},
+    "even_skin_tone": lambda i: {"even_skin_tone": 30 + i},
+    "teeth_whitening": lambda i: {"teeth_whitening": 30 + i},
+    "eye_brightening": lambda i: {"eye_brightening": 30 + i},
+}
+
+
+def run_retouch(runs: int, width: int = 3840, height: int = 2160) -> dict:
+    """Healing and portrait figures: each op alone at 4K on a portrait, a painted-region removal,
+    face / eye / mouth finding, a selection, and a 24 MP RAW (a DNG written here) to its first preview."""
+    import tempfile
+
+    from pipeline.blobs import BlobStore
+    from pipeline.imageio import load_image
+    from pipeline.raw import write_cfa_dng
+    from pipeline.selections import click_mask
+
+    photo = portrait_photo(width, height)
+    with tempfile.TemporaryDirectory() as folder:
+        blobs = BlobStore(folder)
+        renderer = Renderer(blobs=blobs)
+        source = SourceImage.from_array(photo)
+        t = time.perf_counter()
+        found = renderer.features(source)
+        features_ms = (time.perf_counter() - t) * 1000.0
+        renderer.mask(source, {"type": "skin"}, (source.height, source.width))  # once per photo, like the faces
+        per_op = {}
+        for name, settings in RETOUCH_OPS.items():
+            ms, _ = _median_ms(lambda i: renderer.render(source, EditState.from_dict({"settings": settings(i)})), runs)
+            per_op[name] = round(ms, 1)
+        # a painted region of ~1.5% of the frame (patch fill) and a small one (inpainting)
+        painted = np.zeros((height, width), np.uint8)
+        cv2.circle(painted, (int(0.82 * width), int(0.7 * height)), int(0.07 * height), 255, -1)
+        cv2.circle(painted, (int(0.1 * width), int(0.2 * height)), int(0.01 * height), 255, -1)
+        spec = {"type": "painted", "blob": blobs.put_array(painted)}
+        remove_ms, _ = _median_ms(lambda i: renderer.render(source, EditState.from_dict(
+            {"layers": [{"mask": spec, "settings": {"remove": 50 + i}}]})), runs)
+        per_op["remove (painted, 1.5% of the frame)"] = round(remove_ms, 1)
+        click_ms, _ = _median_ms(lambda i: click_mask(photo, [0.1 + 0.01 * i, 0.9]), runs)
+        # RAW: a 24 MP DNG to the first 1600 px preview (develop, 8-bit copy, proxy render, PNG)
+        raw_photo = cv2.resize(photo, (6000, 4000), interpolation=cv2.INTER_LINEAR)
+        path = f"{folder}/bench.dng"
+        write_cfa_dng(raw_photo, path)
+
+        def first_preview(i: int) -> None:
+            loaded = load_image(path)
+            src = SourceImage.from_loaded(loaded)
+            preview = Renderer().render(src, EditState(), long_side=1600)
+            encode_image(preview, "png")
+        raw_ms, _ = _median_ms(first_preview, max(1, min(3, runs)))
+        loaded = load_image(path)
+        raw_source = SourceImage.from_loaded(loaded)
+        deep_ms, _ = _median_ms(lambda i: Renderer().render_deep(
+            raw_source, EditState.from_dict({"settings": {"exposure": 10 + i}})), max(1, min(3, runs)))
+    return {"retouch_op_4k_ms": per_op, "portrait_features_4k_ms": round(features_ms, 1),
+            "faces_found": len(found.faces), "eyes_found": bool(found.eyes), "mouth_found": bool(found.mouths),
+            "click_selection_4k_ms": round(click_ms, 1), "raw_24mp_first_preview_ms": round(raw_ms, 1),
+            "render_16bit_24mp_ms": round(deep_ms, 1)}
+
+
+def _print_retouch(r: dict) -> None:
+    k = r["size_label"]
+    print(f"\n  Healing and portrait at {k} (astronaut portrait upscaled; each op alone, a new value each run):")
+    for name, ms in r["retouch_op_4k_ms"].items():
+        print(f"    {name:<42} {ms:>9} ms")
+    found = f"{r['faces_found']} face, eyes {'found' if r['eyes_found'] else 'not found'}, " \
+            f"mouth {'found' if r['mouth_found'] else 'not found'}"
+    print(f"    {'faces, eyes and mouths (once per photo)':<42} {r['portrait_features_4k_ms']:>9} ms  ({found})")
+    print(f"    {'click selection (flood fill)':<42} {r['click_selection_4k_ms']:>9} ms")
+    mark = "  ok" if r["raw_24mp_first_preview_ms"] <= 2000 else "  MISSED (target <= 2000)"
+    print(f"  {'24 MP DNG to first preview (develop + proxy)':<44} {r['raw_24mp_first_preview_ms']:>9} ms{mark}")
+    print(f"  {'24 MP 16-bit render (LUT at 16 bits)':<44} {r['render_16bit_24mp_ms']:>9} ms")
 
 
 def _sync(device) -> None:
@@ -431,6 +523,8 @@ def _print_table(r: dict) -> None:
                 t["toolbox_turn_4k_ms"])
             row("proxy 1600 with crop, straighten, grain (no heal)", r["toolbox_proxy_1600_ms_no_heal"], "ms",
                 t["toolbox_proxy_1600_ms"])
+    if "retouch_op_4k_ms" in r:
+        _print_retouch(r)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,9 @@ row whose value is not a -100..100 slider says so in ``control``: ``"angle"``
 (degrees, fractional), ``"choice"`` (an index into ``choices``, index 0 the
 identity; labels such as ``"4:5"`` are accepted on input), ``"toggle"`` (0/1),
 ``"hue"`` (0..359 degrees, wrapping) or ``"points"`` (a tone curve's
-``[[in, out], ...]`` points on 0..255). 0 (or no points) is still the identity.
+``[[in, out], ...]`` points on 0..255) or ``"region"`` (healing's ``remove``:
+not a slider, it acts on a local layer's mask, usually the person's selection).
+0 (or no points) is still the identity.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ STAGES: tuple[str, ...] = (
 )
 
 #: What a control is, for the studio's widgets (see the module docstring).
-CONTROLS: tuple[str, ...] = ("slider", "angle", "choice", "toggle", "hue", "points")
+CONTROLS: tuple[str, ...] = ("slider", "angle", "choice", "toggle", "hue", "points", "region")
 
 #: The eight HSL bands and their centre hues in degrees (HSV hue circle).
 BANDS: dict[str, float] = {
@@ -292,7 +294,8 @@ def _declare() -> dict[str, Op]:
 def _retouch_ops() -> list[Op]:
     """Healing and portrait ops (stage "retouch"): 0 = untouched, 100 = the strongest sensible amount."""
     def r(name, label, group, description, plus, kind="retouch"):
-        return Op(name, label, "retouch", group, description, "no change", plus, kind=kind, min=0, max=100)
+        return Op(name, label, "retouch", group, description, "no change", plus, kind=kind, min=0, max=100,
+                  control="region" if kind == "region" else "slider")
 
     return [
         r("dust_removal", "Dust removal", "healing",

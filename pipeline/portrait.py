@@ -184,7 +184,27 @@ def describe_findings(features: Features, wanted: set[str]) -> list[str]:
 
 # --- masks in pixels --------------------------------------------------------------
 
+#: Soft shape masks (face zones, eyes) are drawn and blurred at this long side at most, then upsampled.
+SHAPE_SIDE = 768
+
+
+def _small_then_up(make, size: tuple[int, int], features: Features) -> np.ndarray:
+    """A smooth mask made at most SHAPE_SIDE px on its long side and resized to ``size`` (fast at 4K)."""
+    h, w = size
+    s = SHAPE_SIDE / max(h, w)
+    if s >= 1.0:
+        return make(size, features)
+    small = make((max(1, round(h * s)), max(1, round(w * s))), features)
+    if not small.any():
+        return np.zeros((h, w), np.float32)
+    return cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
+
+
 def eye_mask(size: tuple[int, int], features: Features) -> np.ndarray:
+    return _small_then_up(eye_mask_at, size, features)
+
+
+def eye_mask_at(size: tuple[int, int], features: Features) -> np.ndarray:
     """Soft discs over the eyes (float32 HxW)."""
     h, w = size
     mask = np.zeros((h, w), np.float32)
@@ -197,6 +217,10 @@ def eye_mask(size: tuple[int, int], features: Features) -> np.ndarray:
 
 
 def near_faces(size: tuple[int, int], features: Features) -> np.ndarray:
+    return _small_then_up(near_faces_at, size, features)
+
+
+def near_faces_at(size: tuple[int, int], features: Features) -> np.ndarray:
     """Soft zone (float32 HxW) of each face and its neck: skin ops stay there, off skin-coloured objects."""
     h, w = size
     mask = np.zeros((h, w), np.float32)
@@ -209,6 +233,10 @@ def near_faces(size: tuple[int, int], features: Features) -> np.ndarray:
 
 
 def feature_mask(size: tuple[int, int], features: Features) -> np.ndarray:
+    return _small_then_up(feature_mask_at, size, features)
+
+
+def feature_mask_at(size: tuple[int, int], features: Features) -> np.ndarray:
     """Soft mask (float32 HxW) over eyes (with lids and brows) and mouths: skin ops leave these alone."""
     h, w = size
     mask = np.zeros((h, w), np.float32)
@@ -234,20 +262,24 @@ def teeth_mask(img: np.ndarray, features: Features) -> np.ndarray:
     """Soft mask of the teeth (float32 HxW) inside each found mouth."""
     h, w = img.shape[:2]
     mask = np.zeros((h, w), np.float32)
-    lab = None
     for f in features.faces:
         if not f.mouth or f.teeth < 0.04:
             continue
-        if lab is None:
-            lab = cv2.cvtColor(img, cv2.COLOR_RGB2Lab).astype(np.float32)
+        fx, fy, fw, fh = f.box
+        bx0, by0 = max(0, int(fx * w)), max(0, int(fy * h))
+        bx1, by1 = min(w, int(round((fx + fw) * w))), min(h, int(round((fy + fh) * h)))
+        if bx1 - bx0 < 4 or by1 - by0 < 4:
+            continue
+        lab = cv2.cvtColor(np.ascontiguousarray(img[by0:by1, bx0:bx1]), cv2.COLOR_RGB2Lab).astype(np.float32)
         mx, my, mw, mh = f.mouth
-        x0, y0 = max(0, int(mx * w)), max(0, int(my * h))
-        x1, y1 = min(w, int(round((mx + mw) * w))), min(h, int(round((my + mh) * h)))
+        x0, y0 = max(bx0, int(mx * w)), max(by0, int(my * h))
+        x1, y1 = min(bx1, int(round((mx + mw) * w))), min(by1, int(round((my + mh) * h)))
         if x1 - x0 < 2 or y1 - y0 < 2:
             continue
         L, a, b = lab[..., 0], lab[..., 1], lab[..., 2]
-        region = _teeth_mask_crop(L[y0:y1, x0:x1], a[y0:y1, x0:x1], b[y0:y1, x0:x1],
-                                  (0, 0, x1 - x0, y1 - y0), _cheek_colour(lab, f.box, h, w))
+        cheek = _cheek_colour(lab, (0, 0, 1, 1), by1 - by0, bx1 - bx0)
+        sx, sy = x0 - bx0, y0 - by0
+        region = _teeth_mask_crop(L, a, b, (sx, sy, x1 - x0, y1 - y0), cheek)
         mask[y0:y1, x0:x1] = np.maximum(mask[y0:y1, x0:x1], region)
     if mask.any():
         mask = cv2.GaussianBlur(mask, (0, 0), max(0.7, 0.002 * max(h, w)))
@@ -271,13 +303,32 @@ def _face_scale(features: Features, width: int) -> float:
     return 0.1 * width
 
 
+def _work_scale(face_px: float, target: float = 256.0) -> float:
+    """Scale at which the largest face is about ``target`` px wide (never above 1)."""
+    return min(1.0, target / max(1.0, face_px))
+
+
+def _down(img: np.ndarray, s: float) -> np.ndarray:
+    if s >= 1.0:
+        return img
+    h, w = img.shape[:2]
+    return cv2.resize(img, (max(1, round(w * s)), max(1, round(h * s))), interpolation=cv2.INTER_AREA)
+
+
+def _up(img: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    if img.shape[:2] == shape:
+        return img
+    return cv2.resize(img, (shape[1], shape[0]), interpolation=cv2.INTER_LINEAR)
+
+
 def smooth_skin(img: np.ndarray, skin: np.ndarray, amount: float, face_px: float) -> np.ndarray:
     """Frequency separation on ``skin`` (float32 HxW 0..1): blotches smoothed, pore texture kept.
 
     The image splits into a fine band (detail finer than ~0.6% of the face:
-    pores, fine hair), which is kept, and the rest, which is smoothed with a
-    guided filter (edge-aware: the jawline and nose stay sharp). ``amount``
-    0..100 blends the smoothed base in.
+    pores, fine hair), which is kept at full resolution, and the rest, which is
+    smoothed with a guided filter (edge-aware: the jawline and nose stay sharp)
+    on a copy where the face is ~256 px wide (the base is smooth, so this is
+    indistinguishable and keeps 4K fast). ``amount`` 0..100 blends it in.
     """
     if amount <= 0 or not skin.any():
         return img
@@ -285,23 +336,30 @@ def smooth_skin(img: np.ndarray, skin: np.ndarray, amount: float, face_px: float
     fine_sigma = max(0.8, 0.006 * face_px)
     low = cv2.GaussianBlur(f, (0, 0), fine_sigma)
     texture = f - low
-    radius = max(2, int(round(0.04 * face_px)))
-    smoothed = cv2.ximgproc.guidedFilter(low, low, radius, 2e-3)
+    s = _work_scale(face_px)
+    small = _down(low, s)
+    radius = max(2, int(round(0.04 * face_px * s)))
+    smoothed_small = cv2.ximgproc.guidedFilter(small, small, radius, 2e-3)
+    smoothed = low + _up(smoothed_small - small, low.shape[:2])  # only the change is upsampled
     out = np.clip((smoothed + texture) * 255.0 + 0.5, 0, 255).astype(np.uint8)
     return _blend(img, out, skin * np.float32(min(100.0, amount) / 100.0))
 
 
 def even_skin_tone(img: np.ndarray, skin: np.ndarray, amount: float, face_px: float) -> np.ndarray:
-    """Pull skin chroma (Lab a*, b*) towards its broad local average: redness and patches even out."""
+    """Pull skin chroma (Lab a*, b*) towards its broad local average: redness and patches even out.
+
+    The broad average is smooth: it is computed where the face is ~256 px wide and upsampled."""
     if amount <= 0 or not skin.any():
         return img
     lab = cv2.cvtColor(img, cv2.COLOR_RGB2Lab).astype(np.float32)
-    sigma = max(2.0, 0.15 * face_px)
-    weight = skin.astype(np.float32)
+    s = _work_scale(face_px)
+    small_lab, weight = _down(lab, s), _down(skin.astype(np.float32), s)
+    sigma = max(2.0, 0.15 * face_px * s)
     den = cv2.GaussianBlur(weight, (0, 0), sigma) + 1e-4
     even = lab.copy()
     for c in (1, 2):
-        even[..., c] = cv2.GaussianBlur(lab[..., c] * weight, (0, 0), sigma) / den
+        avg = cv2.GaussianBlur(small_lab[..., c] * weight, (0, 0), sigma) / den
+        even[..., c] = _up(avg, lab.shape[:2])
     out = cv2.cvtColor(np.clip(even + 0.5, 0, 255).astype(np.uint8), cv2.COLOR_Lab2RGB)
     return _blend(img, out, skin * np.float32(0.85 * min(100.0, amount) / 100.0))
 
@@ -311,13 +369,18 @@ def whiten_teeth(img: np.ndarray, features: Features, amount: float) -> np.ndarr
     mask = teeth_mask(img, features)
     if amount <= 0 or not mask.any():
         return img
-    lab = cv2.cvtColor(img, cv2.COLOR_RGB2Lab).astype(np.float32)
+    ys, xs = np.nonzero(mask > 0)
+    y0, y1, x0, x1 = ys.min(), ys.max() + 1, xs.min(), xs.max() + 1
+    region = np.ascontiguousarray(img[y0:y1, x0:x1])
+    lab = cv2.cvtColor(region, cv2.COLOR_RGB2Lab).astype(np.float32)
     a = min(100.0, amount) / 100.0
     lab[..., 2] = 128 + (lab[..., 2] - 128) * (1 - 0.8 * a) - 2 * a
     lab[..., 1] = 128 + (lab[..., 1] - 128) * (1 - 0.4 * a)
     lab[..., 0] = lab[..., 0] + (255 - lab[..., 0]) * 0.18 * a
-    out = cv2.cvtColor(np.clip(lab + 0.5, 0, 255).astype(np.uint8), cv2.COLOR_Lab2RGB)
-    return _blend(img, out, mask)
+    edited = cv2.cvtColor(np.clip(lab + 0.5, 0, 255).astype(np.uint8), cv2.COLOR_Lab2RGB)
+    out = img.copy()
+    out[y0:y1, x0:x1] = _blend(region, edited, np.ascontiguousarray(mask[y0:y1, x0:x1]))
+    return out
 
 
 def brighten_eyes(img: np.ndarray, features: Features, amount: float) -> np.ndarray:
@@ -326,8 +389,15 @@ def brighten_eyes(img: np.ndarray, features: Features, amount: float) -> np.ndar
     if amount <= 0 or not mask.any():
         return img
     a = min(100.0, amount) / 100.0
-    f = img.astype(np.float32)
+    ys, xs = np.nonzero(mask > 0)
+    pad = 8
+    y0, y1 = max(0, ys.min() - pad), min(img.shape[0], ys.max() + 1 + pad)
+    x0, x1 = max(0, xs.min() - pad), min(img.shape[1], xs.max() + 1 + pad)
+    region = np.ascontiguousarray(img[y0:y1, x0:x1])
+    f = region.astype(np.float32)
     blur = cv2.GaussianBlur(f, (0, 0), max(1.0, 0.004 * max(img.shape[:2])))
     lifted = f + (255 - f) * 0.25 * a + (f - blur) * 0.6 * a
-    out = np.clip(lifted + 0.5, 0, 255).astype(np.uint8)
-    return _blend(img, out, mask)
+    out = img.copy()
+    out[y0:y1, x0:x1] = _blend(region, np.clip(lifted + 0.5, 0, 255).astype(np.uint8),
+                               np.ascontiguousarray(mask[y0:y1, x0:x1]))
+    return out

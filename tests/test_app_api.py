@@ -190,6 +190,9 @@ def test_widgets_come_from_the_rows_and_unknown_kinds_never_crash():
     assert angle == {"type": "slider", "minimum": -45, "maximum": 45, "step": 0.5, "default": 0}
     choice = views.widget_for({"name": "aspect", "kind": "choice", "choices": ["free", "1:1"], "default": "free"})
     assert choice["type"] == "choice" and choice["choices"] == [("free", "free"), ("1:1", "1:1")]
+    aspect = views.widget_for({"name": "crop_aspect", "kind": "choice", "min": 0, "max": 2, "default": 0,
+                               "choices": ["original", "1:1", "4:5"]})
+    assert aspect["choices"] == [("original", 0), ("1:1", 1), ("4:5", 2)]
     assert views.widget_for({"name": "mystery", "kind": "hologram"}) is None
     assert views.widget_for({"name": "broken", "kind": "choice"}) is None
     groups = views.slider_groups(TABLE + [{"name": "mystery", "kind": "hologram", "stage": "x"}])

@@ -22,7 +22,7 @@ from conftest import free_port
 
 TURN = 60_000      # ms: a turn on a busy 2-core machine, with margin
 VIEWPORT = {"width": 1600, "height": 1000}
-SCORED = re.compile(r"T\d+ · \d\.\d\d")
+SCORED = re.compile(r"^\d+ · .+ · \d\.\d\d")
 
 
 
@@ -87,6 +87,9 @@ def open_studio(browser, url):
     page.goto(url)
     expect(page.locator("#upload")).to_be_visible(timeout=TURN)
     expect(page.locator("#demo-photos img").first).to_be_visible(timeout=TURN)
+    # review mode and judge schema live under the "Advanced" fold
+    page.locator("#advanced").get_by_text("Advanced").first.click()
+    expect(page.locator("#review-mode")).to_be_visible()
     return context, page
 
 
@@ -131,30 +134,29 @@ def test_a_photographers_session(server, browser, photo_file, tmp_path):
     expect(panel).to_contain_text("waiting for your review")
     expect(panel.locator(".metric").first).to_be_visible()
     expect(page.locator("#chat")).to_contain_text("make it warmer and brighter")
-    expect(page.locator("#send")).to_be_disabled()          # one decision at a time
-    labels = page.locator("#adjustments .adj-label").all_inner_texts()
-    assert {"Temperature", "Exposure"} <= set(labels), labels
+    expect(page.locator("#send")).to_be_enabled()           # keep talking: a new message would keep this turn
+    assert int(page.locator("#adj-exposure input[type=range]").input_value()) > 0   # the sliders show the turn
     shot(page, "2-review")
 
-    # Modify one slider: the value is applied and the turn is back under review.
+    # Modify: the focus goes to the turn's first slider; moving it applies the value and the turn is
+    # back under review.
     page.locator("#modify").click()
-    slider = page.locator("#modify-slider-0")
-    expect(slider).to_be_visible()
-    op_label = slider.locator("label, span").first.inner_text().strip()
-    number = slider.locator("input[type=number]")
-    new_value = int(number.input_value()) + 17
-    number.fill(str(new_value))
-    number.press("Enter")
+    page.wait_for_function("() => !!document.activeElement.closest('.adj-slider')")
+    slider = page.locator(".adj-slider", has=page.locator("input[type=range]:focus"))
+    old_value = int(float(slider.locator("input[type=range]").input_value()))
+    for _ in range(7):
+        page.keyboard.press("ArrowRight")
     shot(page, "3-modify")
-    page.locator("#apply-modify").click()
-    row = page.locator("#adjustments .adj-row", has_text=op_label)
-    expect(row.locator(".adj-value")).to_have_text(f"{new_value:+d}", timeout=TURN)
+    expect(page.locator("#chat")).to_contain_text("as you asked", timeout=TURN)
+    expect(slider.locator("input[type=range]")).to_have_value(str(old_value + 7), timeout=TURN)
     expect(panel).to_be_visible(timeout=TURN)
 
     # Approve: the panel closes and the gallery grows with a scored turn.
     page.locator("#approve").click()
     expect(panel).to_be_hidden(timeout=TURN)
     expect(page.locator("#send")).to_be_enabled()
+    expect(page.locator("#gallery .caption-label", has_text=re.compile(r"^1 · .* · current$"))).to_have_count(
+        1, timeout=TURN)
     assert any(SCORED.search(c) and "current" in c for c in captions(page)), captions(page)
 
     send(page, "more contrast")
@@ -173,14 +175,14 @@ def test_a_photographers_session(server, browser, photo_file, tmp_path):
     assert captions(page) == before_refresh
 
     # Roll back from the gallery: click turn 1's kept version, then "roll back to this".
-    kept_t1 = next(i for i, c in enumerate(before_refresh) if c.startswith("T1 ") and "abandoned" not in c)
+    kept_t1 = next(i for i, c in enumerate(before_refresh) if c.startswith("1 · ") and "variant" not in c)
     page.locator("#gallery button.thumbnail-item").nth(kept_t1).click()
-    expect(page.locator("#score")).to_contain_text("Viewing: Turn 1", timeout=TURN)
+    expect(page.locator("#score")).to_contain_text("Viewing: version 1", timeout=TURN)
     expect(page.locator("#rollback-to")).to_be_visible()
     page.locator("#rollback-to").click()
-    expect(page.locator("#score")).to_contain_text("Current: Turn 1", timeout=TURN)
+    expect(page.locator("#score")).to_contain_text("Current: version 1", timeout=TURN)
     expect(page.locator("#gallery .caption-label").nth(kept_t1)).to_contain_text("current")
-    assert any(c.startswith("T2 ") and "abandoned" in c for c in captions(page)), captions(page)
+    assert any(c.startswith("2 · ") and "rolled back" in c for c in captions(page)), captions(page)
     expect(page.locator("#chat")).to_contain_text("Rolled back")
     shot(page, "5-rolled-back")
 

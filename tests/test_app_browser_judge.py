@@ -214,7 +214,8 @@ def test_shape_the_judges_output_then_use_it(server, browser, photo):
     # Another tab offers the new schema in its list.
     other = context.new_page()
     other.goto(url)
-    expect(other.locator("#quality-schema")).to_be_attached(timeout=TURN)
+    expect(other.locator("#advanced")).to_be_attached(timeout=TURN)
     other.locator("#new-session").click()
+    other.locator("#advanced").get_by_text("Advanced").first.click()
     choose_schema(other, "noir")
     context.close()

@@ -366,7 +366,7 @@ def test_history_numbers_versions_and_greys_rolled_back_branches(server, browser
     assert [c.split(" · ")[0] for c in shown] == ["0", "1", "2"], shown
     assert "warmer" in shown[1] and re.search(r"\d\.\d\d", shown[1]), shown
     items = page.locator("#gallery .thumbnail-item")
-    expect(items.nth(1)).to_have_attribute("aria-label", re.compile(r"^Version 1: warmer"))
+    expect(items.nth(1)).to_have_attribute("aria-label", re.compile(r"^Version 1: warmer.*score \d\.\d\d"))
     expect(items.nth(0)).to_have_attribute("aria-label", re.compile(r"^The original"))
 
     # Roll back to version 1: version 2 stays, greyed, and can still be looked at.
@@ -479,7 +479,7 @@ def test_alt_text_focus_order_and_the_keyboard_divider(server, browser):
     expect(imgs.nth(1)).to_have_attribute("alt", "Current: the original photo, unedited")
     for _ in range(8):                                    # enough chat to have many "Copy message" buttons
         send(page, "a touch warmer")
-    expect(imgs.nth(1)).to_have_attribute("alt", re.compile(r"^Reviewing: version \d+ of the photo — warmer"),
+    expect(imgs.nth(1)).to_have_attribute("alt", re.compile(r"^Reviewing: version \d+ of the photo — \w"),
                                           timeout=TURN)
 
     # Tab order: message -> Send -> review actions -> sliders; no chat copy button on the way.
@@ -586,4 +586,56 @@ def test_a_photo_edited_start_to_finish_with_only_the_keyboard(server, browser, 
         # version 1 (warmer and brighter), not the original
         assert np.asarray(exported.convert("RGB"), dtype=float).mean() > np.asarray(source.convert("RGB"),
                                                                                      dtype=float).mean() + 2
+    context.close()
+
+
+# -- 8: quick replies ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_quick_replies_answer_a_question_with_one_tap(server, browser, size):
+    url, _ = server
+    context, page = open_page(browser, url, size)
+    pick_demo(page, "coffee")
+    send(page, "more")                                   # nothing to repeat yet: the studio asks
+    replies = page.locator("#quick-replies button:visible")
+    expect(replies.first).to_be_visible(timeout=TURN)
+    texts = [t.strip() for t in replies.all_inner_texts()]
+    assert "Brighter" in texts, texts
+    assert len(captions(page)) == 1                      # a question makes no version
+    said = page.locator("#chat [data-testid=user]").count()
+    replies.filter(has_text="Brighter").click()
+    expect(page.locator("#chat [data-testid=user]")).to_have_count(said + 1, timeout=TURN)
+    expect(page.locator("#chat [data-testid=user]").last).to_contain_text("Brighter")
+    settled(page)
+    shown = wait_captions(page, 2)
+    assert "brighter" in shown[1], shown
+    expect(page.locator("#quick-replies")).to_be_hidden()
+    if size == "phone":
+        no_sideways_scroll(page)
+    context.close()
+
+
+# -- training data consent (issue 15): per session, off by default ----------------------------------
+
+def test_sharing_a_session_as_training_data_is_per_session_and_off_by_default(server, browser, photo_file):
+    url, studio = server
+    context, page = open_page(browser, url)
+    page.locator("#upload input[type=file]").set_input_files(str(photo_file))
+    wait_for_photo(page, "astronaut.jpg")
+    box = page.locator("#shareable input[type=checkbox]")
+    expect(box).not_to_be_checked()
+    sid = next(s.id for s in studio.list_sessions() if s.title == "astronaut.jpg" and not s.shareable)
+    box.check()
+    page.wait_for_function(
+        "() => document.querySelector('#shareable input[type=checkbox]').checked", timeout=TURN)
+    for _ in range(50):   # the change reaches the server through the queue
+        if studio.session(sid).shareable:
+            break
+        page.wait_for_timeout(100)
+    assert studio.session(sid).shareable is True
+    # Another session starts unshared, and the box follows the session shown.
+    page.locator("#new-session").click()
+    pick_demo(page, "coffee")
+    expect(box).not_to_be_checked()
+    assert studio.session(sid).shareable is True
     context.close()

@@ -85,8 +85,8 @@ def test_a_scripted_session_prints_one_json_object_per_turn(tmp_path, photo_file
 
 def test_quick_replies_are_numbered_and_picked_by_number(tmp_path, photo_file):
     run = _cli([str(photo_file), "--auto-approve", "--json",
-                "--say", "brighten the cup",      # no cup mask: a question with quick replies
-                "--say", "1",                     # pick the first: "Brighter overall"
+                "--say", "a bit more",            # nothing to refer to yet: a question with quick replies
+                "--say", "1",                     # pick the first: "Brighter"
                 "--say", "undo", "--say", "/redo", "--say", "hello",
                 "--export", "png"], tmp_path)
     assert run.returncode == 0, run.stderr

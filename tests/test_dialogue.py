@@ -93,10 +93,22 @@ def test_more_with_nothing_to_refer_to_asks_and_makes_no_version(studio, photo):
     assert studio.head(info.id).id == info.head_asset_id
 
 
-def test_a_local_request_for_a_place_no_mask_finds_asks_instead_of_a_global_edit(studio, photo):
-    info = studio.start_session(photo)
+def test_a_place_no_mask_knows_goes_on_the_best_guess_and_says_so(studio):
+    info = studio.start_session(small_photo("coffee"))
+    original = studio.render(info.id).tobytes()
     r = studio.send_message(info.id, "brighten the cup")
-    assert r.kind == "clarify" and "cup" in r.reply and len(r.quick_replies) >= 2
+    assert "the cup" in r.reply and "best guess" in r.reply and "Undo" in r.quick_replies
+    state = studio.head(info.id).state
+    assert not state["settings"].get("exposure")                 # never a silent global edit
+    assert [l["mask"]["type"] for l in state["layers"]] == ["subject"] and state["layers"][0]["settings"]["exposure"] > 0
+    studio.send_message(info.id, r.quick_replies[0])             # "Undo"
+    assert studio.render(info.id).tobytes() == original
+
+
+def test_a_place_the_photo_lacks_is_said_and_asked_about_with_no_version(studio):
+    info = studio.start_session(small_photo("chelsea"))          # a cat: no human face to find
+    r = studio.send_message(info.id, "brighten the face")
+    assert r.kind == "clarify" and "can't find" in r.reply and r.quick_replies and r.asset_id is None
     assert studio.head(info.id).id == info.head_asset_id
     r = studio.send_message(info.id, r.quick_replies[0])           # "Brighter overall"
     assert r.asset_id and _settings(studio, info.id)["exposure"] > 0

@@ -26,14 +26,26 @@ def test_much_more_saturated_three_times_stops_at_the_sweet_spot_unless_the_pers
     info = studio.start_session(small_photo("coffee", 300), review_mode="never")
     turns = [studio.send_message(info.id, "much more saturated") for _ in range(3)]
     assert studio.head(info.id).state["settings"]["saturation"] == top
-    held = turns[-1]
-    assert any(w.startswith(f"Held saturation at +{top}") and "I insist" in w for w in held.warnings)
-    assert not any("will be" in w and "past its sweet spot" in w for w in held.warnings)
-    step = held.details["executor"]["steps"][0]
-    assert step["limit"] == "sweet spot" and step["clamped"] and step["requested"] > top and step["after"] == top
-    insisted = studio.send_message(info.id, "much more saturated, I insist")
+    said = " ".join([turns[-1].reply, *turns[-1].warnings, turns[-2].reply, *turns[-2].warnings])
+    assert f"+{top}" in said and "insist" in said.lower()
+    studio.send_message(info.id, "much more saturated, I insist")
     assert studio.head(info.id).state["settings"]["saturation"] > top
-    assert not any(w.startswith("Held saturation") for w in insisted.warnings)
+
+
+def test_the_executor_holds_a_planners_moves_at_the_sweet_spot(make_studio, photo):
+    """A planner that knows no sweet spots (a VLM, here a scripted one): the executor holds it and says so."""
+    top = load_profile("engine").sweet_spot("saturation").high
+    studio = make_studio(ScriptedPlanner(), ScriptedJudge([0.95]))
+    info = studio.start_session(photo, review_mode="never")
+    turns = [studio.send_message(info.id, "saturation+30") for _ in range(3)]
+    assert [studio.history(info.id)[t.turn].state["settings"]["saturation"] for t in turns] == [30, top, top]
+    held = turns[1]
+    assert any(w.startswith(f"Held saturation at +{top}") and "I insist" in w for w in held.warnings)
+    step = held.details["executor"]["steps"][0]
+    assert step["limit"] == "sweet spot" and step["clamped"] and step["requested"] == 60 and step["after"] == top
+    assert turns[2].details["executor"]["steps"][0]["after"] == top      # no further on the third ask
+    studio.send_message(info.id, "saturation+30, I insist")
+    assert studio.head(info.id).state["settings"]["saturation"] == top + 30
 
 
 def test_absolute_values_and_the_persons_sliders_are_not_held(studio):

@@ -238,3 +238,18 @@ def test_zero_gpu_wrapping_is_guarded(monkeypatch):
     monkeypatch.setenv("SPACE_ID", "me/atelier")
     monkeypatch.setenv("SPACES_ZERO_GPU", "true")
     assert runtime.on_zero_gpu() and runtime.zero_gpu(fn) is fn  # no `spaces` package here: run as is
+    import sys
+    import types
+
+    lent = []
+
+    def gpu(duration):  # what `spaces.GPU(duration=...)` does on a ZeroGPU Space: hold a GPU around the call
+        def wrap(f):
+            def held(*a, **kw):
+                lent.append(duration)
+                return f(*a, **kw)
+            return held
+        return wrap
+    monkeypatch.setitem(sys.modules, "spaces", types.SimpleNamespace(GPU=gpu))
+    wrapped = runtime.zero_gpu(fn)
+    assert wrapped is not fn and wrapped() == 1 and lent == [runtime.ZEROGPU_DURATION_S]

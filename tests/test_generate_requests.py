@@ -41,7 +41,9 @@ def test_generative_requests_are_recognised(text, kind, extra):
 
 @pytest.mark.parametrize("text", ["remove the haze", "get rid of the colour cast", "remove the vignette",
                                   "make it warmer", "undo", "remove everything", "brighten the selection",
-                                  "take out the yellow", "/approve", "more contrast please"])
+                                  "take out the yellow", "/approve", "more contrast please",
+                                  "add more contrast to the selection", "add warmth to the selection",
+                                  "add some vibrance to the selection", "remove the grain from the selection"])
 def test_edits_stay_with_the_edit_planner(text):
     assert parse_generative(text) is None
 

@@ -56,9 +56,9 @@ class CountingBackend(DiffusersBackend):
 def make(tmp_path):
     made = []
 
-    def make_studio(backend=None):
+    def make_studio(backend=None, planner=None):
         studio = Studio(database_url=f"sqlite:///{tmp_path / 'atelier.db'}", sessions_dir=tmp_path / "sessions",
-                        planner=ScriptedPlanner(), judge=ScriptedJudge(), generation_backend=backend)
+                        planner=planner or ScriptedPlanner(), judge=ScriptedJudge(), generation_backend=backend)
         made.append(studio)
         return studio
 
@@ -175,7 +175,8 @@ def test_a_remove_with_nothing_to_remove_asks_for_a_painted_mask(studio, photo):
 
 def test_with_no_backend_every_generative_request_answers_at_once_and_changes_nothing(make, photo, monkeypatch):
     monkeypatch.delenv("ATELIER_GEN_BACKEND", raising=False)
-    studio = make(None)
+    from agent.planners.embedded import EmbeddedPlanner
+    studio = make(None, planner=EmbeddedPlanner())
     sid = studio.start_session(photo).id
     _select(studio, sid, photo)
     head = studio.head(sid).id
@@ -190,9 +191,9 @@ def test_with_no_backend_every_generative_request_answers_at_once_and_changes_no
     with pytest.raises(GenerationFailed) as err:
         studio.generate_image("a red fox")
     assert err.value.kind == "not_configured"
-    # "remove the selection" is still done, by the retouch stage's classic region fill
+    # "remove the selection" is still done, by the retouch stage's classic region fill (the edit planner's turn)
     healed = studio.send_message(sid, "remove the selection")
-    assert "No generation backend" in healed.reply and healed.asset_id is not None, healed.reply
+    assert healed.kind != "generate" and healed.asset_id is not None, healed.reply
     state = EditState.from_dict(studio.history(sid)[-1].state)
     assert not state.generated and any(l.settings.get("remove") for l in state.layers)
     assert studio.generation_status()["ready"] is False

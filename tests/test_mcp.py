@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import anyio
@@ -30,6 +31,12 @@ def photo(tmp_path) -> Path:
     path = tmp_path / "portrait.png"
     save_image(small_photo("astronaut", 320), path)
     return path
+
+
+def run_async(main):
+    """anyio.run(main) on a thread of its own: a browser test's Playwright loop may be running on this one."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(anyio.run, main).result()
 
 
 def _env(sessions: Path) -> dict:
@@ -130,7 +137,7 @@ def test_stdio_client_drives_a_session(tmp_path, photo):
         async with Client(params, read_timeout_seconds=120) as client:
             return await _conversation(client, photo, tmp_path)
 
-    sid = anyio.run(main)
+    sid = run_async(main)
     _check_studio_sees(sessions, sid)
 
 
@@ -158,7 +165,7 @@ def test_streamable_http_client_drives_a_session(tmp_path, photo):
             async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=120) as client:
                 return await _conversation(client, photo, tmp_path)
 
-        sid = anyio.run(main)
+        sid = run_async(main)
     finally:
         proc.terminate()
         try:

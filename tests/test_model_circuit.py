@@ -53,6 +53,12 @@ def studio_for(tmp_path, monkeypatch):
         s.close()
 
 
+def planned_by_model(result) -> bool:
+    """The VLM's plan ran (temperature +20, no note that the built-in planner stood in)."""
+    return (not any("could not plan" in w for w in result.warnings)
+            and [(g["op"], g["value"]) for g in result.sub_goals] == [("temperature", 20)])
+
+
 def timed_turn(studio, session_id, text):
     start = time.monotonic()
     result = studio.send_message(session_id, text)
@@ -102,12 +108,12 @@ def test_a_refused_connection_opens_the_circuit_at_once(studio_for, photo):
 def test_planner_judge_and_repairs_share_one_turn_deadline(studio_for, photo):
     """Each call alone fits the deadline; together they do not, so the judge gets only what is left."""
     with FakeOpenAIServer(model=MODEL) as server:
-        server.responder = lambda r: Reply.slow(VERDICT if _is_judge(r) else PLAN, 1.4)
-        studio = studio_for(server.base_url, turn_deadline_s=2.0)
+        server.responder = lambda r: Reply.slow(VERDICT if _is_judge(r) else PLAN, 2.6)
+        studio = studio_for(server.base_url, turn_deadline_s=4.0)
         session = studio.start_session(photo, review_mode="never")
         result, took = timed_turn(studio, session.id, "make it warmer")
-        assert took < 2 + 1.5
-        assert result.reply.startswith("Warmer.")              # the model planned (1.4 s) ...
+        assert took < 4 + 3
+        assert planned_by_model(result)                        # the model planned (2.6 s) ...
         told = " ".join(result.warnings)
         assert "The VLM judge" in told and "built-in judge scored it instead" in told   # ... the judge ran out
         assert [_is_judge(r) for r in server.requests] == [False, True]
@@ -120,7 +126,7 @@ def test_a_slow_endpoint_within_the_deadline_keeps_the_model(studio_for, photo):
         session = studio.start_session(photo, review_mode="never")
         for text in ("make it warmer", "warmer again"):
             result, _ = timed_turn(studio, session.id, text)
-            assert result.reply.startswith("Warmer.") and not result.warnings
+            assert planned_by_model(result) and not result.warnings
         assert studio.model_status() == {"state": "model", "label": f"Model: {MODEL} at "
                                          f"{server.base_url.split('/')[2]}", "until": None}
         assert len(server.requests) == 4
@@ -138,7 +144,7 @@ def test_a_garbage_answer_falls_back_for_the_turn_but_keeps_the_model(studio_for
         assert first.status == "auto_approved"
         assert studio.model_status()["state"] == "model"
         second, _ = timed_turn(studio, session.id, "warmer again")
-        assert second.reply.startswith("Warmer.") and not second.warnings
+        assert planned_by_model(second) and not second.warnings
         assert server.remaining == 0
 
 
@@ -153,7 +159,7 @@ def test_after_the_cool_down_the_model_is_tried_again(studio_for, photo):
         time.sleep(1.6)
         assert studio.model_status()["state"] == "model"
         again, _ = timed_turn(studio, session.id, "warmer again")
-        assert again.reply.startswith("Warmer.") and not again.warnings
+        assert planned_by_model(again) and not again.warnings
         assert len(server.requests) == 3
 
 

@@ -17,7 +17,6 @@ import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 
-import anyio
 import pytest
 from openai import AsyncOpenAI
 
@@ -26,7 +25,7 @@ from agent.orchestrator.loop import Orchestrator, ToolBox, Tracer
 from pipeline.imageio import save_image
 from tests.conftest import free_port, small_photo
 from tests.fake_openai_server import FakeOpenAIServer, Received, Reply
-from tests.test_mcp import _wait_for_port
+from tests.test_mcp import _wait_for_port, run_async
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -107,7 +106,7 @@ def _run_turns(server: FakeOpenAIServer, tmp_path: Path, turns: list[str], **lim
             await orch.start()
             return [await orch.turn(t) for t in turns]
 
-    return anyio.run(main), tracer
+    return run_async(main), tracer
 
 
 def test_a_conversation_edits_reviews_and_answers_in_words(tmp_path, photo):

@@ -222,3 +222,19 @@ def test_export_quality_and_long_side(studio):
     for bad in ({"quality": 0}, {"quality": 101}, {"long_side": 3}, {"fmt": "bmp"}):
         with pytest.raises(InvalidInput):
             studio.export(info.id, **bad)
+
+
+def test_pipeline_apply_develops_raw_and_keeps_16_bits(tmp_path):
+    from pipeline.apply import main
+
+    write_cfa_dng(data.astronaut(), tmp_path / "shot.dng")
+    assert main([str(tmp_path / "shot.dng"), str(tmp_path / "out.png"), "--set", "exposure=10"]) == 0
+    out = cv2.imread(str(tmp_path / "out.png"), cv2.IMREAD_UNCHANGED)
+    assert out.dtype == np.uint16 and out.shape == (512, 512, 3)
+    src = tmp_path / "holiday.jpg"
+    src.write_bytes(_jpeg_with_exif())
+    assert main([str(src), str(tmp_path / "kept.jpg")]) == 0
+    assert main([str(src), str(tmp_path / "bare.jpg"), "--strip-metadata"]) == 0
+    kept = Image.open(tmp_path / "kept.jpg").getexif()
+    assert kept.get(0x010F) == "Atelier" and not kept.get_ifd(0x8825)
+    assert Image.open(tmp_path / "bare.jpg").getexif().get(0x010F) is None

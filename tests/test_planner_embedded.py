@@ -93,7 +93,7 @@ INSTRUCTIONS = [
     ("brighten the shadows", {("exposure", "luminance"): "+"}),
     ("the highlights are too bright", {("exposure", "luminance"): "-"}),
     ("darken the top of the frame", {("exposure", "gradient"): "-"}),
-    ("darken the edges", {("vignette", None): "+"}),   # a vignette since the finishing ops (was exposure on the edges)
+    ("darken the edges", {("exposure", "radial!"): "-"}),
     ("warmer skin", {("temperature", "skin"): "+"}),
     # band words
     ("less saturated greens", {("saturation_green", None): "-"}),

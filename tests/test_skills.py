@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
 import skills
@@ -19,6 +18,7 @@ from agent.skills import ImageFacts, plan_tasks, run_tasks, select_skill, split_
 from pipeline.state import EditState
 from profiles import clear_profile_cache, load_profile
 from tests.conftest import small_photo
+from tests.test_mcp import run_async
 
 
 @pytest.fixture(autouse=True)
@@ -203,7 +203,7 @@ def test_apply_skill_and_the_mcp_tools_list_and_apply_skills(studio):
                                                               "skill": "clean_portrait"})).structured_content
             return listed, applied, refused
 
-    listed, applied, refused = anyio.run(main)
+    listed, applied, refused = run_async(main)
     rows = {s["name"]: s for s in listed["data"]["skills"]}
     assert rows["landscape_punch"]["gates"] == ["needs_sky", "colour_only"]
     assert applied["ok"] and applied["data"]["details"]["skills"]["trace"][0]["skill"] == "landscape_punch"

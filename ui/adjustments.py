@@ -25,8 +25,11 @@ def create_ui(c: dict, ops_table: list[dict]) -> None:
     with gr.Column(elem_id="adjustments"):
         gr.HTML('<h2 class="panel-title" id="adjustments-title">Adjustments</h2>')
         c["adj_summary"] = gr.Markdown("", elem_id="adjustments-summary")
-        for i, (stage, title, rows) in enumerate(views.slider_groups(ops_table)):
-            with gr.Accordion(title, open=i == 0, elem_id=f"stage-{stage}", elem_classes=["adj-stage"]):
+        groups = views.slider_groups(ops_table)
+        # light and contrast opens first (the sliders people reach for); else the first stage
+        first = next((g[0] for g in groups if g[0] == "white-balance-tone-contrast"), groups[0][0] if groups else "")
+        for stage, title, rows in groups:
+            with gr.Accordion(title, open=stage == first, elem_id=f"stage-{stage}", elem_classes=["adj-stage"]):
                 for row in rows:
                     spec, name = row["widget"], str(row["name"])
                     label = str(row.get("label") or name)

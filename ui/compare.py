@@ -36,6 +36,9 @@ def create_ui(c: dict) -> None:
                                       elem_id="export-format", container=False, min_width=200, scale=2)
         c["export"] = gr.Button("Export full resolution", elem_id="export", size="sm", min_width=170, scale=1)
     c["export_file"] = gr.File(label="Download", elem_id="export-file", visible=False, interactive=False, height=60)
+    # The person's consent for `python -m agent.synthesize --from-sessions` (training data); off by default.
+    c["shareable"] = gr.Checkbox(label="Share this session as training data", value=False, elem_id="shareable",
+                                 interactive=False, container=False)
 
 
 def create_event_handlers(c: dict, sv: SessionView) -> None:
@@ -102,5 +105,17 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
                     api_visibility="private", show_progress="hidden")
     c["rollback_to"].click(rollback_to, [c["sid"], c["selected"]], view_outputs(c) + [c["notice"]],
                            concurrency_id="studio", api_visibility="private", show_progress="minimal")
+    def share(sid, value):
+        if not sid:
+            return {}
+        try:
+            info = as_dict(studio.set_shareable(sid, bool(value)))
+        except AtelierError as exc:
+            gr.Warning(str(exc))
+            return {c["notice"]: str(exc), c["shareable"]: gr.update(value=not value)}
+        return {c["shareable"]: gr.update(value=bool(info.get("shareable"))), c["notice"]: ""}
+
+    c["shareable"].input(share, [c["sid"], c["shareable"]], [c["shareable"], c["notice"]], concurrency_id="view",
+                         api_visibility="private", show_progress="hidden")
     c["export"].click(export_for_download, [c["sid"], c["selected"], c["export_format"]], [c["export_file"], c["notice"]],
                       concurrency_id="studio", api_visibility="private", show_progress="minimal")

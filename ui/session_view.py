@@ -264,6 +264,7 @@ def view_updates(c: Mapping[str, Any], view: View, sv: SessionView) -> dict:
         c["export_file"]: gr.update(value=None, visible=False),
         c["undo"]: gr.update(interactive=has),
         c["redo"]: gr.update(interactive=has),
+        c["shareable"]: gr.update(value=bool(has and view.session.get("shareable")), interactive=has),
     }
     settings = dict(base.get("settings") or {})
     for name, widget in zip(c["adj_names"], c["adj_widgets"]):
@@ -287,7 +288,7 @@ def view_updates(c: Mapping[str, Any], view: View, sv: SessionView) -> dict:
 VIEW_KEYS = ("compare", "compare_alt", "score", "photo_title", "chat", "gallery", "gallery_ids", "selected",
              "rollback_to", "adj_summary", "adj_base", "sub_goals", "review_panel", "review_md", "review_ops",
              "modify_target", "replan_feedback", "studio_area", "start_panel", "instruction", "send",
-             "turn_progress", "export_file", "undo", "redo", "layers_group", "quick_row")
+             "turn_progress", "export_file", "undo", "redo", "shareable", "layers_group", "quick_row")
 
 
 def view_outputs(c: Mapping[str, Any]) -> list:

@@ -80,7 +80,6 @@ def studio_theme() -> gr.themes.Base:
 
 CSS = """
 .gradio-container { max-width: 1880px !important; margin: 0 auto !important; }
-footer { opacity: .5; }
 #studio-header { align-items: center; gap: 12px; padding: 2px 0 4px 0; }
 #studio-header h1 { font-size: 1.35rem; font-weight: 600; letter-spacing: .02em; margin: 0; }
 #studio-header .tagline { color: #8a8a8a; font-size: .9rem; margin-top: 2px; }
@@ -148,6 +147,8 @@ footer { opacity: .5; }
 #photo-tools { align-items: center; flex-wrap: wrap; gap: 6px; }
 #photo-tools > * { flex: 0 1 auto !important; }
 #model-badge { margin-top: 4px; }
+/* values the page script reads; never shown */
+#compare-alt, #modify-target { display: none !important; }
 .model-badge { display: inline-flex; align-items: center; gap: 6px; font-size: .74rem; color: #cfcfcf;
                border: 1px solid #3a3a3a; border-radius: 10px; padding: 1px 9px; }
 .badge-dot { width: 7px; height: 7px; border-radius: 50%; background: #888; }
@@ -264,7 +265,10 @@ JS = r"""
       const head = parts[0] === '0' ? 'The original' : 'Version ' + parts[0];
       const rest = parts.slice(1).filter((p) => p !== 'original')
         .map((p) => /^\d\.\d\d$/.test(p) ? 'score ' + p : p);
-      setAttr(item, 'aria-label', head + (rest.length ? ': ' + rest.join(', ') : ''));
+      // the spoken name, then the caption as shown (a name must contain the visible text)
+      setAttr(item, 'aria-label', head + (rest.length ? ': ' + rest.join(', ') : '') + ' — ' + text);
+      const img = q('img', item);
+      if (img) setAttr(img, 'alt', '');
       item.classList.toggle('abandoned', text.includes('rolled back'));
       item.classList.toggle('variant', / · variant$/.test(text));
     });
@@ -273,7 +277,15 @@ JS = r"""
     qa('#demo-photos .thumbnail-item').forEach((item) => {
       const cap = q('.caption-label', item);
       if (cap) setAttr(item, 'aria-label', 'Start with the demo photo ' + cap.textContent.trim());
+      const img = q('img', item);
+      if (img) setAttr(img, 'alt', '');      // the button says it (the caption repeats the name)
     });
+    // the upload area's name must contain what it shows
+    const drop = q('#upload .upload-container');
+    if (drop) {
+      const said = drop.textContent.replace(/\s+/g, ' ').trim();
+      if (said) setAttr(drop, 'aria-label', said + ': a photo (JPEG, PNG, TIFF or WebP)');
+    }
   }
   function wireChat() {
     // The chat is read (role=log), not operated: its per-message buttons stay out of the tab order.

@@ -328,13 +328,21 @@ def widget_for(row: Mapping[str, Any]) -> dict | None:
     """
     kind = str(row.get("widget") or row.get("kind") or "").lower()
     default = row.get("default", 0)
+    if kind == "region":  # healing's "remove": acts on a selection, never a global slider
+        return None
     if kind == "choice":
         choices = row.get("choices")
         if isinstance(choices, Mapping):
             choices = list(choices.items())
         if not isinstance(choices, (list, tuple)) or not choices:
             return None
-        pairs = [(str(c[0]), c[1]) if isinstance(c, (list, tuple)) and len(c) == 2 else (str(c), c) for c in choices]
+        lo = row.get("min")
+        if all(isinstance(c, str) for c in choices) and isinstance(lo, int) and not isinstance(lo, bool) \
+                and row.get("max") == lo + len(choices) - 1:
+            pairs = [(c, lo + i) for i, c in enumerate(choices)]     # names for the op's whole-number values
+        else:
+            pairs = [(str(c[0]), c[1]) if isinstance(c, (list, tuple)) and len(c) == 2 else (str(c), c)
+                     for c in choices]
         return {"type": "choice", "choices": pairs, "default": default}
     lo, hi = row.get("min"), row.get("max")
     if isinstance(lo, bool) or isinstance(hi, bool) or not isinstance(lo, (int, float)) \
@@ -402,10 +410,11 @@ def layer_slots(state: Mapping[str, Any] | None, ops_table: Sequence[Mapping[str
 
 
 def _as_value(v: Any) -> Any:
+    """20.0 -> 20; 2.5 stays 2.5 (a fine-step op such as straighten); anything else as it is."""
     if isinstance(v, float) and v == int(v):
         return int(v)
     if isinstance(v, float):
-        return int(round(v))
+        return round(v, 6)
     return v
 
 

@@ -258,8 +258,11 @@ class EmbeddedPlanner:
                           followup=followup.dialogue)
         else:
             draft = _read(vocab, message, request, "message")
+        guessed = ""
         if draft.unknown_places and not any(m.target for m in draft.moves):
-            return self._unknown_place(draft)
+            if not draft.place_guess:
+                return self._unknown_place(draft)
+            draft, guessed = self._on_guessed_place(draft)
         notes = list(draft.notes)
         moves = list(draft.moves)
 
@@ -298,13 +301,32 @@ class EmbeddedPlanner:
             reply = " ".join(conflict_notes + capped_notes + notes) or \
                 "Nothing to change: those settings are already where you asked."
             return Plan(sub_goals=[], reply=reply, understood=False, notes=conflict_notes + notes, source=self.name)
-        extra = list(capped_notes)
+        extra = ([guessed] if guessed else []) + list(capped_notes)
         if draft.skipped:
             extra.append("I skipped \u201c" + "\u201d, \u201c".join(s[:40] for s in draft.skipped[:2])
                          + "\u201d: I can't do that yet.")
+        replies = []
+        if guessed:
+            what = (labels or ["the change"])[0]
+            replies = ["Undo", f"{what.capitalize()} overall"]
+            if "selection" in self.vocab.targets:
+                replies.append(f"{what.capitalize()} on the selection")
         return Plan(sub_goals=goals, reply=_reply(pairs, conflict_notes, extra),
                     understood=True, notes=conflict_notes + notes + capped_notes, source=self.name,
-                    labels=labels, intents=intents, dialogue=dict(draft.followup))
+                    labels=labels, intents=intents, dialogue=dict(draft.followup), quick_replies=replies)
+
+    def _on_guessed_place(self, draft: Draft) -> tuple[Draft, str]:
+        """Put whole-image moves on the best guess for a place no mask knows, and say so."""
+        place = draft.unknown_places[0]
+        name = draft.place_guess
+        spec = normalize_mask_spec(self.vocab.targets[name])
+        label = self.vocab.target_labels.get(name) or describe_mask(spec)
+        moves = [replace(m, target=spec, phrase=m.phrase.replace("the image", label)) if m.target is None else m
+                 for m in draft.moves]
+        tail = " or paint over it and say \u201con the selection\u201d" if "selection" in self.vocab.targets else ""
+        note = (f"I can't pick out \u201c{place}\u201d by itself, so I worked on {label}, my best guess for it; "
+                f"say \u201cundo\u201d if that's wrong{tail}.")
+        return replace(draft, moves=moves), note
 
     def _unknown_place(self, draft: Draft) -> Plan:
         """"brighten the cup" with no way to find a cup: say so and offer what can be done."""

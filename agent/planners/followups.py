@@ -167,9 +167,6 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
             low, high = vocab.pull_back_limits
             fraction = min(high, max(low, vocab.pull_back_fraction * (mags[-1] if mags else 1.0)))
         only_targets = [normalize_mask_spec(vocab.targets[t]) for t in targets] if targets else None
-        if fractions or (mags and mags[-1] >= vocab.streak_magnitude):
-            # "way too much, halve it" after "more", "more": the whole run of repeats, not its last step
-            base = _since_streak(dialogue, base)
         moves = pull_back_moves(base, state, fraction, 0, only_targets=only_targets, discrete=vocab.discrete_ops)
         if not moves:
             return FollowUp(notes=["That change is already fully taken back."],
@@ -193,21 +190,6 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                               f"repeating {_what(base)} (\u00d7{scale:g})", "followup", 0, rank, "followup"))
     return FollowUp(moves=moves, labels=list(base.labels), dialogue={"move": "repeat", "base_asset": base.asset_id,
                                                                      "scale": scale})
-
-
-def _since_streak(dialogue, base):
-    """``base`` with each op's "before" taken from the start of its run of repeats."""
-    from agent.dialogue import Change, TurnMoves
-
-    start = dialogue.streak_start(base)
-    if start is base:
-        return base
-    before = EditState.from_dict(start.state_before)
-    changes = [Change(c.op, before.value(c.op, c.target) if c.target else before.value(c.op), c.after, c.target)
-               for c in base.changes]
-    return TurnMoves(turn=start.turn, message=start.message, asset_id=base.asset_id, parent_id=start.parent_id,
-                     changes=changes, labels=start.labels or base.labels, intents=start.intents,
-                     state_before=start.state_before)
 
 
 def _retarget(vocab: Vocabulary, base, targets: list[str], scale: float) -> FollowUp:

@@ -58,6 +58,25 @@ def _has(text: str, words) -> str | None:
     return m.group(0) if m else None
 
 
+@lru_cache(maxsize=1)
+def _adjustment_words() -> tuple[str, ...]:
+    """Words that make a request an adjustment: the vocabulary's list plus every op's name and label."""
+    from pipeline import ops
+
+    words = set(vocabulary()["adjustment_words"])
+    for o in ops.OPS.values():
+        words.add(o.name.replace("_", " "))
+        words.add(o.label.lower())
+    return tuple(sorted(words))
+
+
+def _is_adjustment(text: str) -> bool:
+    """"more contrast", "some warmth", "the haze": an edit for the planner, not something to generate."""
+    if re.match(r"^(?:more|less|some more|a bit|a little|a touch|slightly|extra)\b", text):
+        return True
+    return _has(text, _adjustment_words()) is not None
+
+
 def _clean(text: str) -> str:
     text = re.sub(r"^(?:the|a|an|that|this|those|these)\s+", "", text.strip(" .!?,;"))
     return text.strip()
@@ -124,6 +143,8 @@ def parse_generative(message: str) -> GenerativeRequest | None:
                         r"\s+with\s+(?P<what>.+)$", text)
     if fill is None:
         fill = re.match(r"^generative fill\s*[:,-]?\s*(?P<what>.+)$", text)
+    if fill and _is_adjustment(fill.group("what")):
+        return None  # "add more contrast to the selection": a local adjustment
     if fill:
         where = fill.groupdict().get("where") or "selection"
         target, described = _target(where, v)
@@ -136,7 +157,7 @@ def parse_generative(message: str) -> GenerativeRequest | None:
     if remove:
         obj = re.sub(r"\s+(?:from|in|out of)\s+(?:the\s+)?(?:photo|picture|image|shot|background|frame)$", "",
                      remove.group("obj"))
-        if _has(obj, v["adjustment_words"]):
+        if _is_adjustment(obj):
             return None  # "remove the haze": an adjustment, the edit planner's
         target, described = _target(obj, v)
         seed, over = _overrides(obj)

@@ -8,9 +8,8 @@ clauses join, and how an intent becomes op moves on the current EditState.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Mapping
 
 from agent.planners.base import PlanRequest
 from agent.planners.vocabulary import (_FILLER, MAX_MESSAGE_CHARS, Intent, Piece, Vocabulary, _match,
@@ -126,6 +125,18 @@ def _complaints(vocab: Vocabulary, clause: Clause) -> Clause:
     return Clause(pieces, clause.joined)
 
 
+def _unknown_words(vocab: Vocabulary, clause: Clause, before: int | None = None) -> list[str]:
+    """Content words of the clause that no table knows (and that are not filler)."""
+    return [p.text for p in clause.pieces if p.category == "word" and (before is None or p.pos < before)
+            and p.text not in _FILLER and p.text not in vocab.chatter and p.text not in vocab.not_places
+            and p.text not in _DETERMINERS and (p.text,) not in vocab.frames]
+
+
+def _names_a_thing(vocab: Vocabulary, clause: Clause, pos: int) -> bool:
+    """Whether a thing is named before ``pos`` ("the suit is too orange"), not the whole photo."""
+    return bool(_unknown_words(vocab, clause, before=pos))
+
+
 def _uses(vocab: Vocabulary, clause: Clause) -> list[Use]:
     clause = _complaints(vocab, clause)
     anchors = clause.of("intent", "fix", "op", "problem")
@@ -136,6 +147,11 @@ def _uses(vocab: Vocabulary, clause: Clause) -> list[Use]:
         if a.category == "problem":
             problem = vocab.problems[a.key]
             where = targets or ([problem.target] if problem.target else [])
+            if problem.band and vocab.object_fix and (targets or _names_a_thing(vocab, clause, a.pos)):
+                # "the suit is too orange": less of that colour there, not a cast on the whole photo
+                uses[a.pos] = [Use(vocab.intents[vocab.object_fix], pos=a.pos, problem=problem.name,
+                                   targets=list(targets), bands=[problem.band])]
+                continue
             uses[a.pos] = [Use(vocab.intents[f], pos=a.pos, scale=problem.scale, problem=problem.name,
                                targets=list(where), bands=list(bands)) for f in problem.fixes]
         else:
@@ -147,8 +163,14 @@ def _uses(vocab: Vocabulary, clause: Clause) -> list[Use]:
             if anchor is None:
                 continue
             for use in uses[anchor.pos]:
-                if p.category == "magnitude":
-                    use.scale = vocab.magnitudes[p.key] * (vocab.problems[use.problem].scale if use.problem else 1.0)
+                if p.category == "magnitude" and use.problem:
+                    # "a bit murky" still deserves a visible fix
+                    damp = vocab.magnitude_damping
+                    mag = 1.0 - damp + damp * vocab.magnitudes[p.key]
+                    use.scale = mag * (vocab.problems[use.problem].scale if use.bands == [] or
+                                       not vocab.problems[use.problem].band else 1.0)
+                elif p.category == "magnitude":
+                    use.scale = vocab.magnitudes[p.key]
                 elif p.category == "reduce" and anchor.category not in ("fix", "problem"):
                     use.negated = True   # "too blurry" still means sharper: fix words are never negated
                 elif p.category == "avoid":
@@ -272,6 +294,7 @@ class Draft:
     bare_targets: list[str] = field(default_factory=list)     # "the sky" with nothing to do to it
     followup: dict = field(default_factory=dict)               # Plan.dialogue of a follow-up
     unknown_places: list[str] = field(default_factory=list)   # "the cup": a place no mask can find
+    place_guess: str | None = None                             # the target standing in for it
 
 
 def _where(vocab: Vocabulary, target_name: str | None, band: str | None, spec: Mapping | None) -> str:
@@ -524,7 +547,7 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
                 uses = [Use(vocab.intents[vocab.tone_down_intent], targets=targets, pos=tone_down[0].pos,
                             scale=vocab.magnitudes[mags[0].key] if mags else 1.0)]
             elif bands and (clause.of("reduce", "increase", "magnitude") or not previous_uses or not soft) \
-                    and "more_saturated" in vocab.intents:
+                    and "more_saturated" in vocab.intents and not _unknown_words(vocab, clause):
                 # "less green", "more blue": the band's saturation
                 use = Use(vocab.intents["more_saturated"], targets=targets, bands=bands, pos=clause.pieces[0].pos)
                 use.negated = bool(clause.of("reduce"))
@@ -540,6 +563,8 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
             elif clause.of("objects") or (clause.of("reset") and targets):
                 draft.objects = True
                 draft.skipped.append(clause.text)
+            elif targets and _unknown_words(vocab, clause):
+                draft.skipped.append(clause.text)        # "make her smile more": not something I can do
             elif targets:
                 draft.skipped.append(clause.text)
                 draft.bare_targets += [vocab.target_labels.get(t) or t for t in targets]
@@ -549,7 +574,10 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
         if clause.of("objects"):
             draft.objects = True
         if not targets and not bands and not is_global:
-            draft.unknown_places += _unknown_places(vocab, clause)
+            places = _unknown_places(vocab, clause)
+            draft.unknown_places += places
+            if places:
+                draft.place_guess = guess_place(vocab, clause.text, places[0])
         draft.understood_any = True
         previous_uses = _apply_uses(vocab, uses, request.state, order, source, draft, request.dialogue)
         previous_targets = uses[0].targets if uses else []
@@ -560,19 +588,25 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
 _DETERMINERS = {"the", "her", "his", "their", "my", "our", "your", "that", "this", "those", "these"}
 
 
+#: Words that end a place's name: "the table around the cup" names the table.
+_PLACE_ENDS = {"around", "behind", "on", "in", "of", "near", "next", "with", "at", "by", "under", "over", "above",
+               "below", "from", "beside", "outside", "inside", "and", "but", "to", "into", "onto", "than"}
+
+
 def _unknown_places(vocab: Vocabulary, clause: Clause) -> list[str]:
     """Places named with a determiner that no target or mask knows ("brighten the cup").
 
-    The noun is the last word of the run after the determiner ("the fine detail" -> detail).
+    The noun is the last word of the run after the determiner ("the fine detail" ->
+    detail), which ends at a preposition ("the table around the cup" -> table).
     """
     out = []
     pieces = clause.pieces
     for i, det in enumerate(pieces):
-        if det.category != "word" and det.text not in _DETERMINERS or det.text not in _DETERMINERS:
+        if det.category != "word" or det.text not in _DETERMINERS:
             continue
         run = []
         for p in pieces[i + 1:]:
-            if p.category != "word" or p.text in _DETERMINERS:
+            if p.category != "word" or p.text in _DETERMINERS or p.text in _PLACE_ENDS:
                 break
             run.append(p.text)
         if not run:
@@ -582,6 +616,17 @@ def _unknown_places(vocab: Vocabulary, clause: Clause) -> list[str]:
             continue
         out.append(" ".join([det.text] + run))
     return out
+
+
+def guess_place(vocab: Vocabulary, clause_text: str, place: str) -> str | None:
+    """The target that best stands for a place no mask knows: by relation, by noun, else the default."""
+    from agent.planners.vocabulary import find_phrases
+
+    tokens = _tokens(clause_text)
+    if vocab.place_relation_target and find_phrases(tokens, vocab.place_relations):
+        return vocab.place_relation_target
+    noun = place.split()[-1]
+    return vocab.place_nouns.get(noun) or vocab.place_nouns.get(noun.rstrip("s")) or vocab.place_default
 
 
 def _apply_uses(vocab: Vocabulary, uses: list[Use], state: EditState, order: int, source: str, draft: Draft,

@@ -61,6 +61,7 @@ class Problem:
     fixes: tuple[str, ...]
     scale: float = 1.0
     target: str | None = None
+    band: str | None = None          # a colour complaint: said of a thing, that band's saturation
 
 
 @dataclass(frozen=True)
@@ -155,13 +156,21 @@ class Vocabulary:
             target = entry.get("target")
             if target is not None and target not in self.targets:
                 raise ProfileError(str(profile.path), where, f"no target called {target!r}")
-            self.problems[word] = Problem(word, fixes, float(entry.get("scale", 1.0)), target)
+            band = entry.get("band")
+            if band is not None and band not in ops.BANDS:
+                raise ProfileError(str(profile.path), where, f"band: expected one of {', '.join(ops.BANDS)}")
+            self.problems[word] = Problem(word, fixes, float(entry.get("scale", 1.0)), target, band)
             toks = tuple(_tokens(word))
             if toks in wish_words:
                 self.flippable[toks] = word
             else:
                 lists["problem"].append((word, word))
         self.frames = {tuple(_tokens(w)) for w in comp.get("frames") or ()}
+        self.object_fix = comp.get("object_fix")
+        if self.object_fix is not None and self.object_fix not in self.intents:
+            raise ProfileError(str(profile.path), "prompt_engineering.complaints.object_fix",
+                               f"no intent called {self.object_fix!r}")
+        self.magnitude_damping = float(comp.get("magnitude_damping", 0.0))
         self.wishes = {tuple(_tokens(w)) for w in comp.get("wishes") or ()}
         # Follow-ups (agent/planners/followups.py) are matched on their own tables.
         fu = dict(pe.get("followups") or {})
@@ -172,7 +181,6 @@ class Vocabulary:
         self.fractions = {tuple(_tokens(w)): float(v) for w, v in (fu.get("fractions") or {}).items()}
         limits = dict(fu.get("pull_back_limits") or {})
         self.pull_back_limits = (float(limits.get("min", 0.15)), float(limits.get("max", 0.85)))
-        self.streak_magnitude = float(fu.get("streak_magnitude", 1.5))
         self.discrete_ops = {str(o) for o in fu.get("discrete_ops") or ()}
         self.retarget = {tuple(_tokens(w)): True for w in fu.get("retarget") or ()}
         self.chatter = {t for w in fu.get("filler") or () for t in _tokens(w)}
@@ -185,6 +193,14 @@ class Vocabulary:
         self.monochrome = dict(pe.get("monochrome") or {})
         # Nouns that follow "the" without naming a place ("the colours", "the mood", "the edit").
         self.not_places = {t for w in pe.get("not_places") or () for t in _tokens(w)}
+        guesses = dict(pe.get("place_guesses") or {})
+        self.place_default = guesses.get("default")
+        self.place_relations = {tuple(_tokens(w)): True for w in guesses.get("relations") or ()}
+        self.place_relation_target = guesses.get("relation_target")
+        self.place_nouns = {str(k): str(v) for k, v in (guesses.get("nouns") or {}).items()}
+        for t in [self.place_default, self.place_relation_target, *self.place_nouns.values()]:
+            if t is not None and t not in self.targets:
+                raise ProfileError(str(profile.path), "prompt_engineering.place_guesses", f"no target called {t!r}")
         self.phrases: dict[tuple[str, ...], tuple[str, Any]] = {}
         for cat in _CATEGORY_ORDER:
             for phrase, key in lists[cat]:

@@ -237,7 +237,7 @@ class DiffusersBackend(GenerationBackend):
                 self._load()
             pipe = self._pipe
             try:
-                pixels = zero_gpu(self._call)(pipe, job)
+                pixels = _ON_GPU(self, pipe, job)
             except GenerationError:
                 raise
             except BaseException as exc:  # noqa: BLE001 - every failure becomes a clear message
@@ -289,6 +289,15 @@ class DiffusersBackend(GenerationBackend):
             import cv2
             arr = cv2.resize(arr, (w, h), interpolation=cv2.INTER_CUBIC)
         return np.ascontiguousarray(arr[..., :3])
+
+
+def _call_pipeline(backend: DiffusersBackend, pipe: Any, job: GenerationJob) -> np.ndarray:
+    return backend._call(pipe, job)
+
+
+# Wrapped once, at import (ZeroGPU registers decorated functions when the app starts): on a ZeroGPU
+# Space each generation holds a GPU for its duration; anywhere else this is the plain function.
+_ON_GPU = zero_gpu(_call_pipeline)
 
 
 def _claim_residency(backend: DiffusersBackend) -> None:

@@ -22,7 +22,7 @@ def on_space(env: dict | None = None) -> bool:
 def on_zero_gpu(env: dict | None = None) -> bool:
     """Running on a ZeroGPU Space (GPU lent per call through ``spaces.GPU``)."""
     env = os.environ if env is None else env
-    return on_space(env) and str(env.get("SPACES_ZERO_GPU", "")).lower() in ("1", "true", "yes")
+    return on_space(env) and "SPACES_ZERO_GPU" in env and str(env["SPACES_ZERO_GPU"]).lower() not in ("0", "false")
 
 
 def nvidia_present() -> bool:
