@@ -639,3 +639,55 @@ def test_sharing_a_session_as_training_data_is_per_session_and_off_by_default(se
     expect(box).not_to_be_checked()
     assert studio.session(sid).shareable is True
     context.close()
+
+
+# -- issue 11 item 5: selections made in the studio, referred to in chat ------------------------------
+
+def test_a_clicked_selection_is_what_brighten_the_selection_brightens(server, browser):
+    url, studio = server
+    context, page = open_page(browser, url)
+    pick_demo(page, "coffee")
+    sid = next(s.id for s in studio.list_sessions() if s.title == "coffee.jpg")
+    page.locator("#selection-panel .label-wrap").first.click()
+    picture = page.locator("#select-click img")
+    expect(picture).to_be_visible(timeout=TURN)
+    picture.scroll_into_view_if_needed()
+    box = picture.bounding_box()
+    picture.click(position={"x": box["width"] * 0.5, "y": box["height"] * 0.2})   # the cup's rim
+    expect(page.locator("#select-status")).to_contain_text("of the photo", timeout=TURN)
+    chosen = studio.selection(sid)
+    assert chosen and 0 < chosen["coverage"] < 0.9 and chosen["source"] == "point"
+    before = studio.render(sid, long_side=400).astype(float)
+    send(page, "brighten the selection")
+    after = studio.render(sid, long_side=400).astype(float)
+    from pipeline.masks import build_mask
+    inside = build_mask(chosen["mask"], studio._source(sid).pixels, before.shape[:2], blobs=studio.blobs) >= 0.5
+    gain = (after - before).mean(axis=2)
+    assert gain[inside].mean() > 3 * max(0.5, gain[~inside].mean()), (gain[inside].mean(), gain[~inside].mean())
+    context.close()
+
+
+def test_painted_strokes_become_the_sessions_selection(tmp_path):
+    from agent.service import InvalidInput, Studio
+    from ui.selection import click_point, painted_layer
+
+    assert painted_layer(None) is None
+    assert painted_layer({"background": None, "layers": [np.zeros((40, 60, 4), np.uint8)]}) is None
+    strokes = np.zeros((40, 60, 4), np.uint8)
+    strokes[10:20, 5:25, 3] = 255
+    mask = painted_layer({"background": None, "layers": [strokes], "composite": None})
+    assert mask.shape == (40, 60) and mask[15, 10] == 255 and mask[30, 50] == 0
+
+    class Click:
+        index = [29, 9]
+    assert click_point(Click(), (60, 40)) == [29.5 / 60, 9.5 / 40]   # pixel centres
+
+    with Studio(sessions_dir=tmp_path / "s", database_url=f"sqlite:///{tmp_path / 'a.db'}") as studio:
+        info = studio.start_session(skdata.coffee(), review_mode="never")
+        small = np.zeros((info.height // 10, info.width // 10), np.uint8)   # the photo's aspect, any size
+        small[: small.shape[0] // 2, : small.shape[1] // 2] = 255
+        made = studio.select(info.id, mask=small)
+        assert abs(made["coverage"] - 0.25) < 0.03
+        with pytest.raises(InvalidInput, match="empty"):
+            studio.select(info.id, mask=np.zeros_like(small))
+        assert studio.selection(info.id)["selection_id"] == made["selection_id"]   # unchanged by the refusal

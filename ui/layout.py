@@ -14,7 +14,7 @@ from typing import Any
 
 import gradio as gr
 
-from ui import adjustments, api, browser, chat, compare, gallery, review, start, theme
+from ui import adjustments, api, browser, chat, compare, gallery, review, selection, start, theme
 from ui.session_view import SessionView, new_staging_dir
 
 REPO = Path(__file__).resolve().parent.parent
@@ -68,6 +68,7 @@ def build_studio(studio: Any) -> gr.Blocks:
             with gr.Row(equal_height=False, elem_id="studio-row"):
                 with gr.Column(scale=7, min_width=0, elem_id="photo-column"):
                     compare.create_ui(c)
+                    selection.create_ui(c)
                 with gr.Column(scale=4, min_width=0, elem_id="talk-column"):
                     chat.create_ui(c)
                     review.create_ui(c)
@@ -79,6 +80,7 @@ def build_studio(studio: Any) -> gr.Blocks:
 
         start.create_event_handlers(c, sv, demo_photos=photos)
         compare.create_event_handlers(c, sv)
+        selection.create_event_handlers(c, sv)
         chat.create_event_handlers(c, sv)
         review.create_event_handlers(c, sv)
         adjustments.create_event_handlers(c, sv)

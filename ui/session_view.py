@@ -265,6 +265,11 @@ def view_updates(c: Mapping[str, Any], view: View, sv: SessionView) -> dict:
         c["undo"]: gr.update(interactive=has),
         c["redo"]: gr.update(interactive=has),
         c["shareable"]: gr.update(value=bool(has and view.session.get("shareable")), interactive=has),
+        # the selection panel (ui/selection.py) starts from the session's original, nothing painted
+        c["select_brush"]: ({"background": view.compare[0], "layers": [], "composite": view.compare[0]}
+                            if has else None),
+        c["select_click"]: view.compare[0] if has else None,
+        c["select_status"]: "",
     }
     settings = dict(base.get("settings") or {})
     for name, widget in zip(c["adj_names"], c["adj_widgets"]):
@@ -288,7 +293,8 @@ def view_updates(c: Mapping[str, Any], view: View, sv: SessionView) -> dict:
 VIEW_KEYS = ("compare", "compare_alt", "score", "photo_title", "chat", "gallery", "gallery_ids", "selected",
              "rollback_to", "adj_summary", "adj_base", "sub_goals", "review_panel", "review_md", "review_ops",
              "modify_target", "replan_feedback", "studio_area", "start_panel", "instruction", "send",
-             "turn_progress", "export_file", "undo", "redo", "shareable", "layers_group", "quick_row")
+             "turn_progress", "export_file", "undo", "redo", "shareable", "select_brush", "select_click", "select_status",
+             "layers_group", "quick_row")
 
 
 def view_outputs(c: Mapping[str, Any]) -> list:
