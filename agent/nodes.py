@@ -34,7 +34,7 @@ from agent.state import ActionRecord, AgentState, ToolContext
 from agent.store import Store, new_id
 from agent.wording import compose_reply
 from pipeline import ops
-from pipeline.masks import describe_mask
+from pipeline.masks import describe_mask, where_words
 from pipeline.measure import image_stats
 from pipeline.render import in_frame_of
 from pipeline.state import EditState
@@ -68,16 +68,6 @@ def guarded(node_name: str):
                         "failure": failure}
         return run
     return wrap
-
-
-def _where_words(target: dict | None) -> str:
-    """' on the sky' for a local value, '' for a global one."""
-    if not target:
-        return ""
-    try:
-        return f" on {describe_mask(target)}"
-    except (KeyError, TypeError, ValueError):
-        return " on a local area"
 
 
 def goals_from_rows(rows: list[dict]) -> list[SubGoal]:
@@ -324,7 +314,7 @@ class TurnNodes:
             for i, s in enumerate(steps):
                 s.step = i + 1
             person_modified = True
-            said = [f"{ops.get_op(g.op).label.lower()}{_where_words(g.target)} to {ops.get_op(g.op).describe_value(g.value).lstrip('+')}" for g in person]
+            said = [f"{ops.get_op(g.op).label.lower()}{where_words(g.target)} to {ops.get_op(g.op).describe_value(g.value).lstrip('+')}" for g in person]
             reply = "Set " + ", ".join(said) + ", as you asked."
         else:
             goals = goals_from_rows(state.get("sub_goals") or [])

@@ -157,6 +157,16 @@ def normalize_mask_spec(spec: Any, where: str = "mask") -> dict:
     return out
 
 
+def where_words(target: Mapping | None) -> str:
+    """' on the sky' for a local target, '' for the whole photo (' on a local area' for a spec it cannot name)."""
+    if not target:
+        return ""
+    try:
+        return f" on {describe_mask(target)}"
+    except (KeyError, TypeError, ValueError):
+        return " on a local area"
+
+
 def describe_mask(spec: Mapping) -> str:
     """A short phrase a person understands: 'the sky', 'blue colours', 'top of the frame'."""
     kind = spec.get("type")

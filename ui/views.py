@@ -11,7 +11,7 @@ import html
 import json
 from typing import Any, Iterable, Mapping, Sequence
 
-from pipeline.masks import describe_mask
+from pipeline.masks import describe_mask, where_words
 
 #: How each review mode reads in the start panel (label, service value).
 REVIEW_MODES: tuple[tuple[str, str], ...] = (
@@ -450,14 +450,6 @@ def adjustments_summary(state: Mapping[str, Any] | None, ops_table: Sequence[Map
 
 # -- sub-goals and review --------------------------------------------------------
 
-def _where(target: Mapping | None) -> str:
-    if not target:
-        return ""
-    try:
-        return f" on {describe_mask(target)}"
-    except (KeyError, TypeError, ValueError):
-        return " on a local area"
-
 
 def sub_goal_line(goal: Mapping[str, Any], labels: Mapping[str, str] | None = None) -> str:
     """'✓ Temperature +20 on the sky — warmer light' (one markdown list item)."""
@@ -467,7 +459,7 @@ def sub_goal_line(goal: Mapping[str, Any], labels: Mapping[str, str] | None = No
     value = int(goal.get("value") or 0)
     amount = signed(value) if goal.get("mode", "add") == "add" else f"set to {value}"
     desc = str(goal.get("description") or "").strip()
-    return f"- {mark} **{label}** {amount}{_where(goal.get('target'))}" + (f" — {desc}" if desc else "")
+    return f"- {mark} **{label}** {amount}{where_words(goal.get('target'))}" + (f" — {desc}" if desc else "")
 
 
 def sub_goals_markdown(sub_goals: Sequence[Mapping[str, Any]] | None, *, turn: int | None = None,
