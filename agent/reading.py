@@ -305,7 +305,8 @@ def _magnitude(tokens: Sequence[str], start: int, lex: Lexicon, default: int = 1
     return lex.magnitudes[found[-1][2]]
 
 
-def _target(tokens: Sequence[str], lex: Lexicon, skip: set[int]) -> tuple[str | None, dict | None]:
+def _target(tokens: Sequence[str], lex: Lexicon, skip: set[int],
+            inside: frozenset[int] | set[int] = frozenset()) -> tuple[str | None, dict | None]:
     """The first place named: a band, a vocabulary target, or an object word after 'the/his/her'."""
     candidates: list[tuple[int, str, dict | None]] = []
     for s, e, p in _find_phrases(tokens, lex.bands):
@@ -313,6 +314,8 @@ def _target(tokens: Sequence[str], lex: Lexicon, skip: set[int]) -> tuple[str | 
             band = lex.bands[p]
             candidates.append((s, band, {"type": "color", "band": band}))
     for s, e, p in _find_phrases(tokens, lex.targets):
+        if set(range(s, e)) <= inside:
+            continue   # a tool's own place ("clean up her skin"): not where the qualities go
         name, mask = lex.targets[p]
         candidates.append((s, name, dict(mask)))
     known_words = set(w for p in list(lex.targets) + list(lex.bands) for w in p.split())
@@ -403,7 +406,9 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     expects, used = _qualities(tokens, lex)
     if _is_undo(tokens, lex) and not expects:
         return Reading(message, "undo")
-    target, mask = _target(tokens, lex, used)
+    # a place inside a tool's own words ("clean up her skin") belongs to that tool, not to the qualities
+    in_tools = {i for s, e, _ in _find_phrases(tokens, lex.tools) for i in range(s, e)}
+    target, mask = _target(tokens, lex, used | in_tools, in_tools)
     if _has(tokens, lex.global_words):
         target, mask = None, None
     if set(tokens) <= lex.chat | {"there", "so", "much", "very", "you", "anyway", "all", "that", "it", "is",

@@ -477,8 +477,8 @@ def test_alt_text_focus_order_and_the_keyboard_divider(server, browser):
     imgs = page.locator("#compare img")
     expect(imgs.nth(0)).to_have_attribute("alt", "Before: the original photo")
     expect(imgs.nth(1)).to_have_attribute("alt", "Current: the original photo, unedited")
-    for _ in range(8):                                    # enough chat to have many "Copy message" buttons
-        send(page, "a touch warmer")
+    for i in range(8):                                    # enough chat to have many "Copy message" buttons
+        send(page, "a touch warmer" if i % 2 == 0 else "a touch cooler")   # never past a sweet spot
     expect(imgs.nth(1)).to_have_attribute("alt", re.compile(r"^Reviewing: version \d+ of the photo — \w"),
                                           timeout=TURN)
 
