@@ -1,7 +1,7 @@
 """Judge schemas and live turn progress, as a person meets them in the browser.
 
 Real Chromium (Debian's) against the real app on 127.0.0.1, with the real
-Studio: the embedded planner and judge (each made half a second slower, as a
+Studio: the embedded planner and judge (each made 1.5 seconds slower, as a
 vision model would be, so the steps of a turn stay on screen long enough to
 be seen), SQLite in a temporary folder, and a private copy of the shipped
 schemas (``Studio(schemas_root=...)``) so a schema made in the page never
@@ -25,7 +25,7 @@ from conftest import free_port
 from test_app_browser import TURN, VIEWPORT, open_studio, upload, wait_for_photo
 
 REPO = Path(__file__).resolve().parents[1]
-DELAY_S = 0.5
+DELAY_S = 1.5   # long enough for a loaded browser to render each stage it is sent
 
 
 class Slow:
