@@ -30,6 +30,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import yaml
 
 READING_FILE = Path(__file__).resolve().parents[1] / "profiles" / "_reading.yaml"
+#: The planner's profile: its complaint table (``prompt_engineering.complaints``) is read, not copied.
+ENGINE_FILE = READING_FILE.parent / "engine.yaml"
 PROPERTIES = ("L", "contrast", "chroma", "a", "b", "detail")
 SIZE_WORDS = ("slight", "plain", "strong")
 KINDS = ("edit", "follow_up", "undo", "chat", "question", "unsupported", "unknown")
@@ -43,6 +45,8 @@ class Quality:
     alternatives: tuple[tuple[tuple[str, int], ...], ...]   # ((prop, +1/-1), ...) per alternative
     problem: bool = False
     size: int | None = None
+    fix: bool = False          # the moves are already the fix of a complaint (never reversed)
+    band: str | None = None    # a colour complaint ("too red"): about a thing, it is that band's colour
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,8 @@ class Lexicon:
     properties: Mapping[str, Mapping[str, Any]]
     overshoot: tuple[float, float, float]
     overshoot_floor: float
+    overshoot_full: float                     # up to this many times the size: a full score
+    overshoot_start: float                    # the score at the overshoot cap
     magnitudes: Mapping[str, int]             # phrase -> 0 / 2
     qualities: Mapping[str, Quality]          # phrase -> quality
     complaint_frames: frozenset[str]
@@ -71,6 +77,8 @@ class Lexicon:
     not_places: frozenset[str]
     global_words: tuple[str, ...]
     tools: tuple[str, ...] = ()
+    complaints: Mapping[str, Quality] = field(default_factory=dict)   # the engine's problem words -> fix
+    object_fix: Quality | None = None        # a colour complaint about a thing: less of that band
 
     def size_of(self, prop: str, size: int) -> float:
         return float(self.properties[prop]["sizes"][size])
@@ -124,9 +132,12 @@ def load_lexicon(path: str | None = None) -> Lexicon:
             targets[_norm(str(w))] = (name, dict(t["mask"]))
     bands = {_norm(w): band for band, words in data["bands"].items() for w in words}
     fu = data["follow_ups"]
+    complaints, object_fix = _engine_complaints(data.get("op_properties") or {},
+                                                Path(path).parent / ENGINE_FILE.name if path else ENGINE_FILE)
     return Lexicon(
         properties=data["properties"], overshoot=tuple(data["overshoot"]),
-        overshoot_floor=float(data["overshoot_floor"]), magnitudes=mags, qualities=qualities,
+        overshoot_floor=float(data["overshoot_floor"]), overshoot_full=float(data["overshoot_full"]),
+        overshoot_start=float(data["overshoot_start"]), magnitudes=mags, qualities=qualities,
         complaint_frames=frozenset(_norm(w) for w in data["complaint_frames"]),
         negations=frozenset(_norm(w) for w in data["negations"]),
         reduce_after=tuple(_norm(w) for w in data["reduce_after"]),
@@ -139,7 +150,43 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         not_places=frozenset(_norm(w) for w in data["not_places"]),
         global_words=tuple(_norm(w) for w in data["global_words"]),
         tools=tuple(_norm(w) for w in data.get("tools") or ()),
+        complaints=complaints, object_fix=object_fix,
     )
+
+
+def _intent_moves(intent: Mapping, op_properties: Mapping[str, Mapping[str, str]]) -> tuple[tuple[str, int], ...]:
+    """The property move of an engine intent's main op (its first op the reading can measure)."""
+    for op, value in (intent.get("ops") or {}).items():
+        prop = op_properties.get(op)
+        if prop and value:
+            (name, way), = prop.items()
+            sign = (1 if way == "up" else -1) * (1 if value > 0 else -1)
+            return ((name, sign),)
+    return ()
+
+
+def _engine_complaints(op_properties: Mapping, engine_file: Path) -> tuple[dict[str, Quality], Quality | None]:
+    """The planner profile's complaint words (``prompt_engineering.complaints.problems``), each read
+    as the fix it names: one alternative per fix intent, measured by its main op's property.
+
+    Read from the profile, not copied, so a complaint the planner learns is one the judge reads.
+    Missing or unreadable: no complaints (the reading's own qualities still work).
+    """
+    try:
+        pe = yaml.safe_load(engine_file.read_text(encoding="utf-8"))["prompt_engineering"]
+        intents, comp = pe["intent_translations"], pe["complaints"]
+    except (OSError, KeyError, TypeError, yaml.YAMLError):
+        return {}, None
+    out: dict[str, Quality] = {}
+    for word, entry in (comp.get("problems") or {}).items():
+        alts = tuple(m for m in (_intent_moves(intents.get(f) or {}, op_properties) for f in entry.get("fix") or ())
+                     if m)
+        if alts:
+            out[_norm(str(word))] = Quality(f"complaint:{word}", tuple(dict.fromkeys(alts)), fix=True,
+                                            band=entry.get("band"))
+    fix = intents.get(comp.get("object_fix") or "") or {}
+    moves = _intent_moves(fix, op_properties)
+    return out, (Quality(f"object_fix:{comp.get('object_fix')}", (moves,), fix=True) if moves else None)
 
 
 # -- the reading -----------------------------------------------------------------------
@@ -162,6 +209,7 @@ class Expect:
 
     alternatives: tuple[tuple[Move, ...], ...]
     source: str = ""          # the words it was read from
+    band: str | None = None   # a colour complaint's band ("too red": the reds)
 
     def __str__(self) -> str:
         return " or ".join(", ".join(str(m) for m in alt) for alt in self.alternatives)
@@ -332,29 +380,40 @@ def _target(tokens: Sequence[str], lex: Lexicon, skip: set[int],
 
 
 def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[int]]:
-    """Every quality named, with its direction (wish, complaint, negation) and size."""
+    """Every quality named, with its direction (wish, complaint, negation) and size.
+
+    The reading's own qualities and the planner profile's complaint words are matched
+    together, longest phrase first ("a green cast" is a complaint, not a wish for green);
+    on the same phrase the reading's own entry wins.
+    """
     expects: list[Expect] = []
     used: set[int] = set()
     skip_words = set(lex.magnitudes) | {"the", "it", "a", "an", "so", "that", "this", "very", "more"}
-    for s, e, p in _find_phrases(tokens, lex.qualities):
-        q = lex.qualities[p]
+    phrases = {**lex.complaints, **lex.qualities}
+    for s, e, p in _find_phrases(tokens, phrases):
+        q = phrases[p]
         used.update(range(s, e))
         flip = q.problem
-        if not q.problem:
-            complaint = _before(tokens, s, lex.complaint_frames, skip=skip_words)
+        negated = False
+        if not q.problem and not q.fix:
+            # a frame word before it, or inside the phrase itself ("too contrasty")
+            complaint = (_before(tokens, s, lex.complaint_frames, skip=skip_words)
+                         or p.split()[0] in lex.complaint_frames)
             negated = _before(tokens, s, lex.negations, skip=skip_words)
             after = " ".join(tokens[e:e + 4])
             reduced = any(after.startswith(r) for r in lex.reduce_after)
             enough = e < len(tokens) and tokens[e] in lex.enough
             flip = (complaint or negated or reduced) and not enough
+            negated = negated and not complaint
         size = q.size if q.size is not None else _magnitude(tokens, s, lex, default=-1)
         if size < 0:   # "cool it down a bit", "warmer, but just slightly": the word may follow
             after = _find_phrases(tokens[e:e + 4], lex.magnitudes)
-            # "not so warm", "less contrast": a step back, slight unless a size is said
-            size = lex.magnitudes[after[0][2]] if after else (0 if flip and not q.problem else 1)
+            # "not so warm", "less contrast": a step back, slight unless a size is said; a complaint
+            # ("it's harsh", "too yellow") asks for a plain fix
+            size = lex.magnitudes[after[0][2]] if after else (0 if negated else 1)
         sign = -1 if flip else 1
         alts = tuple(tuple(Move(prop, sign * way, size) for prop, way in alt) for alt in q.alternatives)
-        expects.append(Expect(alts, p))
+        expects.append(Expect(alts, p, q.band))
     return _merge(expects), used
 
 
@@ -424,6 +483,8 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
         first = text.split("?")[0]
         if any(first.startswith(q + " ") or first == q for q in lex.question_starts) and "?" in text:
             return Reading(message, "question")
+        if target is not None and mask is None:
+            expects, mask = _object_colour(expects, lex, mask)
         return Reading(message, "edit", tuple(expects), target, mask)
     follow = _follow_kind(tokens, lex)
     if follow is not None:
@@ -435,6 +496,21 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     if _has(tokens, lex.chat):
         return Reading(message, "chat")
     return Reading(message, "unknown", target=target, target_mask=mask)
+
+
+def _object_colour(expects: Sequence[Expect], lex: Lexicon, mask: dict | None) -> tuple[list[Expect], dict | None]:
+    """A colour complaint about a thing ("the suit is too orange"): less of that colour, on
+    that band's colours (the profile's ``object_fix``), not a cast over the photo."""
+    out = []
+    for e in expects:
+        if e.band and lex.object_fix is not None:
+            size = _size(e)
+            out.append(Expect(tuple(tuple(Move(prop, way, size) for prop, way in alt)
+                                    for alt in lex.object_fix.alternatives), e.source, e.band))
+            mask = mask or {"type": "color", "band": e.band}
+        else:
+            out.append(e)
+    return out, mask
 
 
 def _things(lex: Lexicon) -> frozenset[str]:

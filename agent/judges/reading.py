@@ -4,11 +4,12 @@
 chroma, a*, b*, detail) between the version before the turn and the new one,
 inside the target (when the request names one) and outside it, and scores:
 
-- **met** (1.0): the asked direction, at least half the expected size;
+- **met** (0.8..1.0): the asked direction, at least half the expected size; graded:
+  1.0 from the size to ``overshoot_full`` times it, less below it and beyond it;
 - **weak** (0.35..0.8): the right way but less than half of what was asked;
 - **none** (0.1): no visible change;
 - **wrong** (0.0): the other way;
-- **overdone** (down to ``overshoot_floor``): far more than asked;
+- **overdone** (``overshoot_start`` down to ``overshoot_floor``): beyond the overshoot cap;
 - **past** (0.2): a "less" follow-up went back further than the version before
   the last change;
 - **spill**: a local request that moved the photo outside its target as much
@@ -153,8 +154,12 @@ def score_move(move: Move, change: float, lex: Lexicon, *, last: float | None = 
         expected = 0.5 * last
         if signed <= -noise:
             return "wrong", 0.0, expected
-        if signed < max(noise, lo * last) * 0.999:
-            return ("none", 0.1, expected) if signed < noise else ("weak", 0.5, expected)
+        least = max(noise, lo * last)
+        if signed < least * 0.999:
+            if signed < noise:
+                return "none", 0.1, expected
+            frac = (signed - noise) / max(least - noise, 1e-6)
+            return "weak", 0.35 + 0.45 * min(max(frac, 0.0), 1.0), expected
         if signed > hi * last + max(noise, 0.1 * last):
             return "past", 0.2, expected
         return "met", 1.0, expected
@@ -166,12 +171,25 @@ def score_move(move: Move, change: float, lex: Lexicon, *, last: float | None = 
     if signed < 0.5 * expected:
         frac = (signed - noise) / max(0.5 * expected - noise, 1e-6)
         return "weak", 0.35 + 0.45 * min(max(frac, 0.0), 1.0), expected
-    cap = lex.overshoot[move.size] * expected
-    if signed > cap:
-        over = (signed - cap) / cap
-        floor = lex.overshoot_floor
-        return "overdone", max(floor, 1.0 - (1.0 - floor) * over), expected
-    return "met", 1.0, expected
+    return (*_graded_met(signed / expected, move.size, lex), expected)
+
+
+def _graded_met(ratio: float, size: int, lex: Lexicon) -> tuple[str, float]:
+    """(verdict, score) of a move the asked way at ``ratio`` times the expected size (>= 0.5).
+
+    Graded, so the judge's score ranks edits and not only passes them: 0.9 at half the
+    size, 1.0 from the size up to ``overshoot_full`` times it, then falling (in log ratio)
+    to ``overshoot_start`` at the overshoot cap, and on to ``overshoot_floor`` at twice the cap.
+    """
+    if ratio < 1.0:
+        return "met", 0.9 + 0.2 * (ratio - 0.5)
+    full, cap, start = lex.overshoot_full, lex.overshoot[size], lex.overshoot_start
+    if ratio <= full:
+        return "met", 1.0
+    if ratio <= cap:
+        return "met", 1.0 - (1.0 - start) * math.log(ratio / full) / math.log(cap / full)
+    floor = lex.overshoot_floor
+    return "overdone", max(floor, start - (start - floor) * (ratio - cap) / cap)
 
 
 _NO_EDIT_WORDS = {
