@@ -210,6 +210,7 @@ class Expect:
     alternatives: tuple[tuple[Move, ...], ...]
     source: str = ""          # the words it was read from
     band: str | None = None   # a colour complaint's band ("too red": the reds)
+    negated: bool = False     # read through a negation ("not that soft", "less warm")
 
     def __str__(self) -> str:
         return " or ".join(", ".join(str(m) for m in alt) for alt in self.alternatives)
@@ -413,7 +414,7 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
             size = lex.magnitudes[after[0][2]] if after else (0 if negated else 1)
         sign = -1 if flip else 1
         alts = tuple(tuple(Move(prop, sign * way, size) for prop, way in alt) for alt in q.alternatives)
-        expects.append(Expect(alts, p, q.band))
+        expects.append(Expect(alts, p, q.band, negated))
     return _merge(expects), used
 
 
@@ -485,6 +486,9 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
             return Reading(message, "question")
         if target is not None and mask is None:
             expects, mask = _object_colour(expects, lex, mask)
+        taken_back = _takes_back(message, expects, target, history, lex)
+        if taken_back is not None:
+            return taken_back
         return Reading(message, "edit", tuple(expects), target, mask)
     follow = _follow_kind(tokens, lex)
     if follow is not None:
@@ -499,14 +503,14 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
 
 
 def _object_colour(expects: Sequence[Expect], lex: Lexicon, mask: dict | None) -> tuple[list[Expect], dict | None]:
-    """A colour complaint about a thing ("the suit is too orange"): less of that colour, on
-    that band's colours (the profile's ``object_fix``), not a cast over the photo."""
+    """A colour complaint about a thing ("the suit is too orange"): less of that colour (the
+    profile's ``object_fix``) or the cast's fix, measured on that band's colours."""
     out = []
     for e in expects:
         if e.band and lex.object_fix is not None:
             size = _size(e)
-            out.append(Expect(tuple(tuple(Move(prop, way, size) for prop, way in alt)
-                                    for alt in lex.object_fix.alternatives), e.source, e.band))
+            fix = tuple(tuple(Move(prop, way, size) for prop, way in alt) for alt in lex.object_fix.alternatives)
+            out.append(Expect(fix + e.alternatives, e.source, e.band, e.negated))   # or the cast's own fix
             mask = mask or {"type": "color", "band": e.band}
         else:
             out.append(e)
@@ -532,14 +536,38 @@ def _follow_kind(tokens: Sequence[str], lex: Lexicon) -> str | None:
     return None
 
 
-def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | None, mask: dict | None,
-               history: Sequence[str], lex: Lexicon) -> Reading:
-    last = None
+def _last_edit(history: Sequence[str], lex: Lexicon) -> Reading | None:
+    """The reading of the last change in ``history`` that asked for a measurable edit."""
     for i in range(len(history) - 1, -1, -1):
         r = read_request(history[i], history[:i], lex)
         if r.is_edit:
-            last = r
-            break
+            return r
+    return None
+
+
+def _takes_back(message: str, expects: Sequence[Expect], target: str | None, history: Sequence[str],
+                lex: Lexicon) -> Reading | None:
+    """"not that soft" right after "give it a soft look": a "less" follow-up of that change.
+
+    Every quality is negated and undoes a move of the last change, on no new place: the
+    request is read as taking part of that change back (at least a share of it, never past
+    the version before it), so its size is the last change's, not a slight step.
+    """
+    if not history or target is not None or not expects or not all(e.negated for e in expects):
+        return None
+    last = _last_edit(history, lex)
+    if last is None:
+        return None
+    last_moves = {(m.prop, m.sign) for e in last.expects for alt in e.alternatives for m in alt}
+    if not all((m.prop, -m.sign) in last_moves for e in expects for alt in e.alternatives for m in alt):
+        return None
+    return Reading(message, "follow_up", tuple(expects), last.target, last.target_mask, follow="less",
+                   bounded=True, notes=("takes back part of the last change",))
+
+
+def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | None, mask: dict | None,
+               history: Sequence[str], lex: Lexicon) -> Reading:
+    last = _last_edit(history, lex)
     if last is None:
         return Reading(message, "follow_up", follow=follow, notes=("no earlier change to follow",))
     if follow == "retarget":
