@@ -78,6 +78,8 @@ class Lexicon:
     global_words: tuple[str, ...]
     tools: tuple[str, ...] = ()
     complaints: Mapping[str, Quality] = field(default_factory=dict)   # the engine's problem words -> fix
+    more_scales: Mapping[str, float] = field(default_factory=dict)     # the engine's "more" phrases -> scale
+    less_fractions: Mapping[str, float] = field(default_factory=dict)  # the engine's "halve it" -> share back
     object_fix: Quality | None = None        # a colour complaint about a thing: less of that band
 
     def size_of(self, prop: str, size: int) -> float:
@@ -132,8 +134,12 @@ def load_lexicon(path: str | None = None) -> Lexicon:
             targets[_norm(str(w))] = (name, dict(t["mask"]))
     bands = {_norm(w): band for band, words in data["bands"].items() for w in words}
     fu = data["follow_ups"]
-    complaints, object_fix = _engine_complaints(data.get("op_properties") or {},
-                                                Path(path).parent / ENGINE_FILE.name if path else ENGINE_FILE)
+    engine = _engine_section(Path(path).parent / ENGINE_FILE.name if path else ENGINE_FILE)
+    complaints, object_fix = _engine_complaints(data.get("op_properties") or {}, engine)
+    efu = engine.get("followups") or {}
+    more_scales = {_norm(str(w)): float(v) for w, v in (efu.get("repeat") or {}).items()}
+    less_fractions = {_norm(str(w)): float(v) for w, v in (efu.get("fractions") or {}).items()}
+    pull_back = [_norm(str(w)) for w in (efu.get("pull_back") or {}).get("words") or ()]
     return Lexicon(
         properties=data["properties"], overshoot=tuple(data["overshoot"]),
         overshoot_floor=float(data["overshoot_floor"]), overshoot_full=float(data["overshoot_full"]),
@@ -142,7 +148,9 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         negations=frozenset(_norm(w) for w in data["negations"]),
         reduce_after=tuple(_norm(w) for w in data["reduce_after"]),
         enough=frozenset(_norm(w) for w in data["enough"]),
-        follow_more=tuple(_norm(w) for w in fu["more"]), follow_less=tuple(_norm(w) for w in fu["less"]),
+        # the reading's own follow-up words and the planner profile's (engine.yaml followups)
+        follow_more=tuple(dict.fromkeys([_norm(w) for w in fu["more"]] + list(more_scales))),
+        follow_less=tuple(dict.fromkeys([_norm(w) for w in fu["less"]] + pull_back + list(less_fractions))),
         retarget=tuple(_norm(w) for w in fu["retarget"]), less_share=tuple(fu["less_share"]),
         undo=tuple(_norm(w) for w in data["undo"]), chat=frozenset(_norm(w) for w in data["chat"]),
         question_starts=tuple(_norm(w) for w in data["question_starts"]),
@@ -150,7 +158,7 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         not_places=frozenset(_norm(w) for w in data["not_places"]),
         global_words=tuple(_norm(w) for w in data["global_words"]),
         tools=tuple(_norm(w) for w in data.get("tools") or ()),
-        complaints=complaints, object_fix=object_fix,
+        complaints=complaints, object_fix=object_fix, more_scales=more_scales, less_fractions=less_fractions,
     )
 
 
@@ -165,18 +173,23 @@ def _intent_moves(intent: Mapping, op_properties: Mapping[str, Mapping[str, str]
     return ()
 
 
-def _engine_complaints(op_properties: Mapping, engine_file: Path) -> tuple[dict[str, Quality], Quality | None]:
+def _engine_section(engine_file: Path) -> Mapping:
+    """The planner profile's ``prompt_engineering`` section ({} when it cannot be read)."""
+    try:
+        pe = yaml.safe_load(engine_file.read_text(encoding="utf-8"))["prompt_engineering"]
+    except (OSError, KeyError, TypeError, yaml.YAMLError):
+        return {}
+    return pe if isinstance(pe, Mapping) else {}
+
+
+def _engine_complaints(op_properties: Mapping, pe: Mapping) -> tuple[dict[str, Quality], Quality | None]:
     """The planner profile's complaint words (``prompt_engineering.complaints.problems``), each read
     as the fix it names: one alternative per fix intent, measured by its main op's property.
 
     Read from the profile, not copied, so a complaint the planner learns is one the judge reads.
     Missing or unreadable: no complaints (the reading's own qualities still work).
     """
-    try:
-        pe = yaml.safe_load(engine_file.read_text(encoding="utf-8"))["prompt_engineering"]
-        intents, comp = pe["intent_translations"], pe["complaints"]
-    except (OSError, KeyError, TypeError, yaml.YAMLError):
-        return {}, None
+    intents, comp = pe.get("intent_translations") or {}, pe.get("complaints") or {}
     out: dict[str, Quality] = {}
     for word, entry in (comp.get("problems") or {}).items():
         alts = tuple(m for m in (_intent_moves(intents.get(f) or {}, op_properties) for f in entry.get("fix") or ())
@@ -236,6 +249,7 @@ class Reading:
     follow: str | None = None
     bounded: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    share: float | None = None    # a bounded follow-up's share of the last change to take back, when said
 
     @property
     def is_edit(self) -> bool:
@@ -281,6 +295,7 @@ class Reading:
     def to_dict(self) -> dict:
         return {"message": self.message, "kind": self.kind, "target": self.target,
                 "target_mask": self.target_mask, "follow": self.follow, "bounded": self.bounded,
+                "share": self.share,
                 "expects": [str(e) for e in self.expects], "describe": self.describe(),
                 "notes": list(self.notes)}
 
@@ -464,8 +479,8 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     if not tokens:
         return Reading(message, "unknown")
     expects, used = _qualities(tokens, lex)
-    if _is_undo(tokens, lex) and not expects:
-        return Reading(message, "undo")
+    if _is_undo(tokens, lex) and not expects and not _find_phrases(tokens, lex.less_fractions):
+        return Reading(message, "undo")     # "go back halfway", "undo half of that": a pull-back
     # a place inside a tool's own words ("clean up her skin") belongs to that tool, not to the qualities
     in_tools = {i for s, e, _ in _find_phrases(tokens, lex.tools) for i in range(s, e)}
     target, mask = _target(tokens, lex, used | in_tools, in_tools)
@@ -573,21 +588,26 @@ def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | N
     if follow == "retarget":
         return Reading(message, "follow_up", last.expects, target, mask, follow="retarget")
     if follow == "more":
-        default = 0 if _has(tokens, ("bit more", "a bit more", "a little more", "touch more", "a touch more",
-                                     "a tad more", "tiny bit more", "slightly more", "little bit more")) else 1
-        size = _magnitude(tokens, len(tokens), lex, default)
-        if _has(tokens, ("much more", "way more", "a lot more")):
-            size = 2
+        # the planner profile's scale of the phrase ("a touch more" 0.3, "double it" 2.0) sizes it
+        found = _find_phrases(tokens, lex.more_scales)
+        scale = lex.more_scales[found[-1][2]] if found else 1.0
+        size = 0 if scale <= 0.5 else 2 if scale >= 1.6 else 1
+        if not found:
+            size = _magnitude(tokens, len(tokens), lex, size)
         expects = tuple(Expect(tuple(tuple(replace(m, size=min(size, m.size)) for m in alt)
                                      for alt in e.alternatives), e.source) for e in last.expects)
         return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="more")
-    # less: the other way, by a share of the last change, never past the version before it
+    # less: the other way, by a share of the last change (the profile's fraction: "halve it" 0.5,
+    # "way too much" 0.8), never past the version before it
+    found = _find_phrases(tokens, lex.less_fractions)
+    share = lex.less_fractions[found[-1][2]] if found else None
     if last.follow == "less":   # "too much" again after a pull-back: keep pulling back the same way
         return Reading(message, "follow_up", last.expects, last.target, last.target_mask, follow="less",
-                       bounded=True)
+                       bounded=True, share=share)
     expects = tuple(Expect(tuple(tuple(replace(m, sign=-m.sign, size=0) for m in alt) for alt in e.alternatives),
                            e.source) for e in last.expects)
-    return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="less", bounded=True)
+    return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="less", bounded=True,
+                   share=share)
 
 
 __all__ = ["Expect", "Lexicon", "Move", "PROPERTIES", "Reading", "load_lexicon", "read_request"]

@@ -138,7 +138,7 @@ def _fine(L: np.ndarray, w: np.ndarray | None) -> float:
 # -- scoring ---------------------------------------------------------------------------
 
 def score_move(move: Move, change: float, lex: Lexicon, *, last: float | None = None,
-               scale: float = 1.0) -> tuple[str, float, float]:
+               scale: float = 1.0, share: float | None = None) -> tuple[str, float, float]:
     """(verdict, score, expected) for one measured ``change`` of ``move.prop``.
 
     ``last``: for a bounded "less" follow-up, the size of the change being taken
@@ -151,7 +151,8 @@ def score_move(move: Move, change: float, lex: Lexicon, *, last: float | None = 
     signed = move.sign * change
     if last is not None and last > noise:
         lo, hi = lex.less_share
-        expected = 0.5 * last
+        share = 0.5 if share is None else min(max(share, lo), hi)
+        expected = share * last
         if signed <= -noise:
             return "wrong", 0.0, expected
         least = max(noise, lo * last)
@@ -162,7 +163,8 @@ def score_move(move: Move, change: float, lex: Lexicon, *, last: float | None = 
             return "weak", 0.35 + 0.45 * min(max(frac, 0.0), 1.0), expected
         if signed > hi * last + max(noise, 0.1 * last):
             return "past", 0.2, expected
-        return "met", 1.0, expected
+        # graded: best at the share asked ("halve it": half), 0.85 at a full undo or the least share
+        return "met", 1.0 - 0.15 * min(1.0, abs(signed / last - share) / 0.5), expected
     expected = lex.size_of(move.prop, move.size) * scale
     if signed <= -max(noise, 0.25 * expected):
         return "wrong", 0.0, expected
@@ -282,7 +284,8 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
                 if reading.bounded and m.prop in last:
                     bound = -m.sign * last[m.prop]      # how far the last change went, in its own direction
                     bound = bound if bound > 0 else None
-                verdict, score, expected = score_move(m, inside[m.prop], lex, last=bound, scale=scales[m.prop])
+                verdict, score, expected = score_move(m, inside[m.prop], lex, last=bound, scale=scales[m.prop],
+                                                      share=reading.share)
                 checks.append(MoveCheck(m, region, inside[m.prop], expected, verdict, score))
                 # the opposite of one accepted fix, clearly ("lifeless" answered by draining the colour)
                 wrong_elsewhere |= verdict == "wrong" and -m.sign * inside[m.prop] >= expected
