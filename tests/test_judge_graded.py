@@ -135,3 +135,19 @@ def test_labelled_less_follow_up_ranks_the_right_edit_first():
     assert {c["variant"] for c in failing} >= {"opposite", "tiny", "extreme"}
     assert all(cases["right"]["score"] > c["score"] for c in failing)
     assert all(c["score"] < MIN_PASS for c in failing)
+
+
+def test_a_held_edit_that_moved_nothing_is_not_approved(judge, photos):
+    """The executor held the step at the op's limit: a part-way move is judged by the plan,
+    but no move at all is no edit of what was asked."""
+    im = photos["rocket"]
+
+    def held(previous, now):
+        prev = edit(exposure=previous)
+        state = edit(exposure=now)
+        return judge.assess(JudgeRequest(
+            original=im, current=render(im, state), sub_goals=[SubGoal("exposure", 30)], state=state,
+            previous_state=prev, previous=render(im, prev), message="brighter", held=True)).score
+
+    assert held(100, 100) < MIN_PASS
+    assert held(90, 100) >= MIN_PASS
