@@ -155,7 +155,7 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         undo=tuple(_norm(w) for w in data["undo"]), chat=frozenset(_norm(w) for w in data["chat"]),
         question_starts=tuple(_norm(w) for w in data["question_starts"]),
         unsupported=tuple(_norm(w) for w in data["unsupported"]), targets=targets, bands=bands,
-        not_places=frozenset(_norm(w) for w in data["not_places"]),
+        not_places=frozenset(_norm(w) for w in list(data["not_places"]) + list(engine.get("not_places") or ())),
         global_words=tuple(_norm(w) for w in data["global_words"]),
         tools=tuple(_norm(w) for w in data.get("tools") or ()),
         complaints=complaints, object_fix=object_fix, more_scales=more_scales, less_fractions=less_fractions,
@@ -406,9 +406,16 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
     used: set[int] = set()
     skip_words = set(lex.magnitudes) | {"the", "it", "a", "an", "so", "that", "this", "very", "more"}
     phrases = {**lex.complaints, **lex.qualities}
+    ends: set[int] = set()
     for s, e, p in _find_phrases(tokens, phrases):
         q = phrases[p]
         used.update(range(s, e))
+        obj = _object_of(tokens, s, ends)
+        ends.add(e)
+        if obj is not None:
+            # "soften the fine detail": the property named after a quality verb is what it acts on
+            used.update(range(obj, s))
+            continue
         flip = q.problem
         negated = False
         if not q.problem and not q.fix:
@@ -431,6 +438,18 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
         alts = tuple(tuple(Move(prop, sign * way, size) for prop, way in alt) for alt in q.alternatives)
         expects.append(Expect(alts, p, q.band, negated))
     return _merge(expects), used
+
+
+_DETERMINERS = ("the", "its", "his", "her", "their", "all", "some")
+
+
+def _object_of(tokens: Sequence[str], start: int, ends: set[int]) -> int | None:
+    """Where the object phrase starts when the quality at ``start`` is the object of a quality
+    verb right before it ("soften | the fine | detail", "sharpen | the | details"), else None."""
+    for j in range(start - 1, max(start - 4, -1), -1):
+        if tokens[j] in _DETERMINERS:
+            return j if j in ends else None
+    return None
 
 
 def _merge(expects: list[Expect]) -> list[Expect]:

@@ -151,3 +151,11 @@ def test_a_held_edit_that_moved_nothing_is_not_approved(judge, photos):
 
     assert held(100, 100) < MIN_PASS
     assert held(90, 100) >= MIN_PASS
+
+
+def test_a_muted_warm_look_is_not_a_wrong_way_cast(judge, photos):
+    """'a vintage film look' answered by desaturating and warming: b* falls with the chroma
+    (the colours go toward grey), which is no cooling; the right look passes."""
+    im = photos["coffee"]
+    look = edit(saturation=-30, temperature=30, contrast=-38, blacks=35)
+    assert ask(judge, im, "a vintage film look", look).score >= MIN_PASS

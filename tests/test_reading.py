@@ -142,3 +142,33 @@ def test_a_colour_complaint_about_a_thing_is_measured_on_that_colour():
     assert any(m.prop == "chroma" and m.sign == -1 for e in r.expects for alt in e.alternatives for m in alt)
     # about the whole photo it is a cast
     assert moves(read_request("it's too yellow")) == {"b": -1}
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("soften the fine detail", {"detail": -1}),     # the property after a quality verb is its object
+    ("soften the texture", {"detail": -1}),
+    ("sharpen the details", {"detail": 1}),
+    ("bring out the detail", {"detail": 1}),        # no quality verb before it: the noun is the wish
+    ("softer contrast", {"contrast": -1}),
+    ("add some sharpening", {"detail": 1}),         # a quality, not a thing to add
+])
+def test_a_property_named_as_the_object_of_a_verb_takes_the_verb_direction(text, expected):
+    r = read_request(text)
+    assert r.kind == "edit" and moves(r) == expected, r
+
+
+def test_the_planner_profiles_non_places_are_not_places():
+    r = read_request("shift the tint towards green")      # "tint" is in engine.yaml's not_places
+    assert r.target is None and moves(r) == {"a": -1}
+
+
+@pytest.mark.parametrize("text,follow,share", [
+    ("go back halfway", "less", 0.5),               # a pull-back of the profile, not an undo
+    ("that's a bit much", "less", 0.3),
+    ("double it", "more", None),
+    ("still not enough", "more", None),
+])
+def test_follow_up_words_of_the_planner_profile_are_read(text, follow, share):
+    r = read_request(text, ["make it warmer"])
+    assert (r.kind, r.follow, r.share) == ("follow_up", follow, share)
+    assert moves(r) == {"b": 1 if follow == "more" else -1}

@@ -259,7 +259,8 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
             region = "target"
     weight = None if mask is None else b_view.masked(mask).weight
     props = sorted({m.prop for e in reading.expects for alt in e.alternatives for m in alt})
-    inside = property_changes(b_view, a_view, weight, props)
+    measured = sorted(set(props) | ({"chroma"} if {"a", "b"} & set(props) else set()))
+    inside = property_changes(b_view, a_view, weight, measured)
     last: dict[str, float] = {}
     if reading.bounded and before_last is not None:
         bl_view = measure.LabImage.of(before_last)
@@ -287,8 +288,10 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
                 verdict, score, expected = score_move(m, inside[m.prop], lex, last=bound, scale=scales[m.prop],
                                                       share=reading.share)
                 checks.append(MoveCheck(m, region, inside[m.prop], expected, verdict, score))
-                # the opposite of one accepted fix, clearly ("lifeless" answered by draining the colour)
-                wrong_elsewhere |= verdict == "wrong" and -m.sign * inside[m.prop] >= expected
+                # the opposite of one accepted fix, clearly ("lifeless" answered by draining the colour);
+                # a* / b* pulled toward grey by a desaturation is no colour cast ("vintage": muted and warm)
+                drained = m.prop in ("a", "b") and inside["chroma"] <= -abs(inside[m.prop])
+                wrong_elsewhere |= verdict == "wrong" and -m.sign * inside[m.prop] >= expected and not drained
             s = min(c.score for c in checks)
             if s > best:
                 best, best_checks = s, checks
