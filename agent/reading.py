@@ -81,6 +81,8 @@ class Lexicon:
     more_scales: Mapping[str, float] = field(default_factory=dict)     # the engine's "more" phrases -> scale
     less_fractions: Mapping[str, float] = field(default_factory=dict)  # the engine's "halve it" -> share back
     object_fix: Quality | None = None        # a colour complaint about a thing: less of that band
+    less_of_place: Quality | None = None     # a reducing verb on a place, no quality ("tone down the sky")
+    place_reducers: tuple[str, ...] = ()
 
     def size_of(self, prop: str, size: int) -> float:
         return float(self.properties[prop]["sizes"][size])
@@ -158,7 +160,11 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         not_places=frozenset(_norm(w) for w in list(data["not_places"]) + list(engine.get("not_places") or ())),
         global_words=tuple(_norm(w) for w in data["global_words"]),
         tools=tuple(_norm(w) for w in data.get("tools") or ()),
-        complaints=complaints, object_fix=object_fix, more_scales=more_scales, less_fractions=less_fractions,
+        complaints=complaints, object_fix=object_fix,
+        less_of_place=(Quality("less_of_place", tuple(_moves("less_of_place.any", a)
+                                                      for a in data["less_of_place"]["any"]))
+                       if data.get("less_of_place") else None),
+        place_reducers=tuple(_norm(w) for w in (data.get("less_of_place") or {}).get("words") or ()), more_scales=more_scales, less_fractions=less_fractions,
     )
 
 
@@ -514,6 +520,10 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     thing_words = _things(lex)
     if any(p in thing_words for _, _, p in things):
         return Reading(message, "unsupported", target=target, target_mask=mask)
+    if not expects and target is not None and lex.less_of_place is not None and _has(tokens, lex.place_reducers):
+        # "tone down the sky", "tame the highlights": a place made less prominent, no quality named
+        expects = [Expect(tuple(tuple(Move(prop, way, 1) for prop, way in alt)
+                                for alt in lex.less_of_place.alternatives), "less of the place")]
     if expects:
         first = text.split("?")[0]
         if any(first.startswith(q + " ") or first == q for q in lex.question_starts) and "?" in text:

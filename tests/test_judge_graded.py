@@ -7,6 +7,8 @@ Real photos (skimage.data), real renders, the embedded judge as the agent calls 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from skimage import data as skdata
@@ -17,6 +19,7 @@ from agent.eval.discrimination import REQUESTS, labelled_cases
 from agent.judges.base import JudgeRequest
 from agent.judges.embedded import EmbeddedJudge
 from agent.planners.base import SubGoal
+from pipeline.masks import build_mask, normalize_mask_spec
 from pipeline.render import render
 from pipeline.state import EditState
 
@@ -159,3 +162,20 @@ def test_a_muted_warm_look_is_not_a_wrong_way_cast(judge, photos):
     im = photos["coffee"]
     look = edit(saturation=-30, temperature=30, contrast=-38, blacks=35)
     assert ask(judge, im, "a vintage film look", look).score >= MIN_PASS
+
+
+def test_tone_down_the_sky_is_judged_on_the_sky(judge, photos):
+    """Darkening the sky passes; adding contrast there (what a misreading planner did) does not."""
+    im = photos["rocket"]
+    sky = normalize_mask_spec({"type": "sky"})
+    masks = {json.dumps(sky, sort_keys=True): np.clip(build_mask(sky, im, im.shape[:2]), 0, 1)}
+
+    def local(op, value):
+        state = EditState().with_value(op, value, mask=sky)
+        return judge.assess(JudgeRequest(
+            original=im, current=render(im, state), sub_goals=[SubGoal(op, value, target=sky)], state=state,
+            previous_state=EditState(), previous=render(im, EditState()), masks=masks,
+            message="tone down the sky")).score
+
+    assert local("exposure", -25) >= MIN_PASS
+    assert local("contrast", 5) < MIN_PASS

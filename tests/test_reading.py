@@ -172,3 +172,11 @@ def test_follow_up_words_of_the_planner_profile_are_read(text, follow, share):
     r = read_request(text, ["make it warmer"])
     assert (r.kind, r.follow, r.share) == ("follow_up", follow, share)
     assert moves(r) == {"b": 1 if follow == "more" else -1}
+
+
+def test_a_reducing_verb_on_a_place_makes_it_less_prominent():
+    r = read_request("tone down the sky")
+    assert r.kind == "edit" and r.target == "sky"
+    assert {(m.prop, m.sign) for e in r.expects for alt in e.alternatives for m in alt} == {("L", -1), ("chroma", -1)}
+    assert read_request("not the sky").kind != "edit"              # a correction, not a reduction
+    assert moves(read_request("tone down the contrast")) == {"contrast": -1}
