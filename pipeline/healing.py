@@ -67,6 +67,9 @@ def find_dust(img: np.ndarray, amount: float) -> np.ndarray:
     core at most :data:`DUST_MAX` of the long side across and round, on a flat
     background. The mask takes in the spot's faint rim (down to ~1.5 x the
     noise), so the fill comes from clean surroundings.
+
+    Only the depth map and the candidate labelling cover the whole frame; the
+    rest works in small windows around the spots (most of a photo has none).
     """
     h, w = img.shape[:2]
     if amount <= 0:
@@ -88,11 +91,12 @@ def find_dust(img: np.ndarray, amount: float) -> np.ndarray:
     count, labels, stats, _ = cv2.connectedComponentsWithStats(core, connectivity=8)
     if count <= 1:
         return np.zeros((h, w), np.uint8)
-    from scipy import ndimage
-
-    peaks = np.asarray(ndimage.maximum(depth, labels, np.arange(count)), np.float32)
+    # A part's deepest pixel, over the pixels deeper than the threshold only (the only parts that count).
+    seeds = (depth > threshold) & (core > 0)
+    peaks = np.zeros(count, np.float32)
+    np.maximum.at(peaks, labels[seeds], depth[seeds].astype(np.float32))
     peaks[0] = 0
-    order = np.argsort(-peaks)
+    order = np.argsort(-peaks, kind="stable")
     deep = order[peaks[order] > threshold][:400]  # on a busy photo, the 400 deepest candidates are plenty
     keep = np.zeros(count, bool)
     for i in deep:
@@ -100,19 +104,48 @@ def find_dust(img: np.ndarray, amount: float) -> np.ndarray:
         if i == 0 or max(bw, bh) > 1.5 * max_d or max(bw, bh) > 3 * max(1, min(bw, bh)) or area < 0.3 * bw * bh:
             continue  # too big, or a line / scratch: not dust
         keep[i] = _isolated(raw, labels, i, (x, y, bw, bh), sigma)
+    out = np.zeros((h, w), np.uint8)
     if not keep.any():
-        return np.zeros((h, w), np.uint8)
-    spots = keep[labels].astype(np.uint8)
-    # The faint rim: pixels still darker than the background near a kept spot.
-    near = cv2.dilate(spots, cv2.getStructuringElement(cv2.MORPH_RECT, (max_d | 1,) * 2))
-    rim = ((depth > max(1.0, sigma)) & (near > 0)).astype(np.uint8)
-    count, labels = cv2.connectedComponents(rim | spots, connectivity=8)
-    touched = np.zeros(count, bool)
-    touched[np.unique(labels[spots > 0])] = True
-    touched[0] = False
-    grown = touched[labels].astype(np.uint8)
+        return out
     edge = max(5, max_d // 8) | 1
-    return cv2.dilate(grown, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (edge, edge))) * 255
+    near_kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (max_d | 1,) * 2)
+    edge_kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (edge, edge))
+    # Each group of nearby spots in a window that holds its rim and the final growth.
+    reach = max_d // 2 + edge // 2 + 2
+    for x0, y0, x1, y1 in _merged_boxes(stats[np.flatnonzero(keep), :4], reach, (h, w)):
+        spots = keep[labels[y0:y1, x0:x1]].astype(np.uint8)
+        # The faint rim: pixels still darker than the background near a kept spot.
+        near = cv2.dilate(spots, near_kernel)
+        rim = ((depth[y0:y1, x0:x1] > max(1.0, sigma)) & (near > 0)).astype(np.uint8)
+        n, parts = cv2.connectedComponents(rim | spots, connectivity=8)
+        touched = np.zeros(n, bool)
+        touched[np.unique(parts[spots > 0])] = True
+        touched[0] = False
+        grown = cv2.dilate(touched[parts].astype(np.uint8), edge_kernel) * 255
+        np.maximum(out[y0:y1, x0:x1], grown, out=out[y0:y1, x0:x1])
+    return out
+
+
+def _merged_boxes(boxes: np.ndarray, pad: int, shape: tuple[int, int]) -> list[tuple[int, int, int, int]]:
+    """``boxes`` (x, y, w, h) grown by ``pad`` and clipped to ``shape``; overlapping or touching
+    ones merged, so work done in one never reaches another: (x0, y0, x1, y1) each."""
+    h, w = shape
+    merged = [[max(0, int(x) - pad), max(0, int(y) - pad), min(w, int(x + bw) + pad), min(h, int(y + bh) + pad)]
+              for x, y, bw, bh in boxes]
+    changed = True
+    while changed:
+        changed = False
+        out: list[list[int]] = []
+        for b in merged:
+            for o in out:
+                if b[0] <= o[2] and o[0] <= b[2] and b[1] <= o[3] and o[1] <= b[3]:
+                    o[:] = [min(o[0], b[0]), min(o[1], b[1]), max(o[2], b[2]), max(o[3], b[3])]
+                    changed = True
+                    break
+            else:
+                out.append(b)
+        merged = out
+    return sorted(tuple(b) for b in merged)
 
 
 def _isolated(raw: np.ndarray, labels: np.ndarray, i: int, box: tuple, sigma: float, *,
@@ -148,6 +181,38 @@ def _flat_background(background: np.ndarray, max_d: int, limit: float) -> np.nda
     return cv2.resize(flat, (w, h), interpolation=cv2.INTER_NEAREST).astype(bool)
 
 
+def mask_parts(mask: np.ndarray, cell: int = 32) -> np.ndarray:
+    """Connected parts (8-connected) of a sparse mask (any dtype, > 0 = in): their
+    ``(x, y, w, h, area)`` rows like ``cv2.connectedComponentsWithStats``'s, in raster order of the box.
+
+    Labelled window by window around the occupied ``cell`` x ``cell`` tiles, so a
+    4K mask with a few spots costs a scan, not a full-frame labelling.
+    """
+    m8 = (np.asarray(mask) > 0).astype(np.uint8)
+    h, w = m8.shape
+    points = cv2.findNonZero(m8)
+    if points is None:
+        return np.zeros((0, 5), np.int32)
+    tiles = np.zeros(((h + cell - 1) // cell, (w + cell - 1) // cell), np.uint8)
+    pts = points.reshape(-1, 2)
+    tiles[pts[:, 1] // cell, pts[:, 0] // cell] = 1
+    # Tiles that touch belong to one window: a part never crosses between windows.
+    n, tile_labels, tile_stats, _ = cv2.connectedComponentsWithStats(tiles, connectivity=8)
+    rows = []
+    for k in range(1, n):
+        tx, ty, tw, th = (int(v) for v in tile_stats[k, :4])
+        x0, y0, x1, y1 = tx * cell, ty * cell, min(w, (tx + tw) * cell), min(h, (ty + th) * cell)
+        own = cv2.resize((tile_labels[ty:ty + th, tx:tx + tw] == k).astype(np.uint8), None, fx=cell, fy=cell,
+                         interpolation=cv2.INTER_NEAREST)[:y1 - y0, :x1 - x0]
+        count, _, stats, _ = cv2.connectedComponentsWithStats(m8[y0:y1, x0:x1] & own, connectivity=8)
+        part = stats[1:].copy()
+        part[:, 0] += x0
+        part[:, 1] += y0
+        rows.append(part)
+    parts = np.concatenate(rows).astype(np.int32)
+    return parts[np.lexsort((parts[:, 0], parts[:, 1]))]
+
+
 def heal_spots(img: np.ndarray, mask: np.ndarray, *, smooth: bool = True) -> np.ndarray:
     """Fill the (small, scattered) spots of ``mask`` from their surroundings; only masked pixels change.
 
@@ -156,18 +221,17 @@ def heal_spots(img: np.ndarray, mask: np.ndarray, *, smooth: bool = True) -> np.
     is unbiased on a noisy sky; ``smooth=False``: OpenCV's Telea inpainting,
     which carries edges and gradients in (blemishes, small removals).
     """
-    if not mask.any():
+    parts = mask_parts(mask)
+    if not len(parts):
         return img
     h, w = img.shape[:2]
     out = img.copy()
-    m8 = (mask > 0).astype(np.uint8)
-    count, _, stats, _ = cv2.connectedComponentsWithStats(m8, connectivity=8)
     radius = max(3, round(0.002 * max(h, w)))
-    for x, y, bw, bh, _ in stats[1:]:
+    for x, y, bw, bh, _ in parts:
         size = max(bw, bh)
         pad = (size + 4) if smooth else 2 * radius + 2
         x0, y0, x1, y1 = max(0, x - pad), max(0, y - pad), min(w, x + bw + pad), min(h, y + bh + pad)
-        window = np.ascontiguousarray(m8[y0:y1, x0:x1])
+        window = (mask[y0:y1, x0:x1] > 0).astype(np.uint8)
         src = np.ascontiguousarray(img[y0:y1, x0:x1])
         if smooth:
             known = (1 - window).astype(np.float32)
@@ -184,8 +248,7 @@ def heal_spots(img: np.ndarray, mask: np.ndarray, *, smooth: bool = True) -> np.
 def heal_dust(img: np.ndarray, amount: float) -> tuple[np.ndarray, int]:
     """Find and heal dust spots; returns (image, number of spots healed)."""
     mask = find_dust(img, amount)
-    count = cv2.connectedComponents((mask > 0).astype(np.uint8))[0] - 1 if mask.any() else 0
-    return heal_spots(img, mask), int(count)
+    return heal_spots(img, mask), len(mask_parts(mask))
 
 
 def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequence[Sequence[float]],
