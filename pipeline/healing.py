@@ -21,7 +21,7 @@ export of the same state heal the same spots.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import cv2
 import numpy as np
@@ -58,22 +58,20 @@ def _spot_candidates(depth: np.ndarray, threshold: float, max_d: int, min_area: 
     return [keep[labels]] if keep.any() else []
 
 
-def find_dust(img: np.ndarray, amount: float) -> np.ndarray:
-    """Mask (uint8 0/255) of dust spots to heal; ``amount`` 0..100 (higher: fainter spots too).
+class DustMap(NamedTuple):
+    """What :func:`find_dust` measures before the amount matters: computed once per photo and size
+    (a person moving the dust slider pays only for the thresholds)."""
 
-    A spot must be darker than its spot-free background (a grey closing of a
-    lightly smoothed copy) by more than 1.75..4 x the raw noise (``amount``
-    100..1) and at least 3 levels, stand out from a plain surround, its
-    core at most :data:`DUST_MAX` of the long side across and round, on a flat
-    background. The mask takes in the spot's faint rim (down to ~1.5 x the
-    noise), so the fill comes from clean surroundings.
+    raw: np.ndarray       # uint8 HxW grey
+    depth: np.ndarray     # uint8 HxW: how much darker than the spot-free background
+    texture: np.ndarray   # float32, a small copy: how busy the background is (see :func:`_background_texture`)
+    sigma: float          # raw noise, 8-bit levels
+    max_d: int            # largest spot core, pixels
 
-    Only the depth map and the candidate labelling cover the whole frame; the
-    rest works in small windows around the spots (most of a photo has none).
-    """
+
+def dust_map(img: np.ndarray) -> DustMap:
+    """The amount-independent part of :func:`find_dust` for ``img`` (uint8 RGB)."""
     h, w = img.shape[:2]
-    if amount <= 0:
-        return np.zeros((h, w), np.uint8)
     raw = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
     max_d = int(np.clip(round(DUST_MAX * max(h, w)), 5, 80))
     # Light smoothing first: the closing takes a local maximum, which would make the noise look deep.
@@ -83,37 +81,80 @@ def find_dust(img: np.ndarray, amount: float) -> np.ndarray:
     depth = cv2.subtract(background, gray)
     step = max(1, int(np.sqrt(h * w / 250_000)))
     sigma = _noise_sigma(np.ascontiguousarray(raw[::step, ::step]).astype(np.float32))
+    return DustMap(raw, depth, _background_texture(background, max_d), sigma, max_d)
+
+
+def find_dust(img: np.ndarray, amount: float, dust: DustMap | None = None) -> np.ndarray:
+    """Mask (uint8 0/255) of dust spots to heal; ``amount`` 0..100 (higher: fainter spots too).
+
+    A spot must be darker than its spot-free background (a grey closing of a
+    lightly smoothed copy) by more than 1.75..4 x the raw noise (``amount``
+    100..1) and at least 3 levels, stand out from a plain surround, its
+    core at most :data:`DUST_MAX` of the long side across and round, on a flat
+    background. The mask takes in the spot's faint rim (down to ~1.5 x the
+    noise), so the fill comes from clean surroundings. ``dust``: the
+    :func:`dust_map` of ``img`` when the caller keeps one.
+
+    Only the depth map and the candidate labelling cover the whole frame; the
+    rest works in small windows around the spots (most of a photo has none).
+    """
+    h, w = img.shape[:2]
+    if amount <= 0:
+        return np.zeros((h, w), np.uint8)
+    raw, depth, texture, sigma, max_d = dust if dust is not None else dust_map(img)
     k = 8.0 - 4.5 * min(100.0, float(amount)) / 100.0
     # Depth is measured on the smoothed image, whose noise is about half the raw noise.
     threshold = max(3.0, 0.5 * k * sigma)
-    flat = _flat_background(background, max_d, max(3.0, 0.6 * threshold))
-    core = ((depth > threshold * 0.5) & flat).astype(np.uint8)
-    count, labels, stats, _ = cv2.connectedComponentsWithStats(core, connectivity=8)
-    if count <= 1:
-        return np.zeros((h, w), np.uint8)
-    # A part's deepest pixel, over the pixels deeper than the threshold only (the only parts that count).
-    seeds = (depth > threshold) & (core > 0)
-    peaks = np.zeros(count, np.float32)
-    np.maximum.at(peaks, labels[seeds], depth[seeds].astype(np.float32))
-    peaks[0] = 0
-    order = np.argsort(-peaks, kind="stable")
-    deep = order[peaks[order] > threshold][:400]  # on a busy photo, the 400 deepest candidates are plenty
-    keep = np.zeros(count, bool)
-    for i in deep:
+    flat = cv2.resize((texture < max(3.0, 0.6 * threshold)).astype(np.uint8), (w, h),
+                      interpolation=cv2.INTER_NEAREST).astype(bool)
+    seeds = (depth > threshold) & flat
+    # Candidates hold a seed (a pixel deeper than the threshold on a flat background); they are
+    # labelled in windows around the seeds, with room for the surround test.
+    candidates, windows = [], []  # (peak, window, label), (x0, y0, labels, stats)
+    for x0, y0, x1, y1, own in _seed_windows(seeds, max_d, 3 * max_d + 2):
+        core = ((depth[y0:y1, x0:x1] > threshold * 0.5) & flat[y0:y1, x0:x1]).astype(np.uint8)
+        count, labels, stats, _ = cv2.connectedComponentsWithStats(core, connectivity=8)
+        if count <= 1:
+            continue
+        # A part's deepest pixel, over this window's own seeds only (the only parts that count here).
+        peaks = np.zeros(count, np.float32)
+        mine = own & (core > 0)
+        np.maximum.at(peaks, labels[mine], depth[y0:y1, x0:x1][mine].astype(np.float32))
+        peaks[0] = 0
+        # A part cut by the window's edge (not the photo's) is larger than any dust: never a candidate.
+        cut = ((stats[:, 0] == 0) & (x0 > 0)) | ((stats[:, 1] == 0) & (y0 > 0)) | \
+            ((stats[:, 0] + stats[:, 2] == x1 - x0) & (x1 < w)) | ((stats[:, 1] + stats[:, 3] == y1 - y0) & (y1 < h))
+        for i in np.flatnonzero((peaks > threshold) & ~cut):
+            candidates.append((-float(peaks[i]), len(windows), int(i)))
+        windows.append((x0, y0, labels, stats))
+    candidates.sort()  # deepest first; ties in raster order of the windows and labels
+    kept = []  # (window, label)
+    for _, k, i in candidates[:400]:  # on a busy photo, the 400 deepest candidates are plenty
+        x0, y0, labels, stats = windows[k]
         x, y, bw, bh, area = stats[i]
-        if i == 0 or max(bw, bh) > 1.5 * max_d or max(bw, bh) > 3 * max(1, min(bw, bh)) or area < 0.3 * bw * bh:
+        if max(bw, bh) > 1.5 * max_d or max(bw, bh) > 3 * max(1, min(bw, bh)) or area < 0.3 * bw * bh:
             continue  # too big, or a line / scratch: not dust
-        keep[i] = _isolated(raw, labels, i, (x, y, bw, bh), sigma)
+        lh, lw = labels.shape
+        if _isolated(raw[y0:y0 + lh, x0:x0 + lw], labels, i, (x, y, bw, bh), sigma):
+            kept.append((k, i))
+    spots_all = np.zeros((h, w), np.uint8)
+    boxes = []
+    for k, i in kept:
+        x0, y0, labels, stats = windows[k]
+        x, y, bw, bh, _ = stats[i]
+        sub = spots_all[y0 + y:y0 + y + bh, x0 + x:x0 + x + bw]
+        sub |= (labels[y:y + bh, x:x + bw] == i).astype(np.uint8)
+        boxes.append((x0 + x, y0 + y, bw, bh))
     out = np.zeros((h, w), np.uint8)
-    if not keep.any():
+    if not kept:
         return out
     edge = max(5, max_d // 8) | 1
     near_kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (max_d | 1,) * 2)
     edge_kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (edge, edge))
     # Each group of nearby spots in a window that holds its rim and the final growth.
     reach = max_d // 2 + edge // 2 + 2
-    for x0, y0, x1, y1 in _merged_boxes(stats[np.flatnonzero(keep), :4], reach, (h, w)):
-        spots = keep[labels[y0:y1, x0:x1]].astype(np.uint8)
+    for x0, y0, x1, y1 in _merged_boxes(np.array(boxes), reach, (h, w)):
+        spots = spots_all[y0:y1, x0:x1]
         # The faint rim: pixels still darker than the background near a kept spot.
         near = cv2.dilate(spots, near_kernel)
         rim = ((depth[y0:y1, x0:x1] > max(1.0, sigma)) & (near > 0)).astype(np.uint8)
@@ -124,6 +165,29 @@ def find_dust(img: np.ndarray, amount: float) -> np.ndarray:
         grown = cv2.dilate(touched[parts].astype(np.uint8), edge_kernel) * 255
         np.maximum(out[y0:y1, x0:x1], grown, out=out[y0:y1, x0:x1])
     return out
+
+
+def _seed_windows(seeds: np.ndarray, cell: int, pad: int):
+    """Windows around the seed pixels (bool HxW): ``(x0, y0, x1, y1, own)`` each, ``own`` the seeds
+    (bool, window-sized) that belong to it. Seeds up to two ``cell`` tiles apart share a window, so a
+    part no larger than 1.5 cells has all its seeds in one; when windows would cover most of the
+    frame, one window is the frame."""
+    h, w = seeds.shape
+    points = cv2.findNonZero(seeds.astype(np.uint8))
+    if points is None:
+        return []
+    tiles = np.zeros(((h + cell - 1) // cell, (w + cell - 1) // cell), np.uint8)
+    pts = points.reshape(-1, 2)
+    tiles[pts[:, 1] // cell, pts[:, 0] // cell] = 1
+    n, tile_labels, stats, _ = cv2.connectedComponentsWithStats(cv2.dilate(tiles, np.ones((3, 3), np.uint8)),
+                                                                connectivity=8)
+    boxes = [(max(0, x * cell - pad), max(0, y * cell - pad), min(w, (x + bw) * cell + pad),
+              min(h, (y + bh) * cell + pad)) for x, y, bw, bh, _ in stats[1:]]
+    if sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in boxes) > 0.5 * h * w:
+        return [(0, 0, w, h, seeds)]
+    owner = cv2.resize(tile_labels.astype(np.uint16), None, fx=cell, fy=cell, interpolation=cv2.INTER_NEAREST)
+    return [(x0, y0, x1, y1, seeds[y0:y1, x0:x1] & (owner[y0:y1, x0:x1] == k + 1))
+            for k, (x0, y0, x1, y1) in enumerate(boxes)]
 
 
 def _merged_boxes(boxes: np.ndarray, pad: int, shape: tuple[int, int]) -> list[tuple[int, int, int, int]]:
@@ -168,17 +232,16 @@ def _isolated(raw: np.ndarray, labels: np.ndarray, i: int, box: tuple, sigma: fl
     return float(surround.std()) < max(spread[0] * sigma, spread[1] * depth) and depth > 3 * sigma
 
 
-def _flat_background(background: np.ndarray, max_d: int, limit: float) -> np.ndarray:
-    """Where the spot-free background is smooth (sky, walls): bool HxW, computed on a small copy."""
+def _background_texture(background: np.ndarray, max_d: int) -> np.ndarray:
+    """How busy the spot-free background is, on a small copy (float32): the spot-free background
+    is flat (sky, walls) where this is below a limit in 8-bit levels."""
     h, w = background.shape
     f = max(1, max_d // 4)
     small = cv2.resize(background, (max(1, w // f), max(1, h // f)), interpolation=cv2.INTER_AREA).astype(np.float32)
     smooth = cv2.GaussianBlur(small, (0, 0), 2.0)
     gx = cv2.Sobel(smooth, cv2.CV_32F, 1, 0, ksize=3) / 8.0
     gy = cv2.Sobel(smooth, cv2.CV_32F, 0, 1, ksize=3) / 8.0
-    texture = cv2.GaussianBlur(np.abs(small - smooth), (0, 0), 2.0) + cv2.magnitude(gx, gy) * (max_d / f) / 4
-    flat = (texture < limit).astype(np.uint8)
-    return cv2.resize(flat, (w, h), interpolation=cv2.INTER_NEAREST).astype(bool)
+    return cv2.GaussianBlur(np.abs(small - smooth), (0, 0), 2.0) + cv2.magnitude(gx, gy) * (max_d / f) / 4
 
 
 def mask_parts(mask: np.ndarray, cell: int = 32) -> np.ndarray:
@@ -245,9 +308,10 @@ def heal_spots(img: np.ndarray, mask: np.ndarray, *, smooth: bool = True) -> np.
     return out
 
 
-def heal_dust(img: np.ndarray, amount: float) -> tuple[np.ndarray, int]:
-    """Find and heal dust spots; returns (image, number of spots healed)."""
-    mask = find_dust(img, amount)
+def heal_dust(img: np.ndarray, amount: float, dust: DustMap | None = None) -> tuple[np.ndarray, int]:
+    """Find and heal dust spots (``dust``: the :func:`dust_map` of ``img``, if kept); returns
+    (image, number of spots healed)."""
+    mask = find_dust(img, amount, dust)
     return heal_spots(img, mask), len(mask_parts(mask))
 
 

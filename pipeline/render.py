@@ -50,7 +50,7 @@ import numpy as np
 
 from pipeline import ops
 from pipeline.adjust import apply_pixel_ops
-from pipeline import portrait
+from pipeline import healing, portrait
 from pipeline.finishing import apply_denoise, apply_finish
 from pipeline.generate.layers import composite, composite_key
 from pipeline.geometry import (Frame, axis_box, detect_tilt, frame_for, framed, framed_image, framed_mask,
@@ -409,6 +409,8 @@ class Renderer:
         self.masks = MaskCache(max_cache_bytes // 4)
         self.framed = BoundedCache(max_cache_bytes // 8)
         self.tilts: BoundedCache = BoundedCache(1 << 20)
+        #: Dust maps (pipeline.healing.DustMap) per (original, size): 16 MB at 4K.
+        self.dust = BoundedCache(max_cache_bytes // 16)
 
     def tilt(self, source: SourceImage) -> float:
         """Detected clockwise tilt of the original in degrees (cached per photo)."""
@@ -596,10 +598,20 @@ class Renderer:
         img, report = apply_retouch(
             source.resized(size), state, features=lambda: self.features(source),
             skin=lambda: self.mask(source, {"type": "skin"}, size),
-            region=lambda spec, feather: self.mask(source, spec, size, feather))
+            region=lambda spec, feather: self.mask(source, spec, size, feather),
+            dust=lambda: self.dust_map(source, size))
         img = _frozen(img) if img is not source.resized(size) else img
         self.renders.put(cache_key, (img, report))
         return img, report
+
+    def dust_map(self, source: SourceImage, size: tuple[int, int]) -> healing.DustMap:
+        """:func:`pipeline.healing.dust_map` of the original at ``size``, kept per photo and size:
+        a new dust amount costs only its thresholds."""
+        def make():
+            found = healing.dust_map(source.resized(size))
+            return healing.DustMap(_frozen(found.raw), _frozen(found.depth), _frozen(found.texture),
+                                   found.sigma, found.max_d)
+        return self.dust.get_or_create((source.digest, size), make)
 
     def retouch_report(self, source: SourceImage, state: EditState, long_side: int | None = None) -> RetouchReport:
         """What the retouch ops of ``state`` did at ``long_side`` (spots healed, notes for the person)."""
