@@ -538,13 +538,12 @@ def red_pupils(img: np.ndarray, eyes: Sequence[tuple[float, float, float]]) -> n
     """Soft mask (float32 HxW) of red pupils inside eye circles ``(cx, cy, r)`` in pixels."""
     h, w = img.shape[:2]
     mask = np.zeros((h, w), np.float32)
-    f = img.astype(np.float32)
     for cx, cy, r in eyes:
         x0, y0 = max(0, int(cx - r)), max(0, int(cy - r))
         x1, y1 = min(w, int(cx + r) + 1), min(h, int(cy + r) + 1)
         if x1 - x0 < 2 or y1 - y0 < 2:
             continue
-        R, G, B = (f[y0:y1, x0:x1, c] for c in range(3))
+        R, G, B = (img[y0:y1, x0:x1, c].astype(np.float32) for c in range(3))
         redness = (R - np.maximum(G, B)) / (R + 1.0)
         core = ((redness > 0.45) & (R > 60)).astype(np.uint8)
         count, labels, stats, cents = cv2.connectedComponentsWithStats(core)
@@ -566,15 +565,18 @@ def fix_red_eye(img: np.ndarray, eyes: Sequence[tuple[float, float, float]], amo
     mask = red_pupils(img, eyes) * np.float32(min(100.0, amount) / 100.0)
     if not mask.any():
         return img, 0
-    f = img.astype(np.float32)
+    # Only the pupils' box is worked on (per-pixel math): the rest of a 4K frame is copied.
+    x, y, bw, bh = cv2.boundingRect((mask > 0).astype(np.uint8))
+    f = img[y:y + bh, x:x + bw].astype(np.float32)
+    m = mask[y:y + bh, x:x + bw, None]
     # The red channel takes the mean of green and blue, and the pupil darkens a little: a natural dark pupil.
     fixed = f.copy()
     gb = (f[..., 1] + f[..., 2]) / 2.0
     fixed[..., 0] = gb
     fixed *= 0.8
-    m = mask[..., None]
-    out = np.clip(f * (1 - m) + fixed * m + 0.5, 0, 255).astype(np.uint8)
-    unchanged = mask == 0
-    out[unchanged] = img[unchanged]
-    count = cv2.connectedComponents((mask > 0.3).astype(np.uint8))[0] - 1
-    return out, int(count)
+    box = np.clip(f * (1 - m) + fixed * m + 0.5, 0, 255).astype(np.uint8)
+    unchanged = m[..., 0] == 0
+    box[unchanged] = img[y:y + bh, x:x + bw][unchanged]
+    out = img.copy()
+    out[y:y + bh, x:x + bw] = box
+    return out, len(mask_parts(mask > 0.3))
