@@ -312,13 +312,13 @@ def patched_coordinates(img: np.ndarray, ref: np.ndarray, ref_coords: tuple[np.n
     tiles where the pixels differ. Coordinates are per pixel, so this equals ``lut_coordinates(img)``."""
     h, w = img.shape[:2]
     diff = cv2.absdiff(img, ref).reshape(h, w * 3)
-    rows = np.flatnonzero(cv2.reduce(diff, 1, cv2.REDUCE_MAX).ravel())
+    rows = np.flatnonzero(diff.max(axis=1))  # numpy's max is vectorised along a row; cv2.reduce is not
     if not len(rows):
         return ref_coords
     xy, frac = (c.copy() for c in ref_coords)
     t = PATCH_TILE
     for ty in np.unique(rows // t) * t:
-        band = cv2.reduce(np.ascontiguousarray(diff[ty:ty + t]), 0, cv2.REDUCE_MAX).reshape(w, 3).max(axis=1)
+        band = diff[ty:ty + t].max(axis=0).reshape(w, 3).max(axis=1)
         tiles = np.zeros((w + t - 1) // t + 1, bool)
         tiles[np.flatnonzero(band) // t] = True
         # runs of changed tiles along the band: one call each
