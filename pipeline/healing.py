@@ -173,12 +173,13 @@ def _seed_windows(seeds: np.ndarray, cell: int, pad: int):
     part no larger than 1.5 cells has all its seeds in one; when windows would cover most of the
     frame, one window is the frame."""
     h, w = seeds.shape
-    points = cv2.findNonZero(seeds.astype(np.uint8))
-    if points is None:
+    th, tw = (h + cell - 1) // cell, (w + cell - 1) // cell
+    padded = np.zeros((th * cell, tw * cell), np.uint8)
+    padded[:h, :w] = seeds
+    # occupied tiles by a block maximum (a busy photo has millions of seeds: listing them is slower)
+    tiles = padded.reshape(th * cell, tw, cell).max(axis=2).reshape(th, cell, tw).max(axis=1)
+    if not tiles.any():
         return []
-    tiles = np.zeros(((h + cell - 1) // cell, (w + cell - 1) // cell), np.uint8)
-    pts = points.reshape(-1, 2)
-    tiles[pts[:, 1] // cell, pts[:, 0] // cell] = 1
     n, tile_labels, stats, _ = cv2.connectedComponentsWithStats(cv2.dilate(tiles, np.ones((3, 3), np.uint8)),
                                                                 connectivity=8)
     boxes = [(max(0, x * cell - pad), max(0, y * cell - pad), min(w, (x + bw) * cell + pad),
