@@ -364,6 +364,30 @@ def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequ
         grow = max(1, round(1 / scale))
         return cv2.dilate(big, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1)))
     max_d = int(np.clip(round(0.06 * face_w), 3, 60))
+    # Everything is worked out on the faces' box with room for the filters and the surround
+    # test (3 spot sizes): the rest of the frame has no face, so no blemish.
+    boxes = [(int((fx + 0.05 * fw) * w), int((fy + 0.05 * fh) * h), int((fx + 0.95 * fw) * w) + 1,
+              int((fy + 1.05 * fh) * h) + 1) for fx, fy, fw, fh in faces]
+    margin = 3 * max_d + 8
+    x0, y0 = max(0, min(b[0] for b in boxes) - margin), max(0, min(b[1] for b in boxes) - margin)
+    x1, y1 = min(w, max(b[2] for b in boxes) + margin), min(h, max(b[3] for b in boxes) + margin)
+    out = np.zeros((h, w), np.uint8)
+    if x1 <= x0 or y1 <= y0:
+        return out
+    box = (slice(y0, y1), slice(x0, x1))
+    found = _blemishes_in_box(np.ascontiguousarray(img[box]), amount, np.ascontiguousarray(skin[box]),
+                              faces, None if keep_out is None else np.ascontiguousarray(keep_out[box]),
+                              (x0, y0, w, h), max_d)
+    if found is not None:
+        out[box] = found
+    return out
+
+
+def _blemishes_in_box(img: np.ndarray, amount: float, skin: np.ndarray, faces, keep_out: np.ndarray | None,
+                      frame: tuple[int, int, int, int], max_d: int) -> np.ndarray | None:
+    """:func:`find_blemishes` on a box of the frame (``frame``: the box's corner and the frame's size)."""
+    x0, y0, w, h = frame
+    bh, bw = img.shape[:2]
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (max_d | 1, max_d | 1))
     lab = cv2.cvtColor(img, cv2.COLOR_RGB2Lab).astype(np.float32)
     L, a = lab[..., 0], lab[..., 1]
@@ -372,15 +396,15 @@ def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequ
     inside = cv2.erode((skin > 0.6).astype(np.uint8), kernel).astype(bool)
     if keep_out is not None:
         inside &= keep_out < 0.05
-    zone = np.zeros((h, w), bool)
+    zone = np.zeros((bh, bw), bool)
     for fx, fy, fw, fh in faces:  # on the face (the skin mask also covers hair, neck and hands), not the nostrils
-        zone[int((fy + 0.05 * fh) * h):int((fy + 1.05 * fh) * h) + 1,
-             int((fx + 0.05 * fw) * w):int((fx + 0.95 * fw) * w) + 1] = True
-        zone[int((fy + 0.52 * fh) * h):int((fy + 0.7 * fh) * h) + 1,
-             int((fx + 0.36 * fw) * w):int((fx + 0.64 * fw) * w) + 1] = False
+        zone[max(0, int((fy + 0.05 * fh) * h) - y0):max(0, int((fy + 1.05 * fh) * h) + 1 - y0),
+             max(0, int((fx + 0.05 * fw) * w) - x0):max(0, int((fx + 0.95 * fw) * w) + 1 - x0)] = True
+        zone[max(0, int((fy + 0.52 * fh) * h) - y0):max(0, int((fy + 0.7 * fh) * h) + 1 - y0),
+             max(0, int((fx + 0.36 * fw) * w) - x0):max(0, int((fx + 0.64 * fw) * w) + 1 - x0)] = False
     where = inside & zone
     if not where.any():
-        return np.zeros((h, w), np.uint8)
+        return None
     # Skin texture level, measured on this skin: a blemish must stand out from it.
     resid = L - cv2.GaussianBlur(L, (0, 0), 1.0)
     sigma = max(0.5, 1.4826 * float(np.median(np.abs(resid[where]))))
@@ -388,7 +412,7 @@ def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequ
     score = (dark + 0.5 * np.maximum(red, 0)) / max(2.5, k * sigma)
     parts = _spot_candidates(score * where, 1.0, max_d)
     if not parts:
-        return np.zeros((h, w), np.uint8)
+        return None
     count, labels, stats, _ = cv2.connectedComponentsWithStats(parts[0].astype(np.uint8), connectivity=8)
     keep = np.zeros(count, bool)
     for i in range(1, count):  # a blemish stands out from plain skin, like dust from a plain sky
@@ -396,7 +420,7 @@ def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequ
         keep[i] = _isolated(L, labels, i, box, sigma, spread=(3.0, 1.0)) or \
             _isolated(-a, labels, i, box, sigma, spread=(3.0, 1.0))
     if not keep.any():
-        return np.zeros((h, w), np.uint8)
+        return None
     grow = max(2, max_d // 3)  # the soft rim of the blemish goes too
     return cv2.dilate(keep[labels].astype(np.uint8),
                       cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1))) * 255
