@@ -352,9 +352,9 @@ def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequ
     scale = min(1.0, 320.0 / face_w)
     if scale < 0.9:  # found where the face is ~320 px wide (blemishes are then 3-20 px), healed at full size
         small = cv2.resize(img, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA)
-        small_skin = cv2.resize(skin.astype(np.float32), (small.shape[1], small.shape[0]),
+        small_skin = cv2.resize(np.asarray(skin, np.float32), (small.shape[1], small.shape[0]),
                                 interpolation=cv2.INTER_AREA)
-        small_out = None if keep_out is None else cv2.resize(keep_out.astype(np.float32),
+        small_out = None if keep_out is None else cv2.resize(np.asarray(keep_out, np.float32),
                                                               (small.shape[1], small.shape[0]),
                                                               interpolation=cv2.INTER_AREA)
         found = find_blemishes(small, amount, small_skin, faces, small_out)
