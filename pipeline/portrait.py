@@ -354,13 +354,13 @@ def smooth_skin(img: np.ndarray, skin: np.ndarray, amount: float, face_px: float
     radius = max(2, int(round(0.04 * face_px * s)))
 
     def smooth(img: np.ndarray, skin: np.ndarray) -> np.ndarray:
-        f = img.astype(np.float32) / 255.0
-        low = cv2.GaussianBlur(f, (0, 0), fine_sigma)
-        texture = f - low
+        f = img.astype(np.float32)
+        low = cv2.GaussianBlur(f, (0, 0), fine_sigma) * np.float32(1 / 255.0)
         small = _down(low, s)
         smoothed_small = cv2.ximgproc.guidedFilter(small, small, radius, 2e-3)
-        smoothed = low + _up(smoothed_small - small, low.shape[:2])  # only the change is upsampled
-        out = np.clip((smoothed + texture) * 255.0 + 0.5, 0, 255).astype(np.uint8)
+        # smoothed base + fine texture = the image + the base's change (only the change is upsampled)
+        change = _up(smoothed_small - small, low.shape[:2])
+        out = cv2.add(cv2.scaleAdd(change, 255.0, f), 0.0, dtype=cv2.CV_8U)  # rounded and saturated
         return _blend(img, out, skin * np.float32(min(100.0, amount) / 100.0))
     # the fine blur reads 4 sigma; the guided filter two box means of its radius, on the small copy
     return _in_box(smooth, img, skin, 4 * fine_sigma + 2 * (radius + 2) / s + 8)
@@ -383,7 +383,7 @@ def even_skin_tone(img: np.ndarray, skin: np.ndarray, amount: float, face_px: fl
         for c in (1, 2):
             avg = cv2.GaussianBlur(small_lab[..., c] * weight, (0, 0), sigma) / den
             even[..., c] = _up(avg, lab.shape[:2])
-        out = cv2.cvtColor(np.clip(even + 0.5, 0, 255).astype(np.uint8), cv2.COLOR_Lab2RGB)
+        out = cv2.cvtColor(cv2.add(even, 0.0, dtype=cv2.CV_8U), cv2.COLOR_Lab2RGB)  # rounded and saturated
         return _blend(img, out, skin * np.float32(0.85 * min(100.0, amount) / 100.0))
     # the average weighs skin, faint outside the box; two sigma around it keep the blur's edge out of the face
     return _in_box(even_out, img, skin, 2 * sigma / s + 2 / s + 4)
