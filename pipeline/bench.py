@@ -198,6 +198,11 @@ def run_toolbox(renderer: Renderer, source: SourceImage, runs: int) -> dict:
     heal = _heal_available()
     out: dict = {"toolbox_op_4k_ms": per_op, "tilt_detection_4k_ms": round(detect_ms, 1),
                  "toolbox_turn_includes_heal": heal}
+    if heal:
+        from pipeline.healing import dust_map
+
+        # kept per photo and size, like the coordinates: the heal rows below pay only for a new amount
+        out["dust_map_new_photo_4k_ms"] = round(_median_ms(lambda i: dust_map(source.pixels), max(1, runs // 2))[0], 1)
     for label, with_heal in (("", heal), ("_no_heal", False)) if heal else (("", False),):
         def state(i: int, with_heal: bool = with_heal) -> EditState:
             # a tint and a heal amount no other timing uses: no LUT, retouch or render cache can answer
@@ -513,6 +518,8 @@ def _print_table(r: dict) -> None:
         for name, ms in r["toolbox_op_4k_ms"].items():
             row(f"  {name}", ms, "ms")
         row(f"  horizon / vertical detection ({k} photo, once)", r["tilt_detection_4k_ms"], "ms")
+        if "dust_map_new_photo_4k_ms" in r:
+            row(f"  dust map of a new photo at {k} (once per size)", r["dust_map_new_photo_4k_ms"], "ms")
         heal = " + heal" if r["toolbox_turn_includes_heal"] else " (no heal op on this branch)"
         row(f"{k} full turn + crop, straighten, grain{heal}", r["toolbox_turn_4k_ms"], "ms", t["toolbox_turn_4k_ms"])
         row("  the same, CPU time of all threads", r["toolbox_turn_4k_cpu_ms"], "ms")
