@@ -86,7 +86,8 @@ class Router:
 
     # -- routing --------------------------------------------------------------------
     def route(self, text: str) -> Route:
-        tokens = _tokens(text or "")
+        text = self.vocab.spell(text or "")      # "thnaks", "undoo": typing slips put right first
+        tokens = _tokens(text)
         words = [t for t in tokens if t not in _HARD_SEPARATORS]
         if not words:
             return Route("modification")

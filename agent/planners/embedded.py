@@ -248,8 +248,11 @@ class EmbeddedPlanner:
         (``kind="clarify"`` with quick replies) instead of a guess.
         """
         vocab = self.vocab
-        message = (request.message or "").strip()
-        followup = read_followup(vocab, message, request) if not request.feedback else None
+        message = vocab.spell((request.message or "").strip())
+        # The judge's replan of a follow-up is still that follow-up: "more" keeps meaning the last
+        # change. The person's own feedback ("no, cooler instead") replaces it.
+        by_person = bool(request.feedback) and request.feedback_from != "judge"
+        followup = read_followup(vocab, message, request) if not by_person else None
         if followup is not None and followup.question:
             return Plan(sub_goals=[], reply=followup.question, understood=False, source=self.name,
                         kind="clarify", quick_replies=followup.quick_replies)
@@ -268,7 +271,8 @@ class EmbeddedPlanner:
 
         style_moves = self._style_moves(request, notes)
         moves = style_moves + moves
-        replan_extra = self._replan(request, moves, notes) if (request.feedback or request.diagnoses) else []
+        replan_extra = self._replan(request, moves, notes, read_words=followup is None) \
+            if (request.feedback or request.diagnoses) else []
         moves += replan_extra
 
         if not moves:
@@ -375,11 +379,15 @@ class EmbeddedPlanner:
             if g.target is None and look and g.mode == "add" and g.value * look < 0:
                 notes.append(f"This moves {g.op} against the session's {label} style ({g.op} {look:+d}).")
 
-    def _replan(self, request: PlanRequest, moves: list[Move], notes: list[str]) -> list[Move]:
-        """Corrections for a replan: iteration signals for diagnoses, or the person's feedback."""
+    def _replan(self, request: PlanRequest, moves: list[Move], notes: list[str], read_words: bool = True) -> list[Move]:
+        """Corrections for a replan: iteration signals for diagnoses, or the person's feedback.
+
+        ``read_words`` False (a follow-up replanned by the judge): the judge's sentence is not
+        read as a new request, so "same again but less" is not undone by the words it measured.
+        """
         extra: list[Move] = []
         diagnoses = list(request.diagnoses)
-        if request.feedback and not request.diagnoses:
+        if request.feedback and not request.diagnoses and read_words:
             # The person's words ("too strong", "cooler instead") or a judge text without diagnoses.
             fb = _read(self.vocab, request.feedback, request, "feedback", order0=10_000)
             extra += fb.moves

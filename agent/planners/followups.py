@@ -140,13 +140,19 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
             and not set(range(p.pos, p.pos + len(p.text.split()))) <= phrase_spans]
     wants_less = bool(pull or fractions)
     wants_more = bool(repeat)
-    if wants_less and wants_more:   # "no, less": the last one said wins
+    but_scale = _repeat_but(vocab, tokens, repeat)
+    if but_scale is not None:       # "same again but less": the repeat, scaled down
+        wants_less, fractions, mags = False, [], []
+    elif wants_less and wants_more:   # "no, less": the last one said wins
         last_pull = max(pos for pos, _, _ in pull + fractions)
         wants_more = max(pos for pos, _, _ in repeat) > last_pull
         wants_less = not wants_more
     if not (wants_less or wants_more or targets):    # a place alone after a change: "and the sky"
         return None
     dialogue = getattr(request, "dialogue", None)
+    unmet = list(getattr(dialogue, "unmet", None) or [])
+    if targets and unmet and not (wants_less or wants_more):
+        return _finish_unmet(vocab, unmet, list(getattr(dialogue, "unmet_labels", None) or []), targets)
     base = dialogue.base_edit() if dialogue is not None else None
     if targets:
         # "dial back the highlights": a follow-up only when the last change touched that place;
@@ -174,6 +180,8 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         return FollowUp(moves=moves, labels=[f"less of {', '.join(base.labels[:2]) or 'the last change'}"],
                         dialogue={"move": "pull_back", "base_asset": base.asset_id, "fraction": round(fraction, 2)})
     scale = mags[-1] if mags else (repeat[-1][2] if repeat else 1.0)
+    if but_scale is not None:
+        scale = repeat[0][2] * but_scale
     if targets:
         return _retarget(vocab, base, targets, scale)
     moves = []
@@ -190,6 +198,47 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                               f"repeating {_what(base)} (\u00d7{scale:g})", "followup", 0, rank, "followup"))
     return FollowUp(moves=moves, labels=list(base.labels), dialogue={"move": "repeat", "base_asset": base.asset_id,
                                                                      "scale": scale})
+
+
+def _finish_unmet(vocab: Vocabulary, unmet: list[dict], labels: list[str], targets: list[str]) -> FollowUp:
+    """"use the top of the frame then": the last request, that found no place, on the place named now."""
+    moves = []
+    what = "\u201c" + ", ".join(labels[:2]) + "\u201d" if labels else "what you asked"
+    for t in targets:
+        spec = normalize_mask_spec(vocab.targets[t])
+        place = vocab.target_labels.get(t) or describe_mask(spec)
+        for rank, g in enumerate(unmet):
+            if g.get("op") not in ops.OPS or ops.get_op(g["op"]).stage == "geometry":
+                continue
+            moves.append(Move(g["op"], int(g.get("value") or 0), str(g.get("mode") or "add"), spec,
+                              labels[0] if labels else f"on {place}", f"doing {what} on {place}",
+                              "followup", 0, rank, "followup"))
+    return FollowUp(moves=[m for m in moves if m.value or m.mode == "set"], labels=list(labels),
+                    dialogue={"move": "finish_unmet", "targets": targets})
+
+
+def _repeat_but(vocab: Vocabulary, tokens: list[str], repeat: list) -> float | None:
+    """The factor of "same again but less" (profile followups.repeat_but), or None.
+
+    Only when a repeat phrase comes before the "but" and everything after it (but
+    filler) is one repeat_but phrase: "no, less" and "too much" stay pull-backs.
+    """
+    if not repeat or "but" not in tokens:
+        return None
+    cut = len(tokens) - 1 - tokens[::-1].index("but")
+    if not any(pos < cut for pos, _, _ in repeat):
+        return None
+    tail = [t for t in tokens[cut + 1:] if t not in _HARD_SEPARATORS and t not in vocab.chatter
+            and t not in ("a", "an", "the", "just", "bit", "this", "time")]
+    hits = find_phrases(tail, vocab.repeat_but)
+    if len(hits) != 1 or hits[0][1] != len(tail):
+        # "a bit less": the filler took "a bit"; try the whole tail as said
+        said = [t for t in tokens[cut + 1:] if t not in _HARD_SEPARATORS]
+        whole = find_phrases(said, vocab.repeat_but)
+        if len(whole) == 1:
+            return whole[0][2]
+        return None
+    return hits[0][2]
 
 
 def _retarget(vocab: Vocabulary, base, targets: list[str], scale: float) -> FollowUp:

@@ -117,12 +117,20 @@ def _complaints(vocab: Vocabulary, clause: Clause) -> Clause:
             continue
         before = pieces[max(0, i - 3):i]
         framed = any(tuple(b.text.split()) in vocab.frames or
-                     any((t,) in vocab.frames for t in b.text.split()) for b in before)
+                     any((t,) in vocab.frames for t in b.text.split()) for b in before) \
+            or _trailing_also(vocab, pieces, i + 1)      # "hazy too", said after another complaint
         wished = any(tuple(b.text.split()) in vocab.wishes or (b.text.split()[0],) in vocab.wishes
                      for b in pieces[:i])
         if framed and not wished:
             pieces[i] = Piece("problem", vocab.flippable[key], p.text, p.pos)
     return Clause(pieces, clause.joined)
+
+
+def _trailing_also(vocab: Vocabulary, pieces: list[Piece], i: int) -> bool:
+    """Whether ``pieces[i]`` is "too" said last in the clause (only filler after it): "as well"."""
+    if i >= len(pieces) or pieces[i].text not in vocab.trailing_also:
+        return False
+    return all(p.category == "word" and (p.text in _FILLER or p.text in vocab.chatter) for p in pieces[i + 1:])
 
 
 def _unknown_words(vocab: Vocabulary, clause: Clause, before: int | None = None) -> list[str]:
@@ -157,7 +165,9 @@ def _uses(vocab: Vocabulary, clause: Clause) -> list[Use]:
         else:
             intent = vocab.intents[a.key] if a.category != "op" else _op_intent(a.key)
             uses[a.pos] = [Use(intent, pos=a.pos, targets=list(targets), bands=list(bands))]
-    for p in clause.pieces:
+    for i, p in enumerate(clause.pieces):
+        if p.category == "reduce" and _trailing_also(vocab, clause.pieces, i):
+            continue                     # "bit more colour too": as well, not too much
         if p.category in ("magnitude", "reduce", "avoid", "number", "set", "reset", "rollback"):
             anchor = _nearest(p, anchors, prefer_after=p.category != "number")
             if anchor is None:
@@ -529,9 +539,13 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
         uses = _uses(vocab, clause)
         targets = [p.key for p in clause.of("target")]
         bands = [p.key for p in clause.of("band")]
-        is_global = bool(clause.of("global"))
+        said_global = clause.of("global")
+        # "her face is too dark, brighten it": after a place, "it" is that place, not the whole photo
+        refers_back = bool(said_global) and bool(previous_targets) and not targets and not bands \
+            and all(p.text in vocab.back_references for p in said_global)
+        is_global = bool(said_global) and not refers_back
         soft = clause.joined == "soft"
-        if uses and not targets and not is_global and soft and previous_targets:
+        if uses and not targets and not is_global and (soft or refers_back) and previous_targets:
             for u in uses:                       # "make the sky darker and bluer": bluer is the sky too
                 u.targets = list(previous_targets)
         if not uses and (targets or bands):
@@ -579,6 +593,11 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
             if places:
                 draft.place_guess = guess_place(vocab, clause.text, places[0])
         draft.understood_any = True
+        if refers_back:
+            # "her face is too dark, brighten it a bit": the second clause says how much of the
+            # same fix, so the complaint's own moves for that intent give way to it
+            again = {u.intent.name for u in uses} & {u.intent.name for u in previous_uses if u.problem}
+            draft.moves = [m for m in draft.moves if not (m.intent in again and m.order < order)]
         previous_uses = _apply_uses(vocab, uses, request.state, order, source, draft, request.dialogue)
         previous_targets = uses[0].targets if uses else []
     return draft

@@ -137,6 +137,8 @@ class Vocabulary:
             except ops.OpError as exc:
                 raise ProfileError(str(profile.path), where, str(exc)) from None
         lists["separator"] = [(w, "soft") for w in grammar.get("separators", ())]
+        self.trailing_also = {" ".join(_tokens(w)) for w in grammar.get("trailing_also", ())}
+        self.back_references = {" ".join(_tokens(w)) for w in grammar.get("back_references", ())}
         # Op names and labels ("temperature", "green saturation", "saturation_green"): lowest priority.
         for op in ops.OPS.values():
             lists["op"] += [(op.name.replace("_", " "), op.name), (op.name, op.name), (op.label.lower(), op.name)]
@@ -183,6 +185,7 @@ class Vocabulary:
         self.pull_back_limits = (float(limits.get("min", 0.15)), float(limits.get("max", 0.85)))
         self.discrete_ops = {str(o) for o in fu.get("discrete_ops") or ()}
         self.retarget = {tuple(_tokens(w)): True for w in fu.get("retarget") or ()}
+        self.repeat_but = {tuple(_tokens(w)): float(v) for w, v in (fu.get("repeat_but") or {}).items()}
         self.chatter = {t for w in fu.get("filler") or () for t in _tokens(w)}
         self.no_history_replies = [str(x) for x in fu.get("no_history_quick_replies") or ()]
         insist = dict(pe.get("insist") or {})
@@ -201,6 +204,9 @@ class Vocabulary:
         for t in [self.place_default, self.place_relation_target, *self.place_nouns.values()]:
             if t is not None and t not in self.targets:
                 raise ProfileError(str(profile.path), "prompt_engineering.place_guesses", f"no target called {t!r}")
+        fixes = dict(pe.get("spelling") or {})
+        self.spelling_min_length = int(fixes.get("min_length", 6))
+        self.spelling_extra = {t for w in fixes.get("known") or () for t in _tokens(str(w))}
         self.phrases: dict[tuple[str, ...], tuple[str, Any]] = {}
         for cat in _CATEGORY_ORDER:
             for phrase, key in lists[cat]:
@@ -208,6 +214,32 @@ class Vocabulary:
                 if toks and toks not in self.phrases:
                     self.phrases[toks] = (cat, key)
         self.longest = max((len(t) for t in self.phrases), default=1)
+        self.known_words = ({t for phrase in self.phrases for t in phrase} | _FILLER | self.chatter | self.not_places
+                            | {t for f in self.frames for t in f} | {t for f in self.wishes for t in f}
+                            | {t for k in (*self.repeat, *self.pull_back, *self.fractions, *self.retarget) for t in k}
+                            | self.spelling_extra)
+        self._by_length: dict[int, list[str]] = {}
+        for w in self.known_words:
+            if w.isalpha() and len(w) >= self.spelling_min_length - 1:
+                self._by_length.setdefault(len(w), []).append(w)
+
+    # -- typing slips ----------------------------------------------------
+    def spell(self, text: str) -> str:
+        """``text`` with typing slips of known words put right ("brigther" -> "brighter").
+
+        Only a word no table knows, of at least ``spelling.min_length`` letters, one edit
+        (a swap of neighbours, a letter added, dropped or changed) from exactly one known
+        word: a guess with a rival, or a short word, is left as typed.
+        """
+        def fix(m: re.Match) -> str:
+            word = m.group(0)
+            low = word.lower()
+            if len(low) < self.spelling_min_length or low in self.known_words:
+                return word
+            near = [w for n in (len(low) - 1, len(low), len(low) + 1) for w in self._by_length.get(n, ())
+                    if _one_edit(low, w)]
+            return near[0] if len(near) == 1 else word
+        return re.sub(r"[A-Za-z]+", fix, text)
 
     # -- capability text for "I don't know how to do that yet" ----------
     def capabilities(self) -> str:
@@ -225,6 +257,19 @@ class Vocabulary:
         if rel:
             parts.append(", ".join(rel))
         return "; ".join(parts) + "."
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ by one edit: a swap of neighbours, one letter added, dropped or changed."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    i = next((k for k in range(len(short)) if short[k] != long_[k]), len(short))
+    return short[i:] == long_[i + 1:]
 
 
 def _tokens(text: str) -> list[str]:
