@@ -158,14 +158,15 @@ def not_found_offer(what: str, specs: list[dict | None]) -> tuple[str, list[str]
                 and stand_in in targets:
             places.append(str(targets[stand_in].get("label") or stand_in))
     places = list(dict.fromkeys(places))
-    label = what.capitalize()
+    label = what.capitalize() if what else "Do it"
     replies = [f"{label} on {p}" for p in places[:1]]
     if "selection" in targets:
         replies.append(f"{label} on the selection")
     replies.append(f"{label} overall")
     where = f"on {places[0]} instead" if places else "overall instead"
     paint = " or on an area you paint with the brush (then say \u201con the selection\u201d)" if "selection" in targets else ""
-    return f"I can make it {what} {where}{paint}.", replies[:3]
+    doing = f"make it {what}" if what else "do that"
+    return f"I can {doing} {where}{paint}.", replies[:3]
 
 
 class TurnNodes:
@@ -292,7 +293,7 @@ class TurnNodes:
             elif plan.understood:
                 # Never a silent global or another place: say so, offer where it usually is or a
                 # painted selection, and keep the request so "use the top then" can finish it.
-                what = (plan.labels or ["the change"])[0]
+                what = (plan.labels or [""])[0]
                 offer, replies = not_found_offer(what, [g.target for g in unmet])
                 update["plan"] = dict(update["plan"], kind="clarify", quick_replies=replies,
                                       dialogue={"move": "not_found", "unmet": [g.to_dict() for g in unmet]})

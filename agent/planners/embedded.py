@@ -273,8 +273,16 @@ class EmbeddedPlanner:
         moves = style_moves + moves
         replan_extra = self._replan(request, moves, notes, read_words=followup is None) \
             if (request.feedback or request.diagnoses) else []
+        if request.feedback_from == "judge":
+            # The judge's sentence never overrules the person's words: a correction read from it
+            # that pulls an op against what the message asked for is dropped, not a conflict.
+            asked = {(m.key, m.value > 0) for m in moves if m.source == "message" and m.mode == "add" and m.value}
+            replan_extra = [m for m in replan_extra if m.source != "feedback" or not m.value
+                            or (m.key, m.value < 0) not in asked]
         moves += replan_extra
 
+        if not moves and draft.missing_things:
+            return self._missing_thing(draft)
         if not moves:
             return self._not_understood(draft, notes)
 
@@ -331,6 +339,20 @@ class EmbeddedPlanner:
         note = (f"I can't pick out \u201c{place}\u201d by itself, so I worked on {label}, my best guess for it; "
                 f"say \u201cundo\u201d if that's wrong{tail}.")
         return replace(draft, moves=moves), note
+
+    def _missing_thing(self, draft: Draft) -> Plan:
+        """"darken the water" on a photo with no water: say so, change nothing, offer what can be done."""
+        thing = draft.missing_things[0]
+        what = (draft.missing_labels or ["the change"])[0]
+        replies = [f"{what.capitalize()} overall"]
+        tail = ""
+        if "selection" in self.vocab.targets:
+            replies.insert(0, f"{what.capitalize()} on the selection")
+            tail = " Paint over it to select it, then pick \u201con the selection\u201d."
+        reply = (f"I can't find {thing} in this photo, so I haven't changed anything. "
+                 f"Should I make it {what} overall instead?{tail}")
+        return Plan(sub_goals=[], reply=reply, understood=False, source=self.name, kind="clarify",
+                    quick_replies=replies, labels=list(draft.missing_labels[:1]))
 
     def _unknown_place(self, draft: Draft) -> Plan:
         """"brighten the cup" with no way to find a cup: say so and offer what can be done."""

@@ -228,26 +228,25 @@ def _repeat_but(vocab: Vocabulary, tokens: list[str], repeat: list) -> float | N
     cut = len(tokens) - 1 - tokens[::-1].index("but")
     if not any(pos < cut for pos, _, _ in repeat):
         return None
-    tail = [t for t in tokens[cut + 1:] if t not in _HARD_SEPARATORS and t not in vocab.chatter
-            and t not in ("a", "an", "the", "just", "bit", "this", "time")]
-    hits = find_phrases(tail, vocab.repeat_but)
-    if len(hits) != 1 or hits[0][1] != len(tail):
-        # "a bit less": the filler took "a bit"; try the whole tail as said
-        said = [t for t in tokens[cut + 1:] if t not in _HARD_SEPARATORS]
-        whole = find_phrases(said, vocab.repeat_but)
-        if len(whole) == 1:
-            return whole[0][2]
-        return None
-    return hits[0][2]
+    said = [t for t in tokens[cut + 1:] if t not in _HARD_SEPARATORS]
+    for tail in (said, [t for t in said if t not in vocab.chatter]):   # "a bit less" as said, then "less"
+        hits = find_phrases(tail, vocab.repeat_but)
+        if len(hits) == 1 and hits[0][1] == len(tail):
+            return hits[0][2]
+    return None
 
 
 def _retarget(vocab: Vocabulary, base, targets: list[str], scale: float) -> FollowUp:
     """The base change's moves again, on each place named."""
     moves = []
+    # The whole-image moves of that change already reach the new place: only the local ones move.
+    local = any(c.target for c in base.changes)
     for t in targets:
         spec = normalize_mask_spec(vocab.targets[t])
         place = vocab.target_labels.get(t) or describe_mask(spec)
         for rank, c in enumerate(base.changes):
+            if local and not c.target:
+                continue
             value = _nonzero(c.delta * scale)
             if not value or (c.target and normalize_mask_spec(c.target) == spec):
                 continue

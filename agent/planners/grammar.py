@@ -84,6 +84,7 @@ class Use:
     bands: list[str] = field(default_factory=list)
     pos: int = 0
     problem: str = ""                    # the complaint this use fixes ("murky"): never negated
+    fixes: bool = False                  # said as a problem ("murky", "looks flat"), not as a wish
 
 
 def _nearest(p: Piece, anchors: list[Piece], *, prefer_after: bool = True) -> Piece | None:
@@ -164,7 +165,8 @@ def _uses(vocab: Vocabulary, clause: Clause) -> list[Use]:
                                targets=list(where), bands=list(bands)) for f in problem.fixes]
         else:
             intent = vocab.intents[a.key] if a.category != "op" else _op_intent(a.key)
-            uses[a.pos] = [Use(intent, pos=a.pos, targets=list(targets), bands=list(bands))]
+            uses[a.pos] = [Use(intent, pos=a.pos, targets=list(targets), bands=list(bands),
+                               fixes=a.category == "fix")]
     for i, p in enumerate(clause.pieces):
         if p.category == "reduce" and _trailing_also(vocab, clause.pieces, i):
             continue                     # "bit more colour too": as well, not too much
@@ -305,6 +307,8 @@ class Draft:
     followup: dict = field(default_factory=dict)               # Plan.dialogue of a follow-up
     unknown_places: list[str] = field(default_factory=list)   # "the cup": a place no mask can find
     place_guess: str | None = None                             # the target standing in for it
+    missing_things: list[str] = field(default_factory=list)   # "the water" on a photo with no blue
+    missing_labels: list[str] = field(default_factory=list)   # what was asked of them ("darker")
 
 
 def _where(vocab: Vocabulary, target_name: str | None, band: str | None, spec: Mapping | None) -> str:
@@ -523,6 +527,7 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
     clauses = _clauses(_match(vocab, tokens))
     previous_uses: list[Use] = []
     previous_targets: list[str] = []
+    fixed: set[tuple] = set()       # (fix intent, places) already planned for a complaint in this message
     for ci, clause in enumerate(clauses):
         order = order0 + ci * 100
         towards = _towards_uses(vocab, clause, draft.notes)
@@ -536,12 +541,21 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
             draft.understood_any = True
             draft.moves += _relative_moves(vocab, rel.key, request.image_stats, order + rel.pos, draft,
                                           request.state)
+        absent = _absent_things(vocab, clause, request.image_stats)
+        if absent:
+            # "darken the water" on a cat photo: not a colour move on the little blue there is
+            draft.understood_any = True
+            draft.missing_things += absent
+            draft.missing_labels += [u.intent.label for u in _uses(vocab, clause)]
+            continue
         uses = _uses(vocab, clause)
         targets = [p.key for p in clause.of("target")]
         bands = [p.key for p in clause.of("band")]
         said_global = clause.of("global")
-        # "her face is too dark, brighten it": after a place, "it" is that place, not the whole photo
-        refers_back = bool(said_global) and bool(previous_targets) and not targets and not bands \
+        # "her face is too dark, brighten it", "brighten the bottom, it's muddy down there": after a
+        # place, "it" / "there" is that place, not the whole photo
+        pointed = said_global + [p for p in clause.of("word") if p.text in vocab.back_references]
+        refers_back = bool(pointed) and bool(previous_targets) and not targets and not bands \
             and all(p.text in vocab.back_references for p in said_global)
         is_global = bool(said_global) and not refers_back
         soft = clause.joined == "soft"
@@ -592,15 +606,35 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
             draft.unknown_places += places
             if places:
                 draft.place_guess = guess_place(vocab, clause.text, places[0])
+        # "flat and dull", "dark and murky": one complaint said twice; its fix is planned once
         draft.understood_any = True
+        uses = [u for u in uses if not (u.problem or u.fixes) or _fix_key(u) not in fixed]
+        if not uses:
+            continue
+        fixed |= {_fix_key(u) for u in uses if u.problem or u.fixes}
         if refers_back:
             # "her face is too dark, brighten it a bit": the second clause says how much of the
             # same fix, so the complaint's own moves for that intent give way to it
-            again = {u.intent.name for u in uses} & {u.intent.name for u in previous_uses if u.problem}
+            again = {u.intent.name for u in uses} & {u.intent.name for u in previous_uses if u.problem or u.fixes}
             draft.moves = [m for m in draft.moves if not (m.intent in again and m.order < order)]
         previous_uses = _apply_uses(vocab, uses, request.state, order, source, draft, request.dialogue)
         previous_targets = uses[0].targets if uses else []
     return draft
+
+
+def _absent_things(vocab: Vocabulary, clause: Clause, stats: Mapping | None) -> list[str]:
+    """Things named by their colour ("the water") that the photo has almost none of."""
+    bands = (stats or {}).get("bands") or {}
+    out = []
+    for p in clause.of("band"):
+        band = vocab.band_things.get(p.text.removeprefix("the "))
+        if band and band in bands and float(bands[band].get("share", 1.0)) < vocab.band_things_min_share:
+            out.append(p.text if p.text.startswith("the ") else f"the {p.text}")
+    return out
+
+
+def _fix_key(use: Use) -> tuple:
+    return use.intent.name, tuple(use.targets), tuple(use.bands)
 
 
 #: Words that introduce a place: "the cup", "her cheek", "on his jacket".

@@ -96,6 +96,10 @@ class Vocabulary:
         self.targets: dict[str, dict] = {k: dict(v["mask"]) for k, v in (pe.get("targets") or {}).items()}
         self.target_labels = {k: v.get("label") for k, v in (pe.get("targets") or {}).items()}
         self.band_ops: dict[str, str] = dict(pe.get("band_ops") or {})
+        # "the water", "the grass": things named by their colour (found only where the photo has it)
+        self.band_things = {" ".join(_tokens(w)): band for band, e in (pe.get("bands") or {}).items()
+                            for w in e.get("things") or ()}
+        self.band_things_min_share = float(pe.get("band_things_min_share", 0.0))
         self.magnitudes: dict[str, float] = {w: float(e["scale"]) for w, e in
                                              ((pe.get("magnitudes") or {}).get("words") or {}).items()}
         self.relative: dict[str, Mapping] = dict(pe.get("relative_requests") or {})
