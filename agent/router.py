@@ -68,6 +68,10 @@ class Router:
         q = dict(cfg.get("questions") or {})
         self.questions = {name: _table(q.get(name)) for name in ("evaluation", "exploration", "capabilities")}
         self.capabilities_replies = [str(x) for x in cfg.get("capabilities_quick_replies") or ()]
+        # how a question opens: one table, the longest opening wins ("do you think it needs" > "do you think")
+        self.openings: dict[tuple[str, ...], str] = {}
+        for kind, key in (("evaluation", "question_starts"), ("exploration", "advice_starts"), ("request", "request_starts")):
+            self.openings.update({k: kind for k in _table(cfg.get(key))})
 
     # -- helpers --------------------------------------------------------------------
     def _rest(self, tokens: list[str], *found: list[tuple[int, int, Any]]) -> list[str]:
@@ -92,6 +96,10 @@ class Router:
         if not words:
             return Route("modification")
         asks = (text or "").strip().endswith("?")
+        opening = self._opening(words) if asks else None
+        if opening in ("evaluation", "exploration"):
+            # "is the sky too dark?", "too warm?", "should i make it brighter?": asked, not requested
+            return Route(opening, opening)
         # chat: only chat phrases and filler
         chat_hits = {name: find_phrases(tokens, table) for name, (table, _, _) in self.chat.items()}
         all_chat = [h for hits in chat_hits.values() for h in hits]
@@ -110,6 +118,18 @@ class Router:
                 kind = "evaluation" if name == "evaluation" else "exploration"
                 return Route(kind, name)
         return Route("modification")
+
+    def _opening(self, words: list[str]) -> str | None:
+        """How a question opens, after leading filler ("hmm, is it too dark?"): the openings table's kind."""
+        longest = max((len(k) for k in self.openings), default=0)
+        for i, word in enumerate(words):
+            for n in range(min(longest, len(words) - i), 0, -1):
+                kind = self.openings.get(tuple(words[i:i + n]))
+                if kind:
+                    return kind
+            if word not in self.filler:
+                return None
+        return None
 
     def _command(self, tokens: list[str]) -> Route | None:
         c = self.commands
@@ -138,7 +158,7 @@ class Router:
         reset = find_phrases(tokens, c["reset_op"])
         if reset and reset[0][0] == next(i for i, t in enumerate(tokens) if t not in self.filler):
             pieces = _match(self.vocab, tokens)
-            if any(p.category == "reset" for p in pieces):
+            if any(p.category in ("reset", "rollback") for p in pieces):   # "reset the tint", "undo the warmth"
                 named = [p for p in pieces if p.category in ("intent", "op", "fix")]
                 others = [p for p in pieces if p.category in ("target", "band", "relative", "towards", "problem")]
                 end = reset[0][0] + reset[0][1]

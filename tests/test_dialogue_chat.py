@@ -222,3 +222,60 @@ def test_inside_statistics_of_one_render_are_kept_apart_per_region():
     b = check_step(step, before=img, after=img, original=img, renders={0: img}, region=bottom, cache=cache)
     assert a["checks"][0]["before"] != pytest.approx(b["checks"][0]["before"], abs=0.5)
     assert b["checks"][0]["before"] == pytest.approx(image_stats(img, bottom)["L_mean"], abs=0.5)
+
+
+# -- questions, undo in words, slang follow-ups ---------------------------------------------
+
+@pytest.mark.parametrize("text,kind", [("is the sky too dark?", "evaluation"), ("too warm?", "evaluation"),
+                                       ("hmm, is that too much?", "evaluation"), ("does this look ok?", "evaluation"),
+                                       ("should i make it brighter?", "exploration"),
+                                       ("do you think it needs more contrast?", "exploration"),
+                                       ("what do you reckon", "evaluation")])
+def test_a_question_about_the_photo_is_answered_not_applied(router, text, kind):
+    assert router.route(text).kind == kind
+
+
+@pytest.mark.parametrize("text", ["can you make it warmer?", "could you brighten the face?", "more contrast?",
+                                  "can you add a moon?", "is there a way to add a moon?"])
+def test_a_request_said_as_a_question_is_still_a_request(router, text):
+    assert router.route(text).kind == "modification"
+
+
+@pytest.mark.parametrize("text,name,steps", [("scrap that", "undo", 1), ("nvm", "undo", 1), ("undo the last", "undo", 1),
+                                             ("the last one was better", "undo", 1), ("let's go back a step", "undo", 1),
+                                             ("undo last 2", "back", 2), ("go back by two", "back", 2),
+                                             ("i preferred the original", "original", 1)])
+def test_undo_in_words(router, text, name, steps):
+    r = router.route(text)
+    assert (r.kind, r.name) == ("command", name) and (name != "back" or r.steps == steps)
+
+
+def test_undo_the_warmth_resets_the_warmth_and_keeps_the_rest(studio):
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "warmer")
+    studio.send_message(sid, "more contrast")
+    r = studio.send_message(sid, "undo the warmth")
+    settings = studio.head(sid).state["settings"]
+    assert r.asset_id and not settings.get("temperature") and settings.get("contrast", 0) > 0
+
+
+@pytest.mark.parametrize("text", ["bit more pls", "again pls", "abit more", "moar", "needs more", "not quite enough"])
+def test_slang_more_repeats_the_last_change(planner, text):
+    state = EditState.from_dict({"settings": {"temperature": 10}, "layers": []})
+    plan = _plan(planner, text, state=state, dialogue=_warmed(10))
+    assert plan.understood and _moves(plan)[("temperature", None)] > 0
+
+
+@pytest.mark.parametrize("text", ["less pls", "not that much", "halfway back", "a bit too strong"])
+def test_slang_less_pulls_the_last_change_back(planner, text):
+    state = EditState.from_dict({"settings": {"temperature": 10}, "layers": []})
+    plan = _plan(planner, text, state=state, dialogue=_warmed(10))
+    assert [(g.mode, 0 <= g.value < 10) for g in plan.sub_goals] == [("set", True)]
+
+
+def test_tone_down_a_place_the_last_change_did_not_touch_is_a_request_of_its_own(studio):
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "more contrast")
+    studio.send_message(sid, "tone down the sky")
+    sky = [l for l in studio.head(sid).state["layers"] if l["mask"]["type"] == "sky"]
+    assert sky and sky[0]["settings"].get("exposure", 0) < 0 and not sky[0]["settings"].get("contrast")

@@ -130,7 +130,6 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                 and t not in vocab.chatter and t not in _HARD_SEPARATORS]
     if leftover:
         return None
-    targets = list(dict.fromkeys(p.key for p in pieces if p.category == "target"))
     # magnitude words said besides the follow-up phrase ("way too much"), not inside it ("too far")
     phrase_spans: set[int] = set()
     for found in (repeat, pull, fractions):
@@ -138,7 +137,11 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
             phrase_spans.update(range(pos, pos + n))
     mags = [vocab.magnitudes[p.key] for p in pieces if p.category == "magnitude"
             and not set(range(p.pos, p.pos + len(p.text.split()))) <= phrase_spans]
-    wants_less = bool(pull or fractions)
+    targets = list(dict.fromkeys(p.key for p in pieces if p.category == "target"))
+    # "tone down the sky": less of the last change there if it touched the sky, else a request of
+    # its own (the grammar's implicit intent), never the last change copied onto the sky
+    toned = bool(targets) and any(p.category == "reduce" and p.text in vocab.tone_down for p in pieces)
+    wants_less = bool(pull or fractions or toned)
     wants_more = bool(repeat)
     but_scale = _repeat_but(vocab, tokens, repeat)
     if but_scale is not None:       # "same again but less": the repeat, scaled down
