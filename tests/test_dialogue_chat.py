@@ -279,3 +279,29 @@ def test_tone_down_a_place_the_last_change_did_not_touch_is_a_request_of_its_own
     studio.send_message(sid, "tone down the sky")
     sky = [l for l in studio.head(sid).state["layers"] if l["mask"]["type"] == "sky"]
     assert sky and sky[0]["settings"].get("exposure", 0) < 0 and not sky[0]["settings"].get("contrast")
+
+
+# -- complaints and local requests said of things ----------------------------------------------
+
+def test_a_thing_no_mask_knows_said_in_a_complaint_is_never_a_silent_global_edit(planner):
+    for text in ("the helmet is too dark", "the coffee looks too dark", "the shuttle looks dull"):
+        plan = _plan(planner, text)
+        assert plan.sub_goals and all(g.target for g in plan.sub_goals), text
+        assert "best guess" in plan.reply, text
+    # the colour finds the thing: no place to guess
+    assert _moves(_plan(planner, "the suit is too orange")) == {("saturation_orange", None): -20}
+
+
+def test_make_the_thing_less_of_a_colour_moves_that_colour(planner):
+    assert _moves(_plan(planner, "make the suit less orange"))[("saturation_orange", None)] < 0
+    assert _moves(_plan(planner, "make the flag more red"))[("saturation_red", None)] > 0
+    assert not _plan(planner, "make her eyes blue").understood        # a change of what is there
+
+
+def test_more_complaint_families(planner):
+    stats = image_stats(small_photo("astronaut"))
+    off = _moves(_plan(planner, "the colours look a bit off", image_stats=stats))
+    assert off.get(("temperature", None)) or off.get(("tint", None))        # a white-balance correction
+    assert _moves(_plan(planner, "it looks too processed"))[("contrast", None)] < 0
+    assert _moves(_plan(planner, "her face looks shiny"))[("highlights", "face")] < 0
+    assert _moves(_plan(planner, "deepen the sky"))[("exposure", "sky")] < 0

@@ -575,8 +575,9 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
                 uses = [Use(vocab.intents[vocab.tone_down_intent], targets=targets, pos=tone_down[0].pos,
                             scale=vocab.magnitudes[mags[0].key] if mags else 1.0)]
             elif bands and (clause.of("reduce", "increase", "magnitude") or not previous_uses or not soft) \
-                    and "more_saturated" in vocab.intents and not _unknown_words(vocab, clause):
-                # "less green", "more blue": the band's saturation
+                    and "more_saturated" in vocab.intents \
+                    and (not _unknown_words(vocab, clause) or clause.of("reduce", "increase")):
+                # "less green", "more blue": the band's saturation; "make the suit less orange": the colour finds the thing
                 use = Use(vocab.intents["more_saturated"], targets=targets, bands=bands, pos=clause.pieces[0].pos)
                 use.negated = bool(clause.of("reduce"))
                 mags = clause.of("magnitude")
@@ -601,7 +602,8 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
             continue
         if clause.of("objects"):
             draft.objects = True
-        if not targets and not bands and not is_global:
+        if not targets and not bands and not is_global and not all(u.bands for u in uses):
+            # ("the suit is too orange": the colour finds the thing, no place to guess)
             places = _unknown_places(vocab, clause)
             draft.unknown_places += places
             if places:
@@ -641,9 +643,12 @@ def _fix_key(use: Use) -> tuple:
 _DETERMINERS = {"the", "her", "his", "their", "my", "our", "your", "that", "this", "those", "these"}
 
 
-#: Words that end a place's name: "the table around the cup" names the table.
+#: Words that end a place's name: "the table around the cup" names the table; "the helmet is
+#: too dark", "the coffee looks flat": the verb after the thing ends it too.
 _PLACE_ENDS = {"around", "behind", "on", "in", "of", "near", "next", "with", "at", "by", "under", "over", "above",
-               "below", "from", "beside", "outside", "inside", "and", "but", "to", "into", "onto", "than"}
+               "below", "from", "beside", "outside", "inside", "and", "but", "to", "into", "onto", "than",
+               "is", "are", "was", "were", "isn't", "looks", "look", "looking", "seems", "seem", "feels", "feel",
+               "appears", "needs", "need", "has", "have", "got", "gets", "getting"}
 
 
 def _unknown_places(vocab: Vocabulary, clause: Clause) -> list[str]:
