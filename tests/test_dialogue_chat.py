@@ -305,3 +305,8 @@ def test_more_complaint_families(planner):
     assert _moves(_plan(planner, "it looks too processed"))[("contrast", None)] < 0
     assert _moves(_plan(planner, "her face looks shiny"))[("highlights", "face")] < 0
     assert _moves(_plan(planner, "deepen the sky"))[("exposure", "sky")] < 0
+
+
+@pytest.mark.parametrize("text", ["give it a green moustache", "add a red hat", "give her a blue scarf"])
+def test_a_colour_before_a_new_thing_is_not_a_colour_move(planner, text):
+    assert not _plan(planner, text).sub_goals

@@ -576,8 +576,10 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
                             scale=vocab.magnitudes[mags[0].key] if mags else 1.0)]
             elif bands and (clause.of("reduce", "increase", "magnitude") or not previous_uses or not soft) \
                     and "more_saturated" in vocab.intents \
-                    and (not _unknown_words(vocab, clause) or clause.of("reduce", "increase")):
-                # "less green", "more blue": the band's saturation; "make the suit less orange": the colour finds the thing
+                    and (not _unknown_words(vocab, clause) or (clause.of("reduce", "increase") and not
+                         _unknown_words(vocab, Clause([p for p in clause.pieces if p.pos > clause.of("band")[0].pos])))):
+                # "less green", "more blue": the band's saturation; "make the suit less orange": the colour
+                # finds the thing (named before it; "give it a green moustache" names a new thing after it)
                 use = Use(vocab.intents["more_saturated"], targets=targets, bands=bands, pos=clause.pieces[0].pos)
                 use.negated = bool(clause.of("reduce"))
                 mags = clause.of("magnitude")
