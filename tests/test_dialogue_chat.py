@@ -310,3 +310,34 @@ def test_more_complaint_families(planner):
 @pytest.mark.parametrize("text", ["give it a green moustache", "add a red hat", "give her a blue scarf"])
 def test_a_colour_before_a_new_thing_is_not_a_colour_move(planner, text):
     assert not _plan(planner, text).sub_goals
+
+
+# -- "but only a little", "keep the sky", "everything except her face" ---------------------------
+
+@pytest.mark.parametrize("text,plain", [("brighter, but only a little", "brighter"), ("warmer but not too much", "warmer"),
+                                        ("more contrast, but not much", "more contrast")])
+def test_a_clause_that_only_says_how_much_scales_the_one_before(planner, text, plain):
+    said, full = _moves(_plan(planner, text)), _moves(_plan(planner, plain))
+    assert said.keys() == full.keys() and all(0 < abs(said[k]) < abs(full[k]) for k in said)
+
+
+def test_keep_a_place_takes_the_change_back_there(studio):
+    info = studio.start_session(small_photo("rocket"))
+    sky_spec = {"type": "gradient", "start": [0.5, 0.0], "end": [0.5, 0.3]}
+    r = studio.send_message(info.id, "brighter but leave the sky alone")
+    state = studio.head(info.id).state
+    assert r.asset_id and state["settings"]["exposure"] > 0
+    assert [l["settings"]["exposure"] for l in state["layers"]] == [-state["settings"]["exposure"]]
+    before, after = (studio.render(info.id, a, long_side=256) for a in (info.head_asset_id, None))
+    top = build_mask(sky_spec, before, before.shape[:2])
+    bottom = 1.0 - build_mask({"type": "gradient", "start": [0.5, 1.0], "end": [0.5, 0.7]}, before, before.shape[:2])
+    lift_sky = image_stats(after, top)["L_mean"] - image_stats(before, top)["L_mean"]
+    lift_ground = image_stats(after, 1.0 - bottom)["L_mean"] - image_stats(before, 1.0 - bottom)["L_mean"]
+    assert lift_ground > 1.0 and abs(lift_sky) < 0.5 * lift_ground
+
+
+def test_everything_except_a_place_goes_on_the_rest_of_the_frame(planner):
+    plan = _plan(planner, "everything except her face darker")
+    assert [(g.op, g.target) for g in plan.sub_goals] == [("exposure", {"type": "face", "feather": 25, "invert": True})]
+    assert "everything but the face" in plan.reply
+    assert _plan(planner, "darken everything but the sky").sub_goals[0].target["invert"] is True

@@ -528,6 +528,7 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
     previous_uses: list[Use] = []
     previous_targets: list[str] = []
     fixed: set[tuple] = set()       # (fix intent, places) already planned for a complaint in this message
+    previous_span, previous_order = (0, 0), order0     # the moves of the last clause that asked for something
     for ci, clause in enumerate(clauses):
         order = order0 + ci * 100
         towards = _towards_uses(vocab, clause, draft.notes)
@@ -550,6 +551,12 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
             continue
         uses = _uses(vocab, clause)
         targets = [p.key for p in clause.of("target")]
+        excepted = _excepted(vocab, clause)
+        if excepted:
+            # "everything except her face darker": the rest of the frame, not the face
+            targets = [excepted.get(t, t) for t in targets]
+            for u in uses:
+                u.targets = [excepted.get(t, t) for t in u.targets]
         bands = [p.key for p in clause.of("band")]
         said_global = clause.of("global")
         # "her face is too dark, brighten it", "brighten the bottom, it's muddy down there": after a
@@ -562,6 +569,11 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
         if uses and not targets and not is_global and (soft or refers_back) and previous_targets:
             for u in uses:                       # "make the sky darker and bluer": bluer is the sky too
                 u.targets = list(previous_targets)
+        if not uses and targets and clause.of("protect") and previous_span[1] > previous_span[0]:
+            # "warmer but keep the skin natural": the change is taken back on that place
+            draft.moves += _protect_moves(vocab, draft.moves[previous_span[0]:previous_span[1]], targets, order)
+            draft.understood_any = True
+            continue
         if not uses and (targets or bands):
             if clause.of("reset", "rollback") and targets and not bands:
                 draft.moves += _reset_targets(vocab, targets, request.state, order, draft)
@@ -588,6 +600,17 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
             elif previous_uses and soft:
                 # "brighten the face and the background": same intents, new targets
                 uses = [replace(u, targets=targets or u.targets, bands=bands or u.bands) for u in previous_uses]
+        if not uses and previous_uses and clause.of("magnitude") and not (targets or bands) \
+                and not clause.of("rollback", "reset", "objects", "relative") and not _unknown_words(vocab, clause):
+            # "brighter, but only a little", "warmer but not too much": a clause that only says how much
+            scale = vocab.magnitudes[clause.of("magnitude")[-1].key]
+            del draft.moves[previous_span[0]:previous_span[1]]
+            rescaled = [replace(u, scale=_damped(vocab, u, scale)) for u in previous_uses]
+            start = len(draft.moves)
+            previous_uses = _apply_uses(vocab, rescaled, request.state, previous_order, source, draft,
+                                        request.dialogue)
+            previous_span = (start, len(draft.moves))
+            continue
         if not uses:
             if clause.of("rollback") or (clause.of("reset") and not clause.content_words):
                 draft.rollback = True
@@ -621,9 +644,41 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
             # same fix, so the complaint's own moves for that intent give way to it
             again = {u.intent.name for u in uses} & {u.intent.name for u in previous_uses if u.problem or u.fixes}
             draft.moves = [m for m in draft.moves if not (m.intent in again and m.order < order)]
+        start = len(draft.moves)
         previous_uses = _apply_uses(vocab, uses, request.state, order, source, draft, request.dialogue)
+        previous_span, previous_order = (start, len(draft.moves)), order
         previous_targets = uses[0].targets if uses else []
     return draft
+
+
+def _excepted(vocab: Vocabulary, clause: Clause) -> dict[str, str]:
+    """Places said after "except" / "all but" in the clause -> their complements ("all_but_face")."""
+    marks = clause.of("except")
+    if not marks:
+        return {}
+    return {p.key: f"all_but_{p.key}" for p in clause.of("target")
+            if p.pos > marks[0].pos and f"all_but_{p.key}" in vocab.targets}
+
+
+def _protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str], order: int) -> list[Move]:
+    """The whole-image moves of the clause before, taken back on each place named (a local layer)."""
+    out = []
+    for t in targets:
+        spec = normalize_mask_spec(vocab.targets[t])
+        place = vocab.target_labels.get(t) or describe_mask(spec)
+        for rank, m in enumerate(moves):
+            if m.target is None and m.mode == "add" and m.value and ops.get_op(m.op).stage != "geometry":
+                out.append(Move(m.op, -m.value, "add", spec, f"keep {place}", f"keeping {place} as it was",
+                                m.source, order, rank, m.kind, m.intent))
+    return out
+
+
+def _damped(vocab: Vocabulary, use: Use, scale: float) -> float:
+    """A magnitude on a use: as said for a wish, damped for a complaint's fix ("a bit murky" still shows)."""
+    if not use.problem:
+        return scale
+    damp = vocab.magnitude_damping
+    return (1.0 - damp + damp * scale) * vocab.problems[use.problem].scale
 
 
 def _absent_things(vocab: Vocabulary, clause: Clause, stats: Mapping | None) -> list[str]:

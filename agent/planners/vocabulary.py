@@ -76,7 +76,7 @@ class Piece:
 
 # Same phrase in two lists: the earlier category wins.
 _CATEGORY_ORDER = ("relative", "rollback", "problem", "intent", "fix", "target", "band", "magnitude", "towards", "reduce",
-                   "avoid", "reset", "set", "increase", "objects", "global", "separator", "op")
+                   "avoid", "reset", "set", "increase", "objects", "global", "except", "protect", "separator", "op")
 
 
 class Vocabulary:
@@ -95,6 +95,11 @@ class Vocabulary:
             )
         self.targets: dict[str, dict] = {k: dict(v["mask"]) for k, v in (pe.get("targets") or {}).items()}
         self.target_labels = {k: v.get("label") for k, v in (pe.get("targets") or {}).items()}
+        # "everything except her face": each place's complement, named "all_but_<place>"
+        for name, spec in list(self.targets.items()):
+            if name != "selection" and not spec.get("invert"):
+                self.targets[f"all_but_{name}"] = dict(spec, invert=True)
+                self.target_labels[f"all_but_{name}"] = f"everything but {self.target_labels.get(name) or name}"
         self.band_ops: dict[str, str] = dict(pe.get("band_ops") or {})
         # "the water", "the grass": things named by their colour (found only where the photo has it)
         self.band_things = {" ".join(_tokens(w)): band for band, e in (pe.get("bands") or {}).items()
@@ -116,7 +121,8 @@ class Vocabulary:
         for band, entry in (pe.get("bands") or {}).items():
             lists["band"] += [(w, band) for w in entry["words"]]
         lists["magnitude"] = [(w, w) for w in self.magnitudes]
-        for cat in ("reduce", "avoid", "reset", "set", "increase", "objects", "global", "rollback", "towards"):
+        for cat in ("reduce", "avoid", "reset", "set", "increase", "objects", "global", "rollback", "towards", "except",
+                    "protect"):
             lists[cat] += [(w, cat) for w in grammar.get(cat, ())]
         lists["reduce"] += [(w, "reduce") for w in grammar.get("reduce_after", ())]
         # "tone down the sky": these reduce words, on a target with no quality named, mean
@@ -241,7 +247,7 @@ class Vocabulary:
             if len(low) < self.spelling_min_length or low in self.known_words:
                 return word
             near = [w for n in (len(low) - 1, len(low), len(low) + 1) for w in self._by_length.get(n, ())
-                    if _one_edit(low, w)]
+                    if _one_edit(low, w) and not _another_form(low, w)]
             return near[0] if len(near) == 1 else word
         return re.sub(r"[A-Za-z]+", fix, text)
 
@@ -274,6 +280,13 @@ def _one_edit(a: str, b: str) -> bool:
     short, long_ = (a, b) if len(a) < len(b) else (b, a)
     i = next((k for k in range(len(short)) if short[k] != long_[k]), len(short))
     return short[i:] == long_[i + 1:]
+
+
+def _another_form(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ only by a last letter ("cartoon" / "cartoony"): another word, not a
+    slip; a doubled last letter ("darkerr") is a slip."""
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return len(long_) == len(short) + 1 and long_.startswith(short) and long_[-1] != short[-1]
 
 
 def _tokens(text: str) -> list[str]:
