@@ -341,3 +341,28 @@ def test_everything_except_a_place_goes_on_the_rest_of_the_frame(planner):
     assert [(g.op, g.target) for g in plan.sub_goals] == [("exposure", {"type": "face", "feather": 25, "invert": True})]
     assert "everything but the face" in plan.reply
     assert _plan(planner, "darken everything but the sky").sub_goals[0].target["invert"] is True
+
+
+# -- follow-ups that name a place -----------------------------------------------------------------
+
+def _face_brightened() -> tuple[EditState, DialogueState]:
+    face = {"type": "face", "feather": 25}
+    state = EditState.from_dict({"settings": {}, "layers": [{"mask": face, "settings": {"exposure": 20}}]})
+    return state, DialogueState(edits=[TurnMoves(1, "brighten her face", "a1", "a0", [Change("exposure", 0, 20, face)],
+                                                 ["brighter"], ["brighter"])])
+
+
+@pytest.mark.parametrize("text,value,where", [("same thing on the background but less", 10, "subject"),
+                                              ("now the background but more", 30, "subject"),
+                                              ("the background also needs it", 20, "subject"),
+                                              ("more on the face", 20, "face"), ("a bit more on the face", 10, "face")])
+def test_a_follow_up_that_names_a_place(planner, text, value, where):
+    state, dialogue = _face_brightened()
+    plan = planner.plan(PlanRequest(message=text, state=state, dialogue=dialogue))
+    assert [(g.op, g.value, g.mode, g.target["type"]) for g in plan.sub_goals] == [("exposure", value, "add", where)]
+
+
+def test_undo_a_place_resets_that_place(planner):
+    state, dialogue = _face_brightened()
+    plan = planner.plan(PlanRequest(message="undo the face", state=state, dialogue=dialogue))
+    assert [(g.op, g.value, g.mode) for g in plan.sub_goals] == [("exposure", 0, "set")]

@@ -143,7 +143,11 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     toned = bool(targets) and any(p.category == "reduce" and p.text in vocab.tone_down for p in pieces)
     wants_less = bool(pull or fractions or toned)
     wants_more = bool(repeat)
-    but_scale = _repeat_but(vocab, tokens, repeat)
+    if targets and any(p.category == "rollback" for p in pieces) and not (repeat or pull or fractions):
+        return None                 # "undo the face": the grammar resets that place
+    # "same again but less", "now the background but more": what comes before the "but" repeats
+    said_before = repeat + retarget + [(p.pos, 1, 1.0) for p in pieces if p.category == "target"]
+    but_scale = _repeat_but(vocab, tokens, said_before)
     if but_scale is not None:       # "same again but less": the repeat, scaled down
         wants_less, fractions, mags = False, [], []
     elif wants_less and wants_more:   # "no, less": the last one said wins
@@ -184,11 +188,25 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                         dialogue={"move": "pull_back", "base_asset": base.asset_id, "fraction": round(fraction, 2)})
     scale = mags[-1] if mags else (repeat[-1][2] if repeat else 1.0)
     if but_scale is not None:
-        scale = repeat[0][2] * but_scale
+        scale = (repeat[0][2] if repeat else 1.0) * but_scale
     if targets:
+        specs = [normalize_mask_spec(vocab.targets[t]) for t in targets]
+        here = [c for c in base.changes if c.target and normalize_mask_spec(c.target) in specs]
+        if here and wants_more:
+            # "more on the face" right after brightening the face: the same there again
+            return FollowUp(moves=_repeat_moves(vocab, base, scale, only=here), labels=list(base.labels),
+                            dialogue={"move": "repeat", "base_asset": base.asset_id, "scale": scale})
         return _retarget(vocab, base, targets, scale)
+    return FollowUp(moves=_repeat_moves(vocab, base, scale), labels=list(base.labels),
+                    dialogue={"move": "repeat", "base_asset": base.asset_id, "scale": scale})
+
+
+def _repeat_moves(vocab: Vocabulary, base, scale: float, only=None) -> list[Move]:
+    """The moves of ``base`` again, times ``scale`` (only the changes in ``only`` when given)."""
     moves = []
     for rank, c in enumerate(base.changes):
+        if only is not None and c not in only:
+            continue
         if c.op in vocab.discrete_ops:       # "again" after "rotate left": the same choice once more
             if c.op == "rotate" or not c.delta:
                 value = c.delta
@@ -199,8 +217,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         if value:
             moves.append(Move(c.op, value, "add", c.target, f"more of {_what(base)}",
                               f"repeating {_what(base)} (\u00d7{scale:g})", "followup", 0, rank, "followup"))
-    return FollowUp(moves=moves, labels=list(base.labels), dialogue={"move": "repeat", "base_asset": base.asset_id,
-                                                                     "scale": scale})
+    return moves
 
 
 def _finish_unmet(vocab: Vocabulary, unmet: list[dict], labels: list[str], targets: list[str]) -> FollowUp:
