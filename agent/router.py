@@ -58,6 +58,8 @@ class Router:
         self.filler = {t for w in cfg.get("filler") or () for t in _tokens(str(w))}
         self.chat = {name: (_table(e.get("words")), str(e.get("reply") or ""), [str(q) for q in e.get("quick_replies") or ()])
                      for name, e in (cfg.get("chat") or {}).items()}
+        # chat kinds that must be the whole message, filler not allowed ("what?" but not "what can you do?")
+        self.strict_chat = {name for name, e in (cfg.get("chat") or {}).items() if e.get("strict")}
         cmd = dict(cfg.get("commands") or {})
         self.commands = {name: _table(cmd.get(name)) for name in
                          ("undo", "redo", "back_steps", "back_before", "original", "show_original", "what_changed",
@@ -102,6 +104,10 @@ class Router:
             return Route(opening, opening)
         # chat: only chat phrases and filler
         chat_hits = {name: find_phrases(tokens, table) for name, (table, _, _) in self.chat.items()}
+        for name in self.strict_chat & set(chat_hits):
+            covered = {i for pos, n, _ in chat_hits[name] for i in range(pos, pos + n)}
+            if any(i not in covered and t not in _HARD_SEPARATORS for i, t in enumerate(tokens)):
+                chat_hits[name] = []
         all_chat = [h for hits in chat_hits.values() for h in hits]
         if all_chat and not self._rest(tokens, all_chat):
             first = min((hits[0][0], name) for name, hits in chat_hits.items() if hits)[1]
@@ -110,6 +116,12 @@ class Router:
         command = self._command(tokens)
         if command is not None:
             return command
+        rest = self.vocab.strip_preamble(text)
+        if rest != text:
+            # "perfect, export it", "thanks! undo the last one": the chat first, then the request
+            routed = self.route(rest)
+            if routed.kind != "modification":
+                return routed
         pieces = _match(self.vocab, tokens)
         edits = [p for p in pieces if p.category in _EDIT_PIECES]
         for name in ("capabilities", "exploration", "evaluation"):

@@ -366,3 +366,26 @@ def test_undo_a_place_resets_that_place(planner):
     state, dialogue = _face_brightened()
     plan = planner.plan(PlanRequest(message="undo the face", state=state, dialogue=dialogue))
     assert [(g.op, g.value, g.mode) for g in plan.sub_goals] == [("exposure", 0, "set")]
+
+
+# -- chat said before a request, and confusion ------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["what?", "huh?", "wait what", "sorry?"])
+def test_confusion_is_answered_as_chat_not_as_an_unknown_request(router, text):
+    r = router.route(text)
+    assert (r.kind, r.name) == ("chat", "confused") and "don't know how" not in r.reply
+
+
+@pytest.mark.parametrize("text,kind,name", [("perfect, export it", "command", "export"),
+                                            ("thanks! undo the last one though", "command", "undo"),
+                                            ("ok so what do you think?", "evaluation", "evaluation")])
+def test_chat_before_a_command_is_dropped(router, text, kind, name):
+    r = router.route(text)
+    assert (r.kind, r.name) == (kind, name)
+
+
+def test_chat_before_a_request_is_not_read_as_part_of_it(planner):
+    assert _moves(_plan(planner, "ok cool now more contrast")) == _moves(_plan(planner, "more contrast"))
+    assert _moves(_plan(planner, "nice, now make it warmer")) == _moves(_plan(planner, "make it warmer"))
+    # a chat word that runs straight into the request is part of it
+    assert _moves(_plan(planner, "cool the highlights"))[("temperature", "luminance")] < 0

@@ -214,6 +214,12 @@ class Vocabulary:
         for t in [self.place_default, self.place_relation_target, *self.place_nouns.values()]:
             if t is not None and t not in self.targets:
                 raise ProfileError(str(profile.path), "prompt_engineering.place_guesses", f"no target called {t!r}")
+        # "ok cool, now more contrast", "thanks! undo the last one": chat said before a request
+        router = dict(pe.get("router") or {})
+        self.preamble = {tuple(_tokens(str(w))) for e in (router.get("chat") or {}).values()
+                         for w in e.get("words") or ()} | {tuple(_tokens(str(w))) for w in router.get("filler") or ()}
+        self.preamble.discard(())
+        self.preamble_ends = {t for w in router.get("preamble_ends") or () for t in _tokens(str(w))}
         fixes = dict(pe.get("spelling") or {})
         self.spelling_min_length = int(fixes.get("min_length", 6))
         self.spelling_extra = {t for w in fixes.get("known") or () for t in _tokens(str(w))}
@@ -232,6 +238,32 @@ class Vocabulary:
         for w in self.known_words:
             if w.isalpha() and len(w) >= self.spelling_min_length - 1:
                 self._by_length.setdefault(len(w), []).append(w)
+
+    # -- chat said before a request ---------------------------------------
+    def strip_preamble(self, text: str) -> str:
+        """``text`` without a leading run of chat ("ok cool,", "thanks!", "lol nice now") that ends at a
+        punctuation mark or one of ``router.preamble_ends`` ("now", "so"); else ``text`` as said.
+
+        "cool the highlights" keeps its "cool": a chat word that runs straight into the request stays.
+        """
+        words = [m for m in re.finditer(r"[a-z0-9][a-z0-9']*|[,;.!?:]", text.lower().replace("\u2019", "'"))]
+        toks = [m.group(0) for m in words]
+        i, chatted = 0, False
+        longest = max((len(k) for k in self.preamble), default=1)
+        while i < len(toks):
+            n = next((n for n in range(min(longest, len(toks) - i), 0, -1) if tuple(toks[i:i + n]) in self.preamble), 0)
+            if n:
+                i, chatted = i + n, True
+            elif toks[i] in _HARD_SEPARATORS and chatted:
+                i += 1
+            else:
+                break
+        if not chatted or i >= len(toks) or i == 0:
+            return text
+        prev = toks[i - 1]
+        if prev not in _HARD_SEPARATORS and prev not in self.preamble_ends:
+            return text
+        return text[words[i].start():]
 
     # -- typing slips ----------------------------------------------------
     def spell(self, text: str) -> str:
