@@ -211,9 +211,7 @@ def check_step(step: Step, *, before: np.ndarray, after: np.ndarray, original: n
             sb, sa = cache.stats(base), cache.stats(after)
         else:
             m = region if cond.region == "inside" else checks.outside(region)
-            # Keyed by the mask too: consecutive steps with different regions share renders.
-            key = f"{cond.region}:{id(region)}"
-            sb, sa = cache.stats(base, key, m), cache.stats(after, key, m)
+            sb, sa = cache.stats(base, cond.region, m), cache.stats(after, cond.region, m)
         results.append(checks.check_condition(cond, sb, sa).to_dict())
     stronger = None
     if exp.stronger_than is not None:
