@@ -389,3 +389,12 @@ def test_chat_before_a_request_is_not_read_as_part_of_it(planner):
     assert _moves(_plan(planner, "nice, now make it warmer")) == _moves(_plan(planner, "make it warmer"))
     # a chat word that runs straight into the request is part of it
     assert _moves(_plan(planner, "cool the highlights"))[("temperature", "luminance")] < 0
+
+
+def test_less_warm_after_brighter_and_warmer_takes_back_only_the_warmth(studio):
+    sid = studio.start_session(small_photo("astronaut")).id
+    studio.send_message(sid, "brighten it and make it a bit warmer")
+    before = dict(studio.head(sid).state["settings"])
+    studio.send_message(sid, "less warm but keep the brightness")      # "keep" a quality: leave it as it is
+    after = studio.head(sid).state["settings"]
+    assert after["exposure"] == before["exposure"] and 0 <= after["temperature"] < before["temperature"]

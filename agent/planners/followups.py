@@ -92,8 +92,11 @@ def reduce_look_moves(vocab: Vocabulary, dialogue, intent: Intent, scale: float,
     if base is None:
         return []
     signs = {op: (1 if v > 0 else -1) for op, v in intent.ops}
-    if intent.name in base.intents:
+    if intent.name in base.intents and len(base.intents) == 1:
         only = None                                    # the whole look
+    elif intent.name in base.intents:
+        # "less warm" after "brighter and warmer": only the warmth goes back, the brightness stays
+        only = {op for op, _ in intent.ops if base.touches(op)}
     else:
         only = {op for op, s in signs.items() if base.touches(op, s)}
         if not only:

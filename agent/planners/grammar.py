@@ -170,7 +170,7 @@ def _uses(vocab: Vocabulary, clause: Clause) -> list[Use]:
     for i, p in enumerate(clause.pieces):
         if p.category == "reduce" and _trailing_also(vocab, clause.pieces, i):
             continue                     # "bit more colour too": as well, not too much
-        if p.category in ("magnitude", "reduce", "avoid", "number", "set", "reset", "rollback"):
+        if p.category in ("magnitude", "reduce", "avoid", "protect", "number", "set", "reset", "rollback"):
             anchor = _nearest(p, anchors, prefer_after=p.category != "number")
             if anchor is None:
                 continue
@@ -185,8 +185,8 @@ def _uses(vocab: Vocabulary, clause: Clause) -> list[Use]:
                     use.scale = vocab.magnitudes[p.key]
                 elif p.category == "reduce" and anchor.category not in ("fix", "problem"):
                     use.negated = True   # "too blurry" still means sharper: fix words are never negated
-                elif p.category == "avoid":
-                    use.avoid = True
+                elif p.category in ("avoid", "protect"):
+                    use.avoid = True     # "don't make it darker", "keep the brightness"
                 elif p.category == "number" and not use.problem:
                     use.number = p.key
                 elif p.category == "set":
