@@ -22,7 +22,7 @@ from pipeline.masks import describe_mask
 from pipeline.state import EditState
 
 #: Plan.dialogue["move"] values a follow-up plan records (what it did to an earlier turn).
-FOLLOWUP_MOVES = ("repeat", "pull_back", "retarget", "reduce_look")
+FOLLOWUP_MOVES = ("repeat", "pull_back", "retarget", "reduce_look", "not_found", "finish_unmet")
 
 
 @dataclass
@@ -98,6 +98,10 @@ class DialogueState:
 
     edits: list[TurnMoves] = field(default_factory=list)
     can_redo: bool = False
+    #: The steps of the last turn when it could not be done where asked (no sky in the photo):
+    #: SubGoal dicts, so "use the top of the frame then" can finish it on another place.
+    unmet: list[dict] = field(default_factory=list)
+    unmet_labels: list[str] = field(default_factory=list)
 
     @property
     def last(self) -> TurnMoves | None:
@@ -137,7 +141,7 @@ class DialogueState:
         return text[:max_chars]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"edits": [e.to_dict() for e in self.edits], "can_redo": self.can_redo}
+        return {"edits": [e.to_dict() for e in self.edits], "can_redo": self.can_redo, "unmet": self.unmet}
 
 
 def _labels(plan: dict | None) -> tuple[list[str], list[str], dict]:
@@ -178,7 +182,20 @@ def dialogue_state(store, session_id: str, head_asset_id: str | None = None) -> 
     session = store.get_session(session_id)
     stack = list(session.settings.get("redo_stack") or [])
     can_redo = bool(stack) and stack[-1] in by_id and by_id[stack[-1]].parent_id == head_asset_id
-    return DialogueState(edits=edits, can_redo=can_redo)
+    unmet, unmet_labels = _unmet(turns, by_id[head_asset_id].turn if head_asset_id in by_id else 0)
+    return DialogueState(edits=edits, can_redo=can_redo, unmet=unmet, unmet_labels=unmet_labels)
+
+
+def _unmet(turns: dict, head_turn: int) -> tuple[list[dict], list[str]]:
+    """The steps of the last turn, when it came after the head and found no place for them."""
+    if not turns:
+        return [], []
+    last = turns[max(turns)]
+    plan = last.plan or {}
+    move = (plan.get("dialogue") or {})
+    if last.turn <= head_turn or move.get("move") != "not_found":
+        return [], []
+    return [dict(g) for g in move.get("unmet") or []], [str(x) for x in plan.get("labels") or []]
 
 
 __all__ = ["Change", "DialogueState", "FOLLOWUP_MOVES", "TurnMoves", "changes_between", "dialogue_state"]

@@ -140,6 +140,35 @@ def review_tier(score: float, config: AgentConfig, floor: float | None = None) -
             "reject_below": round(bar, 4)}
 
 
+def not_found_offer(what: str, specs: list[dict | None]) -> tuple[str, list[str]]:
+    """What to offer when the photo has none of a place: (a sentence, up to 3 quick replies).
+
+    The engine profile's ``targets.<name>.stand_in`` names where such a place usually is (the
+    sky: the top of the frame); a painted selection always works. Quick replies are messages
+    the planner reads as they are ("Darker on the top of the frame").
+    """
+    from profiles import load_profile
+
+    targets = load_profile("engine").prompt_engineering.get("targets") or {}
+    types = {(s or {}).get("type") for s in specs}
+    places = []
+    for entry in targets.values():
+        stand_in = entry.get("stand_in")
+        if (entry.get("mask") or {}).get("type") in types and not (entry.get("mask") or {}).get("invert") \
+                and stand_in in targets:
+            places.append(str(targets[stand_in].get("label") or stand_in))
+    places = list(dict.fromkeys(places))
+    label = what.capitalize() if what else "Do it"
+    replies = [f"{label} on {p}" for p in places[:1]]
+    if "selection" in targets:
+        replies.append(f"{label} on the selection")
+    replies.append(f"{label} overall")
+    where = f"on {places[0]} instead" if places else "overall instead"
+    paint = " or on an area you paint with the brush (then say \u201con the selection\u201d)" if "selection" in targets else ""
+    doing = f"make it {what}" if what else "do that"
+    return f"I can {doing} {where}{paint}.", replies[:3]
+
+
 class TurnNodes:
     """The six nodes of one Studio's graph, sharing injected dependencies."""
 
@@ -192,14 +221,18 @@ class TurnNodes:
         review = state.get("review") or {}
         assessment = state.get("assessment")
         diagnoses: list[str] = []
+        feedback_from = ""
         if review.get("action") == "replan":
             feedback = f"The person asked for a different plan: {review.get('feedback') or 'try again'}"
+            feedback_from = "person"
         elif state.get("feedback"):
             feedback = state["feedback"]                      # from the error_handler
+            feedback_from = "error"
         elif assessment:                                       # an automatic replan after a low score
             retries += 1
             feedback = f"The last attempt scored {assessment.get('score', 0):.2f}: {assessment.get('assessment', '')}"
             diagnoses = list(assessment.get("diagnoses") or [])
+            feedback_from = "judge"
         else:
             feedback = None
         source = self.sources(state["session_id"])
@@ -211,7 +244,7 @@ class TurnNodes:
         request = PlanRequest(
             message=state["message"], state=edit, context=self.planner_context(state, dialogue),
             image_stats=image_stats(current), image=current, original=original, feedback=feedback,
-            diagnoses=diagnoses, style=state.get("style"), turn=int(state["turn"]),
+            diagnoses=diagnoses, feedback_from=feedback_from, style=state.get("style"), turn=int(state["turn"]),
             max_sub_goals=self.config.max_sub_goals,
             schema=str(self.store.get_session(state["session_id"]).settings.get("planner_schema", "default")),
             schema_root=self.schemas_root,
@@ -226,7 +259,7 @@ class TurnNodes:
         if no_selection:
             plan.understood, plan.reply = False, NO_SELECTION_REPLY
         goals = [g for g in goals if g.mode == "set" or g.value]    # never a +0 step
-        goals, missing = self._found_targets(source, goals, current.shape[:2])
+        goals, missing, unmet = self._found_targets(source, goals, current.shape[:2])
         if goals and assessment and review.get("action") != "replan" and not state.get("feedback") \
                 and set(assessment.get("diagnoses") or ()) & {"target_not_found", "not_asked"} \
                 and plan.to_dict().get("sub_goals") == (state.get("plan") or {}).get("sub_goals"):
@@ -258,20 +291,26 @@ class TurnNodes:
             if goals:
                 update["reply"] = f"{said}, so I left that part out. " + update["reply"]
             elif plan.understood:
-                what = (plan.labels or ["the change"])[0]
-                update["plan"] = dict(update["plan"], kind="clarify",
-                                      quick_replies=[f"{what.capitalize()} overall", "What can you do?"])
-                update["reply"] = f"{said}, so I haven't changed anything. Should I make it {what} overall instead?"
+                # Never a silent global or another place: say so, offer where it usually is or a
+                # painted selection, and keep the request so "use the top then" can finish it.
+                what = (plan.labels or [""])[0]
+                offer, replies = not_found_offer(what, [g.target for g in unmet])
+                update["plan"] = dict(update["plan"], kind="clarify", quick_replies=replies,
+                                      dialogue={"move": "not_found", "unmet": [g.to_dict() for g in unmet]})
+                update["reply"] = f"{said}, so I haven't changed anything. {offer}"
         if not plan.understood or not goals:
             update["status"] = "not_understood"
             update["reply"] = update["reply"] or "I don't know how to do that yet."
         return update
 
-    def _found_targets(self, source, goals: list[SubGoal], size) -> tuple[list[SubGoal], list[str]]:
-        """Drop steps on a place the photo does not have (no face on a cat): the mask is empty or everything."""
+    def _found_targets(self, source, goals: list[SubGoal], size) -> tuple[list[SubGoal], list[str], list[SubGoal]]:
+        """Drop steps on a place the photo does not have (no face on a cat): the mask is empty or everything.
+
+        Returns the kept steps, the missing places in words and the dropped steps.
+        """
         from pipeline.masks import CONTENT_TYPES
 
-        kept, missing = [], []
+        kept, missing, dropped = [], [], []
         for g in goals:
             spec = g.target or {}
             if spec.get("type") in CONTENT_TYPES:
@@ -279,9 +318,10 @@ class TurnNodes:
                 share = float(self.renderer.mask(source, inner, size).mean())
                 if not 0.002 <= share <= 0.998:
                     missing.append(describe_mask(inner))
+                    dropped.append(g)
                     continue
             kept.append(g)
-        return kept, missing
+        return kept, missing, dropped
 
     @guarded("executor")
     def execute(self, state: AgentState) -> dict:

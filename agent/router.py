@@ -58,6 +58,8 @@ class Router:
         self.filler = {t for w in cfg.get("filler") or () for t in _tokens(str(w))}
         self.chat = {name: (_table(e.get("words")), str(e.get("reply") or ""), [str(q) for q in e.get("quick_replies") or ()])
                      for name, e in (cfg.get("chat") or {}).items()}
+        # chat kinds that must be the whole message, filler not allowed ("what?" but not "what can you do?")
+        self.strict_chat = {name for name, e in (cfg.get("chat") or {}).items() if e.get("strict")}
         cmd = dict(cfg.get("commands") or {})
         self.commands = {name: _table(cmd.get(name)) for name in
                          ("undo", "redo", "back_steps", "back_before", "original", "show_original", "what_changed",
@@ -68,6 +70,10 @@ class Router:
         q = dict(cfg.get("questions") or {})
         self.questions = {name: _table(q.get(name)) for name in ("evaluation", "exploration", "capabilities")}
         self.capabilities_replies = [str(x) for x in cfg.get("capabilities_quick_replies") or ()]
+        # how a question opens: one table, the longest opening wins ("do you think it needs" > "do you think")
+        self.openings: dict[tuple[str, ...], str] = {}
+        for kind, key in (("evaluation", "question_starts"), ("exploration", "advice_starts"), ("request", "request_starts")):
+            self.openings.update({k: kind for k in _table(cfg.get(key))})
 
     # -- helpers --------------------------------------------------------------------
     def _rest(self, tokens: list[str], *found: list[tuple[int, int, Any]]) -> list[str]:
@@ -86,13 +92,22 @@ class Router:
 
     # -- routing --------------------------------------------------------------------
     def route(self, text: str) -> Route:
-        tokens = _tokens(text or "")
+        text = self.vocab.spell(text or "")      # "thnaks", "undoo": typing slips put right first
+        tokens = _tokens(text)
         words = [t for t in tokens if t not in _HARD_SEPARATORS]
         if not words:
             return Route("modification")
         asks = (text or "").strip().endswith("?")
+        opening = self._opening(words) if asks else None
+        if opening in ("evaluation", "exploration"):
+            # "is the sky too dark?", "too warm?", "should i make it brighter?": asked, not requested
+            return Route(opening, opening)
         # chat: only chat phrases and filler
         chat_hits = {name: find_phrases(tokens, table) for name, (table, _, _) in self.chat.items()}
+        for name in self.strict_chat & set(chat_hits):
+            covered = {i for pos, n, _ in chat_hits[name] for i in range(pos, pos + n)}
+            if any(i not in covered and t not in _HARD_SEPARATORS for i, t in enumerate(tokens)):
+                chat_hits[name] = []
         all_chat = [h for hits in chat_hits.values() for h in hits]
         if all_chat and not self._rest(tokens, all_chat):
             first = min((hits[0][0], name) for name, hits in chat_hits.items() if hits)[1]
@@ -101,6 +116,12 @@ class Router:
         command = self._command(tokens)
         if command is not None:
             return command
+        rest = self.vocab.strip_preamble(text)
+        if rest != text:
+            # "perfect, export it", "thanks! undo the last one": the chat first, then the request
+            routed = self.route(rest)
+            if routed.kind != "modification":
+                return routed
         pieces = _match(self.vocab, tokens)
         edits = [p for p in pieces if p.category in _EDIT_PIECES]
         for name in ("capabilities", "exploration", "evaluation"):
@@ -109,6 +130,18 @@ class Router:
                 kind = "evaluation" if name == "evaluation" else "exploration"
                 return Route(kind, name)
         return Route("modification")
+
+    def _opening(self, words: list[str]) -> str | None:
+        """How a question opens, after leading filler ("hmm, is it too dark?"): the openings table's kind."""
+        longest = max((len(k) for k in self.openings), default=0)
+        for i, word in enumerate(words):
+            for n in range(min(longest, len(words) - i), 0, -1):
+                kind = self.openings.get(tuple(words[i:i + n]))
+                if kind:
+                    return kind
+            if word not in self.filler:
+                return None
+        return None
 
     def _command(self, tokens: list[str]) -> Route | None:
         c = self.commands
@@ -137,7 +170,7 @@ class Router:
         reset = find_phrases(tokens, c["reset_op"])
         if reset and reset[0][0] == next(i for i, t in enumerate(tokens) if t not in self.filler):
             pieces = _match(self.vocab, tokens)
-            if any(p.category == "reset" for p in pieces):
+            if any(p.category in ("reset", "rollback") for p in pieces):   # "reset the tint", "undo the warmth"
                 named = [p for p in pieces if p.category in ("intent", "op", "fix")]
                 others = [p for p in pieces if p.category in ("target", "band", "relative", "towards", "problem")]
                 end = reset[0][0] + reset[0][1]

@@ -784,6 +784,11 @@ def _refine(mask: np.ndarray, img: np.ndarray, radius: int, eps: float) -> np.nd
     return np.clip(out, 0.0, 1.0)
 
 
+#: Mean b* / a* (Lab units) above which a grey, non-blue candidate is a warm surface, not sky.
+_SKY_WARM_B = 2.0
+_SKY_WARM_A = 2.0
+
+
 def _sky_mask(canvas: _Canvas) -> np.ndarray:
     """Top-connected, smooth, blue or bright regions, refined along the skyline."""
     img = canvas.analysis(CONTENT_SIDE)
@@ -810,6 +815,13 @@ def _sky_mask(canvas: _Canvas) -> np.ndarray:
     for i in range(1, count):
         in_top = int(np.count_nonzero(labels[:top] == i))
         keep[i] = in_top >= 0.05 * top * w and stats[i, cv2.CC_STAT_AREA] >= 0.01 * h * w
+        if keep[i]:
+            part = labels == i
+            # A flat bright region that is not blue must be neutral or cool to be an overcast sky:
+            # a warm or pink grey at the top (a studio backdrop, a wall, a lamp-lit ceiling) is not.
+            if float(blue[part].mean()) < 0.5 and (float(lab[..., 2][part].mean()) > _SKY_WARM_B
+                                                   or float(lab[..., 1][part].mean()) > _SKY_WARM_A):
+                keep[i] = False
     if not keep.any():
         return np.zeros((h, w), np.float32)
     sky = keep[labels].astype(np.uint8)

@@ -11,6 +11,7 @@ import pytest
 from agent.judges.embedded import EmbeddedJudge
 from agent.planners.embedded import EmbeddedPlanner
 from agent.router import Router
+from conftest import small_photo
 from pipeline.imageio import load_image
 
 
@@ -76,8 +77,8 @@ def test_greetings_and_questions_change_nothing_and_use_no_turn(studio, photo):
     assert studio.session(info.id).turns == 1
 
 
-def test_what_did_you_change_names_the_recipe(studio, photo):
-    sid = studio.start_session(photo).id
+def test_what_did_you_change_names_the_recipe(studio):
+    sid = studio.start_session(small_photo("rocket")).id         # a photo with a sky
     studio.send_message(sid, "warmer")
     studio.send_message(sid, "darken the sky")
     r = studio.send_message(sid, "what did you change?")

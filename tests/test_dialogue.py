@@ -110,7 +110,9 @@ def test_a_place_the_photo_lacks_is_said_and_asked_about_with_no_version(studio)
     r = studio.send_message(info.id, "brighten the face")
     assert r.kind == "clarify" and "can't find" in r.reply and r.quick_replies and r.asset_id is None
     assert studio.head(info.id).id == info.head_asset_id
-    r = studio.send_message(info.id, r.quick_replies[0])           # "Brighter overall"
+    assert r.quick_replies[0] == "Brighter on the centre"           # where a face usually is, never applied unasked
+    overall = next(q for q in r.quick_replies if q.endswith("overall"))
+    r = studio.send_message(info.id, overall)                      # "Brighter overall"
     assert r.asset_id and _settings(studio, info.id)["exposure"] > 0
 
 

@@ -66,7 +66,7 @@ def test_the_planning_models_range_clamps_always():
 
 def test_a_real_executor_record_validates_against_the_executor_schema(studio):
     schema = load_schema("executor")
-    info = studio.start_session(small_photo("astronaut", 300), review_mode="always")
+    info = studio.start_session(small_photo("rocket", 300), review_mode="always")   # a photo with a sky
     r = studio.send_message(info.id, "warmer, much more saturated and darken the sky")
     record = r.details["executor"]
     assert len(record["steps"]) >= 3 and any(s["target"] for s in record["steps"])

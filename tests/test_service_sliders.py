@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from agent.service import InvalidInput
-from conftest import ScriptedJudge, ScriptedPlanner
+from conftest import ScriptedJudge, ScriptedPlanner, small_photo
 
 
 def test_a_message_during_review_keeps_that_version_and_goes_on(make_studio, photo):
@@ -53,10 +53,10 @@ def test_preview_renders_the_values_without_recording(make_studio, photo):
     assert [a.id for a in studio.history(info.id)] == before
 
 
-def test_set_values_records_a_version_without_the_planner(make_studio, photo):
+def test_set_values_records_a_version_without_the_planner(make_studio):
     planner = ScriptedPlanner()
     studio = make_studio(planner, ScriptedJudge([0.95]))
-    info = studio.start_session(photo)
+    info = studio.start_session(small_photo("rocket"))          # a photo with a sky
     studio.send_message(info.id, "contrast+30 exposure+20@sky")
     previous = studio.render(info.id).astype(int)
     asked = len(planner.requests)

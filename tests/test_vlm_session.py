@@ -20,6 +20,7 @@ from agent.planners.vlm import VLMPlanner
 from agent.service import Studio
 from agent.vlm import VLMClient, VLMSettings
 from fake_openai_server import FakeOpenAIServer, Reply
+from conftest import small_photo as demo_photo
 from test_vlm import photo as small_photo
 
 MODEL = "Qwen/Qwen2.5-VL-7B-Instruct"
@@ -62,7 +63,8 @@ def test_a_multi_turn_session_runs_through_the_vlm(vlm_studio):
         return Reply.json({"reply": f"Doing '{key}'.", "understood": True, "sub_goals": plans[key]})
 
     server.responder = respond
-    session = studio.start_session(small_photo(), review_mode="never", quality_schema="cinematographer")
+    session = studio.start_session(demo_photo("rocket", 320), review_mode="never",   # a photo with a sky
+                                   quality_schema="cinematographer")
     results = [studio.send_message(session.id, m) for m in
                ("make it warmer", "calm the sky down", "more punch please")]
     for r in results:

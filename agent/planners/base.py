@@ -91,6 +91,7 @@ class PlanRequest:
     original: np.ndarray | None = None     # original proxy, uint8 RGB
     feedback: str | None = None            # judge assessment or the person's replan feedback
     diagnoses: list[str] = field(default_factory=list)  # judge diagnoses, e.g. "highlights_clipped"
+    feedback_from: str = ""                # who gave ``feedback``: "judge", "person" or "error"
     style: str | None = None               # session style (a named look from the engine profile)
     turn: int = 1
     max_sub_goals: int = 6

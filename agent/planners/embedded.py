@@ -248,8 +248,11 @@ class EmbeddedPlanner:
         (``kind="clarify"`` with quick replies) instead of a guess.
         """
         vocab = self.vocab
-        message = (request.message or "").strip()
-        followup = read_followup(vocab, message, request) if not request.feedback else None
+        message = vocab.strip_preamble(vocab.spell((request.message or "").strip()))
+        # The judge's replan of a follow-up is still that follow-up: "more" keeps meaning the last
+        # change. The person's own feedback ("no, cooler instead") replaces it.
+        by_person = bool(request.feedback) and request.feedback_from != "judge"
+        followup = read_followup(vocab, message, request) if not by_person else None
         if followup is not None and followup.question:
             return Plan(sub_goals=[], reply=followup.question, understood=False, source=self.name,
                         kind="clarify", quick_replies=followup.quick_replies)
@@ -268,9 +271,18 @@ class EmbeddedPlanner:
 
         style_moves = self._style_moves(request, notes)
         moves = style_moves + moves
-        replan_extra = self._replan(request, moves, notes) if (request.feedback or request.diagnoses) else []
+        replan_extra = self._replan(request, moves, notes, read_words=followup is None) \
+            if (request.feedback or request.diagnoses) else []
+        if request.feedback_from == "judge":
+            # The judge's sentence never overrules the person's words: a correction read from it
+            # that pulls an op against what the message asked for is dropped, not a conflict.
+            asked = {(m.key, m.value > 0) for m in moves if m.source == "message" and m.mode == "add" and m.value}
+            replan_extra = [m for m in replan_extra if m.source != "feedback" or not m.value
+                            or (m.key, m.value < 0) not in asked]
         moves += replan_extra
 
+        if not moves and draft.missing_things:
+            return self._missing_thing(draft)
         if not moves:
             return self._not_understood(draft, notes)
 
@@ -328,6 +340,20 @@ class EmbeddedPlanner:
                 f"say \u201cundo\u201d if that's wrong{tail}.")
         return replace(draft, moves=moves), note
 
+    def _missing_thing(self, draft: Draft) -> Plan:
+        """"darken the water" on a photo with no water: say so, change nothing, offer what can be done."""
+        thing = draft.missing_things[0]
+        what = (draft.missing_labels or ["the change"])[0]
+        replies = [f"{what.capitalize()} overall"]
+        tail = ""
+        if "selection" in self.vocab.targets:
+            replies.insert(0, f"{what.capitalize()} on the selection")
+            tail = " Paint over it to select it, then pick \u201con the selection\u201d."
+        reply = (f"I can't find {thing} in this photo, so I haven't changed anything. "
+                 f"Should I make it {what} overall instead?{tail}")
+        return Plan(sub_goals=[], reply=reply, understood=False, source=self.name, kind="clarify",
+                    quick_replies=replies, labels=list(draft.missing_labels[:1]))
+
     def _unknown_place(self, draft: Draft) -> Plan:
         """"brighten the cup" with no way to find a cup: say so and offer what can be done."""
         place = draft.unknown_places[0]
@@ -375,11 +401,15 @@ class EmbeddedPlanner:
             if g.target is None and look and g.mode == "add" and g.value * look < 0:
                 notes.append(f"This moves {g.op} against the session's {label} style ({g.op} {look:+d}).")
 
-    def _replan(self, request: PlanRequest, moves: list[Move], notes: list[str]) -> list[Move]:
-        """Corrections for a replan: iteration signals for diagnoses, or the person's feedback."""
+    def _replan(self, request: PlanRequest, moves: list[Move], notes: list[str], read_words: bool = True) -> list[Move]:
+        """Corrections for a replan: iteration signals for diagnoses, or the person's feedback.
+
+        ``read_words`` False (a follow-up replanned by the judge): the judge's sentence is not
+        read as a new request, so "same again but less" is not undone by the words it measured.
+        """
         extra: list[Move] = []
         diagnoses = list(request.diagnoses)
-        if request.feedback and not request.diagnoses:
+        if request.feedback and not request.diagnoses and read_words:
             # The person's words ("too strong", "cooler instead") or a judge text without diagnoses.
             fb = _read(self.vocab, request.feedback, request, "feedback", order0=10_000)
             extra += fb.moves

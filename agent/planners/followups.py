@@ -92,8 +92,11 @@ def reduce_look_moves(vocab: Vocabulary, dialogue, intent: Intent, scale: float,
     if base is None:
         return []
     signs = {op: (1 if v > 0 else -1) for op, v in intent.ops}
-    if intent.name in base.intents:
+    if intent.name in base.intents and len(base.intents) == 1:
         only = None                                    # the whole look
+    elif intent.name in base.intents:
+        # "less warm" after "brighter and warmer": only the warmth goes back, the brightness stays
+        only = {op for op, _ in intent.ops if base.touches(op)}
     else:
         only = {op for op, s in signs.items() if base.touches(op, s)}
         if not only:
@@ -130,7 +133,6 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                 and t not in vocab.chatter and t not in _HARD_SEPARATORS]
     if leftover:
         return None
-    targets = list(dict.fromkeys(p.key for p in pieces if p.category == "target"))
     # magnitude words said besides the follow-up phrase ("way too much"), not inside it ("too far")
     phrase_spans: set[int] = set()
     for found in (repeat, pull, fractions):
@@ -138,15 +140,29 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
             phrase_spans.update(range(pos, pos + n))
     mags = [vocab.magnitudes[p.key] for p in pieces if p.category == "magnitude"
             and not set(range(p.pos, p.pos + len(p.text.split()))) <= phrase_spans]
-    wants_less = bool(pull or fractions)
+    targets = list(dict.fromkeys(p.key for p in pieces if p.category == "target"))
+    # "tone down the sky": less of the last change there if it touched the sky, else a request of
+    # its own (the grammar's implicit intent), never the last change copied onto the sky
+    toned = bool(targets) and any(p.category == "reduce" and p.text in vocab.tone_down for p in pieces)
+    wants_less = bool(pull or fractions or toned)
     wants_more = bool(repeat)
-    if wants_less and wants_more:   # "no, less": the last one said wins
+    if targets and any(p.category == "rollback" for p in pieces) and not (repeat or pull or fractions):
+        return None                 # "undo the face": the grammar resets that place
+    # "same again but less", "now the background but more": what comes before the "but" repeats
+    said_before = repeat + retarget + [(p.pos, 1, 1.0) for p in pieces if p.category == "target"]
+    but_scale = _repeat_but(vocab, tokens, said_before)
+    if but_scale is not None:       # "same again but less": the repeat, scaled down
+        wants_less, fractions, mags = False, [], []
+    elif wants_less and wants_more:   # "no, less": the last one said wins
         last_pull = max(pos for pos, _, _ in pull + fractions)
         wants_more = max(pos for pos, _, _ in repeat) > last_pull
         wants_less = not wants_more
     if not (wants_less or wants_more or targets):    # a place alone after a change: "and the sky"
         return None
     dialogue = getattr(request, "dialogue", None)
+    unmet = list(getattr(dialogue, "unmet", None) or [])
+    if targets and unmet and not (wants_less or wants_more):
+        return _finish_unmet(vocab, unmet, list(getattr(dialogue, "unmet_labels", None) or []), targets)
     base = dialogue.base_edit() if dialogue is not None else None
     if targets:
         # "dial back the highlights": a follow-up only when the last change touched that place;
@@ -174,10 +190,26 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         return FollowUp(moves=moves, labels=[f"less of {', '.join(base.labels[:2]) or 'the last change'}"],
                         dialogue={"move": "pull_back", "base_asset": base.asset_id, "fraction": round(fraction, 2)})
     scale = mags[-1] if mags else (repeat[-1][2] if repeat else 1.0)
+    if but_scale is not None:
+        scale = (repeat[0][2] if repeat else 1.0) * but_scale
     if targets:
+        specs = [normalize_mask_spec(vocab.targets[t]) for t in targets]
+        here = [c for c in base.changes if c.target and normalize_mask_spec(c.target) in specs]
+        if here and wants_more:
+            # "more on the face" right after brightening the face: the same there again
+            return FollowUp(moves=_repeat_moves(vocab, base, scale, only=here), labels=list(base.labels),
+                            dialogue={"move": "repeat", "base_asset": base.asset_id, "scale": scale})
         return _retarget(vocab, base, targets, scale)
+    return FollowUp(moves=_repeat_moves(vocab, base, scale), labels=list(base.labels),
+                    dialogue={"move": "repeat", "base_asset": base.asset_id, "scale": scale})
+
+
+def _repeat_moves(vocab: Vocabulary, base, scale: float, only=None) -> list[Move]:
+    """The moves of ``base`` again, times ``scale`` (only the changes in ``only`` when given)."""
     moves = []
     for rank, c in enumerate(base.changes):
+        if only is not None and c not in only:
+            continue
         if c.op in vocab.discrete_ops:       # "again" after "rotate left": the same choice once more
             if c.op == "rotate" or not c.delta:
                 value = c.delta
@@ -188,17 +220,56 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         if value:
             moves.append(Move(c.op, value, "add", c.target, f"more of {_what(base)}",
                               f"repeating {_what(base)} (\u00d7{scale:g})", "followup", 0, rank, "followup"))
-    return FollowUp(moves=moves, labels=list(base.labels), dialogue={"move": "repeat", "base_asset": base.asset_id,
-                                                                     "scale": scale})
+    return moves
+
+
+def _finish_unmet(vocab: Vocabulary, unmet: list[dict], labels: list[str], targets: list[str]) -> FollowUp:
+    """"use the top of the frame then": the last request, that found no place, on the place named now."""
+    moves = []
+    what = "\u201c" + ", ".join(labels[:2]) + "\u201d" if labels else "what you asked"
+    for t in targets:
+        spec = normalize_mask_spec(vocab.targets[t])
+        place = vocab.target_labels.get(t) or describe_mask(spec)
+        for rank, g in enumerate(unmet):
+            if g.get("op") not in ops.OPS or ops.get_op(g["op"]).stage == "geometry":
+                continue
+            moves.append(Move(g["op"], int(g.get("value") or 0), str(g.get("mode") or "add"), spec,
+                              labels[0] if labels else f"on {place}", f"doing {what} on {place}",
+                              "followup", 0, rank, "followup"))
+    return FollowUp(moves=[m for m in moves if m.value or m.mode == "set"], labels=list(labels),
+                    dialogue={"move": "finish_unmet", "targets": targets})
+
+
+def _repeat_but(vocab: Vocabulary, tokens: list[str], repeat: list) -> float | None:
+    """The factor of "same again but less" (profile followups.repeat_but), or None.
+
+    Only when a repeat phrase comes before the "but" and everything after it (but
+    filler) is one repeat_but phrase: "no, less" and "too much" stay pull-backs.
+    """
+    if not repeat or "but" not in tokens:
+        return None
+    cut = len(tokens) - 1 - tokens[::-1].index("but")
+    if not any(pos < cut for pos, _, _ in repeat):
+        return None
+    said = [t for t in tokens[cut + 1:] if t not in _HARD_SEPARATORS]
+    for tail in (said, [t for t in said if t not in vocab.chatter]):   # "a bit less" as said, then "less"
+        hits = find_phrases(tail, vocab.repeat_but)
+        if len(hits) == 1 and hits[0][1] == len(tail):
+            return hits[0][2]
+    return None
 
 
 def _retarget(vocab: Vocabulary, base, targets: list[str], scale: float) -> FollowUp:
     """The base change's moves again, on each place named."""
     moves = []
+    # The whole-image moves of that change already reach the new place: only the local ones move.
+    local = any(c.target for c in base.changes)
     for t in targets:
         spec = normalize_mask_spec(vocab.targets[t])
         place = vocab.target_labels.get(t) or describe_mask(spec)
         for rank, c in enumerate(base.changes):
+            if local and not c.target:
+                continue
             value = _nonzero(c.delta * scale)
             if not value or (c.target and normalize_mask_spec(c.target) == spec):
                 continue

@@ -84,6 +84,7 @@ class Use:
     bands: list[str] = field(default_factory=list)
     pos: int = 0
     problem: str = ""                    # the complaint this use fixes ("murky"): never negated
+    fixes: bool = False                  # said as a problem ("murky", "looks flat"), not as a wish
 
 
 def _nearest(p: Piece, anchors: list[Piece], *, prefer_after: bool = True) -> Piece | None:
@@ -117,12 +118,20 @@ def _complaints(vocab: Vocabulary, clause: Clause) -> Clause:
             continue
         before = pieces[max(0, i - 3):i]
         framed = any(tuple(b.text.split()) in vocab.frames or
-                     any((t,) in vocab.frames for t in b.text.split()) for b in before)
+                     any((t,) in vocab.frames for t in b.text.split()) for b in before) \
+            or _trailing_also(vocab, pieces, i + 1)      # "hazy too", said after another complaint
         wished = any(tuple(b.text.split()) in vocab.wishes or (b.text.split()[0],) in vocab.wishes
                      for b in pieces[:i])
         if framed and not wished:
             pieces[i] = Piece("problem", vocab.flippable[key], p.text, p.pos)
     return Clause(pieces, clause.joined)
+
+
+def _trailing_also(vocab: Vocabulary, pieces: list[Piece], i: int) -> bool:
+    """Whether ``pieces[i]`` is "too" said last in the clause (only filler after it): "as well"."""
+    if i >= len(pieces) or pieces[i].text not in vocab.trailing_also:
+        return False
+    return all(p.category == "word" and (p.text in _FILLER or p.text in vocab.chatter) for p in pieces[i + 1:])
 
 
 def _unknown_words(vocab: Vocabulary, clause: Clause, before: int | None = None) -> list[str]:
@@ -156,9 +165,12 @@ def _uses(vocab: Vocabulary, clause: Clause) -> list[Use]:
                                targets=list(where), bands=list(bands)) for f in problem.fixes]
         else:
             intent = vocab.intents[a.key] if a.category != "op" else _op_intent(a.key)
-            uses[a.pos] = [Use(intent, pos=a.pos, targets=list(targets), bands=list(bands))]
-    for p in clause.pieces:
-        if p.category in ("magnitude", "reduce", "avoid", "number", "set", "reset", "rollback"):
+            uses[a.pos] = [Use(intent, pos=a.pos, targets=list(targets), bands=list(bands),
+                               fixes=a.category == "fix")]
+    for i, p in enumerate(clause.pieces):
+        if p.category == "reduce" and _trailing_also(vocab, clause.pieces, i):
+            continue                     # "bit more colour too": as well, not too much
+        if p.category in ("magnitude", "reduce", "avoid", "protect", "number", "set", "reset", "rollback"):
             anchor = _nearest(p, anchors, prefer_after=p.category != "number")
             if anchor is None:
                 continue
@@ -173,8 +185,8 @@ def _uses(vocab: Vocabulary, clause: Clause) -> list[Use]:
                     use.scale = vocab.magnitudes[p.key]
                 elif p.category == "reduce" and anchor.category not in ("fix", "problem"):
                     use.negated = True   # "too blurry" still means sharper: fix words are never negated
-                elif p.category == "avoid":
-                    use.avoid = True
+                elif p.category in ("avoid", "protect"):
+                    use.avoid = True     # "don't make it darker", "keep the brightness"
                 elif p.category == "number" and not use.problem:
                     use.number = p.key
                 elif p.category == "set":
@@ -295,6 +307,8 @@ class Draft:
     followup: dict = field(default_factory=dict)               # Plan.dialogue of a follow-up
     unknown_places: list[str] = field(default_factory=list)   # "the cup": a place no mask can find
     place_guess: str | None = None                             # the target standing in for it
+    missing_things: list[str] = field(default_factory=list)   # "the water" on a photo with no blue
+    missing_labels: list[str] = field(default_factory=list)   # what was asked of them ("darker")
 
 
 def _where(vocab: Vocabulary, target_name: str | None, band: str | None, spec: Mapping | None) -> str:
@@ -513,6 +527,8 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
     clauses = _clauses(_match(vocab, tokens))
     previous_uses: list[Use] = []
     previous_targets: list[str] = []
+    fixed: set[tuple] = set()       # (fix intent, places) already planned for a complaint in this message
+    previous_span, previous_order = (0, 0), order0     # the moves of the last clause that asked for something
     for ci, clause in enumerate(clauses):
         order = order0 + ci * 100
         towards = _towards_uses(vocab, clause, draft.notes)
@@ -526,14 +542,38 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
             draft.understood_any = True
             draft.moves += _relative_moves(vocab, rel.key, request.image_stats, order + rel.pos, draft,
                                           request.state)
+        absent = _absent_things(vocab, clause, request.image_stats)
+        if absent:
+            # "darken the water" on a cat photo: not a colour move on the little blue there is
+            draft.understood_any = True
+            draft.missing_things += absent
+            draft.missing_labels += [u.intent.label for u in _uses(vocab, clause)]
+            continue
         uses = _uses(vocab, clause)
         targets = [p.key for p in clause.of("target")]
+        excepted = _excepted(vocab, clause)
+        if excepted:
+            # "everything except her face darker": the rest of the frame, not the face
+            targets = [excepted.get(t, t) for t in targets]
+            for u in uses:
+                u.targets = [excepted.get(t, t) for t in u.targets]
         bands = [p.key for p in clause.of("band")]
-        is_global = bool(clause.of("global"))
+        said_global = clause.of("global")
+        # "her face is too dark, brighten it", "brighten the bottom, it's muddy down there": after a
+        # place, "it" / "there" is that place, not the whole photo
+        pointed = said_global + [p for p in clause.of("word") if p.text in vocab.back_references]
+        refers_back = bool(pointed) and bool(previous_targets) and not targets and not bands \
+            and all(p.text in vocab.back_references for p in said_global)
+        is_global = bool(said_global) and not refers_back
         soft = clause.joined == "soft"
-        if uses and not targets and not is_global and soft and previous_targets:
+        if uses and not targets and not is_global and (soft or refers_back) and previous_targets:
             for u in uses:                       # "make the sky darker and bluer": bluer is the sky too
                 u.targets = list(previous_targets)
+        if not uses and targets and clause.of("protect") and previous_span[1] > previous_span[0]:
+            # "warmer but keep the skin natural": the change is taken back on that place
+            draft.moves += _protect_moves(vocab, draft.moves[previous_span[0]:previous_span[1]], targets, order)
+            draft.understood_any = True
+            continue
         if not uses and (targets or bands):
             if clause.of("reset", "rollback") and targets and not bands:
                 draft.moves += _reset_targets(vocab, targets, request.state, order, draft)
@@ -547,8 +587,11 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
                 uses = [Use(vocab.intents[vocab.tone_down_intent], targets=targets, pos=tone_down[0].pos,
                             scale=vocab.magnitudes[mags[0].key] if mags else 1.0)]
             elif bands and (clause.of("reduce", "increase", "magnitude") or not previous_uses or not soft) \
-                    and "more_saturated" in vocab.intents and not _unknown_words(vocab, clause):
-                # "less green", "more blue": the band's saturation
+                    and "more_saturated" in vocab.intents \
+                    and (not _unknown_words(vocab, clause) or (clause.of("reduce", "increase") and not
+                         _unknown_words(vocab, Clause([p for p in clause.pieces if p.pos > clause.of("band")[0].pos])))):
+                # "less green", "more blue": the band's saturation; "make the suit less orange": the colour
+                # finds the thing (named before it; "give it a green moustache" names a new thing after it)
                 use = Use(vocab.intents["more_saturated"], targets=targets, bands=bands, pos=clause.pieces[0].pos)
                 use.negated = bool(clause.of("reduce"))
                 mags = clause.of("magnitude")
@@ -557,6 +600,17 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
             elif previous_uses and soft:
                 # "brighten the face and the background": same intents, new targets
                 uses = [replace(u, targets=targets or u.targets, bands=bands or u.bands) for u in previous_uses]
+        if not uses and previous_uses and clause.of("magnitude") and not (targets or bands) \
+                and not clause.of("rollback", "reset", "objects", "relative") and not _unknown_words(vocab, clause):
+            # "brighter, but only a little", "warmer but not too much": a clause that only says how much
+            scale = vocab.magnitudes[clause.of("magnitude")[-1].key]
+            del draft.moves[previous_span[0]:previous_span[1]]
+            rescaled = [replace(u, scale=_damped(vocab, u, scale)) for u in previous_uses]
+            start = len(draft.moves)
+            previous_uses = _apply_uses(vocab, rescaled, request.state, previous_order, source, draft,
+                                        request.dialogue)
+            previous_span = (start, len(draft.moves))
+            continue
         if not uses:
             if clause.of("rollback") or (clause.of("reset") and not clause.content_words):
                 draft.rollback = True
@@ -573,24 +627,85 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
             continue
         if clause.of("objects"):
             draft.objects = True
-        if not targets and not bands and not is_global:
+        if not targets and not bands and not is_global and not all(u.bands for u in uses):
+            # ("the suit is too orange": the colour finds the thing, no place to guess)
             places = _unknown_places(vocab, clause)
             draft.unknown_places += places
             if places:
                 draft.place_guess = guess_place(vocab, clause.text, places[0])
+        # "flat and dull", "dark and murky": one complaint said twice; its fix is planned once
         draft.understood_any = True
+        uses = [u for u in uses if not (u.problem or u.fixes) or _fix_key(u) not in fixed]
+        if not uses:
+            continue
+        fixed |= {_fix_key(u) for u in uses if u.problem or u.fixes}
+        if refers_back:
+            # "her face is too dark, brighten it a bit": the second clause says how much of the
+            # same fix, so the complaint's own moves for that intent give way to it
+            again = {u.intent.name for u in uses} & {u.intent.name for u in previous_uses if u.problem or u.fixes}
+            draft.moves = [m for m in draft.moves if not (m.intent in again and m.order < order)]
+        start = len(draft.moves)
         previous_uses = _apply_uses(vocab, uses, request.state, order, source, draft, request.dialogue)
+        previous_span, previous_order = (start, len(draft.moves)), order
         previous_targets = uses[0].targets if uses else []
     return draft
+
+
+def _excepted(vocab: Vocabulary, clause: Clause) -> dict[str, str]:
+    """Places said after "except" / "all but" in the clause -> their complements ("all_but_face")."""
+    marks = clause.of("except")
+    if not marks:
+        return {}
+    return {p.key: f"all_but_{p.key}" for p in clause.of("target")
+            if p.pos > marks[0].pos and f"all_but_{p.key}" in vocab.targets}
+
+
+def _protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str], order: int) -> list[Move]:
+    """The whole-image moves of the clause before, taken back on each place named (a local layer)."""
+    out = []
+    for t in targets:
+        spec = normalize_mask_spec(vocab.targets[t])
+        place = vocab.target_labels.get(t) or describe_mask(spec)
+        for rank, m in enumerate(moves):
+            if m.target is None and m.mode == "add" and m.value and ops.get_op(m.op).stage != "geometry":
+                out.append(Move(m.op, -m.value, "add", spec, f"keep {place}", f"keeping {place} as it was",
+                                m.source, order, rank, m.kind, m.intent))
+    return out
+
+
+def _damped(vocab: Vocabulary, use: Use, scale: float) -> float:
+    """A magnitude on a use: as said for a wish, damped for a complaint's fix ("a bit murky" still shows)."""
+    if not use.problem:
+        return scale
+    damp = vocab.magnitude_damping
+    return (1.0 - damp + damp * scale) * vocab.problems[use.problem].scale
+
+
+def _absent_things(vocab: Vocabulary, clause: Clause, stats: Mapping | None) -> list[str]:
+    """Things named by their colour ("the water") that the photo has almost none of."""
+    bands = (stats or {}).get("bands") or {}
+    out = []
+    for p in clause.of("band"):
+        band = vocab.band_things.get(p.text.removeprefix("the "))
+        if band and band in bands and float(bands[band].get("share", 1.0)) < vocab.band_things_min_share:
+            out.append(p.text if p.text.startswith("the ") else f"the {p.text}")
+    return out
+
+
+def _fix_key(use: Use) -> tuple:
+    return use.intent.name, tuple(use.targets), tuple(use.bands)
 
 
 #: Words that introduce a place: "the cup", "her cheek", "on his jacket".
 _DETERMINERS = {"the", "her", "his", "their", "my", "our", "your", "that", "this", "those", "these"}
 
 
-#: Words that end a place's name: "the table around the cup" names the table.
+#: Words that end a place's name: "the table around the cup" names the table; "the helmet is
+#: too dark", "the coffee looks flat": the verb after the thing ends it too.
 _PLACE_ENDS = {"around", "behind", "on", "in", "of", "near", "next", "with", "at", "by", "under", "over", "above",
-               "below", "from", "beside", "outside", "inside", "and", "but", "to", "into", "onto", "than"}
+               "below", "from", "beside", "outside", "inside", "and", "but", "to", "into", "onto", "than",
+               "is", "are", "was", "were", "isn't", "looks", "look", "looking", "seems", "seem", "feels", "feel",
+               "appears", "needs", "need", "has", "have", "got", "gets", "getting"}
 
 
 def _unknown_places(vocab: Vocabulary, clause: Clause) -> list[str]:

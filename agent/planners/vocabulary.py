@@ -76,7 +76,7 @@ class Piece:
 
 # Same phrase in two lists: the earlier category wins.
 _CATEGORY_ORDER = ("relative", "rollback", "problem", "intent", "fix", "target", "band", "magnitude", "towards", "reduce",
-                   "avoid", "reset", "set", "increase", "objects", "global", "separator", "op")
+                   "avoid", "reset", "set", "increase", "objects", "global", "except", "protect", "separator", "op")
 
 
 class Vocabulary:
@@ -95,7 +95,16 @@ class Vocabulary:
             )
         self.targets: dict[str, dict] = {k: dict(v["mask"]) for k, v in (pe.get("targets") or {}).items()}
         self.target_labels = {k: v.get("label") for k, v in (pe.get("targets") or {}).items()}
+        # "everything except her face": each place's complement, named "all_but_<place>"
+        for name, spec in list(self.targets.items()):
+            if name != "selection" and not spec.get("invert"):
+                self.targets[f"all_but_{name}"] = dict(spec, invert=True)
+                self.target_labels[f"all_but_{name}"] = f"everything but {self.target_labels.get(name) or name}"
         self.band_ops: dict[str, str] = dict(pe.get("band_ops") or {})
+        # "the water", "the grass": things named by their colour (found only where the photo has it)
+        self.band_things = {" ".join(_tokens(w)): band for band, e in (pe.get("bands") or {}).items()
+                            for w in e.get("things") or ()}
+        self.band_things_min_share = float(pe.get("band_things_min_share", 0.0))
         self.magnitudes: dict[str, float] = {w: float(e["scale"]) for w, e in
                                              ((pe.get("magnitudes") or {}).get("words") or {}).items()}
         self.relative: dict[str, Mapping] = dict(pe.get("relative_requests") or {})
@@ -112,7 +121,8 @@ class Vocabulary:
         for band, entry in (pe.get("bands") or {}).items():
             lists["band"] += [(w, band) for w in entry["words"]]
         lists["magnitude"] = [(w, w) for w in self.magnitudes]
-        for cat in ("reduce", "avoid", "reset", "set", "increase", "objects", "global", "rollback", "towards"):
+        for cat in ("reduce", "avoid", "reset", "set", "increase", "objects", "global", "rollback", "towards", "except",
+                    "protect"):
             lists[cat] += [(w, cat) for w in grammar.get(cat, ())]
         lists["reduce"] += [(w, "reduce") for w in grammar.get("reduce_after", ())]
         # "tone down the sky": these reduce words, on a target with no quality named, mean
@@ -137,6 +147,8 @@ class Vocabulary:
             except ops.OpError as exc:
                 raise ProfileError(str(profile.path), where, str(exc)) from None
         lists["separator"] = [(w, "soft") for w in grammar.get("separators", ())]
+        self.trailing_also = {" ".join(_tokens(w)) for w in grammar.get("trailing_also", ())}
+        self.back_references = {" ".join(_tokens(w)) for w in grammar.get("back_references", ())}
         # Op names and labels ("temperature", "green saturation", "saturation_green"): lowest priority.
         for op in ops.OPS.values():
             lists["op"] += [(op.name.replace("_", " "), op.name), (op.name, op.name), (op.label.lower(), op.name)]
@@ -183,6 +195,7 @@ class Vocabulary:
         self.pull_back_limits = (float(limits.get("min", 0.15)), float(limits.get("max", 0.85)))
         self.discrete_ops = {str(o) for o in fu.get("discrete_ops") or ()}
         self.retarget = {tuple(_tokens(w)): True for w in fu.get("retarget") or ()}
+        self.repeat_but = {tuple(_tokens(w)): float(v) for w, v in (fu.get("repeat_but") or {}).items()}
         self.chatter = {t for w in fu.get("filler") or () for t in _tokens(w)}
         self.no_history_replies = [str(x) for x in fu.get("no_history_quick_replies") or ()]
         insist = dict(pe.get("insist") or {})
@@ -201,6 +214,15 @@ class Vocabulary:
         for t in [self.place_default, self.place_relation_target, *self.place_nouns.values()]:
             if t is not None and t not in self.targets:
                 raise ProfileError(str(profile.path), "prompt_engineering.place_guesses", f"no target called {t!r}")
+        # "ok cool, now more contrast", "thanks! undo the last one": chat said before a request
+        router = dict(pe.get("router") or {})
+        self.preamble = {tuple(_tokens(str(w))) for e in (router.get("chat") or {}).values()
+                         for w in e.get("words") or ()} | {tuple(_tokens(str(w))) for w in router.get("filler") or ()}
+        self.preamble.discard(())
+        self.preamble_ends = {t for w in router.get("preamble_ends") or () for t in _tokens(str(w))}
+        fixes = dict(pe.get("spelling") or {})
+        self.spelling_min_length = int(fixes.get("min_length", 6))
+        self.spelling_extra = {t for w in fixes.get("known") or () for t in _tokens(str(w))}
         self.phrases: dict[tuple[str, ...], tuple[str, Any]] = {}
         for cat in _CATEGORY_ORDER:
             for phrase, key in lists[cat]:
@@ -208,6 +230,58 @@ class Vocabulary:
                 if toks and toks not in self.phrases:
                     self.phrases[toks] = (cat, key)
         self.longest = max((len(t) for t in self.phrases), default=1)
+        self.known_words = ({t for phrase in self.phrases for t in phrase} | _FILLER | self.chatter | self.not_places
+                            | {t for f in self.frames for t in f} | {t for f in self.wishes for t in f}
+                            | {t for k in (*self.repeat, *self.pull_back, *self.fractions, *self.retarget) for t in k}
+                            | self.spelling_extra)
+        self._by_length: dict[int, list[str]] = {}
+        for w in self.known_words:
+            if w.isalpha() and len(w) >= self.spelling_min_length - 1:
+                self._by_length.setdefault(len(w), []).append(w)
+
+    # -- chat said before a request ---------------------------------------
+    def strip_preamble(self, text: str) -> str:
+        """``text`` without a leading run of chat ("ok cool,", "thanks!", "lol nice now") that ends at a
+        punctuation mark or one of ``router.preamble_ends`` ("now", "so"); else ``text`` as said.
+
+        "cool the highlights" keeps its "cool": a chat word that runs straight into the request stays.
+        """
+        words = [m for m in re.finditer(r"[a-z0-9][a-z0-9']*|[,;.!?:]", text.lower().replace("\u2019", "'"))]
+        toks = [m.group(0) for m in words]
+        i, chatted = 0, False
+        longest = max((len(k) for k in self.preamble), default=1)
+        while i < len(toks):
+            n = next((n for n in range(min(longest, len(toks) - i), 0, -1) if tuple(toks[i:i + n]) in self.preamble), 0)
+            if n:
+                i, chatted = i + n, True
+            elif toks[i] in _HARD_SEPARATORS and chatted:
+                i += 1
+            else:
+                break
+        if not chatted or i >= len(toks) or i == 0:
+            return text
+        prev = toks[i - 1]
+        if prev not in _HARD_SEPARATORS and prev not in self.preamble_ends:
+            return text
+        return text[words[i].start():]
+
+    # -- typing slips ----------------------------------------------------
+    def spell(self, text: str) -> str:
+        """``text`` with typing slips of known words put right ("brigther" -> "brighter").
+
+        Only a word no table knows, of at least ``spelling.min_length`` letters, one edit
+        (a swap of neighbours, a letter added, dropped or changed) from exactly one known
+        word: a guess with a rival, or a short word, is left as typed.
+        """
+        def fix(m: re.Match) -> str:
+            word = m.group(0)
+            low = word.lower()
+            if len(low) < self.spelling_min_length or low in self.known_words:
+                return word
+            near = [w for n in (len(low) - 1, len(low), len(low) + 1) for w in self._by_length.get(n, ())
+                    if _one_edit(low, w) and not _another_form(low, w)]
+            return near[0] if len(near) == 1 else word
+        return re.sub(r"[A-Za-z]+", fix, text)
 
     # -- capability text for "I don't know how to do that yet" ----------
     def capabilities(self) -> str:
@@ -225,6 +299,26 @@ class Vocabulary:
         if rel:
             parts.append(", ".join(rel))
         return "; ".join(parts) + "."
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ by one edit: a swap of neighbours, one letter added, dropped or changed."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    i = next((k for k in range(len(short)) if short[k] != long_[k]), len(short))
+    return short[i:] == long_[i + 1:]
+
+
+def _another_form(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ only by a last letter ("cartoon" / "cartoony"): another word, not a
+    slip; a doubled last letter ("darkerr") is a slip."""
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return len(long_) == len(short) + 1 and long_.startswith(short) and long_[-1] != short[-1]
 
 
 def _tokens(text: str) -> list[str]:

@@ -1,0 +1,400 @@
+"""Chat-style talk, end to end and per part: particles and slips, "same again but less",
+"too" meaning "as well", "it" pointing back to a place, and places a photo does not have.
+
+Real parts only: the engine profile, the embedded planner and judge, a real SQLite store
+and real photos (skimage.data / assets), measured in the rendered pixels where it matters.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agent.dialogue import Change, DialogueState, TurnMoves
+from agent.eval import checks
+from agent.eval.runner import check_step
+from agent.eval.scenarios import Condition, Expectation, Step
+from agent.judges.embedded import EmbeddedJudge
+from agent.planners.base import PlanRequest
+from agent.planners.embedded import EmbeddedPlanner
+from agent.planners.vocabulary import Vocabulary
+from agent.router import Router
+from conftest import small_photo
+from pipeline.masks import build_mask
+from pipeline.measure import image_stats
+from pipeline.state import EditState
+from profiles import load_profile
+
+
+@pytest.fixture(scope="module")
+def planner():
+    return EmbeddedPlanner()
+
+
+@pytest.fixture(scope="module")
+def router():
+    return Router()
+
+
+@pytest.fixture
+def studio(make_studio):
+    return make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="never")
+
+
+def _plan(planner, message, state=None, dialogue=None, **kw):
+    return planner.plan(PlanRequest(message=message, state=state or EditState(), dialogue=dialogue, **kw))
+
+
+def _moves(plan):
+    return {(g.op, (g.target or {}).get("type")): g.value for g in plan.sub_goals}
+
+
+# -- the router: chat particles, "back to the start" -------------------------------------
+
+@pytest.mark.parametrize("text", ["lol nice", "lol ok thats better", "hello? you there", "k", "kk", "cool thanks",
+                                  "thnaks", "tysm", "are you still there?", "tbh looks great"])
+def test_chat_particles_and_slips_are_small_talk(router, text):
+    assert router.route(text).kind == "chat"
+
+
+@pytest.mark.parametrize("text", ["go back to the start", "back to the beginning", "from the start pls",
+                                  "undo all the changes"])
+def test_back_to_the_start_is_the_original(router, text):
+    r = router.route(text)
+    assert (r.kind, r.name) == ("command", "original")
+
+
+# -- typing slips ------------------------------------------------------------------------
+
+def test_a_slip_of_one_letter_is_put_right_and_nothing_else_is_touched():
+    vocab = Vocabulary(load_profile("engine"))
+    assert vocab.spell("could you maybe make it a tad brigther?") == "could you maybe make it a tad brighter?"
+    assert vocab.spell("more contrst, less satuation") == "more contrast, less saturation"
+    # known words, short words and words no known word is one edit from stay as typed
+    for text in ("its muddy down there", "make it warmr", "make her smile", "colder", "the rocket take off"):
+        assert vocab.spell(text) == text
+
+
+def test_a_misspelt_request_is_planned_like_the_spelt_one(planner):
+    assert _moves(_plan(planner, "a tad brigther")) == _moves(_plan(planner, "a tad brighter"))
+    assert _moves(_plan(planner, "a tad brigther"))[("exposure", None)] > 0
+
+
+# -- grammar: trailing "too", "it" after a place, one complaint said twice --------------
+
+def test_trailing_too_means_as_well_not_too_much(planner):
+    more = _moves(_plan(planner, "bit more colour too"))
+    assert all(v > 0 for v in more.values()) and more == _moves(_plan(planner, "bit more colour"))
+    # after a bare quality word it frames a complaint: "hazy too" fixes the haze
+    assert _moves(_plan(planner, "hazy too")).get(("dehaze", None), 0) > 0
+    assert _moves(_plan(planner, "and a bit cold too"))[("temperature", None)] > 0
+
+
+def test_it_after_a_place_is_that_place_and_says_how_much_of_the_fix(planner):
+    plan = _plan(planner, "her face is too dark, brighten it a bit")
+    moves = _moves(plan)
+    assert ("exposure", None) not in moves                          # never the whole photo
+    assert 0 < moves[("exposure", "face")] <= _moves(_plan(planner, "brighten her face"))[("exposure", "face")]
+    # with no place before it, "it" is still the whole photo
+    assert _moves(_plan(planner, "brighten it a bit"))[("exposure", None)] > 0
+
+
+def test_there_after_a_place_keeps_the_complaint_on_that_place(planner):
+    moves = _moves(_plan(planner, "brighten the bottom a bit, its muddy down there"))
+    assert moves and all(where == "gradient" for _, where in moves)
+
+
+def test_one_complaint_said_twice_is_fixed_once(planner):
+    assert _moves(_plan(planner, "it looks flat and dull")) == _moves(_plan(planner, "it looks flat"))
+
+
+# -- follow-ups --------------------------------------------------------------------------
+
+def _warmed(turn_value: int) -> DialogueState:
+    before = EditState()
+    return DialogueState(edits=[TurnMoves(turn=1, message="warmer", asset_id="a1", parent_id="a0",
+                                          changes=[Change("temperature", 0, turn_value)], labels=["warmer"],
+                                          intents=["warmer"], state_before=before.to_dict())])
+
+
+@pytest.mark.parametrize("text,factor", [("same again but less", 0.5), ("again but a bit less", 0.6),
+                                         ("do it again but not as much", 0.5), ("same again but stronger", 1.5)])
+def test_same_again_but_less_repeats_the_change_scaled(planner, text, factor):
+    state = EditState.from_dict({"settings": {"temperature": 10}, "layers": []})
+    plan = _plan(planner, text, state=state, dialogue=_warmed(10))
+    assert [(g.op, g.mode) for g in plan.sub_goals] == [("temperature", "add")]
+    assert plan.sub_goals[0].value == round(10 * factor)
+
+
+def test_no_less_still_pulls_the_last_change_back(planner):
+    state = EditState.from_dict({"settings": {"temperature": 20}, "layers": []})
+    plan = _plan(planner, "no, less", state=state, dialogue=_warmed(20))
+    assert plan.sub_goals[0].mode == "set" and 0 <= plan.sub_goals[0].value < 20
+
+
+def test_a_judge_replan_of_a_follow_up_keeps_the_follow_up(planner):
+    state = EditState.from_dict({"settings": {"temperature": 20}, "layers": []})
+    judged = _plan(planner, "more", state=state, dialogue=_warmed(20), feedback_from="judge",
+                   feedback="The last attempt scored 0.20: it went the wrong way: warmer instead of cooler")
+    assert judged.understood and _moves(judged)[("temperature", None)] > 0
+    # the person's own feedback replaces it
+    person = _plan(planner, "more", state=state, dialogue=_warmed(20), feedback_from="person",
+                   feedback="The person asked for a different plan: cooler instead")
+    assert _moves(person)[("temperature", None)] < 0
+
+
+def test_same_again_but_less_in_a_session_adds_less_than_the_first_time(studio):
+    sid = studio.start_session(small_photo("chelsea")).id
+    studio.send_message(sid, "warm it up")
+    first = studio.head(sid).state["settings"]["temperature"]
+    r = studio.send_message(sid, "same again but less")
+    now = studio.head(sid).state["settings"]["temperature"]
+    assert r.asset_id and first < now < 2 * first
+
+
+def test_now_the_sky_moves_only_the_local_part_of_a_local_change(studio):
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "brighten the bottom a bit")
+    before = dict(studio.head(sid).state["settings"])
+    r = studio.send_message(sid, "ok now the sky")
+    state = studio.head(sid).state
+    assert r.asset_id and state["settings"] == before
+    sky = [l for l in state["layers"] if l["mask"]["type"] == "sky"]
+    assert sky and sky[0]["settings"].get("exposure", 0) > 0
+
+
+# -- places the photo does not have -------------------------------------------------------
+
+def test_a_grey_studio_backdrop_is_not_sky():
+    astronaut, rocket = small_photo("astronaut"), small_photo("rocket")
+    assert build_mask({"type": "sky"}, astronaut, astronaut.shape[:2]).mean() < 0.002
+    assert build_mask({"type": "sky"}, rocket, rocket.shape[:2]).mean() > 0.4
+
+
+def test_no_sky_is_said_with_the_top_of_the_frame_and_a_selection_offered(studio):
+    info = studio.start_session(small_photo("astronaut"))
+    original = studio.render(info.id).tobytes()
+    r = studio.send_message(info.id, "the sky is too bright")
+    assert r.kind == "clarify" and r.asset_id is None and "can't find the sky" in r.reply
+    assert studio.head(info.id).id == info.head_asset_id and studio.render(info.id).tobytes() == original
+    assert r.quick_replies[:2] == ["Darker on the top of the frame", "Darker on the selection"]
+    assert "top of the frame" in r.reply and "paint" in r.reply
+    # said in words rather than clicked: the request is finished on the place named now
+    r = studio.send_message(info.id, "use the top of the frame then")
+    state = studio.head(info.id).state
+    assert r.asset_id and not any(state["settings"].values())     # never a silent global edit
+    assert [l["mask"]["type"] for l in state["layers"]] == ["gradient"]
+    assert state["layers"][0]["settings"]["exposure"] < 0
+    img = studio.render(info.id, long_side=256)
+    top = build_mask({"type": "gradient", "start": [0.5, 0.0], "end": [0.5, 0.3]}, img, img.shape[:2])
+    base = studio.render(info.id, info.head_asset_id, long_side=256)
+    assert image_stats(img, top)["L_mean"] < image_stats(base, top)["L_mean"] - 1
+
+
+def test_the_quick_reply_for_the_top_of_the_frame_works_as_sent(studio):
+    info = studio.start_session(small_photo("chelsea"))
+    r = studio.send_message(info.id, "darken the sky")
+    r = studio.send_message(info.id, r.quick_replies[0])
+    layers = studio.head(info.id).state["layers"]
+    assert r.asset_id and layers[0]["mask"]["type"] == "gradient" and layers[0]["settings"]["exposure"] < 0
+
+
+def test_a_thing_named_by_its_colour_that_the_photo_lacks_is_said(studio):
+    info = studio.start_session(small_photo("chelsea"))            # a cat: no water, no blue to speak of
+    r = studio.send_message(info.id, "darken the water a bit")
+    assert r.kind == "clarify" and r.asset_id is None and "can't find the water" in r.reply
+    assert "Darker on the selection" in r.quick_replies
+    # where the colour is there, the same words edit it
+    info = studio.start_session(small_photo("rocket"))
+    r = studio.send_message(info.id, "darken the water a bit")
+    assert r.asset_id is not None
+
+
+# -- the eval's statistics cache ------------------------------------------------------------
+
+def test_inside_statistics_of_one_render_are_kept_apart_per_region():
+    img = small_photo("rocket", 200)
+    top = build_mask({"type": "gradient", "start": [0.5, 0.0], "end": [0.5, 0.3]}, img, img.shape[:2]).astype(np.float32)
+    bottom = build_mask({"type": "gradient", "start": [0.5, 1.0], "end": [0.5, 0.7]}, img, img.shape[:2]).astype(np.float32)
+    cache = checks.StatsCache()
+    step = Step(1, "say", "x", expect=Expectation(conditions=(Condition("L_mean", "within", 0.01, region="inside"),)))
+    a = check_step(step, before=img, after=img, original=img, renders={0: img}, region=top, cache=cache)
+    b = check_step(step, before=img, after=img, original=img, renders={0: img}, region=bottom, cache=cache)
+    assert a["checks"][0]["before"] != pytest.approx(b["checks"][0]["before"], abs=0.5)
+    assert b["checks"][0]["before"] == pytest.approx(image_stats(img, bottom)["L_mean"], abs=0.5)
+
+
+# -- questions, undo in words, slang follow-ups ---------------------------------------------
+
+@pytest.mark.parametrize("text,kind", [("is the sky too dark?", "evaluation"), ("too warm?", "evaluation"),
+                                       ("hmm, is that too much?", "evaluation"), ("does this look ok?", "evaluation"),
+                                       ("should i make it brighter?", "exploration"),
+                                       ("do you think it needs more contrast?", "exploration"),
+                                       ("what do you reckon", "evaluation")])
+def test_a_question_about_the_photo_is_answered_not_applied(router, text, kind):
+    assert router.route(text).kind == kind
+
+
+@pytest.mark.parametrize("text", ["can you make it warmer?", "could you brighten the face?", "more contrast?",
+                                  "can you add a moon?", "is there a way to add a moon?"])
+def test_a_request_said_as_a_question_is_still_a_request(router, text):
+    assert router.route(text).kind == "modification"
+
+
+@pytest.mark.parametrize("text,name,steps", [("scrap that", "undo", 1), ("nvm", "undo", 1), ("undo the last", "undo", 1),
+                                             ("the last one was better", "undo", 1), ("let's go back a step", "undo", 1),
+                                             ("undo last 2", "back", 2), ("go back by two", "back", 2),
+                                             ("i preferred the original", "original", 1)])
+def test_undo_in_words(router, text, name, steps):
+    r = router.route(text)
+    assert (r.kind, r.name) == ("command", name) and (name != "back" or r.steps == steps)
+
+
+def test_undo_the_warmth_resets_the_warmth_and_keeps_the_rest(studio):
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "warmer")
+    studio.send_message(sid, "more contrast")
+    r = studio.send_message(sid, "undo the warmth")
+    settings = studio.head(sid).state["settings"]
+    assert r.asset_id and not settings.get("temperature") and settings.get("contrast", 0) > 0
+
+
+@pytest.mark.parametrize("text", ["bit more pls", "again pls", "abit more", "moar", "needs more", "not quite enough"])
+def test_slang_more_repeats_the_last_change(planner, text):
+    state = EditState.from_dict({"settings": {"temperature": 10}, "layers": []})
+    plan = _plan(planner, text, state=state, dialogue=_warmed(10))
+    assert plan.understood and _moves(plan)[("temperature", None)] > 0
+
+
+@pytest.mark.parametrize("text", ["less pls", "not that much", "halfway back", "a bit too strong"])
+def test_slang_less_pulls_the_last_change_back(planner, text):
+    state = EditState.from_dict({"settings": {"temperature": 10}, "layers": []})
+    plan = _plan(planner, text, state=state, dialogue=_warmed(10))
+    assert [(g.mode, 0 <= g.value < 10) for g in plan.sub_goals] == [("set", True)]
+
+
+def test_tone_down_a_place_the_last_change_did_not_touch_is_a_request_of_its_own(studio):
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "more contrast")
+    studio.send_message(sid, "tone down the sky")
+    sky = [l for l in studio.head(sid).state["layers"] if l["mask"]["type"] == "sky"]
+    assert sky and sky[0]["settings"].get("exposure", 0) < 0 and not sky[0]["settings"].get("contrast")
+
+
+# -- complaints and local requests said of things ----------------------------------------------
+
+def test_a_thing_no_mask_knows_said_in_a_complaint_is_never_a_silent_global_edit(planner):
+    for text in ("the helmet is too dark", "the coffee looks too dark", "the shuttle looks dull"):
+        plan = _plan(planner, text)
+        assert plan.sub_goals and all(g.target for g in plan.sub_goals), text
+        assert "best guess" in plan.reply, text
+    # the colour finds the thing: no place to guess
+    assert _moves(_plan(planner, "the suit is too orange")) == {("saturation_orange", None): -20}
+
+
+def test_make_the_thing_less_of_a_colour_moves_that_colour(planner):
+    assert _moves(_plan(planner, "make the suit less orange"))[("saturation_orange", None)] < 0
+    assert _moves(_plan(planner, "make the flag more red"))[("saturation_red", None)] > 0
+    assert not _plan(planner, "make her eyes blue").understood        # a change of what is there
+
+
+def test_more_complaint_families(planner):
+    stats = image_stats(small_photo("astronaut"))
+    off = _moves(_plan(planner, "the colours look a bit off", image_stats=stats))
+    assert off.get(("temperature", None)) or off.get(("tint", None))        # a white-balance correction
+    assert _moves(_plan(planner, "it looks too processed"))[("contrast", None)] < 0
+    assert _moves(_plan(planner, "her face looks shiny"))[("highlights", "face")] < 0
+    assert _moves(_plan(planner, "deepen the sky"))[("exposure", "sky")] < 0
+
+
+@pytest.mark.parametrize("text", ["give it a green moustache", "add a red hat", "give her a blue scarf"])
+def test_a_colour_before_a_new_thing_is_not_a_colour_move(planner, text):
+    assert not _plan(planner, text).sub_goals
+
+
+# -- "but only a little", "keep the sky", "everything except her face" ---------------------------
+
+@pytest.mark.parametrize("text,plain", [("brighter, but only a little", "brighter"), ("warmer but not too much", "warmer"),
+                                        ("more contrast, but not much", "more contrast")])
+def test_a_clause_that_only_says_how_much_scales_the_one_before(planner, text, plain):
+    said, full = _moves(_plan(planner, text)), _moves(_plan(planner, plain))
+    assert said.keys() == full.keys() and all(0 < abs(said[k]) < abs(full[k]) for k in said)
+
+
+def test_keep_a_place_takes_the_change_back_there(studio):
+    info = studio.start_session(small_photo("rocket"))
+    sky_spec = {"type": "gradient", "start": [0.5, 0.0], "end": [0.5, 0.3]}
+    r = studio.send_message(info.id, "brighter but leave the sky alone")
+    state = studio.head(info.id).state
+    assert r.asset_id and state["settings"]["exposure"] > 0
+    assert [l["settings"]["exposure"] for l in state["layers"]] == [-state["settings"]["exposure"]]
+    before, after = (studio.render(info.id, a, long_side=256) for a in (info.head_asset_id, None))
+    top = build_mask(sky_spec, before, before.shape[:2])
+    bottom = 1.0 - build_mask({"type": "gradient", "start": [0.5, 1.0], "end": [0.5, 0.7]}, before, before.shape[:2])
+    lift_sky = image_stats(after, top)["L_mean"] - image_stats(before, top)["L_mean"]
+    lift_ground = image_stats(after, 1.0 - bottom)["L_mean"] - image_stats(before, 1.0 - bottom)["L_mean"]
+    assert lift_ground > 1.0 and abs(lift_sky) < 0.5 * lift_ground
+
+
+def test_everything_except_a_place_goes_on_the_rest_of_the_frame(planner):
+    plan = _plan(planner, "everything except her face darker")
+    assert [(g.op, g.target) for g in plan.sub_goals] == [("exposure", {"type": "face", "feather": 25, "invert": True})]
+    assert "everything but the face" in plan.reply
+    assert _plan(planner, "darken everything but the sky").sub_goals[0].target["invert"] is True
+
+
+# -- follow-ups that name a place -----------------------------------------------------------------
+
+def _face_brightened() -> tuple[EditState, DialogueState]:
+    face = {"type": "face", "feather": 25}
+    state = EditState.from_dict({"settings": {}, "layers": [{"mask": face, "settings": {"exposure": 20}}]})
+    return state, DialogueState(edits=[TurnMoves(1, "brighten her face", "a1", "a0", [Change("exposure", 0, 20, face)],
+                                                 ["brighter"], ["brighter"])])
+
+
+@pytest.mark.parametrize("text,value,where", [("same thing on the background but less", 10, "subject"),
+                                              ("now the background but more", 30, "subject"),
+                                              ("the background also needs it", 20, "subject"),
+                                              ("more on the face", 20, "face"), ("a bit more on the face", 10, "face")])
+def test_a_follow_up_that_names_a_place(planner, text, value, where):
+    state, dialogue = _face_brightened()
+    plan = planner.plan(PlanRequest(message=text, state=state, dialogue=dialogue))
+    assert [(g.op, g.value, g.mode, g.target["type"]) for g in plan.sub_goals] == [("exposure", value, "add", where)]
+
+
+def test_undo_a_place_resets_that_place(planner):
+    state, dialogue = _face_brightened()
+    plan = planner.plan(PlanRequest(message="undo the face", state=state, dialogue=dialogue))
+    assert [(g.op, g.value, g.mode) for g in plan.sub_goals] == [("exposure", 0, "set")]
+
+
+# -- chat said before a request, and confusion ------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["what?", "huh?", "wait what", "sorry?"])
+def test_confusion_is_answered_as_chat_not_as_an_unknown_request(router, text):
+    r = router.route(text)
+    assert (r.kind, r.name) == ("chat", "confused") and "don't know how" not in r.reply
+
+
+@pytest.mark.parametrize("text,kind,name", [("perfect, export it", "command", "export"),
+                                            ("thanks! undo the last one though", "command", "undo"),
+                                            ("ok so what do you think?", "evaluation", "evaluation")])
+def test_chat_before_a_command_is_dropped(router, text, kind, name):
+    r = router.route(text)
+    assert (r.kind, r.name) == (kind, name)
+
+
+def test_chat_before_a_request_is_not_read_as_part_of_it(planner):
+    assert _moves(_plan(planner, "ok cool now more contrast")) == _moves(_plan(planner, "more contrast"))
+    assert _moves(_plan(planner, "nice, now make it warmer")) == _moves(_plan(planner, "make it warmer"))
+    # a chat word that runs straight into the request is part of it
+    assert _moves(_plan(planner, "cool the highlights"))[("temperature", "luminance")] < 0
+
+
+def test_less_warm_after_brighter_and_warmer_takes_back_only_the_warmth(studio):
+    sid = studio.start_session(small_photo("astronaut")).id
+    studio.send_message(sid, "brighten it and make it a bit warmer")
+    before = dict(studio.head(sid).state["settings"])
+    studio.send_message(sid, "less warm but keep the brightness")      # "keep" a quality: leave it as it is
+    after = studio.head(sid).state["settings"]
+    assert after["exposure"] == before["exposure"] and 0 <= after["temperature"] < before["temperature"]
