@@ -15,6 +15,7 @@ recorded on the session row while it is in flight or waiting for review.
 from __future__ import annotations
 
 import os
+import queue
 import re
 import secrets
 import socket
@@ -174,6 +175,15 @@ def _dead_here(owner: str) -> bool:
     return False
 
 
+def _warm_loop(jobs: queue.SimpleQueue, renderer: Renderer) -> None:
+    """One Studio's warming thread: Renderer.warm for each uploaded photo, until None arrives."""
+    while (source := jobs.get()) is not None:
+        try:
+            renderer.warm(source)
+        except Exception:  # noqa: BLE001 - a turn that needs the region finds it (or its error) itself
+            pass
+
+
 def _canonical_side(width: int, height: int, long_side: int | None) -> int:
     """The long side a render at ``long_side`` really has (renders never upscale)."""
     full = max(width, height)
@@ -223,6 +233,8 @@ class Studio:
         self._wire_model_circuit()
         self._sources: OrderedDict[str, SourceImage] = OrderedDict()
         self._sources_lock = threading.Lock()
+        #: Photos whose content regions are found in the background (images.warm_on_upload); made on first use.
+        self._warm_jobs: queue.SimpleQueue | None = None
         self._locks: dict[str, threading.RLock] = {}
         self._locks_guard = threading.Lock()
         self._recovered: set[str] = set()
@@ -240,6 +252,8 @@ class Studio:
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
         """Release the database connections (the data stays)."""
+        if self._warm_jobs is not None:
+            self._warm_jobs.put(None)   # the warming thread ends after the photo in hand
         self.generation.close()
         self._close_checkpointer()
         self.store.close()
@@ -325,6 +339,19 @@ class Studio:
         source = SourceImage.from_loaded(loaded)
         self._remember_source(session_id, source)
         return source
+
+    def _warm(self, source: SourceImage) -> None:
+        """Find ``source``'s faces, subject and sky on this Studio's one background thread while the
+        person types (images.warm_on_upload). A turn that asks for one of them first computes it or
+        waits for the computation in flight, inside its own measured time; nothing is skipped."""
+        if not self.config.warm_on_upload:
+            return
+        with self._sources_lock:
+            if self._warm_jobs is None:
+                self._warm_jobs = queue.SimpleQueue()
+                threading.Thread(target=_warm_loop, args=(self._warm_jobs, self.renderer),
+                                 name="atelier-warm", daemon=True).start()
+        self._warm_jobs.put(source)
 
     def _remember_source(self, session_id: str, source: SourceImage) -> None:
         """Keep a decoded original, within images.source_cache_sessions and images.source_cache_bytes."""
@@ -645,8 +672,10 @@ class Studio:
         except Exception:
             self.store.remove_session_files(session_id)
             raise
-        self._remember_source(session_id, SourceImage.from_loaded(loaded))
+        source = SourceImage.from_loaded(loaded)
+        self._remember_source(session_id, source)
         self._recovered.add(session_id)
+        self._warm(source)
         return self._info(record)
 
     def _check_schema(self, agent: str, name: str | None) -> str:
