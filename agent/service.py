@@ -19,6 +19,7 @@ import queue
 import re
 import secrets
 import socket
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -175,8 +176,18 @@ def _dead_here(owner: str) -> bool:
     return False
 
 
+#: OS niceness of the warming thread: it takes CPU that turns leave idle, never theirs
+#: (a turn that needs a region first computes it itself; see Renderer.warm).
+WARM_NICENESS = 10
+
+
 def _warm_loop(jobs: queue.SimpleQueue, renderer: Renderer) -> None:
     """One Studio's warming thread: Renderer.warm for each uploaded photo, until None arrives."""
+    if sys.platform.startswith("linux"):   # Linux gives each thread its own nice value
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WARM_NICENESS)
+        except OSError:
+            pass
     while (source := jobs.get()) is not None:
         try:
             renderer.warm(source)
@@ -341,9 +352,9 @@ class Studio:
         return source
 
     def _warm(self, source: SourceImage) -> None:
-        """Find ``source``'s faces, subject and sky on this Studio's one background thread while the
-        person types (images.warm_on_upload). A turn that asks for one of them first computes it or
-        waits for the computation in flight, inside its own measured time; nothing is skipped."""
+        """Find ``source``'s faces, subject and sky on this Studio's one background thread, at low
+        OS priority, while the person types (images.warm_on_upload). A turn that asks for one of
+        them before it is found computes it itself, inside its own measured time; nothing is skipped."""
         if not self.config.warm_on_upload:
             return
         with self._sources_lock:

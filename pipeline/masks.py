@@ -573,8 +573,20 @@ class _Canvas:
 
     def face_boxes(self) -> np.ndarray:
         """(N, 4) float32 face boxes as fractions, cached with the masks."""
-        return self.cache.get_or_compute((self.key, "face-boxes"),
+        return self.cache.get_or_compute(face_boxes_key(self.key),
                                          lambda: _detect_faces(self.analysis(FACE_SIDE)).reshape(-1, 4))
+
+
+def content_key(digest: str, spec: Mapping) -> tuple[str, str]:
+    """The MaskCache key of a content-aware mask (face, skin, sky, subject) of the original with
+    ``digest``: its canonical spec without feather and invert, which are applied after the cache."""
+    core = {k: v for k, v in normalize_mask_spec(spec).items() if k not in ("feather", "invert")}
+    return digest, json.dumps(core, sort_keys=True, separators=(",", ":"))
+
+
+def face_boxes_key(digest: str) -> tuple[str, str]:
+    """The MaskCache key of the face boxes of the original with ``digest`` (face, skin and portrait use them)."""
+    return digest, "face-boxes"
 
 
 def _build(spec: dict, canvas: _Canvas) -> np.ndarray:
@@ -603,9 +615,7 @@ def _build(spec: dict, canvas: _Canvas) -> np.ndarray:
     elif kind == "color":
         mask = color_mask(canvas.at_target(), spec["hue"], spec["hue_width"], spec["min_saturation"])
     else:
-        core = {k: v for k, v in spec.items() if k not in ("feather", "invert")}
-        cache_key = (canvas.key, json.dumps(core, sort_keys=True, separators=(",", ":")))
-        small = canvas.cache.get_or_compute(cache_key, lambda: _CONTENT[kind](canvas))
+        small = canvas.cache.get_or_compute(content_key(canvas.key, spec), lambda: _CONTENT[kind](canvas))
         mask = _resize(small, h, w)
     if spec.get("feather"):
         mask = feather_mask(mask, spec["feather"])

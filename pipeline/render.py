@@ -55,7 +55,8 @@ from pipeline.finishing import apply_denoise, apply_finish
 from pipeline.generate.layers import composite, composite_key
 from pipeline.geometry import (Frame, axis_box, detect_tilt, frame_for, framed, framed_image, framed_mask,
                                orient)
-from pipeline.masks import MaskCache, build_mask, face_boxes, feather_mask, image_digest
+from pipeline.masks import (MaskCache, build_mask, content_key, face_boxes, face_boxes_key, feather_mask,
+                           image_digest)
 from pipeline.retouch import RetouchReport, apply_retouch, retouch_key
 from pipeline.spatial import apply_spatial_ops
 from pipeline.state import EditState
@@ -442,11 +443,25 @@ class Renderer:
 
     def warm(self, source: SourceImage, kinds: tuple[str, ...] = WARM_CONTENT) -> None:
         """Find the content regions of ``source`` now (faces, subject, sky: the detectors that cost
-        most), so a later turn that asks for them reads the cache. Same masks as on demand: they
-        are computed by the same code under the same (digest, spec) keys; a turn that asks while
-        one is being found waits for it instead of repeating it (MaskCache.get_or_compute)."""
+        most), so a later turn that asks for them reads the cache.
+
+        Same masks as on demand (the same code, the same (digest, spec) keys), computed in a
+        private cache and copied into the shared one where still missing: a turn that needs a
+        region before warming reaches it computes it itself, at its own priority, rather than
+        waiting for a background thread that may run at a low one.
+        """
+        scratch = MaskCache(self.masks.max_bytes)
+        boxes = face_boxes_key(source.digest)
         for kind in kinds:
-            self.mask(source, {"type": kind}, (8, 8))   # the analysis-size mask is what is cached
+            if content_key(source.digest, {"type": kind}) in self.masks:
+                continue
+            found = self.masks.get(boxes)
+            if found is not None and boxes not in scratch:
+                scratch.put(boxes, found)
+            build_mask({"type": kind}, source.pixels, (8, 8), cache=scratch, key=source.digest)
+            for key in scratch.keys():
+                if key not in self.masks:
+                    self.masks.put(key, scratch.get(key))
 
     def lut(self, *stages: Mapping[str, int]) -> np.ndarray:
         key = tuple(tuple(sorted(s.items())) for s in stages)
