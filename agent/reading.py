@@ -30,6 +30,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import yaml
 
 READING_FILE = Path(__file__).resolve().parents[1] / "profiles" / "_reading.yaml"
+#: The planner's profile: its complaint table (``prompt_engineering.complaints``) is read, not copied.
+ENGINE_FILE = READING_FILE.parent / "engine.yaml"
 PROPERTIES = ("L", "contrast", "chroma", "a", "b", "detail")
 SIZE_WORDS = ("slight", "plain", "strong")
 KINDS = ("edit", "follow_up", "undo", "chat", "question", "unsupported", "unknown")
@@ -43,6 +45,8 @@ class Quality:
     alternatives: tuple[tuple[tuple[str, int], ...], ...]   # ((prop, +1/-1), ...) per alternative
     problem: bool = False
     size: int | None = None
+    fix: bool = False          # the moves are already the fix of a complaint (never reversed)
+    band: str | None = None    # a colour complaint ("too red"): about a thing, it is that band's colour
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,8 @@ class Lexicon:
     properties: Mapping[str, Mapping[str, Any]]
     overshoot: tuple[float, float, float]
     overshoot_floor: float
+    overshoot_full: float                     # up to this many times the size: a full score
+    overshoot_start: float                    # the score at the overshoot cap
     magnitudes: Mapping[str, int]             # phrase -> 0 / 2
     qualities: Mapping[str, Quality]          # phrase -> quality
     complaint_frames: frozenset[str]
@@ -71,6 +77,12 @@ class Lexicon:
     not_places: frozenset[str]
     global_words: tuple[str, ...]
     tools: tuple[str, ...] = ()
+    complaints: Mapping[str, Quality] = field(default_factory=dict)   # the engine's problem words -> fix
+    more_scales: Mapping[str, float] = field(default_factory=dict)     # the engine's "more" phrases -> scale
+    less_fractions: Mapping[str, float] = field(default_factory=dict)  # the engine's "halve it" -> share back
+    object_fix: Quality | None = None        # a colour complaint about a thing: less of that band
+    less_of_place: Quality | None = None     # a reducing verb on a place, no quality ("tone down the sky")
+    place_reducers: tuple[str, ...] = ()
 
     def size_of(self, prop: str, size: int) -> float:
         return float(self.properties[prop]["sizes"][size])
@@ -126,22 +138,76 @@ def load_lexicon(path: str | None = None) -> Lexicon:
             targets[_norm(str(w))] = (name, dict(t["mask"]))
     bands = {_norm(w): band for band, words in data["bands"].items() for w in words}
     fu = data["follow_ups"]
+    engine = _engine_section(Path(path).parent / ENGINE_FILE.name if path else ENGINE_FILE)
+    complaints, object_fix = _engine_complaints(data.get("op_properties") or {}, engine)
+    efu = engine.get("followups") or {}
+    more_scales = {_norm(str(w)): float(v) for w, v in (efu.get("repeat") or {}).items()}
+    less_fractions = {_norm(str(w)): float(v) for w, v in (efu.get("fractions") or {}).items()}
+    pull_back = [_norm(str(w)) for w in (efu.get("pull_back") or {}).get("words") or ()]
     return Lexicon(
         properties=data["properties"], overshoot=tuple(data["overshoot"]),
-        overshoot_floor=float(data["overshoot_floor"]), magnitudes=mags, qualities=qualities,
+        overshoot_floor=float(data["overshoot_floor"]), overshoot_full=float(data["overshoot_full"]),
+        overshoot_start=float(data["overshoot_start"]), magnitudes=mags, qualities=qualities,
         complaint_frames=frozenset(_norm(w) for w in data["complaint_frames"]),
         negations=frozenset(_norm(w) for w in data["negations"]),
         reduce_after=tuple(_norm(w) for w in data["reduce_after"]),
         enough=frozenset(_norm(w) for w in data["enough"]),
-        follow_more=tuple(_norm(w) for w in fu["more"]), follow_less=tuple(_norm(w) for w in fu["less"]),
+        # the reading's own follow-up words and the planner profile's (engine.yaml followups)
+        follow_more=tuple(dict.fromkeys([_norm(w) for w in fu["more"]] + list(more_scales))),
+        follow_less=tuple(dict.fromkeys([_norm(w) for w in fu["less"]] + pull_back + list(less_fractions))),
         retarget=tuple(_norm(w) for w in fu["retarget"]), less_share=tuple(fu["less_share"]),
         undo=tuple(_norm(w) for w in data["undo"]), chat=frozenset(_norm(w) for w in data["chat"]),
         question_starts=tuple(_norm(w) for w in data["question_starts"]),
         unsupported=tuple(_norm(w) for w in data["unsupported"]), targets=targets, bands=bands,
-        not_places=frozenset(_norm(w) for w in data["not_places"]),
+        not_places=frozenset(_norm(w) for w in list(data["not_places"]) + list(engine.get("not_places") or ())),
         global_words=tuple(_norm(w) for w in data["global_words"]),
         tools=tuple(_norm(w) for w in data.get("tools") or ()),
+        complaints=complaints, object_fix=object_fix,
+        less_of_place=(Quality("less_of_place", tuple(_moves("less_of_place.any", a)
+                                                      for a in data["less_of_place"]["any"]))
+                       if data.get("less_of_place") else None),
+        place_reducers=tuple(_norm(w) for w in (data.get("less_of_place") or {}).get("words") or ()), more_scales=more_scales, less_fractions=less_fractions,
     )
+
+
+def _intent_moves(intent: Mapping, op_properties: Mapping[str, Mapping[str, str]]) -> tuple[tuple[str, int], ...]:
+    """The property move of an engine intent's main op (its first op the reading can measure)."""
+    for op, value in (intent.get("ops") or {}).items():
+        prop = op_properties.get(op)
+        if prop and value:
+            (name, way), = prop.items()
+            sign = (1 if way == "up" else -1) * (1 if value > 0 else -1)
+            return ((name, sign),)
+    return ()
+
+
+def _engine_section(engine_file: Path) -> Mapping:
+    """The planner profile's ``prompt_engineering`` section ({} when it cannot be read)."""
+    try:
+        pe = yaml.safe_load(engine_file.read_text(encoding="utf-8"))["prompt_engineering"]
+    except (OSError, KeyError, TypeError, yaml.YAMLError):
+        return {}
+    return pe if isinstance(pe, Mapping) else {}
+
+
+def _engine_complaints(op_properties: Mapping, pe: Mapping) -> tuple[dict[str, Quality], Quality | None]:
+    """The planner profile's complaint words (``prompt_engineering.complaints.problems``), each read
+    as the fix it names: one alternative per fix intent, measured by its main op's property.
+
+    Read from the profile, not copied, so a complaint the planner learns is one the judge reads.
+    Missing or unreadable: no complaints (the reading's own qualities still work).
+    """
+    intents, comp = pe.get("intent_translations") or {}, pe.get("complaints") or {}
+    out: dict[str, Quality] = {}
+    for word, entry in (comp.get("problems") or {}).items():
+        alts = tuple(m for m in (_intent_moves(intents.get(f) or {}, op_properties) for f in entry.get("fix") or ())
+                     if m)
+        if alts:
+            out[_norm(str(word))] = Quality(f"complaint:{word}", tuple(dict.fromkeys(alts)), fix=True,
+                                            band=entry.get("band"))
+    fix = intents.get(comp.get("object_fix") or "") or {}
+    moves = _intent_moves(fix, op_properties)
+    return out, (Quality(f"object_fix:{comp.get('object_fix')}", (moves,), fix=True) if moves else None)
 
 
 # -- the reading -----------------------------------------------------------------------
@@ -164,6 +230,8 @@ class Expect:
 
     alternatives: tuple[tuple[Move, ...], ...]
     source: str = ""          # the words it was read from
+    band: str | None = None   # a colour complaint's band ("too red": the reds)
+    negated: bool = False     # read through a negation ("not that soft", "less warm")
 
     def __str__(self) -> str:
         return " or ".join(", ".join(str(m) for m in alt) for alt in self.alternatives)
@@ -189,6 +257,7 @@ class Reading:
     follow: str | None = None
     bounded: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    share: float | None = None    # a bounded follow-up's share of the last change to take back, when said
 
     @property
     def is_edit(self) -> bool:
@@ -234,6 +303,7 @@ class Reading:
     def to_dict(self) -> dict:
         return {"message": self.message, "kind": self.kind, "target": self.target,
                 "target_mask": self.target_mask, "follow": self.follow, "bounded": self.bounded,
+                "share": self.share,
                 "expects": [str(e) for e in self.expects], "describe": self.describe(),
                 "notes": list(self.notes)}
 
@@ -334,30 +404,60 @@ def _target(tokens: Sequence[str], lex: Lexicon, skip: set[int],
 
 
 def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[int]]:
-    """Every quality named, with its direction (wish, complaint, negation) and size."""
+    """Every quality named, with its direction (wish, complaint, negation) and size.
+
+    The reading's own qualities and the planner profile's complaint words are matched
+    together, longest phrase first ("a green cast" is a complaint, not a wish for green);
+    on the same phrase the reading's own entry wins.
+    """
     expects: list[Expect] = []
     used: set[int] = set()
     skip_words = set(lex.magnitudes) | {"the", "it", "a", "an", "so", "that", "this", "very", "more"}
-    for s, e, p in _find_phrases(tokens, lex.qualities):
-        q = lex.qualities[p]
+    phrases = {**lex.complaints, **lex.qualities}
+    ends: set[int] = set()
+    for s, e, p in _find_phrases(tokens, phrases):
+        q = phrases[p]
         used.update(range(s, e))
+        obj = _object_of(tokens, s, ends)
+        ends.add(e)
+        if obj is not None:
+            # "soften the fine detail": the property named after a quality verb is what it acts on
+            used.update(range(obj, s))
+            continue
         flip = q.problem
-        if not q.problem:
-            complaint = _before(tokens, s, lex.complaint_frames, skip=skip_words)
+        negated = False
+        if not q.problem and not q.fix:
+            # a frame word before it, or inside the phrase itself ("too contrasty")
+            complaint = (_before(tokens, s, lex.complaint_frames, skip=skip_words)
+                         or p.split()[0] in lex.complaint_frames)
             negated = _before(tokens, s, lex.negations, skip=skip_words)
             after = " ".join(tokens[e:e + 4])
             reduced = any(after.startswith(r) for r in lex.reduce_after)
             enough = e < len(tokens) and tokens[e] in lex.enough
             flip = (complaint or negated or reduced) and not enough
+            negated = negated and not complaint
         size = q.size if q.size is not None else _magnitude(tokens, s, lex, default=-1)
         if size < 0:   # "cool it down a bit", "warmer, but just slightly": the word may follow
             after = _find_phrases(tokens[e:e + 4], lex.magnitudes)
-            # "not so warm", "less contrast": a step back, slight unless a size is said
-            size = lex.magnitudes[after[0][2]] if after else (0 if flip and not q.problem else 1)
+            # "not so warm", "less contrast": a step back, slight unless a size is said; a complaint
+            # ("it's harsh", "too yellow") asks for a plain fix
+            size = lex.magnitudes[after[0][2]] if after else (0 if negated else 1)
         sign = -1 if flip else 1
         alts = tuple(tuple(Move(prop, sign * way, size) for prop, way in alt) for alt in q.alternatives)
-        expects.append(Expect(alts, p))
+        expects.append(Expect(alts, p, q.band, negated))
     return _merge(expects), used
+
+
+_DETERMINERS = ("the", "its", "his", "her", "their", "all", "some")
+
+
+def _object_of(tokens: Sequence[str], start: int, ends: set[int]) -> int | None:
+    """Where the object phrase starts when the quality at ``start`` is the object of a quality
+    verb right before it ("soften | the fine | detail", "sharpen | the | details"), else None."""
+    for j in range(start - 1, max(start - 4, -1), -1):
+        if tokens[j] in _DETERMINERS:
+            return j if j in ends else None
+    return None
 
 
 def _merge(expects: list[Expect]) -> list[Expect]:
@@ -406,8 +506,8 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     if not tokens:
         return Reading(message, "unknown")
     expects, used = _qualities(tokens, lex)
-    if _is_undo(tokens, lex) and not expects:
-        return Reading(message, "undo")
+    if _is_undo(tokens, lex) and not expects and not _find_phrases(tokens, lex.less_fractions):
+        return Reading(message, "undo")     # "go back halfway", "undo half of that": a pull-back
     # a place inside a tool's own words ("clean up her skin") belongs to that tool, not to the qualities
     in_tools = {i for s, e, _ in _find_phrases(tokens, lex.tools) for i in range(s, e)}
     target, mask = _target(tokens, lex, used | in_tools, in_tools)
@@ -422,10 +522,19 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     thing_words = _things(lex)
     if any(p in thing_words for _, _, p in things):
         return Reading(message, "unsupported", target=target, target_mask=mask)
+    if not expects and target is not None and lex.less_of_place is not None and _has(tokens, lex.place_reducers):
+        # "tone down the sky", "tame the highlights": a place made less prominent, no quality named
+        expects = [Expect(tuple(tuple(Move(prop, way, 1) for prop, way in alt)
+                                for alt in lex.less_of_place.alternatives), "less of the place")]
     if expects:
         first = text.split("?")[0]
         if any(first.startswith(q + " ") or first == q for q in lex.question_starts) and "?" in text:
             return Reading(message, "question")
+        if target is not None and mask is None:
+            expects, mask = _object_colour(expects, lex, mask)
+        taken_back = _takes_back(message, expects, target, history, lex)
+        if taken_back is not None:
+            return taken_back
         return Reading(message, "edit", tuple(expects), target, mask)
     follow = _follow_kind(tokens, lex)
     if follow is not None:
@@ -437,6 +546,21 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     if _has(tokens, lex.chat):
         return Reading(message, "chat")
     return Reading(message, "unknown", target=target, target_mask=mask)
+
+
+def _object_colour(expects: Sequence[Expect], lex: Lexicon, mask: dict | None) -> tuple[list[Expect], dict | None]:
+    """A colour complaint about a thing ("the suit is too orange"): less of that colour (the
+    profile's ``object_fix``) or the cast's fix, measured on that band's colours."""
+    out = []
+    for e in expects:
+        if e.band and lex.object_fix is not None:
+            size = _size(e)
+            fix = tuple(tuple(Move(prop, way, size) for prop, way in alt) for alt in lex.object_fix.alternatives)
+            out.append(Expect(fix + e.alternatives, e.source, e.band, e.negated))   # or the cast's own fix
+            mask = mask or {"type": "color", "band": e.band}
+        else:
+            out.append(e)
+    return out, mask
 
 
 def _things(lex: Lexicon) -> frozenset[str]:
@@ -458,34 +582,63 @@ def _follow_kind(tokens: Sequence[str], lex: Lexicon) -> str | None:
     return None
 
 
-def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | None, mask: dict | None,
-               history: Sequence[str], lex: Lexicon) -> Reading:
-    last = None
+def _last_edit(history: Sequence[str], lex: Lexicon) -> Reading | None:
+    """The reading of the last change in ``history`` that asked for a measurable edit."""
     for i in range(len(history) - 1, -1, -1):
         r = read_request(history[i], history[:i], lex)
         if r.is_edit:
-            last = r
-            break
+            return r
+    return None
+
+
+def _takes_back(message: str, expects: Sequence[Expect], target: str | None, history: Sequence[str],
+                lex: Lexicon) -> Reading | None:
+    """"not that soft" right after "give it a soft look": a "less" follow-up of that change.
+
+    Every quality is negated and undoes a move of the last change, on no new place: the
+    request is read as taking part of that change back (at least a share of it, never past
+    the version before it), so its size is the last change's, not a slight step.
+    """
+    if not history or target is not None or not expects or not all(e.negated for e in expects):
+        return None
+    last = _last_edit(history, lex)
+    if last is None:
+        return None
+    last_moves = {(m.prop, m.sign) for e in last.expects for alt in e.alternatives for m in alt}
+    if not all((m.prop, -m.sign) in last_moves for e in expects for alt in e.alternatives for m in alt):
+        return None
+    return Reading(message, "follow_up", tuple(expects), last.target, last.target_mask, follow="less",
+                   bounded=True, notes=("takes back part of the last change",))
+
+
+def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | None, mask: dict | None,
+               history: Sequence[str], lex: Lexicon) -> Reading:
+    last = _last_edit(history, lex)
     if last is None:
         return Reading(message, "follow_up", follow=follow, notes=("no earlier change to follow",))
     if follow == "retarget":
         return Reading(message, "follow_up", last.expects, target, mask, follow="retarget")
     if follow == "more":
-        default = 0 if _has(tokens, ("bit more", "a bit more", "a little more", "touch more", "a touch more",
-                                     "a tad more", "tiny bit more", "slightly more", "little bit more")) else 1
-        size = _magnitude(tokens, len(tokens), lex, default)
-        if _has(tokens, ("much more", "way more", "a lot more")):
-            size = 2
+        # the planner profile's scale of the phrase ("a touch more" 0.3, "double it" 2.0) sizes it
+        found = _find_phrases(tokens, lex.more_scales)
+        scale = lex.more_scales[found[-1][2]] if found else 1.0
+        size = 0 if scale <= 0.5 else 2 if scale >= 1.6 else 1
+        if not found:
+            size = _magnitude(tokens, len(tokens), lex, size)
         expects = tuple(Expect(tuple(tuple(replace(m, size=min(size, m.size)) for m in alt)
                                      for alt in e.alternatives), e.source) for e in last.expects)
         return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="more")
-    # less: the other way, by a share of the last change, never past the version before it
+    # less: the other way, by a share of the last change (the profile's fraction: "halve it" 0.5,
+    # "way too much" 0.8), never past the version before it
+    found = _find_phrases(tokens, lex.less_fractions)
+    share = lex.less_fractions[found[-1][2]] if found else None
     if last.follow == "less":   # "too much" again after a pull-back: keep pulling back the same way
         return Reading(message, "follow_up", last.expects, last.target, last.target_mask, follow="less",
-                       bounded=True)
+                       bounded=True, share=share)
     expects = tuple(Expect(tuple(tuple(replace(m, sign=-m.sign, size=0) for m in alt) for alt in e.alternatives),
                            e.source) for e in last.expects)
-    return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="less", bounded=True)
+    return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="less", bounded=True,
+                   share=share)
 
 
 __all__ = ["Expect", "Lexicon", "Move", "PROPERTIES", "Reading", "load_lexicon", "read_request"]

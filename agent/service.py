@@ -195,6 +195,18 @@ def _warm_loop(jobs: queue.SimpleQueue, renderer: Renderer) -> None:
             pass
 
 
+def _checked_ops(values: dict, where: str) -> dict[str, int]:
+    """``{op name or alias: value}`` -> ``{canonical op: checked int}``; the first bad one is InvalidInput."""
+    out: dict[str, int] = {}
+    for name, value in values.items():
+        try:
+            op = ops.get_op(name)
+            out[op.name] = op.check(value)
+        except ops.OpError as exc:
+            raise InvalidInput(f"{where}: {exc}") from None
+    return out
+
+
 def _canonical_side(width: int, height: int, long_side: int | None) -> int:
     """The long side a render at ``long_side`` really has (renders never upscale)."""
     full = max(width, height)
@@ -603,14 +615,7 @@ class Studio:
     def _check_values(values: Any) -> dict[str, int]:
         if not isinstance(values, dict) or not values:
             raise InvalidInput("modify: give at least one op and its new value, e.g. saturation=-20")
-        out: dict[str, int] = {}
-        for name, value in values.items():
-            try:
-                op = ops.get_op(name)
-                out[op.name] = op.check(value)
-            except ops.OpError as exc:
-                raise InvalidInput(f"modify: {exc}") from None
-        return out
+        return _checked_ops(values, "modify")
 
     def _check_together(self, session: SessionRecord, pending: dict | None, values: dict) -> None:
         """Values that are fine one by one but not together (a crop that keeps nothing): InvalidInput."""
@@ -1084,13 +1089,7 @@ class Studio:
                                    f"({len(state.layers)} layer(s), numbered from 0)")
             if not isinstance(values, dict):
                 raise InvalidInput(f"layers[{i}]: expected {{op: value}}, got {type(values).__name__}")
-            checked = {}
-            for name, value in values.items():
-                try:
-                    op = ops.get_op(name)
-                    checked[op.name] = op.check(value)
-                except ops.OpError as exc:
-                    raise InvalidInput(f"layers[{i}]: {exc}") from None
+            checked = _checked_ops(values, f"layers[{i}]")
             if checked:
                 out.append({"index": i, "mask": dict(state.layers[i].mask), "values": checked})
         return out

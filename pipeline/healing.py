@@ -21,7 +21,7 @@ export of the same state heal the same spots.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import cv2
 import numpy as np
@@ -58,19 +58,20 @@ def _spot_candidates(depth: np.ndarray, threshold: float, max_d: int, min_area: 
     return [keep[labels]] if keep.any() else []
 
 
-def find_dust(img: np.ndarray, amount: float) -> np.ndarray:
-    """Mask (uint8 0/255) of dust spots to heal; ``amount`` 0..100 (higher: fainter spots too).
+class DustMap(NamedTuple):
+    """What :func:`find_dust` measures before the amount matters: computed once per photo and size
+    (a person moving the dust slider pays only for the thresholds)."""
 
-    A spot must be darker than its spot-free background (a grey closing of a
-    lightly smoothed copy) by more than 1.75..4 x the raw noise (``amount``
-    100..1) and at least 3 levels, stand out from a plain surround, its
-    core at most :data:`DUST_MAX` of the long side across and round, on a flat
-    background. The mask takes in the spot's faint rim (down to ~1.5 x the
-    noise), so the fill comes from clean surroundings.
-    """
+    raw: np.ndarray       # uint8 HxW grey
+    depth: np.ndarray     # uint8 HxW: how much darker than the spot-free background
+    texture: np.ndarray   # float32, a small copy: how busy the background is (see :func:`_background_texture`)
+    sigma: float          # raw noise, 8-bit levels
+    max_d: int            # largest spot core, pixels
+
+
+def dust_map(img: np.ndarray) -> DustMap:
+    """The amount-independent part of :func:`find_dust` for ``img`` (uint8 RGB)."""
     h, w = img.shape[:2]
-    if amount <= 0:
-        return np.zeros((h, w), np.uint8)
     raw = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
     max_d = int(np.clip(round(DUST_MAX * max(h, w)), 5, 80))
     # Light smoothing first: the closing takes a local maximum, which would make the noise look deep.
@@ -80,39 +81,136 @@ def find_dust(img: np.ndarray, amount: float) -> np.ndarray:
     depth = cv2.subtract(background, gray)
     step = max(1, int(np.sqrt(h * w / 250_000)))
     sigma = _noise_sigma(np.ascontiguousarray(raw[::step, ::step]).astype(np.float32))
+    return DustMap(raw, depth, _background_texture(background, max_d), sigma, max_d)
+
+
+def find_dust(img: np.ndarray, amount: float, dust: DustMap | None = None) -> np.ndarray:
+    """Mask (uint8 0/255) of dust spots to heal; ``amount`` 0..100 (higher: fainter spots too).
+
+    A spot must be darker than its spot-free background (a grey closing of a
+    lightly smoothed copy) by more than 1.75..4 x the raw noise (``amount``
+    100..1) and at least 3 levels, stand out from a plain surround, its
+    core at most :data:`DUST_MAX` of the long side across and round, on a flat
+    background. The mask takes in the spot's faint rim (down to ~1.5 x the
+    noise), so the fill comes from clean surroundings. ``dust``: the
+    :func:`dust_map` of ``img`` when the caller keeps one.
+
+    Only the depth map and the candidate labelling cover the whole frame; the
+    rest works in small windows around the spots (most of a photo has none).
+    """
+    h, w = img.shape[:2]
+    if amount <= 0:
+        return np.zeros((h, w), np.uint8)
+    raw, depth, texture, sigma, max_d = dust if dust is not None else dust_map(img)
     k = 8.0 - 4.5 * min(100.0, float(amount)) / 100.0
     # Depth is measured on the smoothed image, whose noise is about half the raw noise.
     threshold = max(3.0, 0.5 * k * sigma)
-    flat = _flat_background(background, max_d, max(3.0, 0.6 * threshold))
-    core = ((depth > threshold * 0.5) & flat).astype(np.uint8)
-    count, labels, stats, _ = cv2.connectedComponentsWithStats(core, connectivity=8)
-    if count <= 1:
-        return np.zeros((h, w), np.uint8)
-    from scipy import ndimage
-
-    peaks = np.asarray(ndimage.maximum(depth, labels, np.arange(count)), np.float32)
-    peaks[0] = 0
-    order = np.argsort(-peaks)
-    deep = order[peaks[order] > threshold][:400]  # on a busy photo, the 400 deepest candidates are plenty
-    keep = np.zeros(count, bool)
-    for i in deep:
+    flat = cv2.resize((texture < max(3.0, 0.6 * threshold)).astype(np.uint8), (w, h),
+                      interpolation=cv2.INTER_NEAREST).astype(bool)
+    seeds = (depth > threshold) & flat
+    # Candidates hold a seed (a pixel deeper than the threshold on a flat background); they are
+    # labelled in windows around the seeds, with room for the surround test.
+    candidates, windows = [], []  # (peak, window, label), (x0, y0, labels, stats)
+    for x0, y0, x1, y1, own in _seed_windows(seeds, max_d, 3 * max_d + 2):
+        core = ((depth[y0:y1, x0:x1] > threshold * 0.5) & flat[y0:y1, x0:x1]).astype(np.uint8)
+        count, labels, stats, _ = cv2.connectedComponentsWithStats(core, connectivity=8)
+        if count <= 1:
+            continue
+        # A part's deepest pixel, over this window's own seeds only (the only parts that count here).
+        peaks = np.zeros(count, np.float32)
+        mine = own & (core > 0)
+        np.maximum.at(peaks, labels[mine], depth[y0:y1, x0:x1][mine].astype(np.float32))
+        peaks[0] = 0
+        # A part cut by the window's edge (not the photo's) is larger than any dust: never a candidate.
+        cut = ((stats[:, 0] == 0) & (x0 > 0)) | ((stats[:, 1] == 0) & (y0 > 0)) | \
+            ((stats[:, 0] + stats[:, 2] == x1 - x0) & (x1 < w)) | ((stats[:, 1] + stats[:, 3] == y1 - y0) & (y1 < h))
+        for i in np.flatnonzero((peaks > threshold) & ~cut):
+            candidates.append((-float(peaks[i]), len(windows), int(i)))
+        windows.append((x0, y0, labels, stats))
+    candidates.sort()  # deepest first; ties in raster order of the windows and labels
+    kept = []  # (window, label)
+    for _, k, i in candidates[:400]:  # on a busy photo, the 400 deepest candidates are plenty
+        x0, y0, labels, stats = windows[k]
         x, y, bw, bh, area = stats[i]
-        if i == 0 or max(bw, bh) > 1.5 * max_d or max(bw, bh) > 3 * max(1, min(bw, bh)) or area < 0.3 * bw * bh:
+        if max(bw, bh) > 1.5 * max_d or max(bw, bh) > 3 * max(1, min(bw, bh)) or area < 0.3 * bw * bh:
             continue  # too big, or a line / scratch: not dust
-        keep[i] = _isolated(raw, labels, i, (x, y, bw, bh), sigma)
-    if not keep.any():
-        return np.zeros((h, w), np.uint8)
-    spots = keep[labels].astype(np.uint8)
-    # The faint rim: pixels still darker than the background near a kept spot.
-    near = cv2.dilate(spots, cv2.getStructuringElement(cv2.MORPH_RECT, (max_d | 1,) * 2))
-    rim = ((depth > max(1.0, sigma)) & (near > 0)).astype(np.uint8)
-    count, labels = cv2.connectedComponents(rim | spots, connectivity=8)
-    touched = np.zeros(count, bool)
-    touched[np.unique(labels[spots > 0])] = True
-    touched[0] = False
-    grown = touched[labels].astype(np.uint8)
+        lh, lw = labels.shape
+        if _isolated(raw[y0:y0 + lh, x0:x0 + lw], labels, i, (x, y, bw, bh), sigma):
+            kept.append((k, i))
+    spots_all = np.zeros((h, w), np.uint8)
+    boxes = []
+    for k, i in kept:
+        x0, y0, labels, stats = windows[k]
+        x, y, bw, bh, _ = stats[i]
+        sub = spots_all[y0 + y:y0 + y + bh, x0 + x:x0 + x + bw]
+        sub |= (labels[y:y + bh, x:x + bw] == i).astype(np.uint8)
+        boxes.append((x0 + x, y0 + y, bw, bh))
+    out = np.zeros((h, w), np.uint8)
+    if not kept:
+        return out
     edge = max(5, max_d // 8) | 1
-    return cv2.dilate(grown, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (edge, edge))) * 255
+    near_kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (max_d | 1,) * 2)
+    edge_kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (edge, edge))
+    # Each group of nearby spots in a window that holds its rim and the final growth.
+    reach = max_d // 2 + edge // 2 + 2
+    for x0, y0, x1, y1 in _merged_boxes(np.array(boxes), reach, (h, w)):
+        spots = spots_all[y0:y1, x0:x1]
+        # The faint rim: pixels still darker than the background near a kept spot.
+        near = cv2.dilate(spots, near_kernel)
+        rim = ((depth[y0:y1, x0:x1] > max(1.0, sigma)) & (near > 0)).astype(np.uint8)
+        n, parts = cv2.connectedComponents(rim | spots, connectivity=8)
+        touched = np.zeros(n, bool)
+        touched[np.unique(parts[spots > 0])] = True
+        touched[0] = False
+        grown = cv2.dilate(touched[parts].astype(np.uint8), edge_kernel) * 255
+        np.maximum(out[y0:y1, x0:x1], grown, out=out[y0:y1, x0:x1])
+    return out
+
+
+def _seed_windows(seeds: np.ndarray, cell: int, pad: int):
+    """Windows around the seed pixels (bool HxW): ``(x0, y0, x1, y1, own)`` each, ``own`` the seeds
+    (bool, window-sized) that belong to it. Seeds up to two ``cell`` tiles apart share a window, so a
+    part no larger than 1.5 cells has all its seeds in one; when windows would cover most of the
+    frame, one window is the frame."""
+    h, w = seeds.shape
+    th, tw = (h + cell - 1) // cell, (w + cell - 1) // cell
+    padded = np.zeros((th * cell, tw * cell), np.uint8)
+    padded[:h, :w] = seeds
+    # occupied tiles by a block maximum (a busy photo has millions of seeds: listing them is slower)
+    tiles = padded.reshape(th * cell, tw, cell).max(axis=2).reshape(th, cell, tw).max(axis=1)
+    if not tiles.any():
+        return []
+    n, tile_labels, stats, _ = cv2.connectedComponentsWithStats(cv2.dilate(tiles, np.ones((3, 3), np.uint8)),
+                                                                connectivity=8)
+    boxes = [(max(0, x * cell - pad), max(0, y * cell - pad), min(w, (x + bw) * cell + pad),
+              min(h, (y + bh) * cell + pad)) for x, y, bw, bh, _ in stats[1:]]
+    if sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in boxes) > 0.5 * h * w:
+        return [(0, 0, w, h, seeds)]
+    owner = cv2.resize(tile_labels.astype(np.uint16), None, fx=cell, fy=cell, interpolation=cv2.INTER_NEAREST)
+    return [(x0, y0, x1, y1, seeds[y0:y1, x0:x1] & (owner[y0:y1, x0:x1] == k + 1))
+            for k, (x0, y0, x1, y1) in enumerate(boxes)]
+
+
+def _merged_boxes(boxes: np.ndarray, pad: int, shape: tuple[int, int]) -> list[tuple[int, int, int, int]]:
+    """``boxes`` (x, y, w, h) grown by ``pad`` and clipped to ``shape``; overlapping or touching
+    ones merged, so work done in one never reaches another: (x0, y0, x1, y1) each."""
+    h, w = shape
+    merged = [[max(0, int(x) - pad), max(0, int(y) - pad), min(w, int(x + bw) + pad), min(h, int(y + bh) + pad)]
+              for x, y, bw, bh in boxes]
+    changed = True
+    while changed:
+        changed = False
+        out: list[list[int]] = []
+        for b in merged:
+            for o in out:
+                if b[0] <= o[2] and o[0] <= b[2] and b[1] <= o[3] and o[1] <= b[3]:
+                    o[:] = [min(o[0], b[0]), min(o[1], b[1]), max(o[2], b[2]), max(o[3], b[3])]
+                    changed = True
+                    break
+            else:
+                out.append(b)
+        merged = out
+    return sorted(tuple(b) for b in merged)
 
 
 def _isolated(raw: np.ndarray, labels: np.ndarray, i: int, box: tuple, sigma: float, *,
@@ -135,17 +233,52 @@ def _isolated(raw: np.ndarray, labels: np.ndarray, i: int, box: tuple, sigma: fl
     return float(surround.std()) < max(spread[0] * sigma, spread[1] * depth) and depth > 3 * sigma
 
 
-def _flat_background(background: np.ndarray, max_d: int, limit: float) -> np.ndarray:
-    """Where the spot-free background is smooth (sky, walls): bool HxW, computed on a small copy."""
+def _background_texture(background: np.ndarray, max_d: int) -> np.ndarray:
+    """How busy the spot-free background is, on a small copy (float32): the spot-free background
+    is flat (sky, walls) where this is below a limit in 8-bit levels."""
     h, w = background.shape
     f = max(1, max_d // 4)
     small = cv2.resize(background, (max(1, w // f), max(1, h // f)), interpolation=cv2.INTER_AREA).astype(np.float32)
     smooth = cv2.GaussianBlur(small, (0, 0), 2.0)
     gx = cv2.Sobel(smooth, cv2.CV_32F, 1, 0, ksize=3) / 8.0
     gy = cv2.Sobel(smooth, cv2.CV_32F, 0, 1, ksize=3) / 8.0
-    texture = cv2.GaussianBlur(np.abs(small - smooth), (0, 0), 2.0) + cv2.magnitude(gx, gy) * (max_d / f) / 4
-    flat = (texture < limit).astype(np.uint8)
-    return cv2.resize(flat, (w, h), interpolation=cv2.INTER_NEAREST).astype(bool)
+    return cv2.GaussianBlur(np.abs(small - smooth), (0, 0), 2.0) + cv2.magnitude(gx, gy) * (max_d / f) / 4
+
+
+def mask_parts(mask: np.ndarray, cell: int = 32, *, masks: bool = False):
+    """Connected parts (8-connected) of a sparse mask (any dtype, > 0 = in): their
+    ``(x, y, w, h, area)`` rows like ``cv2.connectedComponentsWithStats``'s, in raster order of the box;
+    with ``masks=True`` also each part's own pixels (bool, its box's size): ``(rows, [masks])``.
+
+    Labelled window by window around the occupied ``cell`` x ``cell`` tiles, so a
+    4K mask with a few spots costs a scan, not a full-frame labelling.
+    """
+    m8 = (np.asarray(mask) > 0).astype(np.uint8)
+    h, w = m8.shape
+    points = cv2.findNonZero(m8)
+    if points is None:
+        return (np.zeros((0, 5), np.int32), []) if masks else np.zeros((0, 5), np.int32)
+    tiles = np.zeros(((h + cell - 1) // cell, (w + cell - 1) // cell), np.uint8)
+    pts = points.reshape(-1, 2)
+    tiles[pts[:, 1] // cell, pts[:, 0] // cell] = 1
+    # Tiles that touch belong to one window: a part never crosses between windows.
+    n, tile_labels, tile_stats, _ = cv2.connectedComponentsWithStats(tiles, connectivity=8)
+    rows, own_pixels = [], []
+    for k in range(1, n):
+        tx, ty, tw, th = (int(v) for v in tile_stats[k, :4])
+        x0, y0, x1, y1 = tx * cell, ty * cell, min(w, (tx + tw) * cell), min(h, (ty + th) * cell)
+        own = cv2.resize((tile_labels[ty:ty + th, tx:tx + tw] == k).astype(np.uint8), None, fx=cell, fy=cell,
+                         interpolation=cv2.INTER_NEAREST)[:y1 - y0, :x1 - x0]
+        count, labels, stats, _ = cv2.connectedComponentsWithStats(m8[y0:y1, x0:x1] & own, connectivity=8)
+        part = stats[1:].copy()
+        if masks:
+            own_pixels += [labels[y:y + bh, x:x + bw] == j for j, (x, y, bw, bh, _) in enumerate(part, 1)]
+        part[:, 0] += x0
+        part[:, 1] += y0
+        rows.append(part)
+    parts = np.concatenate(rows).astype(np.int32)
+    order = np.lexsort((parts[:, 0], parts[:, 1]))
+    return (parts[order], [own_pixels[i] for i in order]) if masks else parts[order]
 
 
 def heal_spots(img: np.ndarray, mask: np.ndarray, *, smooth: bool = True) -> np.ndarray:
@@ -156,36 +289,51 @@ def heal_spots(img: np.ndarray, mask: np.ndarray, *, smooth: bool = True) -> np.
     is unbiased on a noisy sky; ``smooth=False``: OpenCV's Telea inpainting,
     which carries edges and gradients in (blemishes, small removals).
     """
-    if not mask.any():
+    parts = mask_parts(mask)
+    if not len(parts):
         return img
     h, w = img.shape[:2]
     out = img.copy()
-    m8 = (mask > 0).astype(np.uint8)
-    count, _, stats, _ = cv2.connectedComponentsWithStats(m8, connectivity=8)
     radius = max(3, round(0.002 * max(h, w)))
-    for x, y, bw, bh, _ in stats[1:]:
+    for x, y, bw, bh, _ in parts:
         size = max(bw, bh)
         pad = (size + 4) if smooth else 2 * radius + 2
         x0, y0, x1, y1 = max(0, x - pad), max(0, y - pad), min(w, x + bw + pad), min(h, y + bh + pad)
-        window = np.ascontiguousarray(m8[y0:y1, x0:x1])
+        window = (mask[y0:y1, x0:x1] > 0).astype(np.uint8)
         src = np.ascontiguousarray(img[y0:y1, x0:x1])
         if smooth:
-            known = (1 - window).astype(np.float32)
-            sigma = max(1.5, size / 3.0)
-            num = cv2.GaussianBlur(src.astype(np.float32) * known[..., None], (0, 0), sigma)
-            den = cv2.GaussianBlur(known, (0, 0), sigma)[..., None]
-            filled = np.clip(num / np.maximum(den, 1e-4) + 0.5, 0, 255).astype(np.uint8)
+            filled = _smooth_fill(src, window, max(1.5, size / 3.0))
         else:
             filled = cv2.inpaint(src, window * 255, radius, cv2.INPAINT_TELEA)
         cv2.copyTo(filled, window, out[y0:y1, x0:x1])  # nothing outside the mask changes
     return out
 
 
-def heal_dust(img: np.ndarray, amount: float) -> tuple[np.ndarray, int]:
-    """Find and heal dust spots; returns (image, number of spots healed)."""
-    mask = find_dust(img, amount)
-    count = cv2.connectedComponents((mask > 0).astype(np.uint8))[0] - 1 if mask.any() else 0
-    return heal_spots(img, mask), int(count)
+def _smooth_fill(src: np.ndarray, hole: np.ndarray, sigma: float) -> np.ndarray:
+    """``src`` (uint8 RGB) with a normalised convolution of its pixels outside ``hole`` (uint8 0/1):
+    a smooth fill that is unbiased on noise. A wide fill (sigma over 16 px) is computed on a copy
+    reduced to sigma ~8 px and upsampled: the field is smooth, and a 300 px hole costs a blur of 40 px."""
+    known = (1 - hole).astype(np.float32)
+    num = src.astype(np.float32) * known[..., None]
+    f = int(sigma // 8)
+    if f >= 2 and min(hole.shape) >= 4 * f:
+        h, w = hole.shape
+        size = (max(1, round(w / f)), max(1, round(h / f)))
+        num = cv2.resize(cv2.GaussianBlur(cv2.resize(num, size, interpolation=cv2.INTER_AREA), (0, 0), sigma / f),
+                         (w, h), interpolation=cv2.INTER_LINEAR)
+        den = cv2.resize(cv2.GaussianBlur(cv2.resize(known, size, interpolation=cv2.INTER_AREA), (0, 0), sigma / f),
+                         (w, h), interpolation=cv2.INTER_LINEAR)[..., None]
+    else:
+        num = cv2.GaussianBlur(num, (0, 0), sigma)
+        den = cv2.GaussianBlur(known, (0, 0), sigma)[..., None]
+    return np.clip(num / np.maximum(den, 1e-4) + 0.5, 0, 255).astype(np.uint8)
+
+
+def heal_dust(img: np.ndarray, amount: float, dust: DustMap | None = None) -> tuple[np.ndarray, int]:
+    """Find and heal dust spots (``dust``: the :func:`dust_map` of ``img``, if kept); returns
+    (image, number of spots healed)."""
+    mask = find_dust(img, amount, dust)
+    return heal_spots(img, mask), len(mask_parts(mask))
 
 
 def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequence[Sequence[float]],
@@ -204,9 +352,9 @@ def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequ
     scale = min(1.0, 320.0 / face_w)
     if scale < 0.9:  # found where the face is ~320 px wide (blemishes are then 3-20 px), healed at full size
         small = cv2.resize(img, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA)
-        small_skin = cv2.resize(skin.astype(np.float32), (small.shape[1], small.shape[0]),
+        small_skin = cv2.resize(np.asarray(skin, np.float32), (small.shape[1], small.shape[0]),
                                 interpolation=cv2.INTER_AREA)
-        small_out = None if keep_out is None else cv2.resize(keep_out.astype(np.float32),
+        small_out = None if keep_out is None else cv2.resize(np.asarray(keep_out, np.float32),
                                                               (small.shape[1], small.shape[0]),
                                                               interpolation=cv2.INTER_AREA)
         found = find_blemishes(small, amount, small_skin, faces, small_out)
@@ -216,6 +364,30 @@ def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequ
         grow = max(1, round(1 / scale))
         return cv2.dilate(big, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1)))
     max_d = int(np.clip(round(0.06 * face_w), 3, 60))
+    # Everything is worked out on the faces' box with room for the filters and the surround
+    # test (3 spot sizes): the rest of the frame has no face, so no blemish.
+    boxes = [(int((fx + 0.05 * fw) * w), int((fy + 0.05 * fh) * h), int((fx + 0.95 * fw) * w) + 1,
+              int((fy + 1.05 * fh) * h) + 1) for fx, fy, fw, fh in faces]
+    margin = 3 * max_d + 8
+    x0, y0 = max(0, min(b[0] for b in boxes) - margin), max(0, min(b[1] for b in boxes) - margin)
+    x1, y1 = min(w, max(b[2] for b in boxes) + margin), min(h, max(b[3] for b in boxes) + margin)
+    out = np.zeros((h, w), np.uint8)
+    if x1 <= x0 or y1 <= y0:
+        return out
+    box = (slice(y0, y1), slice(x0, x1))
+    found = _blemishes_in_box(np.ascontiguousarray(img[box]), amount, np.ascontiguousarray(skin[box]),
+                              faces, None if keep_out is None else np.ascontiguousarray(keep_out[box]),
+                              (x0, y0, w, h), max_d)
+    if found is not None:
+        out[box] = found
+    return out
+
+
+def _blemishes_in_box(img: np.ndarray, amount: float, skin: np.ndarray, faces, keep_out: np.ndarray | None,
+                      frame: tuple[int, int, int, int], max_d: int) -> np.ndarray | None:
+    """:func:`find_blemishes` on a box of the frame (``frame``: the box's corner and the frame's size)."""
+    x0, y0, w, h = frame
+    bh, bw = img.shape[:2]
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (max_d | 1, max_d | 1))
     lab = cv2.cvtColor(img, cv2.COLOR_RGB2Lab).astype(np.float32)
     L, a = lab[..., 0], lab[..., 1]
@@ -224,15 +396,15 @@ def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequ
     inside = cv2.erode((skin > 0.6).astype(np.uint8), kernel).astype(bool)
     if keep_out is not None:
         inside &= keep_out < 0.05
-    zone = np.zeros((h, w), bool)
+    zone = np.zeros((bh, bw), bool)
     for fx, fy, fw, fh in faces:  # on the face (the skin mask also covers hair, neck and hands), not the nostrils
-        zone[int((fy + 0.05 * fh) * h):int((fy + 1.05 * fh) * h) + 1,
-             int((fx + 0.05 * fw) * w):int((fx + 0.95 * fw) * w) + 1] = True
-        zone[int((fy + 0.52 * fh) * h):int((fy + 0.7 * fh) * h) + 1,
-             int((fx + 0.36 * fw) * w):int((fx + 0.64 * fw) * w) + 1] = False
+        zone[max(0, int((fy + 0.05 * fh) * h) - y0):max(0, int((fy + 1.05 * fh) * h) + 1 - y0),
+             max(0, int((fx + 0.05 * fw) * w) - x0):max(0, int((fx + 0.95 * fw) * w) + 1 - x0)] = True
+        zone[max(0, int((fy + 0.52 * fh) * h) - y0):max(0, int((fy + 0.7 * fh) * h) + 1 - y0),
+             max(0, int((fx + 0.36 * fw) * w) - x0):max(0, int((fx + 0.64 * fw) * w) + 1 - x0)] = False
     where = inside & zone
     if not where.any():
-        return np.zeros((h, w), np.uint8)
+        return None
     # Skin texture level, measured on this skin: a blemish must stand out from it.
     resid = L - cv2.GaussianBlur(L, (0, 0), 1.0)
     sigma = max(0.5, 1.4826 * float(np.median(np.abs(resid[where]))))
@@ -240,7 +412,7 @@ def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequ
     score = (dark + 0.5 * np.maximum(red, 0)) / max(2.5, k * sigma)
     parts = _spot_candidates(score * where, 1.0, max_d)
     if not parts:
-        return np.zeros((h, w), np.uint8)
+        return None
     count, labels, stats, _ = cv2.connectedComponentsWithStats(parts[0].astype(np.uint8), connectivity=8)
     keep = np.zeros(count, bool)
     for i in range(1, count):  # a blemish stands out from plain skin, like dust from a plain sky
@@ -248,7 +420,7 @@ def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequ
         keep[i] = _isolated(L, labels, i, box, sigma, spread=(3.0, 1.0)) or \
             _isolated(-a, labels, i, box, sigma, spread=(3.0, 1.0))
     if not keep.any():
-        return np.zeros((h, w), np.uint8)
+        return None
     grow = max(2, max_d // 3)  # the soft rim of the blemish goes too
     return cv2.dilate(keep[labels].astype(np.uint8),
                       cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1))) * 255
@@ -268,25 +440,32 @@ def remove_region(img: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return img
     h, w = img.shape[:2]
     grow = 1 + round(0.002 * max(h, w))
-    hard = cv2.dilate(hard, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1)))
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1))
+    grown = np.zeros_like(hard)
+    # Grown window by window: a 4K frame with a few painted regions is mostly empty.
+    for x0, y0, x1, y1 in _merged_boxes(mask_parts(hard)[:, :4], grow + 1, (h, w)):
+        grown[y0:y1, x0:x1] = cv2.dilate(hard[y0:y1, x0:x1], kernel)
     out = img.copy()
-    count, labels, stats, _ = cv2.connectedComponentsWithStats(hard, connectivity=8)
     small = np.zeros((h, w), np.uint8)
     limit = (SMALL_REGION * max(h, w)) ** 2 * np.pi / 4
-    for i in range(1, count):
-        if stats[i, cv2.CC_STAT_AREA] <= limit:
-            small[labels == i] = 255
+    parts, pixels = mask_parts(grown, masks=True)
+    for (x, y, bw, bh, area), own in zip(parts, pixels):
+        if area <= limit:
+            small[y:y + bh, x:x + bw][own] = 255
         else:
-            out = _patch_fill(out, (labels == i).astype(np.uint8), stats[i])
+            part = np.zeros((h, w), np.uint8)
+            part[y:y + bh, x:x + bw][own] = 1
+            out = _patch_fill(out, part, np.array([x, y, bw, bh, area]), in_place=True)
     if small.any():
         out = heal_spots(out, small, smooth=False)
     return out
 
 
-def _patch_fill(img: np.ndarray, part: np.ndarray, stat: np.ndarray) -> np.ndarray:
+def _patch_fill(img: np.ndarray, part: np.ndarray, stat: np.ndarray, in_place: bool = False) -> np.ndarray:
     """Fill one large hole: pick a source offset whose surroundings match the hole's border best.
 
-    Everything happens in a window around the hole (the search reaches 3 hole sizes away)."""
+    Everything happens in a window around the hole (the search reaches 3 hole sizes away).
+    ``in_place``: write into ``img`` (the caller's own copy) instead of a new image."""
     H, W = img.shape[:2]
     x, y, bw, bh = (int(v) for v in stat[:4])
     reach = 4 * max(bw, bh)
@@ -296,7 +475,7 @@ def _patch_fill(img: np.ndarray, part: np.ndarray, stat: np.ndarray) -> np.ndarr
         window = np.ascontiguousarray(img[wy0:wy1, wx0:wx1])
         filled = _patch_fill(window, np.ascontiguousarray(part[wy0:wy1, wx0:wx1]),
                              np.array([x - wx0, y - wy0, bw, bh]))
-        out = img.copy()
+        out = img if in_place else img.copy()
         out[wy0:wy1, wx0:wx1] = filled
         return out
     h, w = H, W
@@ -304,7 +483,12 @@ def _patch_fill(img: np.ndarray, part: np.ndarray, stat: np.ndarray) -> np.ndarr
     scale = min(1.0, 48.0 / max(bw, bh))
     ring_w = max(2, round(0.25 * max(bw, bh)))
     pad = ring_w + 1
-    ring = cv2.dilate(part, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * ring_w + 1, 2 * ring_w + 1))) - part
+    # The ring: pixels within ring_w of the hole, found by a distance transform near the hole's box
+    # only (a dilation by a large disc over the whole window is slow).
+    ring = np.zeros_like(part)
+    rx0, ry0, rx1, ry1 = max(0, x - pad), max(0, y - pad), min(w, x + bw + pad), min(h, y + bh + pad)
+    near = cv2.distanceTransform(1 - part[ry0:ry1, rx0:rx1], cv2.DIST_L2, cv2.DIST_MASK_PRECISE) <= ring_w
+    ring[ry0:ry1, rx0:rx1] = near & (part[ry0:ry1, rx0:rx1] == 0)
     # Structure first: a smooth inpaint makes the search also prefer sources that continue the shading.
     small_img = cv2.resize(img, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA) if scale < 1 else img
     sh, sw = small_img.shape[:2]
@@ -379,13 +563,12 @@ def red_pupils(img: np.ndarray, eyes: Sequence[tuple[float, float, float]]) -> n
     """Soft mask (float32 HxW) of red pupils inside eye circles ``(cx, cy, r)`` in pixels."""
     h, w = img.shape[:2]
     mask = np.zeros((h, w), np.float32)
-    f = img.astype(np.float32)
     for cx, cy, r in eyes:
         x0, y0 = max(0, int(cx - r)), max(0, int(cy - r))
         x1, y1 = min(w, int(cx + r) + 1), min(h, int(cy + r) + 1)
         if x1 - x0 < 2 or y1 - y0 < 2:
             continue
-        R, G, B = (f[y0:y1, x0:x1, c] for c in range(3))
+        R, G, B = (img[y0:y1, x0:x1, c].astype(np.float32) for c in range(3))
         redness = (R - np.maximum(G, B)) / (R + 1.0)
         core = ((redness > 0.45) & (R > 60)).astype(np.uint8)
         count, labels, stats, cents = cv2.connectedComponentsWithStats(core)
@@ -407,15 +590,18 @@ def fix_red_eye(img: np.ndarray, eyes: Sequence[tuple[float, float, float]], amo
     mask = red_pupils(img, eyes) * np.float32(min(100.0, amount) / 100.0)
     if not mask.any():
         return img, 0
-    f = img.astype(np.float32)
+    # Only the pupils' box is worked on (per-pixel math): the rest of a 4K frame is copied.
+    x, y, bw, bh = cv2.boundingRect((mask > 0).astype(np.uint8))
+    f = img[y:y + bh, x:x + bw].astype(np.float32)
+    m = mask[y:y + bh, x:x + bw, None]
     # The red channel takes the mean of green and blue, and the pupil darkens a little: a natural dark pupil.
     fixed = f.copy()
     gb = (f[..., 1] + f[..., 2]) / 2.0
     fixed[..., 0] = gb
     fixed *= 0.8
-    m = mask[..., None]
-    out = np.clip(f * (1 - m) + fixed * m + 0.5, 0, 255).astype(np.uint8)
-    unchanged = mask == 0
-    out[unchanged] = img[unchanged]
-    count = cv2.connectedComponents((mask > 0.3).astype(np.uint8))[0] - 1
-    return out, int(count)
+    box = np.clip(f * (1 - m) + fixed * m + 0.5, 0, 255).astype(np.uint8)
+    unchanged = m[..., 0] == 0
+    box[unchanged] = img[y:y + bh, x:x + bw][unchanged]
+    out = img.copy()
+    out[y:y + bh, x:x + bw] = box
+    return out, len(mask_parts(mask > 0.3))

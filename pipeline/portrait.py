@@ -321,6 +321,23 @@ def _up(img: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     return cv2.resize(img, (shape[1], shape[0]), interpolation=cv2.INTER_LINEAR)
 
 
+def _in_box(op, img: np.ndarray, mask: np.ndarray, reach: float) -> np.ndarray:
+    """``op(img, mask)`` run only on the box where ``mask`` is at least 1/512, grown by ``reach`` px (how
+    far the op's filters read): a face fills a small part of a 4K frame. A weaker mask moves a pixel by
+    under half a level, which rounds back to the pixel: nothing outside the box changes."""
+    h, w = mask.shape
+    x, y, bw, bh = cv2.boundingRect((mask >= 1 / 512).astype(np.uint8))
+    if bw == 0:
+        return img
+    pad = int(np.ceil(reach))
+    x0, y0, x1, y1 = max(0, x - pad), max(0, y - pad), min(w, x + bw + pad), min(h, y + bh + pad)
+    if (x1 - x0) * (y1 - y0) > 0.6 * h * w:
+        return op(img, mask)
+    out = img.copy()
+    out[y0:y1, x0:x1] = op(np.ascontiguousarray(img[y0:y1, x0:x1]), np.ascontiguousarray(mask[y0:y1, x0:x1]))
+    return out
+
+
 def smooth_skin(img: np.ndarray, skin: np.ndarray, amount: float, face_px: float) -> np.ndarray:
     """Frequency separation on ``skin`` (float32 HxW 0..1): blotches smoothed, pore texture kept.
 
@@ -332,17 +349,21 @@ def smooth_skin(img: np.ndarray, skin: np.ndarray, amount: float, face_px: float
     """
     if amount <= 0 or not skin.any():
         return img
-    f = img.astype(np.float32) / 255.0
     fine_sigma = max(0.8, 0.006 * face_px)
-    low = cv2.GaussianBlur(f, (0, 0), fine_sigma)
-    texture = f - low
     s = _work_scale(face_px)
-    small = _down(low, s)
     radius = max(2, int(round(0.04 * face_px * s)))
-    smoothed_small = cv2.ximgproc.guidedFilter(small, small, radius, 2e-3)
-    smoothed = low + _up(smoothed_small - small, low.shape[:2])  # only the change is upsampled
-    out = np.clip((smoothed + texture) * 255.0 + 0.5, 0, 255).astype(np.uint8)
-    return _blend(img, out, skin * np.float32(min(100.0, amount) / 100.0))
+
+    def smooth(img: np.ndarray, skin: np.ndarray) -> np.ndarray:
+        f = img.astype(np.float32)
+        low = cv2.GaussianBlur(f, (0, 0), fine_sigma) * np.float32(1 / 255.0)
+        small = _down(low, s)
+        smoothed_small = cv2.ximgproc.guidedFilter(small, small, radius, 2e-3)
+        # smoothed base + fine texture = the image + the base's change (only the change is upsampled)
+        change = _up(smoothed_small - small, low.shape[:2])
+        out = cv2.add(cv2.scaleAdd(change, 255.0, f), 0.0, dtype=cv2.CV_8U)  # rounded and saturated
+        return _blend(img, out, skin * np.float32(min(100.0, amount) / 100.0))
+    # the fine blur reads 4 sigma; the guided filter two box means of its radius, on the small copy
+    return _in_box(smooth, img, skin, 4 * fine_sigma + 2 * (radius + 2) / s + 8)
 
 
 def even_skin_tone(img: np.ndarray, skin: np.ndarray, amount: float, face_px: float) -> np.ndarray:
@@ -351,17 +372,21 @@ def even_skin_tone(img: np.ndarray, skin: np.ndarray, amount: float, face_px: fl
     The broad average is smooth: it is computed where the face is ~256 px wide and upsampled."""
     if amount <= 0 or not skin.any():
         return img
-    lab = cv2.cvtColor(img, cv2.COLOR_RGB2Lab).astype(np.float32)
     s = _work_scale(face_px)
-    small_lab, weight = _down(lab, s), _down(skin.astype(np.float32), s)
     sigma = max(2.0, 0.15 * face_px * s)
-    den = cv2.GaussianBlur(weight, (0, 0), sigma) + 1e-4
-    even = lab.copy()
-    for c in (1, 2):
-        avg = cv2.GaussianBlur(small_lab[..., c] * weight, (0, 0), sigma) / den
-        even[..., c] = _up(avg, lab.shape[:2])
-    out = cv2.cvtColor(np.clip(even + 0.5, 0, 255).astype(np.uint8), cv2.COLOR_Lab2RGB)
-    return _blend(img, out, skin * np.float32(0.85 * min(100.0, amount) / 100.0))
+
+    def even_out(img: np.ndarray, skin: np.ndarray) -> np.ndarray:
+        lab = cv2.cvtColor(img, cv2.COLOR_RGB2Lab).astype(np.float32)
+        small_lab, weight = _down(lab, s), _down(skin.astype(np.float32), s)
+        den = cv2.GaussianBlur(weight, (0, 0), sigma) + 1e-4
+        even = lab.copy()
+        for c in (1, 2):
+            avg = cv2.GaussianBlur(small_lab[..., c] * weight, (0, 0), sigma) / den
+            even[..., c] = _up(avg, lab.shape[:2])
+        out = cv2.cvtColor(cv2.add(even, 0.0, dtype=cv2.CV_8U), cv2.COLOR_Lab2RGB)  # rounded and saturated
+        return _blend(img, out, skin * np.float32(0.85 * min(100.0, amount) / 100.0))
+    # the average weighs skin, faint outside the box; two sigma around it keep the blur's edge out of the face
+    return _in_box(even_out, img, skin, 2 * sigma / s + 2 / s + 4)
 
 
 def whiten_teeth(img: np.ndarray, features: Features, amount: float) -> np.ndarray:

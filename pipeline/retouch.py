@@ -69,12 +69,14 @@ def retouch_key(state: EditState) -> str | None:
 
 def apply_retouch(img: np.ndarray, state: EditState, *, features: Callable[[], portrait.Features],
                   skin: Callable[[], np.ndarray],
-                  region: Callable[[Mapping, int], np.ndarray]) -> tuple[np.ndarray, RetouchReport]:
+                  region: Callable[[Mapping, int], np.ndarray],
+                  dust: Callable[[], healing.DustMap] | None = None) -> tuple[np.ndarray, RetouchReport]:
     """Run the retouch ops of ``state`` on ``img`` (uint8 RGB, the original at the render size).
 
     ``features()``: the faces, eyes and mouths of the original (fractions);
     ``skin()``: the skin mask at ``img``'s size; ``region(mask_spec, feather)``:
-    a layer's mask at ``img``'s size. Each is called only when an op needs it.
+    a layer's mask at ``img``'s size; ``dust()``: :func:`pipeline.healing.dust_map`
+    of ``img`` (a caller's cached copy; computed here when None). Each is called only when an op needs it.
     """
     settings = retouch_settings(state)
     report = RetouchReport()
@@ -82,7 +84,8 @@ def apply_retouch(img: np.ndarray, state: EditState, *, features: Callable[[], p
     h, w = img.shape[:2]
     found = features() if NEEDS_FACE & set(settings) else None
     if settings.get("dust_removal"):
-        out, report.spots = healing.heal_dust(out, settings["dust_removal"])
+        # Dust runs first, on ``img`` itself: a kept dust map of it applies.
+        out, report.spots = healing.heal_dust(out, settings["dust_removal"], dust() if dust else None)
     if settings.get("blemish_removal") and found is not None and found.faces:
         spots = healing.find_blemishes(out, settings["blemish_removal"], skin(), [f.box for f in found.faces],
                                        keep_out=portrait.feature_mask((h, w), found))

@@ -245,3 +245,23 @@ def make_studio(tmp_path, database_url):
     yield make
     for studio in made:
         studio.close()
+
+
+# -- generation: a tiny inpainting pipeline built in code (torch is a dev requirement) ---------------------
+@pytest.fixture(scope="module")
+def torch_one_thread():
+    """Two cores shared by many test runs: one torch thread is several times faster here."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """A randomly initialised inpainting pipeline, built in code (no downloads)."""
+    from pipeline.generate.tiny import tiny_inpaint_pipeline
+
+    return tiny_inpaint_pipeline(tmp_path_factory.mktemp("tiny"))

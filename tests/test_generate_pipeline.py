@@ -18,24 +18,12 @@ from pipeline.generate.layers import GeneratedLayer  # noqa: E402
 from pipeline.render import RenderError, render  # noqa: E402
 from pipeline.state import EditState, EditStateError  # noqa: E402
 from tests.conftest import small_photo  # noqa: E402
-from pipeline.generate.tiny import tiny_inpaint_pipeline  # noqa: E402
 
 BUCKETS = [(64, 64), (96, 64), (64, 96)]
 PARAMS = GenerationParams(prompt="an empty wall", seed=7, steps=2, cfg=5.0, sampler_name="euler", width=64, height=64)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Two cores shared by many test runs: one torch thread is several times faster here."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return tiny_inpaint_pipeline(tmp_path_factory.mktemp("tiny"))
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -22,22 +22,11 @@ from pipeline.generate.comfyui import ComfyUIBackend  # noqa: E402
 from pipeline.generate.diffusers_backend import DiffusersBackend  # noqa: E402
 from pipeline.state import EditState  # noqa: E402
 from tests.conftest import ScriptedJudge, ScriptedPlanner, free_port, small_photo  # noqa: E402
-from pipeline.generate.tiny import tiny_inpaint_pipeline  # noqa: E402
 
 QUICK = {"width": 64, "height": 64, "steps": 2, "cfg": 5.0, "sampler_name": "euler"}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return tiny_inpaint_pipeline(tmp_path_factory.mktemp("tiny"))
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 class CountingBackend(DiffusersBackend):

@@ -105,3 +105,78 @@ def test_the_vocabulary_file_is_checked():
     assert set(lex.properties) == {"L", "contrast", "chroma", "a", "b", "detail"}
     for prop, p in lex.properties.items():
         assert p["sizes"] == sorted(p["sizes"]) and p["noise"] < p["sizes"][0], prop
+
+
+@pytest.mark.parametrize("text,prop,sign", [
+    ("it looks a bit dingy", "L", 1),          # only in the planner profile's complaint table
+    ("it has a green cast", "a", 1),           # the longer complaint phrase wins over the wish "green"
+    ("too contrasty", "contrast", -1),         # the frame word inside the phrase makes it a complaint
+    ("it looks overcooked", "detail", -1),
+    ("the photo feels a bit clinical", "b", 1),
+])
+def test_complaints_of_the_planner_profile_are_read_as_their_fix(text, prop, sign):
+    r = read_request(text)
+    assert r.kind == "edit"
+    assert any(m.prop == prop and m.sign == sign for e in r.expects for alt in e.alternatives for m in alt), r
+
+
+def test_a_complaint_asks_for_a_plain_fix_and_a_negation_for_a_step_back():
+    harsh = read_request("now it's harsh").expects[0].alternatives[0][0]
+    less = read_request("not so warm").expects[0].alternatives[0][0]
+    assert (harsh.prop, harsh.sign, harsh.size) == ("contrast", -1, 1)
+    assert (less.prop, less.sign, less.size) == ("b", -1, 0)
+
+
+def test_a_negation_of_the_last_change_is_a_bounded_less_follow_up():
+    r = read_request("not that soft", ["give it a soft dreamy look"])
+    assert (r.kind, r.follow, r.bounded) == ("follow_up", "less", True)
+    assert moves(r) == {"detail": 1}
+    # the same words after an unrelated change (or none) stay a plain edit
+    assert read_request("not so warm", ["brighter"]).kind == "edit"
+    assert read_request("not so warm").bounded is False
+
+
+def test_a_colour_complaint_about_a_thing_is_measured_on_that_colour():
+    r = read_request("the suit is too orange")
+    assert r.target == "suit" and r.target_mask == {"type": "color", "band": "orange"}
+    assert any(m.prop == "chroma" and m.sign == -1 for e in r.expects for alt in e.alternatives for m in alt)
+    # about the whole photo it is a cast
+    assert moves(read_request("it's too yellow")) == {"b": -1}
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("soften the fine detail", {"detail": -1}),     # the property after a quality verb is its object
+    ("soften the texture", {"detail": -1}),
+    ("sharpen the details", {"detail": 1}),
+    ("bring out the detail", {"detail": 1}),        # no quality verb before it: the noun is the wish
+    ("softer contrast", {"contrast": -1}),
+    ("add some sharpening", {"detail": 1}),         # a quality, not a thing to add
+])
+def test_a_property_named_as_the_object_of_a_verb_takes_the_verb_direction(text, expected):
+    r = read_request(text)
+    assert r.kind == "edit" and moves(r) == expected, r
+
+
+def test_the_planner_profiles_non_places_are_not_places():
+    r = read_request("shift the tint towards green")      # "tint" is in engine.yaml's not_places
+    assert r.target is None and moves(r) == {"a": -1}
+
+
+@pytest.mark.parametrize("text,follow,share", [
+    ("go back halfway", "less", 0.5),               # a pull-back of the profile, not an undo
+    ("that's a bit much", "less", 0.3),
+    ("double it", "more", None),
+    ("still not enough", "more", None),
+])
+def test_follow_up_words_of_the_planner_profile_are_read(text, follow, share):
+    r = read_request(text, ["make it warmer"])
+    assert (r.kind, r.follow, r.share) == ("follow_up", follow, share)
+    assert moves(r) == {"b": 1 if follow == "more" else -1}
+
+
+def test_a_reducing_verb_on_a_place_makes_it_less_prominent():
+    r = read_request("tone down the sky")
+    assert r.kind == "edit" and r.target == "sky"
+    assert {(m.prop, m.sign) for e in r.expects for alt in e.alternatives for m in alt} == {("L", -1), ("chroma", -1)}
+    assert read_request("not the sky").kind != "edit"              # a correction, not a reduction
+    assert moves(read_request("tone down the contrast")) == {"contrast": -1}

@@ -223,3 +223,47 @@ def test_red_eye_is_neutralised_only_in_the_pupils(astronaut):
     assert renderer.retouch_report(source, state).red_eyes == 2
     changed = (out != red).any(axis=2)
     assert changed[85:120, 185:265].sum() == changed.sum()  # only around the eyes
+
+
+def test_a_session_heals_with_its_caches_exactly_as_a_fresh_render():
+    """One Renderer keeps the dust map per photo and size and patches LUT coordinates in the healed
+    tiles only; every slider position, framed or not, proxy or full, gives the bytes of a fresh render."""
+    h, w = 720, 1280
+    dirty_f, _ = _add_spots(_sky(h, w, seed=7), 8, seed=9)
+    dirty = _u8(dirty_f)
+    renderer, source = Renderer(), SourceImage.from_array(dirty)
+    for amount in (40, 41, 80):
+        for extra in ({}, {"straighten": 2.5, "crop_aspect": 2}, {"crop_left": 10, "exposure": 15}):
+            state = EditState.from_dict({"settings": {"dust_removal": amount, "contrast": 10, **extra}})
+            for long_side in (None, 640):
+                session = renderer.render(source, state, long_side)
+                assert np.array_equal(session, render(dirty, state, long_side)), (amount, extra, long_side)
+    assert renderer.retouch_report(source, state).spots >= 6
+
+
+def test_healed_coordinates_are_the_lut_coordinates_of_the_healed_pixels():
+    from pipeline.healing import heal_dust
+    from pipeline.render import lut_coordinates, patched_coordinates
+
+    dirty = _u8(_add_spots(_sky(600, 900), 10)[0])
+    healed, spots = heal_dust(dirty, 50)
+    assert spots >= 8
+    patched = patched_coordinates(healed, dirty, lut_coordinates(dirty))
+    assert all(np.array_equal(a, b) for a, b in zip(patched, lut_coordinates(healed)))
+
+
+def test_mask_parts_are_the_connected_components():
+    from pipeline.healing import mask_parts
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        h, w = (int(v) for v in rng.integers(20, 400, 2))
+        mask = np.zeros((h, w), np.uint8)
+        for _ in range(int(rng.integers(0, 12))):
+            cv2.circle(mask, (int(rng.integers(0, w)), int(rng.integers(0, h))), int(rng.integers(0, 40)), 255, -1)
+        count, labels, stats, _ = cv2.connectedComponentsWithStats((mask > 0).astype(np.uint8), connectivity=8)
+        expected = stats[1:][np.lexsort((stats[1:, 0], stats[1:, 1]))]
+        parts, pixels = mask_parts(mask, masks=True)
+        assert np.array_equal(parts, expected)
+        for (x, y, bw, bh, area), own in zip(parts, pixels):
+            assert own.shape == (bh, bw) and own.sum() == area

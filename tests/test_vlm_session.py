@@ -111,3 +111,21 @@ def test_an_unknown_schema_name_is_refused_before_any_turn(vlm_studio):
     with pytest.raises(InvalidInput, match="unknown quality schema 'noir'"):
         studio.start_session(small_photo(), quality_schema="noir")
     assert server.requests == [] and studio.list_sessions() == []
+
+
+def test_a_vlm_question_with_quick_replies_reaches_the_person_and_changes_nothing(vlm_studio):
+    studio, server = vlm_studio
+
+    def respond(received):
+        if _is_judge(received):
+            return Reply.json({"score": 0.9, "assessment": "ok", "dimensions": {}, "diagnoses": []})
+        return Reply.json({"reply": "Warmer light, or more orange in the colours?", "understood": False,
+                           "sub_goals": [], "quick_replies": ["warmer light", "more orange", "  "]})
+
+    server.responder = respond
+    session = studio.start_session(small_photo(), review_mode="never")
+    before = studio.head(session.id)
+    result = studio.send_message(session.id, "make it feel more autumn-ish")
+    assert result.reply == "Warmer light, or more orange in the colours?"
+    assert result.quick_replies == ["warmer light", "more orange"]   # blank answers dropped
+    assert studio.head(session.id).id == before.id                    # a question makes no version

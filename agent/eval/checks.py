@@ -127,12 +127,16 @@ class StatsCache:
     step is not measured again as "before" of the next."""
 
     def __init__(self) -> None:
-        self._stats: dict[tuple[int, str], dict[str, float]] = {}
-        self._keep: list[np.ndarray] = []   # keep renders alive so id() stays unique
+        self._stats: dict[tuple[int, str, int | None], dict[str, float]] = {}
+        self._keep: list[np.ndarray] = []   # keep renders and masks alive so id() stays unique
 
     def stats(self, img: np.ndarray, region_key: str = "all", mask: np.ndarray | None = None) -> dict[str, float]:
-        key = (id(img), region_key)
+        # keyed by the mask too: two steps with different regions both measure "inside", and the
+        # render after one is the render before the next
+        key = (id(img), region_key, None if mask is None else id(mask))
         if key not in self._stats:
             self._keep.append(img)
+            if mask is not None:
+                self._keep.append(mask)
             self._stats[key] = photo_stats(img, mask)
         return self._stats[key]

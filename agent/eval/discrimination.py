@@ -7,7 +7,9 @@ Two sources of (judge score, pixel verdict) pairs:
   the verdict of the scenario's pixel checks);
 - a labelled set built here: for each request, the right edit and deliberately
   wrong ones — the opposite direction, a tiny amount, an extreme amount, and
-  (for local requests) the same change made everywhere. Each is rendered by the
+  (for local requests) the same change made everywhere. Follow-ups are in it
+  ("bit more", and "less" ones whose extreme variant goes past the version
+  before the last change), and complaints read through the planner profile. Each is rendered by the
   real renderer, scored by the judge as the agent would call it, and its verdict
   comes from pixel checks (:mod:`agent.eval.checks`), never from the label's name.
 
@@ -40,6 +42,8 @@ class LabelledRequest:
     target: Mapping[str, Any] | None = None
     history: Sequence[str] = ()
     previous_ops: Mapping[str, int] = field(default_factory=dict)
+    #: checks against the version before the last change (a "less" follow-up must not go past it)
+    since: Sequence[tuple[str, str, float, float | None]] = ()
 
 
 REQUESTS: tuple[LabelledRequest, ...] = (
@@ -57,6 +61,16 @@ REQUESTS: tuple[LabelledRequest, ...] = (
     LabelledRequest("rocket", "make it cooler", {"temperature": -25}, [("b_mean", "down", 1.0, 9.0)]),
     LabelledRequest("astronaut", "bit more", {"temperature": 40}, [("b_mean", "up", 0.4, 6.0)],
                     history=("make it warmer",), previous_ops={"temperature": 25}),
+    # a "less" follow-up: back toward the version before the last change, never past it
+    LabelledRequest("coffee", "too much, halve it", {"temperature": 20}, [("b_mean", "down", 0.5, 8.0)],
+                    history=("make it warmer",), previous_ops={"temperature": 40},
+                    since=[("b_mean", "up", 0.3, None)]),
+    LabelledRequest("chelsea", "way too much, pull it back", {"contrast": 20}, [("rms_contrast", "down", 0.2, None)],
+                    history=("much more contrast",), previous_ops={"contrast": 60},
+                    since=[("rms_contrast", "up", 0.2, None)]),
+    # complaints the planner profile reads (engine.yaml complaints): the fix is the right edit
+    LabelledRequest("rocket", "it looks a bit dingy", {"exposure": 20}, [("L_mean", "up", 1.5, 12.0)]),
+    LabelledRequest("astronaut", "it has a green cast", {"tint": 25}, [("a_mean", "up", 0.5, 6.0)]),
     LabelledRequest("rocket", "darken the sky", {"exposure": -30}, [("L_mean", "down", 1.5, 15.0)],
                     target={"type": "gradient", "start": [0.5, 0.0], "end": [0.5, 0.55]}),
     LabelledRequest("coffee", "brighten the cup", {"exposure": 30}, [("L_mean", "up", 1.5, 15.0)],
@@ -66,7 +80,7 @@ REQUESTS: tuple[LabelledRequest, ...] = (
 )
 
 #: A small subset for ``--smoke`` (one global, one complaint, one follow-up, one local request).
-SMOKE_REQUESTS: tuple[LabelledRequest, ...] = (REQUESTS[0], REQUESTS[5], REQUESTS[11], REQUESTS[12])
+SMOKE_REQUESTS: tuple[LabelledRequest, ...] = (REQUESTS[0], REQUESTS[5], REQUESTS[11], REQUESTS[12], REQUESTS[16])
 
 #: How each variant changes the right ops: a factor on every value.
 VARIANTS = {"right": 1.0, "opposite": -1.0, "tiny": 0.06, "extreme": 4.0}
@@ -146,16 +160,21 @@ def labelled_cases(long_side: int = 512, judge=None,
                 original=original, current=current, sub_goals=goals, state=state, previous_state=prev_state,
                 previous=previous, masks=masks, message=req.message, history=list(req.history),
                 before_last=before_last))
-            verdict = _pixel_verdict(req, previous, current, region)
+            verdict = _pixel_verdict(req, previous, current, region, before_last)
             out.append({"photo": req.photo, "message": req.message, "variant": name, "score": float(a.score),
-                        "pixel_pass": verdict, "assessment": a.assessment})
+                        "pixel_pass": verdict, "assessment": a.assessment,
+                        "reading": [(c["prop"], c["change"], c["expected"], c["verdict"])
+                                    for c in (a.reading or {}).get("checks", [])]})
     return out
 
 
 def _pixel_verdict(req: LabelledRequest, before: np.ndarray, after: np.ndarray,
-                   region: np.ndarray | None) -> bool:
+                   region: np.ndarray | None, before_last: np.ndarray | None = None) -> bool:
     cache = checks.StatsCache()
     results = []
+    for stat, direction, amount, at_most in req.since if before_last is not None else ():
+        cond = Condition(stat, direction, amount, at_most, "all")
+        results.append(checks.check_condition(cond, cache.stats(before_last), cache.stats(after)).passed)
     for stat, direction, amount, at_most in req.expect:
         cond = Condition(stat, direction, amount, at_most, "inside" if region is not None else "all")
         if region is None:

@@ -707,6 +707,12 @@ def _reading_mask(reading: Reading, original: np.ndarray, warnings: list[str],
         return None
 
 
+def _nothing_asked_happened(judged) -> bool:
+    """Whether the reading found no move the asked way at all: every check "none" or "wrong"."""
+    return (judged.compliance is not None and bool(judged.checks)
+            and all(c.verdict in ("none", "wrong", "past") for c in judged.checks))
+
+
 @dataclass
 class JudgeReport:
     """Everything the judge found: the Assessment plus the per-sub-goal checks."""
@@ -779,16 +785,18 @@ class EmbeddedJudge:
 
         # The judge's own reading of the message: how the pixels moved against what was asked.
         reading = read_request(request.message or "", list(getattr(request, "history", None) or []))
-        if _held(request):
-            # a step was held by the executor (a sweet spot, a limit): the edit could not go as far as
-            # asked on purpose; the plan's checks judge it, and the warnings say why
-            reading = Reading(request.message or "", "unknown")
         judged = score_reading(reading, before=before, after=current, original=original,
                                before_last=getattr(request, "before_last", None),
                                target_mask=_reading_mask(reading, original, warnings,
                                                          getattr(request, "locate", None)),
                                plan_mask=plan_mask, plan_is_local=bool(local),
                                views=(views.before, views.after))
+        if _held(request) and not _nothing_asked_happened(judged):
+            # a step was held by the executor (a sweet spot, a limit): the edit could not go as far as
+            # asked on purpose; the plan's checks judge it, and the warnings say why. A held edit that
+            # moved nothing the asked way (or went the wrong way) is still no edit of what was asked.
+            reading = Reading(request.message or "", "unknown")
+            judged = score_reading(reading, before=before, after=current)
 
         dims: dict[str, float] = {}
         parts: dict[str, float] = {}

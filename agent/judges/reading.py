@@ -4,11 +4,12 @@
 chroma, a*, b*, detail) between the version before the turn and the new one,
 inside the target (when the request names one) and outside it, and scores:
 
-- **met** (1.0): the asked direction, at least half the expected size;
+- **met** (0.8..1.0): the asked direction, at least half the expected size; graded:
+  1.0 from the size to ``overshoot_full`` times it, less below it and beyond it;
 - **weak** (0.35..0.8): the right way but less than half of what was asked;
 - **none** (0.1): no visible change;
 - **wrong** (0.0): the other way;
-- **overdone** (down to ``overshoot_floor``): far more than asked;
+- **overdone** (``overshoot_start`` down to ``overshoot_floor``): beyond the overshoot cap;
 - **past** (0.2): a "less" follow-up went back further than the version before
   the last change;
 - **spill**: a local request that moved the photo outside its target as much
@@ -137,7 +138,7 @@ def _fine(L: np.ndarray, w: np.ndarray | None) -> float:
 # -- scoring ---------------------------------------------------------------------------
 
 def score_move(move: Move, change: float, lex: Lexicon, *, last: float | None = None,
-               scale: float = 1.0) -> tuple[str, float, float]:
+               scale: float = 1.0, share: float | None = None) -> tuple[str, float, float]:
     """(verdict, score, expected) for one measured ``change`` of ``move.prop``.
 
     ``last``: for a bounded "less" follow-up, the size of the change being taken
@@ -150,14 +151,20 @@ def score_move(move: Move, change: float, lex: Lexicon, *, last: float | None = 
     signed = move.sign * change
     if last is not None and last > noise:
         lo, hi = lex.less_share
-        expected = 0.5 * last
+        share = 0.5 if share is None else min(max(share, lo), hi)
+        expected = share * last
         if signed <= -noise:
             return "wrong", 0.0, expected
-        if signed < max(noise, lo * last) * 0.999:
-            return ("none", 0.1, expected) if signed < noise else ("weak", 0.5, expected)
+        least = max(noise, lo * last)
+        if signed < least * 0.999:
+            if signed < noise:
+                return "none", 0.1, expected
+            frac = (signed - noise) / max(least - noise, 1e-6)
+            return "weak", 0.35 + 0.45 * min(max(frac, 0.0), 1.0), expected
         if signed > hi * last + max(noise, 0.1 * last):
             return "past", 0.2, expected
-        return "met", 1.0, expected
+        # graded: best at the share asked ("halve it": half), 0.85 at a full undo or the least share
+        return "met", 1.0 - 0.15 * min(1.0, abs(signed / last - share) / 0.5), expected
     expected = lex.size_of(move.prop, move.size) * scale
     if signed <= -max(noise, 0.25 * expected):
         return "wrong", 0.0, expected
@@ -166,12 +173,25 @@ def score_move(move: Move, change: float, lex: Lexicon, *, last: float | None = 
     if signed < 0.5 * expected:
         frac = (signed - noise) / max(0.5 * expected - noise, 1e-6)
         return "weak", 0.35 + 0.45 * min(max(frac, 0.0), 1.0), expected
-    cap = lex.overshoot[move.size] * expected
-    if signed > cap:
-        over = (signed - cap) / cap
-        floor = lex.overshoot_floor
-        return "overdone", max(floor, 1.0 - (1.0 - floor) * over), expected
-    return "met", 1.0, expected
+    return (*_graded_met(signed / expected, move.size, lex), expected)
+
+
+def _graded_met(ratio: float, size: int, lex: Lexicon) -> tuple[str, float]:
+    """(verdict, score) of a move the asked way at ``ratio`` times the expected size (>= 0.5).
+
+    Graded, so the judge's score ranks edits and not only passes them: 0.9 at half the
+    size, 1.0 from the size up to ``overshoot_full`` times it, then falling (in log ratio)
+    to ``overshoot_start`` at the overshoot cap, and on to ``overshoot_floor`` at twice the cap.
+    """
+    if ratio < 1.0:
+        return "met", 0.9 + 0.2 * (ratio - 0.5)
+    full, cap, start = lex.overshoot_full, lex.overshoot[size], lex.overshoot_start
+    if ratio <= full:
+        return "met", 1.0
+    if ratio <= cap:
+        return "met", 1.0 - (1.0 - start) * math.log(ratio / full) / math.log(cap / full)
+    floor = lex.overshoot_floor
+    return "overdone", max(floor, start - (start - floor) * (ratio - cap) / cap)
 
 
 _NO_EDIT_WORDS = {
@@ -239,7 +259,8 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
             region = "target"
     weight = None if mask is None else b_view.masked(mask).weight
     props = sorted({m.prop for e in reading.expects for alt in e.alternatives for m in alt})
-    inside = property_changes(b_view, a_view, weight, props)
+    measured = sorted(set(props) | ({"chroma"} if {"a", "b"} & set(props) else set()))
+    inside = property_changes(b_view, a_view, weight, measured)
     last: dict[str, float] = {}
     if reading.bounded and before_last is not None:
         bl_view = measure.LabImage.of(before_last)
@@ -264,10 +285,13 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
                 if reading.bounded and m.prop in last:
                     bound = -m.sign * last[m.prop]      # how far the last change went, in its own direction
                     bound = bound if bound > 0 else None
-                verdict, score, expected = score_move(m, inside[m.prop], lex, last=bound, scale=scales[m.prop])
+                verdict, score, expected = score_move(m, inside[m.prop], lex, last=bound, scale=scales[m.prop],
+                                                      share=reading.share)
                 checks.append(MoveCheck(m, region, inside[m.prop], expected, verdict, score))
-                # the opposite of one accepted fix, clearly ("lifeless" answered by draining the colour)
-                wrong_elsewhere |= verdict == "wrong" and -m.sign * inside[m.prop] >= expected
+                # the opposite of one accepted fix, clearly ("lifeless" answered by draining the colour);
+                # a* / b* pulled toward grey by a desaturation is no colour cast ("vintage": muted and warm)
+                drained = m.prop in ("a", "b") and inside["chroma"] <= -abs(inside[m.prop])
+                wrong_elsewhere |= verdict == "wrong" and -m.sign * inside[m.prop] >= expected and not drained
             s = min(c.score for c in checks)
             if s > best:
                 best, best_checks = s, checks

@@ -75,13 +75,18 @@ class VLMPlanner(ModelBacked):
             g.id = g.id or f"t{request.turn}-{i}"
         custom = {n: data.get(n) for n in schema.custom_field_names()}
         notes = self.client.profile_notes() + reply.notes
+        understood = bool(data.get("understood", True)) and bool(goals)
+        # A question with answers to click, instead of a guess: the studio shows them as buttons, the CLI lists them.
+        replies = [" ".join(str(q).split())[:60] for q in data.get("quick_replies") or [] if str(q).strip()][:3]
         return Plan(
             sub_goals=goals,
             reply=str(data.get("reply") or "").strip()[:600],
-            understood=bool(data.get("understood", True)) and bool(goals),
+            understood=understood,
             notes=notes,
             source=f"vlm ({self.client.settings.model})",
             fields=custom,
+            kind="clarify" if replies and not understood else "edit",
+            quick_replies=replies if not understood else [],
         )
 
     def _fall_back(self, request: PlanRequest, reason: str) -> Plan:

@@ -1,0 +1,181 @@
+"""The judge ranks edits, not only passes them: graded overshoot, complaints read as their
+fix (the planner profile's complaint table), "less" follow-ups and negations of the last
+change bounded by the version before it, colour complaints about a thing.
+
+Real photos (skimage.data), real renders, the embedded judge as the agent calls it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from skimage import data as skdata
+
+from agent.config import load_config
+from agent.eval import checks
+from agent.eval.discrimination import REQUESTS, labelled_cases
+from agent.judges.base import JudgeRequest
+from agent.judges.embedded import EmbeddedJudge
+from agent.planners.base import SubGoal
+from pipeline.masks import build_mask, normalize_mask_spec
+from pipeline.render import render
+from pipeline.state import EditState
+
+CFG = load_config()
+MIN_PASS, AUTO = CFG.min_pass_score, CFG.auto_approve_threshold
+
+
+@pytest.fixture(scope="module")
+def judge():
+    return EmbeddedJudge()
+
+
+@pytest.fixture(scope="module")
+def photos():
+    return {n: np.ascontiguousarray(getattr(skdata, n)()[::2, ::2])
+            for n in ("astronaut", "rocket", "coffee", "chelsea")}
+
+
+def edit(**values) -> EditState:
+    s = EditState()
+    for op, v in values.items():
+        s = s.with_value(op, v)
+    return s
+
+
+def ask(judge, original, message, state, *, previous_state=None, history=()):
+    """Judge ``state`` after ``previous_state`` for ``message``, with the render before the last change."""
+    previous_state = previous_state or EditState()
+    goals = [SubGoal(op, v - previous_state.value(op)) for op, v in state.to_dict()["settings"].items()
+             if v != previous_state.value(op)]
+    return judge.assess(JudgeRequest(
+        original=original, current=render(original, state), sub_goals=goals, state=state,
+        previous_state=previous_state, previous=render(original, previous_state), message=message,
+        history=list(history), before_last=render(original, EditState()) if history else None))
+
+
+def test_overshoot_is_graded_below_the_right_edit(judge, photos):
+    im = photos["astronaut"]
+    right = ask(judge, im, "make it warmer", edit(temperature=25)).score
+    more = ask(judge, im, "make it warmer", edit(temperature=60)).score
+    extreme = ask(judge, im, "make it warmer", edit(temperature=100)).score
+    assert right >= AUTO
+    assert right > more > extreme, (right, more, extreme)
+    assert extreme < AUTO     # a fourfold edit is not approved without the person
+
+
+@pytest.mark.parametrize("photo,message,right,wrong", [
+    ("rocket", "it looks a bit dingy", {"exposure": 20}, {"exposure": -20}),        # engine: brighter, clearer
+    ("astronaut", "it has a green cast", {"tint": 25}, {"tint": -25}),               # not a wish for green
+    ("coffee", "it looks too contrasty", {"contrast": -30}, {"contrast": 30}),
+    ("chelsea", "it looks overcooked", {"clarity": -30}, {"clarity": 30}),
+])
+def test_complaints_from_the_planner_profile_are_judged_by_their_fix(judge, photos, photo, message, right, wrong):
+    im = photos[photo]
+    good = ask(judge, im, message, edit(**right)).score
+    bad = ask(judge, im, message, edit(**wrong)).score
+    assert good >= MIN_PASS, good
+    assert bad < MIN_PASS, bad
+
+
+def test_halve_it_goes_back_but_never_past_nor_further(judge, photos):
+    im = photos["coffee"]
+    before = edit(temperature=40)
+    history = ("make it warmer",)
+    score = {v: ask(judge, im, "too much, halve it", edit(temperature=v), previous_state=before,
+                    history=history).score for v in (20, 40, 60, -40)}
+    assert score[20] >= AUTO
+    assert score[40] < MIN_PASS      # no change
+    assert score[60] < MIN_PASS      # more of it: the wrong way
+    assert score[-40] < MIN_PASS     # past the version before the warm change
+
+
+def test_a_negation_of_the_last_change_is_sized_by_that_change(judge, photos):
+    im = photos["chelsea"]
+    soft = edit(clarity=-60)
+    history = ("give it a soft dreamy look",)
+    back = ask(judge, im, "not that soft", edit(clarity=-30), previous_state=soft, history=history).score
+    past = ask(judge, im, "not that soft", edit(clarity=60), previous_state=soft, history=history).score
+    same = ask(judge, im, "not that soft", soft, previous_state=soft, history=history).score
+    assert back >= AUTO, back
+    assert past < MIN_PASS, past     # crisper than before the soft look: not what "not that soft" asked
+    assert same < MIN_PASS, same
+
+
+def test_a_colour_complaint_about_a_thing_is_judged_on_that_colour(judge, photos):
+    im = photos["coffee"]
+    fixed = ask(judge, im, "the saucer is way too red", edit(saturation_red=-40))
+    worse = ask(judge, im, "the saucer is way too red", edit(saturation_red=40))
+    assert fixed.score >= MIN_PASS, fixed.assessment
+    assert worse.score < MIN_PASS, worse.assessment
+    assert fixed.reading["target_mask"] == {"type": "color", "band": "red"}
+
+
+def test_stats_cache_keeps_regions_apart(photos):
+    """The render after one step is the render before the next: measured in each step's own region."""
+    im = photos["astronaut"]
+    h, w = im.shape[:2]
+    top = np.zeros((h, w), np.float32)
+    top[: h // 2] = 1.0
+    bottom = 1.0 - top
+    cache = checks.StatsCache()
+    a = cache.stats(im, "inside", top)["L_mean"]
+    b = cache.stats(im, "inside", bottom)["L_mean"]
+    assert a == pytest.approx(checks.photo_stats(im, top)["L_mean"])
+    assert b == pytest.approx(checks.photo_stats(im, bottom)["L_mean"])
+    assert a != pytest.approx(b)
+
+
+def test_labelled_less_follow_up_ranks_the_right_edit_first():
+    """The labelled set's "halve it": the right edit passes its pixel checks and outscores every
+    variant that fails them (the extreme one goes past the version before the last change)."""
+    req = next(r for r in REQUESTS if r.message == "too much, halve it")
+    cases = {c["variant"]: c for c in labelled_cases(long_side=256, requests=[req])}
+    assert cases["right"]["pixel_pass"]
+    failing = [c for c in cases.values() if not c["pixel_pass"]]
+    assert {c["variant"] for c in failing} >= {"opposite", "tiny", "extreme"}
+    assert all(cases["right"]["score"] > c["score"] for c in failing)
+    assert all(c["score"] < MIN_PASS for c in failing)
+
+
+def test_a_held_edit_that_moved_nothing_is_not_approved(judge, photos):
+    """The executor held the step at the op's limit: a part-way move is judged by the plan,
+    but no move at all is no edit of what was asked."""
+    im = photos["rocket"]
+
+    def held(previous, now):
+        prev = edit(exposure=previous)
+        state = edit(exposure=now)
+        return judge.assess(JudgeRequest(
+            original=im, current=render(im, state), sub_goals=[SubGoal("exposure", 30)], state=state,
+            previous_state=prev, previous=render(im, prev), message="brighter", held=True)).score
+
+    assert held(100, 100) < MIN_PASS
+    assert held(90, 100) >= MIN_PASS
+
+
+def test_a_muted_warm_look_is_not_a_wrong_way_cast(judge, photos):
+    """'a vintage film look' answered by desaturating and warming: b* falls with the chroma
+    (the colours go toward grey), which is no cooling; the right look passes."""
+    im = photos["coffee"]
+    look = edit(saturation=-30, temperature=30, contrast=-38, blacks=35)
+    assert ask(judge, im, "a vintage film look", look).score >= MIN_PASS
+
+
+def test_tone_down_the_sky_is_judged_on_the_sky(judge, photos):
+    """Darkening the sky passes; adding contrast there (what a misreading planner did) does not."""
+    im = photos["rocket"]
+    sky = normalize_mask_spec({"type": "sky"})
+    masks = {json.dumps(sky, sort_keys=True): np.clip(build_mask(sky, im, im.shape[:2]), 0, 1)}
+
+    def local(op, value):
+        state = EditState().with_value(op, value, mask=sky)
+        return judge.assess(JudgeRequest(
+            original=im, current=render(im, state), sub_goals=[SubGoal(op, value, target=sky)], state=state,
+            previous_state=EditState(), previous=render(im, EditState()), masks=masks,
+            message="tone down the sky")).score
+
+    assert local("exposure", -25) >= MIN_PASS
+    assert local("contrast", 5) < MIN_PASS
