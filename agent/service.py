@@ -14,6 +14,7 @@ recorded on the session row while it is in flight or waiting for review.
 
 from __future__ import annotations
 
+import atexit
 import os
 import queue
 import re
@@ -195,6 +196,17 @@ def _warm_loop(jobs: queue.SimpleQueue, renderer: Renderer) -> None:
             pass
 
 
+def _stop_warming(jobs: queue.SimpleQueue, thread: threading.Thread) -> None:
+    """Drop the queued photos and wait (bounded) for the one being warmed."""
+    try:
+        while True:
+            jobs.get_nowait()
+    except queue.Empty:
+        pass
+    jobs.put(None)
+    thread.join(timeout=30)
+
+
 def _checked_ops(values: dict, where: str) -> dict[str, int]:
     """``{op name or alias: value}`` -> ``{canonical op: checked int}``; the first bad one is InvalidInput."""
     out: dict[str, int] = {}
@@ -372,8 +384,11 @@ class Studio:
         with self._sources_lock:
             if self._warm_jobs is None:
                 self._warm_jobs = queue.SimpleQueue()
-                threading.Thread(target=_warm_loop, args=(self._warm_jobs, self.renderer),
-                                 name="atelier-warm", daemon=True).start()
+                thread = threading.Thread(target=_warm_loop, args=(self._warm_jobs, self.renderer),
+                                          name="atelier-warm", daemon=True)
+                thread.start()
+                # At exit, let the photo in hand finish: a daemon thread stopped inside OpenCV aborts the process.
+                atexit.register(_stop_warming, self._warm_jobs, thread)
         self._warm_jobs.put(source)
 
     def _remember_source(self, session_id: str, source: SourceImage) -> None:
