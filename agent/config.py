@@ -49,6 +49,7 @@ class AgentConfig:
     database_file: str = "atelier.db"
     checkpoints_file: str = "checkpoints.db"
     source_cache_bytes: int = 512 * 1024 * 1024
+    warm_on_upload: bool = True
     lease_ttl_s: float = 30.0
     lease_wait_s: float = 5.0
     memory_cap_mb: int = 2048
@@ -97,6 +98,7 @@ _SPEC: dict[str, tuple[str, str, float | None, float | None]] = {
     "paths.database_file": ("database_file", "name", None, None),
     "paths.checkpoints_file": ("checkpoints_file", "name", None, None),
     "images.source_cache_bytes": ("source_cache_bytes", "int", 0, 1 << 40),
+    "images.warm_on_upload": ("warm_on_upload", "bool", None, None),
     "replicas.lease_ttl_s": ("lease_ttl_s", "float", 0.5, 3600),
     "replicas.lease_wait_s": ("lease_wait_s", "float", 0, 600),
     "replicas.memory_cap_mb": ("memory_cap_mb", "int", 64, 1 << 20),
@@ -115,6 +117,10 @@ def _check(key: str, kind: str, lo: float | None, hi: float | None, value: Any) 
     if kind == "name":
         if not isinstance(value, str) or not value.strip():
             raise AgentConfigError(f"{key}: expected a non-empty path, got {value!r}")
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise AgentConfigError(f"{key}: expected true or false, got {value!r}")
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise AgentConfigError(f"{key}: expected a number {lo}..{hi}, got {value!r}")

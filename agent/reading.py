@@ -114,7 +114,9 @@ def _moves(where: str, data: Mapping) -> tuple[tuple[str, int], ...]:
 @functools.lru_cache(maxsize=4)
 def load_lexicon(path: str | None = None) -> Lexicon:
     """Compile the reading vocabulary (cached). Raises ValueError naming a bad entry."""
-    data = yaml.safe_load(Path(path or READING_FILE).read_text(encoding="utf-8"))
+    # libyaml's parser when present: the same data as yaml.safe_load, ~10x faster (a fresh server's first turn reads it)
+    data = yaml.load(Path(path or READING_FILE).read_text(encoding="utf-8"),
+                     Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     qualities: dict[str, Quality] = {}
     for name, q in data["qualities"].items():
         if "any" in q:

@@ -14,10 +14,13 @@ recorded on the session row while it is in flight or waiting for review.
 
 from __future__ import annotations
 
+import atexit
 import os
+import queue
 import re
 import secrets
 import socket
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -174,6 +177,36 @@ def _dead_here(owner: str) -> bool:
     return False
 
 
+#: OS niceness of the warming thread: it takes CPU that turns leave idle, never theirs
+#: (a turn that needs a region first computes it itself; see Renderer.warm).
+WARM_NICENESS = 10
+
+
+def _warm_loop(jobs: queue.SimpleQueue, renderer: Renderer) -> None:
+    """One Studio's warming thread: Renderer.warm for each uploaded photo, until None arrives."""
+    if sys.platform.startswith("linux"):   # Linux gives each thread its own nice value
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WARM_NICENESS)
+        except OSError:
+            pass
+    while (source := jobs.get()) is not None:
+        try:
+            renderer.warm(source)
+        except Exception:  # noqa: BLE001 - a turn that needs the region finds it (or its error) itself
+            pass
+
+
+def _stop_warming(jobs: queue.SimpleQueue, thread: threading.Thread) -> None:
+    """Drop the queued photos and wait (bounded) for the one being warmed."""
+    try:
+        while True:
+            jobs.get_nowait()
+    except queue.Empty:
+        pass
+    jobs.put(None)
+    thread.join(timeout=30)
+
+
 def _checked_ops(values: dict, where: str) -> dict[str, int]:
     """``{op name or alias: value}`` -> ``{canonical op: checked int}``; the first bad one is InvalidInput."""
     out: dict[str, int] = {}
@@ -235,6 +268,8 @@ class Studio:
         self._wire_model_circuit()
         self._sources: OrderedDict[str, SourceImage] = OrderedDict()
         self._sources_lock = threading.Lock()
+        #: Photos whose content regions are found in the background (images.warm_on_upload); made on first use.
+        self._warm_jobs: queue.SimpleQueue | None = None
         self._locks: dict[str, threading.RLock] = {}
         self._locks_guard = threading.Lock()
         self._recovered: set[str] = set()
@@ -252,6 +287,8 @@ class Studio:
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
         """Release the database connections (the data stays)."""
+        if self._warm_jobs is not None:
+            self._warm_jobs.put(None)   # the warming thread ends after the photo in hand
         self.generation.close()
         self._close_checkpointer()
         self.store.close()
@@ -337,6 +374,22 @@ class Studio:
         source = SourceImage.from_loaded(loaded)
         self._remember_source(session_id, source)
         return source
+
+    def _warm(self, source: SourceImage) -> None:
+        """Find ``source``'s faces, subject and sky on this Studio's one background thread, at low
+        OS priority, while the person types (images.warm_on_upload). A turn that asks for one of
+        them before it is found computes it itself, inside its own measured time; nothing is skipped."""
+        if not self.config.warm_on_upload:
+            return
+        with self._sources_lock:
+            if self._warm_jobs is None:
+                self._warm_jobs = queue.SimpleQueue()
+                thread = threading.Thread(target=_warm_loop, args=(self._warm_jobs, self.renderer),
+                                          name="atelier-warm", daemon=True)
+                thread.start()
+                # At exit, let the photo in hand finish: a daemon thread stopped inside OpenCV aborts the process.
+                atexit.register(_stop_warming, self._warm_jobs, thread)
+        self._warm_jobs.put(source)
 
     def _remember_source(self, session_id: str, source: SourceImage) -> None:
         """Keep a decoded original, within images.source_cache_sessions and images.source_cache_bytes."""
@@ -650,8 +703,10 @@ class Studio:
         except Exception:
             self.store.remove_session_files(session_id)
             raise
-        self._remember_source(session_id, SourceImage.from_loaded(loaded))
+        source = SourceImage.from_loaded(loaded)
+        self._remember_source(session_id, source)
         self._recovered.add(session_id)
+        self._warm(source)
         return self._info(record)
 
     def _check_schema(self, agent: str, name: str | None) -> str:

@@ -363,7 +363,8 @@ def image_digest(original: np.ndarray) -> str:
 
 
 def build_mask(spec: Any, original: np.ndarray, size: tuple[int, int], *,
-               cache: MaskCache | None = None, key: str | None = None, blobs: Any = None) -> np.ndarray:
+               cache: MaskCache | None = None, key: str | None = None, blobs: Any = None,
+               resized: Callable[[tuple[int, int]], np.ndarray] | None = None) -> np.ndarray:
     """Soft mask for ``spec`` at ``size`` = (height, width): float32, 0..1, 1 = fully selected.
 
     ``original`` is the untouched uint8 RGB original (HxWx3, any resolution; a
@@ -375,6 +376,9 @@ def build_mask(spec: Any, original: np.ndarray, size: tuple[int, int], *,
     so the same spec gives the same mask, up to resampling, at any size.
 
     ``blobs`` (a :class:`pipeline.blobs.BlobStore`) is where painted masks are read.
+    ``resized(size)``, when given, returns ``original`` area-downscaled to ``size``
+    (a renderer's cached copy, e.g. ``SourceImage.resized``): luminance and colour
+    masks then reuse it instead of resizing the full original again.
 
     Raises :class:`MaskSpecError` for a bad spec (or a painted mask that cannot
     be read) and ``ValueError`` for a bad image or size.
@@ -384,6 +388,7 @@ def build_mask(spec: Any, original: np.ndarray, size: tuple[int, int], *,
     height, width = _check_size(size)
     canvas = _Canvas(original, (height, width), DEFAULT_MASK_CACHE if cache is None else cache, key)
     canvas.blobs = blobs
+    canvas.resized = resized
     mask = _build(spec, canvas)
     if not mask.flags.writeable or mask.dtype != np.float32:
         mask = np.array(mask, dtype=np.float32)
@@ -522,6 +527,7 @@ class _Canvas:
         self._at_target: np.ndarray | None = None
         self._copies: dict[int, np.ndarray] = {}
         self.blobs: Any = None
+        self.resized: Callable[[tuple[int, int]], np.ndarray] | None = None
 
     def painted(self, digest: str) -> np.ndarray:
         """A stored painted mask (float32 0..1 at its stored size), cached like content masks."""
@@ -551,6 +557,8 @@ class _Canvas:
             oh, ow = self.original.shape[:2]
             if (oh, ow) == (h, w):
                 self._at_target = self.original
+            elif self.resized is not None and h < oh and w < ow:
+                self._at_target = self.resized((h, w))   # the same INTER_AREA copy, already made
             else:
                 interp = cv2.INTER_AREA if h < oh and w < ow else cv2.INTER_LINEAR
                 self._at_target = cv2.resize(self.original, (w, h), interpolation=interp)
@@ -565,8 +573,20 @@ class _Canvas:
 
     def face_boxes(self) -> np.ndarray:
         """(N, 4) float32 face boxes as fractions, cached with the masks."""
-        return self.cache.get_or_compute((self.key, "face-boxes"),
+        return self.cache.get_or_compute(face_boxes_key(self.key),
                                          lambda: _detect_faces(self.analysis(FACE_SIDE)).reshape(-1, 4))
+
+
+def content_key(digest: str, spec: Mapping) -> tuple[str, str]:
+    """The MaskCache key of a content-aware mask (face, skin, sky, subject) of the original with
+    ``digest``: its canonical spec without feather and invert, which are applied after the cache."""
+    core = {k: v for k, v in normalize_mask_spec(spec).items() if k not in ("feather", "invert")}
+    return digest, json.dumps(core, sort_keys=True, separators=(",", ":"))
+
+
+def face_boxes_key(digest: str) -> tuple[str, str]:
+    """The MaskCache key of the face boxes of the original with ``digest`` (face, skin and portrait use them)."""
+    return digest, "face-boxes"
 
 
 def _build(spec: dict, canvas: _Canvas) -> np.ndarray:
@@ -595,9 +615,7 @@ def _build(spec: dict, canvas: _Canvas) -> np.ndarray:
     elif kind == "color":
         mask = color_mask(canvas.at_target(), spec["hue"], spec["hue_width"], spec["min_saturation"])
     else:
-        core = {k: v for k, v in spec.items() if k not in ("feather", "invert")}
-        cache_key = (canvas.key, json.dumps(core, sort_keys=True, separators=(",", ":")))
-        small = canvas.cache.get_or_compute(cache_key, lambda: _CONTENT[kind](canvas))
+        small = canvas.cache.get_or_compute(content_key(canvas.key, spec), lambda: _CONTENT[kind](canvas))
         mask = _resize(small, h, w)
     if spec.get("feather"):
         mask = feather_mask(mask, spec["feather"])

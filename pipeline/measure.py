@@ -11,6 +11,7 @@ HSL bands), clip fractions 0..1.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import cv2
@@ -64,6 +65,25 @@ def band_weights(hue: np.ndarray, band: str) -> np.ndarray:
     return (0.5 + 0.5 * np.cos(np.pi * x)).astype(np.float32)
 
 
+#: HSV_FULL hue codes 0..255 in degrees, exactly as :func:`hue_degrees` converts them.
+_HUE_CODES_DEG = np.arange(256, dtype=np.uint8).astype(np.float32) * (360.0 / 256.0)
+
+
+@functools.lru_cache(maxsize=1)
+def _hue_tables() -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """sin and cos of the hue, and every band's :func:`band_weights`, per hue code (read-only)."""
+    rad = np.deg2rad(_HUE_CODES_DEG)
+    tables = (np.sin(rad), np.cos(rad), {band: band_weights(_HUE_CODES_DEG, band) for band in BANDS})
+    for t in (tables[0], tables[1], *tables[2].values()):
+        t.setflags(write=False)
+    return tables
+
+
+def _channel_max(img: np.ndarray) -> np.ndarray:
+    """Per-pixel max of R, G and B of a uint8 image (``img.max(axis=2)``, without numpy's slow strided reduction)."""
+    return np.maximum(np.maximum(img[..., 0], img[..., 1]), img[..., 2])
+
+
 def _wmean(x: np.ndarray, w: np.ndarray | None) -> float:
     if w is None:
         return float(x.mean())
@@ -92,10 +112,13 @@ def image_stats(img: np.ndarray, mask: np.ndarray | None = None) -> dict:
     lab_img = lab(small)
     L, a, b = lab_img[..., 0], lab_img[..., 1], lab_img[..., 2]
     chroma = np.hypot(a, b)
-    hue, sat = hue_degrees(small)
+    hsv = cv2.cvtColor(small, cv2.COLOR_RGB2HSV_FULL)
+    codes = hsv[..., 0]
+    sat = hsv[..., 1].astype(np.float32) / 255.0
     w = None if m is None else m.astype(np.float32)
-    clip_high = (small.max(axis=2) >= 255).astype(np.float32)
-    clip_low = (small.max(axis=2) <= 0).astype(np.float32)
+    brightest = _channel_max(small)
+    clip_high = (brightest >= 255).astype(np.float32)
+    clip_low = (brightest <= 0).astype(np.float32)
     if w is None:
         Lw = L
         std = float(L.std())
@@ -119,13 +142,16 @@ def image_stats(img: np.ndarray, mask: np.ndarray | None = None) -> dict:
     coloured = (chroma > 8).astype(np.float32)
     base = coloured if w is None else coloured * w
     total = float(base.sum()) or 1.0
-    rad = np.deg2rad(hue)
+    # Hue takes 256 values (HSV_FULL codes): per-band weights, sin and cos are read from
+    # 256-entry tables of the same functions (the same numbers, ~10x less work).
+    sin_t, cos_t, weight_t = _hue_tables()
+    sin_h, cos_h = sin_t[codes], cos_t[codes]
     bands = {}
     for band in BANDS:
-        bw = band_weights(hue, band) * base
+        bw = weight_t[band][codes] * base
         s = float(bw.sum())
         if s > 1e-6:
-            hm = float(np.rad2deg(np.arctan2((np.sin(rad) * bw).sum(), (np.cos(rad) * bw).sum())) % 360)
+            hm = float(np.rad2deg(np.arctan2((sin_h * bw).sum(), (cos_h * bw).sum())) % 360)
             bands[band] = {
                 "share": s / total,
                 "hue_mean": hm,

@@ -23,6 +23,7 @@ def test_the_shipped_config_loads_with_its_vlm_limits():
     ({"vlm": {"timeout_s": 0}}, "vlm.timeout_s: expected a number 0.1..600"),
     ({"vlm": {"patience": 3}}, "vlm.patience: unknown key"),
     ({"quality": {"judge": {"strictness": 1}}}, "quality.judge: unknown key(s) strictness"),
+    ({"images": {"warm_on_upload": "yes"}}, "images.warm_on_upload: expected true or false"),
 ])
 def test_a_bad_value_is_refused_naming_its_key(raw, message):
     with pytest.raises(AgentConfigError) as exc:

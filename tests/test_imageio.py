@@ -397,3 +397,16 @@ def test_readers_see_the_old_file_or_the_new_one_never_half(tmp_path, astronaut)
     assert all(content in versions for content in seen)
     assert leftovers(tmp_path, {"original.png"}) == []
     assert oct(target.stat().st_mode & 0o777) == oct(0o644)
+
+
+@pytest.mark.parametrize("shape", [(120, 160, 3), (120, 160, 4), (120, 160)])
+def test_png_encoding_is_lossless_for_every_8_bit_layout(shape):
+    from pipeline.imageio import encode_image
+
+    rng = np.random.default_rng(3)
+    pixels = rng.integers(0, 256, shape, dtype=np.uint8)
+    pixels[:40] = 200  # a flat band and noise: both filter paths
+    decoded = cv2.imdecode(np.frombuffer(encode_image(pixels, "png"), np.uint8), cv2.IMREAD_UNCHANGED)
+    if decoded.ndim == 3:
+        decoded = cv2.cvtColor(decoded, cv2.COLOR_BGR2RGB if shape[-1] == 3 else cv2.COLOR_BGRA2RGBA)
+    assert decoded.dtype == np.uint8 and np.array_equal(decoded, pixels)

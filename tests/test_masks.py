@@ -425,3 +425,38 @@ def test_canonical_spec_is_the_cache_key_so_equal_specs_share(photos):
     build_mask({"type": "union", "masks": [{"type": "sky", "invert": True}]}, img, (32, 48),
                cache=cache, key="rocket")
     assert cache.stats()["computed"] == 1 and len(cache) == 1
+
+
+def test_luminance_and_colour_masks_from_a_cached_copy_are_the_same_masks(photos):
+    from pipeline.render import SourceImage
+
+    source = SourceImage.from_array(photos["coffee"])
+    size = source.size_for(256)
+    specs = [{"type": "luminance", "low": 0.6, "high": 1.0, "softness": 0.1},
+             {"type": "color", "band": "orange"}, {"type": "color", "band": "blue", "feather": 20}]
+    for spec in specs:
+        plain = build_mask(spec, source.pixels, size, cache=MaskCache())
+        reused = build_mask(spec, source.pixels, size, cache=MaskCache(), resized=source.resized)
+        assert np.array_equal(plain, reused), spec
+    asked = []
+    build_mask(specs[0], source.pixels, source.size_for(None), resized=lambda s: asked.append(s))
+    assert asked == []   # full size: the original itself, no copy asked for
+
+
+def test_warming_finds_the_regions_a_turn_then_reads_from_the_cache(photos):
+    from pipeline.masks import content_key, face_boxes_key
+    from pipeline.render import WARM_CONTENT, Renderer, SourceImage
+
+    source = SourceImage.from_array(photos["astronaut"])
+    warmed, cold = Renderer(max_cache_bytes=64 * 2**20), Renderer(max_cache_bytes=64 * 2**20)
+    warmed.warm(source)
+    assert face_boxes_key(source.digest) in warmed.masks
+    assert all(content_key(source.digest, {"type": kind}) in warmed.masks for kind in WARM_CONTENT)
+    for kind in WARM_CONTENT:
+        spec = {"type": kind, "feather": 25}
+        assert np.array_equal(warmed.mask(source, spec, (300, 300)), cold.mask(source, spec, (300, 300))), kind
+    assert warmed.masks.stats()["computed"] == 0   # the turn's requests were all cache hits
+    warmed.mask(source, {"type": "skin"}, (300, 300))   # skin reuses the face boxes found while warming
+    assert warmed.masks.stats()["computed"] == 1
+    warmed.warm(source)   # warming again finds everything there and adds nothing
+    assert warmed.masks.stats()["computed"] == 1 and len(warmed.masks) == len(WARM_CONTENT) + 2

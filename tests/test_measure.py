@@ -210,3 +210,39 @@ def test_colour_balance_ignores_exposure_but_not_white_balance(astronaut):
     warmer = measure.colour_balance(apply(adjust_white_balance, 30))["warm"]
     assert abs(brighter - base) < 0.03
     assert warmer - base > 0.15
+
+
+def _direct_band_stats(img, mask=None):
+    """image_stats' bands computed pixel by pixel from the float hue (no tables), as the definition reads."""
+    small, m = measure.analysis_copy(img, mask)
+    lab_img = measure.lab(small)
+    L, chroma = lab_img[..., 0], np.hypot(lab_img[..., 1], lab_img[..., 2])
+    hue, _ = measure.hue_degrees(small)
+    base = (chroma > 8).astype(np.float32)
+    if m is not None:
+        base = base * m.astype(np.float32)
+    rad = np.deg2rad(hue)
+    out = {}
+    for band in measure.BANDS:
+        bw = measure.band_weights(hue, band) * base
+        s = float(bw.sum())
+        if s > 1e-6:
+            out[band] = (float(np.rad2deg(np.arctan2((np.sin(rad) * bw).sum(), (np.cos(rad) * bw).sum())) % 360),
+                         s, float((chroma * bw).sum() / s), float((L * bw).sum() / s))
+    top = small.max(axis=2)
+    return out, float((top >= 255).astype(np.float32).mean()), float((top <= 0).astype(np.float32).mean())
+
+
+@pytest.mark.parametrize("name", ["astronaut", "coffee", "rocket"])
+def test_image_stats_hue_tables_give_exactly_the_per_pixel_numbers(name):
+    img = getattr(skdata, name)()
+    rng = np.random.default_rng(1)
+    for mask in (None, rng.random(img.shape[:2]).astype(np.float32)):
+        stats = measure.image_stats(img, mask)
+        bands, high, low = _direct_band_stats(img, mask)
+        assert bands, "a colour photo has coloured pixels"
+        for band, (hue_mean, share, chroma_mean, l_mean) in bands.items():
+            got = stats["bands"][band]
+            assert (got["hue_mean"], got["chroma_mean"], got["L_mean"]) == (hue_mean, chroma_mean, l_mean)
+        if mask is None:
+            assert (stats["clip_high"], stats["clip_low"]) == (high, low)

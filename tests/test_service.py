@@ -287,3 +287,27 @@ def test_a_killed_turn_is_lost_cleanly_and_the_session_resumes(make_studio, phot
     assert sorted(p.name.split("-")[0] for p in renders.iterdir()) == [kept.asset_id]  # no orphaned file
     nxt = again.send_message(info.id, "contrast+40")
     assert nxt.status == "auto_approved" and nxt.turn == 2
+
+
+def test_an_upload_finds_faces_subject_and_sky_in_the_background(make_studio, photo):
+    from pipeline.render import WARM_CONTENT
+
+    from agent.planners.embedded import EmbeddedPlanner
+
+    from pipeline.masks import content_key
+
+    studio = make_studio(planner=EmbeddedPlanner())
+    info = studio.start_session(photo)
+    digest = studio._source(info.id).digest
+    keys = [content_key(digest, {"type": kind}) for kind in WARM_CONTENT]
+    deadline = time.monotonic() + 60
+    while not all(k in studio.renderer.masks for k in keys) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(k in studio.renderer.masks for k in keys)
+    result = studio.send_message(info.id, "brighten her face")   # the turn reads the faces found at upload
+    assert [g["target"]["type"] for g in result.sub_goals] == ["face"]
+    assert studio.renderer.masks.stats()["computed"] == 0
+
+    quiet = make_studio(warm_on_upload=False)
+    quiet.start_session(photo)
+    assert quiet._warm_jobs is None and quiet.renderer.masks.stats()["computed"] == 0
