@@ -86,6 +86,7 @@ class Lexicon:
     repeat_but: Mapping[str, float] = field(default_factory=dict)      # the engine's "same again but less" -> factor
     problem_also: tuple[str, ...] = ()       # "cold too": a dual word added to what is wrong
     wishes: tuple[str, ...] = ()             # "make it a bit soft": a dual word wished for
+    complaint_damping: float = 0.0           # the engine's complaints.magnitude_damping ("a bit murky")
 
     def size_of(self, prop: str, size: int) -> float:
         return float(self.properties[prop]["sizes"][size])
@@ -171,6 +172,7 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         place_reducers=tuple(_norm(w) for w in (data.get("less_of_place") or {}).get("words") or ()), more_scales=more_scales, less_fractions=less_fractions,
         repeat_but=repeat_but, problem_also=tuple(_norm(w) for w in data.get("problem_also") or ()),
         wishes=tuple(_norm(w) for w in data.get("wishes") or ()),
+        complaint_damping=float((engine.get("complaints") or {}).get("magnitude_damping") or 0.0),
     )
 
 
@@ -446,6 +448,10 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
             # "not so warm", "less contrast": a step back, slight unless a size is said; a complaint
             # ("it's harsh", "too yellow") asks for a plain fix
             size = lex.magnitudes[after[0][2]] if after else (0 if negated else 1)
+        if size == 0 and (flip or q.fix) and not negated and 1.0 - lex.complaint_damping >= 0.5:
+            # "a bit murky", "it's a bit dark": the planner damps a magnitude on a complaint
+            # (1 - damping + damping * scale of the fix), so even "a touch" keeps half the fix
+            size = 1
         sign = -1 if flip else 1
         alts = tuple(tuple(Move(prop, sign * way, size) for prop, way in alt) for alt in q.alternatives)
         expects.append(Expect(alts, p, q.band, negated))

@@ -233,3 +233,13 @@ def test_a_replan_in_a_session_hands_the_feedback_to_the_judge(make_studio):
     assert reading["expects"] == ["detail down (plain)"], reading
     assert any("feedback" in n for n in reading["notes"])
     assert r.score >= MIN_PASS, r.assessment
+
+
+@pytest.mark.parametrize("photo", ["astronaut", "coffee"])
+def test_a_nudge_is_no_fix_of_a_slight_complaint(judge, photos, photo):
+    """'it looks a bit dingy': the planner damps a magnitude on a complaint but keeps a visible
+    fix, so a 1-point exposure nudge (its contrast side effect is about the slight size) fails
+    and a real fix still passes."""
+    im = photos[photo]
+    assert ask(judge, im, "it looks a bit dingy", edit(exposure=1)).score < MIN_PASS
+    assert ask(judge, im, "it looks a bit dingy", edit(exposure=15)).score >= AUTO

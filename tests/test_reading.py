@@ -242,3 +242,12 @@ def test_a_replan_is_read_with_the_persons_feedback(message, feedback, expected)
     if feedback == "too strong":
         assert all(m.size == 0 for e in r.expects for alt in e.alternatives for m in alt)
     assert read_attempt(message, ()) == read_request(message)
+
+
+def test_a_slight_complaint_still_asks_for_a_plain_fix():
+    """The planner damps a magnitude on a complaint (complaints.magnitude_damping 0.5): "a bit
+    murky" gets most of the fix, so the reading sizes it plain; a wish or a negation stays slight."""
+    for text in ("it looks a bit dingy", "it's a bit murky", "it's a bit cold"):
+        assert {m.size for e in read_request(text).expects for alt in e.alternatives for m in alt} == {1}, text
+    for text in ("a bit warmer", "a bit less warm"):
+        assert {m.size for e in read_request(text).expects for alt in e.alternatives for m in alt} == {0}, text
