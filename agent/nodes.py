@@ -222,9 +222,11 @@ class TurnNodes:
         assessment = state.get("assessment")
         diagnoses: list[str] = []
         feedback_from = ""
+        replan_feedback = state.get("replan_feedback")
         if review.get("action") == "replan":
             feedback = f"The person asked for a different plan: {review.get('feedback') or 'try again'}"
             feedback_from = "person"
+            replan_feedback = str(review.get("feedback") or "")   # what this attempt answers, for the judge
         elif state.get("feedback"):
             feedback = state["feedback"]                      # from the error_handler
             feedback_from = "error"
@@ -284,6 +286,7 @@ class TurnNodes:
             "review": None, "feedback": None, "error": None, "diagnoses": diagnoses,
             "modify_values": None, "modify_layers": None, "person_modified": False, "warnings": warnings,
             "reply": plan.reply or "", "details": details, "repeat_plan": False,
+            "replan_feedback": replan_feedback,
         }
         if missing:
             places = " or ".join(dict.fromkeys(missing))
@@ -430,6 +433,7 @@ class TurnNodes:
             previous_state=previous, previous=previous_img, masks=masks,
             # the person's own slider values are what they asked for: no request to read against
             message="" if state.get("person_modified") else state["message"],
+            feedback="" if state.get("person_modified") else str(state.get("replan_feedback") or ""),
             schema=str(session.settings.get("quality_schema", "default")), schema_root=self.schemas_root,
             history=history, before_last=before_last,
             locate=lambda spec: self.renderer.mask(source, spec, original_img.shape[:2]),

@@ -83,6 +83,10 @@ class Lexicon:
     object_fix: Quality | None = None        # a colour complaint about a thing: less of that band
     less_of_place: Quality | None = None     # a reducing verb on a place, no quality ("tone down the sky")
     place_reducers: tuple[str, ...] = ()
+    repeat_but: Mapping[str, float] = field(default_factory=dict)      # the engine's "same again but less" -> factor
+    problem_also: tuple[str, ...] = ()       # "cold too": a dual word added to what is wrong
+    wishes: tuple[str, ...] = ()             # "make it a bit soft": a dual word wished for
+    complaint_damping: float = 0.0           # the engine's complaints.magnitude_damping ("a bit murky")
 
     def size_of(self, prop: str, size: int) -> float:
         return float(self.properties[prop]["sizes"][size])
@@ -143,6 +147,7 @@ def load_lexicon(path: str | None = None) -> Lexicon:
     efu = engine.get("followups") or {}
     more_scales = {_norm(str(w)): float(v) for w, v in (efu.get("repeat") or {}).items()}
     less_fractions = {_norm(str(w)): float(v) for w, v in (efu.get("fractions") or {}).items()}
+    repeat_but = {_norm(str(w)): float(v) for w, v in (efu.get("repeat_but") or {}).items()}
     pull_back = [_norm(str(w)) for w in (efu.get("pull_back") or {}).get("words") or ()]
     return Lexicon(
         properties=data["properties"], overshoot=tuple(data["overshoot"]),
@@ -167,6 +172,9 @@ def load_lexicon(path: str | None = None) -> Lexicon:
                                                       for a in data["less_of_place"]["any"]))
                        if data.get("less_of_place") else None),
         place_reducers=tuple(_norm(w) for w in (data.get("less_of_place") or {}).get("words") or ()), more_scales=more_scales, less_fractions=less_fractions,
+        repeat_but=repeat_but, problem_also=tuple(_norm(w) for w in data.get("problem_also") or ()),
+        wishes=tuple(_norm(w) for w in data.get("wishes") or ()),
+        complaint_damping=float((engine.get("complaints") or {}).get("magnitude_damping") or 0.0),
     )
 
 
@@ -429,7 +437,7 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
         if not q.problem and not q.fix:
             # a frame word before it, or inside the phrase itself ("too contrasty")
             complaint = (_before(tokens, s, lex.complaint_frames, skip=skip_words)
-                         or p.split()[0] in lex.complaint_frames)
+                         or p.split()[0] in lex.complaint_frames or _names_a_problem(tokens, s, e, p, lex))
             negated = _before(tokens, s, lex.negations, skip=skip_words)
             after = " ".join(tokens[e:e + 4])
             reduced = any(after.startswith(r) for r in lex.reduce_after)
@@ -442,10 +450,28 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
             # "not so warm", "less contrast": a step back, slight unless a size is said; a complaint
             # ("it's harsh", "too yellow") asks for a plain fix
             size = lex.magnitudes[after[0][2]] if after else (0 if negated else 1)
+        if size == 0 and (flip or q.fix) and not negated and 1.0 - lex.complaint_damping >= 0.5:
+            # "a bit murky", "it's a bit dark": the planner damps a magnitude on a complaint
+            # (1 - damping + damping * scale of the fix), so even "a touch" keeps half the fix
+            size = 1
         sign = -1 if flip else 1
         alts = tuple(tuple(Move(prop, sign * way, size) for prop, way in alt) for alt in q.alternatives)
         expects.append(Expect(alts, p, q.band, negated))
     return _merge(expects), used
+
+
+def _names_a_problem(tokens: Sequence[str], s: int, e: int, phrase: str, lex: Lexicon) -> bool:
+    """Whether a word that is both a wish and one of the planner profile's problems ("cold",
+    "soft", "flat", "dark") says what is wrong: only a magnitude frames it ("and a bit cold"),
+    or a trailing "too" / "as well" adds it to what is wrong ("cold too"). A wish word before
+    it ("make it a bit soft") keeps it a wish; a comparative ("colder") is never such a word."""
+    if phrase not in lex.complaints or _has(tokens[:s], lex.wishes):
+        return False
+    if _before(tokens, s, lex.magnitudes, window=0):
+        return True
+    after = " ".join(tokens[e:e + 3])
+    return any(after == w or after.startswith(w + " ") for w in lex.problem_also) \
+        and not any(after.startswith(r) for r in lex.reduce_after)
 
 
 _DETERMINERS = ("the", "its", "his", "her", "their", "all", "some")
@@ -501,10 +527,13 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     takes the moves of the last readable change in ``history``.
     """
     lex = lexicon or load_lexicon()
-    text = _norm(message)
+    text = _ANSWER.sub(" ", _norm(message)).strip()
     tokens = _tokens(text)
     if not tokens:
         return Reading(message, "unknown")
+    but_scale = _repeat_but(tokens, lex)
+    if but_scale is not None:     # "same again but less": the last change again, scaled, same way
+        return _follow_up(message, "more", tokens, None, None, history, lex, scale=but_scale)
     expects, used = _qualities(tokens, lex)
     if _is_undo(tokens, lex) and not expects and not _find_phrases(tokens, lex.less_fractions):
         return Reading(message, "undo")     # "go back halfway", "undo half of that": a pull-back
@@ -548,6 +577,38 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     return Reading(message, "unknown", target=target, target_mask=mask)
 
 
+def read_attempt(message: str, history: Sequence[str] = (), feedback: str = "",
+                 lexicon: Lexicon | None = None) -> Reading:
+    """What this attempt of a turn asks: ``message`` alone, or, when the person sent the plan back
+    with ``feedback`` ("/replan no, softer instead"), the feedback read as the request.
+
+    The rejected attempt never stood, so the feedback is measured against the same version as
+    the message: a follow-up in it ("more, that was too subtle", "too strong") is the message's
+    change again, larger or smaller but the same way; a request in it replaces the message's
+    moves on the properties it names and keeps the others (the planner does the same); feedback
+    the judge cannot read ("try again") leaves the message's reading.
+    """
+    lex = lexicon or load_lexicon()
+    asked = read_request(message, history, lex)
+    if not (feedback or "").strip():
+        return asked
+    said = read_request(feedback, list(history) + [message], lex)
+    note = (f"read with the person's feedback: {feedback.strip()[:80]}",)
+    if not said.is_edit:
+        return asked                                  # "try again", "hmm": the message still says it
+    if said.kind == "follow_up" and said.follow in ("more", "less") and asked.is_edit:
+        less = said.follow == "less"
+        expects = tuple(Expect(tuple(tuple(replace(m, size=0 if less else max(1, m.size)) for m in alt)
+                                     for alt in e.alternatives), e.source, e.band) for e in asked.expects)
+        return replace(asked, expects=expects, notes=asked.notes + note)
+    if said.kind == "follow_up" or not asked.is_edit:
+        return replace(said, notes=said.notes + note)
+    named = {m.prop for e in said.expects for alt in e.alternatives for m in alt}
+    kept = tuple(e for e in asked.expects if not named & {m.prop for alt in e.alternatives for m in alt})
+    target, mask = (said.target, said.target_mask) if said.target is not None else (asked.target, asked.target_mask)
+    return Reading(f"{message} / {feedback}", "edit", kept + said.expects, target, mask, notes=note)
+
+
 def _object_colour(expects: Sequence[Expect], lex: Lexicon, mask: dict | None) -> tuple[list[Expect], dict | None]:
     """A colour complaint about a thing ("the suit is too orange"): less of that colour (the
     profile's ``object_fix``) or the cast's fix, measured on that band's colours."""
@@ -568,6 +629,35 @@ def _things(lex: Lexicon) -> frozenset[str]:
     verbs = {"add", "put", "insert", "draw", "paint", "circle", "erase", "delete", "remove", "replace",
              "swap", "make", "open", "move", "turn", "change", "crop", "rotate", "find", "count", "animate"}
     return frozenset(p for p in lex.unsupported if p.split()[0] not in verbs)
+
+
+#: "no, softer instead", "nope - cooler": an answer to the last version, not a negation of the word after it
+_ANSWER = re.compile(r"\b(?:no|nope|nah)\s*[,.;:!-]+")
+
+
+def _repeat_but(tokens: Sequence[str], lex: Lexicon) -> float | None:
+    """The scale of "same again but less" / "do it again but stronger", or None.
+
+    A repeat phrase before the last "but" and, after it, one phrase of the planner profile's
+    ``followups.repeat_but`` (magnitude words around it allowed: "but a touch softer"): the last
+    change once more, times the repeat's scale and that factor, the same way (never a pull-back).
+    """
+    if "but" not in tokens or not lex.repeat_but:
+        return None
+    cut = len(tokens) - 1 - list(tokens)[::-1].index("but")
+    before = _find_phrases(tokens[:cut], lex.more_scales)
+    if not before:
+        return None
+    tail = list(tokens[cut + 1:])
+    for said in (tail, [t for t in tail if t not in _magnitude_words(lex)]):
+        found = _find_phrases(said, lex.repeat_but)
+        if len(found) == 1 and found[0][1] - found[0][0] == len(said):
+            return lex.more_scales[before[0][2]] * lex.repeat_but[found[0][2]]
+    return None
+
+
+def _magnitude_words(lex: Lexicon) -> frozenset[str]:
+    return frozenset(w for p in lex.magnitudes for w in p.split())
 
 
 def _follow_kind(tokens: Sequence[str], lex: Lexicon) -> str | None:
@@ -612,7 +702,7 @@ def _takes_back(message: str, expects: Sequence[Expect], target: str | None, his
 
 
 def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | None, mask: dict | None,
-               history: Sequence[str], lex: Lexicon) -> Reading:
+               history: Sequence[str], lex: Lexicon, scale: float | None = None) -> Reading:
     last = _last_edit(history, lex)
     if last is None:
         return Reading(message, "follow_up", follow=follow, notes=("no earlier change to follow",))
@@ -620,11 +710,15 @@ def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | N
         return Reading(message, "follow_up", last.expects, target, mask, follow="retarget")
     if follow == "more":
         # the planner profile's scale of the phrase ("a touch more" 0.3, "double it" 2.0) sizes it
-        found = _find_phrases(tokens, lex.more_scales)
-        scale = lex.more_scales[found[-1][2]] if found else 1.0
-        size = 0 if scale <= 0.5 else 2 if scale >= 1.6 else 1
-        if not found:
-            size = _magnitude(tokens, len(tokens), lex, size)
+        # (``scale`` given: "same again but less", already sized)
+        found = _find_phrases(tokens, lex.more_scales) if scale is None else []
+        if scale is None:
+            scale = lex.more_scales[found[-1][2]] if found else 1.0
+            size = 0 if scale <= 0.5 else 2 if scale >= 1.6 else 1
+            if not found:
+                size = _magnitude(tokens, len(tokens), lex, size)
+        else:
+            size = 0 if scale < 1.0 else 2 if scale >= 1.6 else 1
         expects = tuple(Expect(tuple(tuple(replace(m, size=min(size, m.size)) for m in alt)
                                      for alt in e.alternatives), e.source) for e in last.expects)
         return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="more")
@@ -641,4 +735,4 @@ def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | N
                    share=share)
 
 
-__all__ = ["Expect", "Lexicon", "Move", "PROPERTIES", "Reading", "load_lexicon", "read_request"]
+__all__ = ["Expect", "Lexicon", "Move", "PROPERTIES", "Reading", "load_lexicon", "read_attempt", "read_request"]

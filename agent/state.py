@@ -122,6 +122,7 @@ class AgentState(TypedDict, total=False):
     errors: list[str]                # every error this turn, oldest first
     error: str | None                # the error the error_handler has to deal with now
     feedback: str | None             # what the planner should take into account when replanning
+    replan_feedback: str | None      # the person's own words when they sent a plan back: the judge reads them
     diagnoses: list[str]
     modify_values: dict | None       # {op: absolute value} from the person, applied without the planner
     modify_layers: list | None       # [{"mask": spec, "values": {op: absolute value}}]: the person's local values
@@ -145,7 +146,7 @@ def fresh_turn_state(*, session_id: str, turn: int, message: str, style: str | N
         review_mode=review_mode, base_asset_id=head_asset_id, head_asset_id=head_asset_id,
         asset_id=None, plan=None, sub_goals=[], tool_contexts=[], action=None,
         assessment=None, retries=0, error_retries=0, errors=[], error=None,
-        feedback=None, diagnoses=[], modify_values=modify_values, modify_layers=modify_layers,
+        feedback=None, replan_feedback=None, diagnoses=[], modify_values=modify_values, modify_layers=modify_layers,
         person_modified=False, review=None, rollback_asset_id=None,
         status="running", reply="", warnings=[], failure=None, details={}, repeat_plan=False,
     )

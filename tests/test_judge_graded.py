@@ -179,3 +179,67 @@ def test_tone_down_the_sky_is_judged_on_the_sky(judge, photos):
 
     assert local("exposure", -25) >= MIN_PASS
     assert local("contrast", 5) < MIN_PASS
+
+
+def test_same_again_but_less_is_judged_as_a_smaller_repeat(judge, photos):
+    """The planner repeats the last change at a smaller scale: that passes, a pull-back does not."""
+    im = photos["chelsea"]
+    before = edit(temperature=25)
+    history = ("warm it up",)
+    again = ask(judge, im, "same again but less", edit(temperature=37), previous_state=before, history=history)
+    back = ask(judge, im, "same again but less", edit(temperature=13), previous_state=before, history=history)
+    assert again.score >= MIN_PASS, again.assessment
+    assert back.score < MIN_PASS, back.assessment
+
+
+def test_a_trailing_too_adds_a_complaint(judge, photos):
+    """'and a bit cold too' after another fix: warmer is the fix, cooler the wrong way."""
+    im = photos["astronaut"]
+    before = edit(contrast=20)
+    history = ("it looks kind of lifeless",)
+    warm = ask(judge, im, "and a bit cold too", edit(contrast=20, temperature=20), previous_state=before,
+               history=history).score
+    cool = ask(judge, im, "and a bit cold too", edit(contrast=20, temperature=-20), previous_state=before,
+               history=history).score
+    assert warm >= MIN_PASS, warm
+    assert cool < MIN_PASS, cool
+
+
+def test_a_replan_is_judged_against_the_persons_feedback(judge, photos):
+    """'/replan no, softer instead: make it dreamy' after 'more clarity': the softer attempt passes,
+    more clarity (what the message alone asked) does not."""
+    im = photos["chelsea"]
+
+    def replanned(clarity):
+        state = edit(clarity=clarity)
+        return judge.assess(JudgeRequest(
+            original=im, current=render(im, state), sub_goals=[SubGoal("clarity", clarity)], state=state,
+            previous_state=EditState(), previous=im, message="more clarity",
+            feedback="no, softer instead: make it dreamy")).score
+
+    assert replanned(-30) >= MIN_PASS
+    assert replanned(30) < MIN_PASS
+
+
+def test_a_replan_in_a_session_hands_the_feedback_to_the_judge(make_studio):
+    """Through the graph: the attempt that answers '/replan' is read with the person's words."""
+    from agent.planners.embedded import EmbeddedPlanner
+
+    studio = make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="always")
+    sid = studio.start_session(np.ascontiguousarray(skdata.chelsea()[::2, ::2])).id
+    studio.send_message(sid, "more clarity")
+    r = studio.review(sid, "replan", feedback="no, softer instead: make it dreamy")
+    reading = studio.store.get_asset(r.asset_id, sid).scores["reading"]
+    assert reading["expects"] == ["detail down (plain)"], reading
+    assert any("feedback" in n for n in reading["notes"])
+    assert r.score >= MIN_PASS, r.assessment
+
+
+@pytest.mark.parametrize("photo", ["astronaut", "coffee"])
+def test_a_nudge_is_no_fix_of_a_slight_complaint(judge, photos, photo):
+    """'it looks a bit dingy': the planner damps a magnitude on a complaint but keeps a visible
+    fix, so a 1-point exposure nudge (its contrast side effect is about the slight size) fails
+    and a real fix still passes."""
+    im = photos[photo]
+    assert ask(judge, im, "it looks a bit dingy", edit(exposure=1)).score < MIN_PASS
+    assert ask(judge, im, "it looks a bit dingy", edit(exposure=15)).score >= AUTO

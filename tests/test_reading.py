@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.reading import load_lexicon, read_request
+from agent.reading import load_lexicon, read_attempt, read_request
 
 
 def moves(reading):
@@ -180,3 +180,74 @@ def test_a_reducing_verb_on_a_place_makes_it_less_prominent():
     assert {(m.prop, m.sign) for e in r.expects for alt in e.alternatives for m in alt} == {("L", -1), ("chroma", -1)}
     assert read_request("not the sky").kind != "edit"              # a correction, not a reduction
     assert moves(read_request("tone down the contrast")) == {"contrast": -1}
+
+
+@pytest.mark.parametrize("text,last,expected", [
+    ("same again but less", "make it warmer", {"b": 1}),
+    ("again but a bit less", "make it warmer", {"b": 1}),
+    ("do it again but not as much", "make it warmer", {"b": 1}),
+    ("same again but a touch softer", "make it warmer", {"b": 1}),    # softer: the repeat's amount, not detail
+    ("same again, but less", "more contrast", {"contrast": 1}),
+])
+def test_same_again_but_less_repeats_the_last_change_smaller(text, last, expected):
+    """The planner profile's repeat_but: the last change once more, the same way, a smaller step."""
+    r = read_request(text, [last])
+    assert (r.kind, r.follow, r.bounded) == ("follow_up", "more", False), r
+    assert moves(r) == expected
+    assert all(m.size == 0 for e in r.expects for alt in e.alternatives for m in alt)
+
+
+def test_same_again_but_stronger_and_a_plain_less_stay_what_they_were():
+    stronger = read_request("again but stronger", ["make it warmer"])
+    assert (stronger.follow, moves(stronger)) == ("more", {"b": 1})
+    assert stronger.expects[0].alternatives[0][0].size >= 1
+    for text in ("no, less", "too much", "less"):                     # no repeat before a "but": a pull-back
+        r = read_request(text, ["make it warmer"])
+        assert (r.follow, r.bounded, moves(r)) == ("less", True, {"b": -1}), text
+    local = read_request("same again but less", ["ok the sky is a bit too bright"])
+    assert (local.target, moves(local)) == ("sky", {"L": -1})
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("and a bit cold too", {"b": 1}),          # "too" as "as well": the complaint "cold" asks for warmer
+    ("cold too", {"b": 1}),
+    ("it's a bit cold too", {"b": 1}),
+    ("a bit dark too", {"L": 1}),
+    ("and a little flat as well", {"contrast": 1}),
+    ("bit more colour too", {"chroma": 1}),   # a wish with "too" stays a wish
+    ("brighter too", {"L": 1}),
+    ("colder too", {"b": -1}),                # a comparative is a wish
+    ("make it a bit soft", {"detail": -1}),    # a wish word first: the look wished for
+])
+def test_a_word_that_is_both_wish_and_problem_is_a_complaint_when_said_as_one(text, expected):
+    assert moves(read_request(text)) == expected, read_request(text)
+
+
+def test_no_comma_is_an_answer_not_a_negation():
+    r = read_request("no, softer instead", ["make it dreamy"])
+    assert (r.kind, moves(r)) == ("edit", {"detail": -1})
+    assert moves(read_request("not that soft", ["make it dreamy"])) == {"detail": 1}
+
+
+@pytest.mark.parametrize("message,feedback,expected", [
+    ("more clarity", "no, softer instead: make it dreamy", {"detail": -1}),   # the feedback is the request
+    ("brighter and warmer", "no, cooler instead", {"L": 1, "b": -1}),          # it replaces what it names
+    ("make it warmer", "more, that was too subtle", {"b": 1}),                 # a modifier of the message
+    ("make it warmer", "too strong", {"b": 1}),                                 # smaller, never the other way
+    ("make it warmer", "try again", {"b": 1}),                                  # nothing to read: the message
+])
+def test_a_replan_is_read_with_the_persons_feedback(message, feedback, expected):
+    r = read_attempt(message, (), feedback)
+    assert r.kind == "edit" and not r.bounded and moves(r) == expected, r
+    if feedback == "too strong":
+        assert all(m.size == 0 for e in r.expects for alt in e.alternatives for m in alt)
+    assert read_attempt(message, ()) == read_request(message)
+
+
+def test_a_slight_complaint_still_asks_for_a_plain_fix():
+    """The planner damps a magnitude on a complaint (complaints.magnitude_damping 0.5): "a bit
+    murky" gets most of the fix, so the reading sizes it plain; a wish or a negation stays slight."""
+    for text in ("it looks a bit dingy", "it's a bit murky", "it's a bit cold"):
+        assert {m.size for e in read_request(text).expects for alt in e.alternatives for m in alt} == {1}, text
+    for text in ("a bit warmer", "a bit less warm"):
+        assert {m.size for e in read_request(text).expects for alt in e.alternatives for m in alt} == {0}, text

@@ -30,6 +30,9 @@ class JudgeRequest:
     # render before the last of them: the judge reads follow-ups ("bit more", "halve it") with them.
     history: list[str] = field(default_factory=list)
     before_last: np.ndarray | None = None
+    # The person's feedback when they sent the last plan back ("/replan no, softer instead"):
+    # this attempt answers it, so the judge reads it with the message (agent.reading.read_attempt).
+    feedback: str = ""
     # spec -> soft mask at this size, sharing the renderer's mask cache (None: the judge builds its own)
     locate: Callable[[dict], np.ndarray] | None = None
     held: bool = False                    # the executor held a step short of the plan (sweet spot, range)

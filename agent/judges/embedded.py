@@ -42,7 +42,7 @@ import numpy as np
 from agent.judges.base import Assessment, JudgeRequest
 from agent.judges.reading import score_reading
 from agent.planners.base import SubGoal
-from agent.reading import Reading, read_request
+from agent.reading import Reading, read_attempt
 from pipeline import measure, ops
 from pipeline.masks import MaskSpecError, build_mask, describe_mask, normalize_mask_spec
 
@@ -784,7 +784,8 @@ class EmbeddedJudge:
             preservation = check_preservation(before, current, plan_mask, t, where_text)
 
         # The judge's own reading of the message: how the pixels moved against what was asked.
-        reading = read_request(request.message or "", list(getattr(request, "history", None) or []))
+        reading = read_attempt(request.message or "", list(getattr(request, "history", None) or []),
+                               getattr(request, "feedback", "") or "")
         judged = score_reading(reading, before=before, after=current, original=original,
                                before_last=getattr(request, "before_last", None),
                                target_mask=_reading_mask(reading, original, warnings,

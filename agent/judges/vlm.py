@@ -93,14 +93,17 @@ class VLMJudge(ModelBacked):
         ) if x)
 
     def user_prompt(self, request: JudgeRequest) -> str:
-        from agent.reading import read_request
+        from agent.reading import read_attempt
 
         steps = "\n".join(f"- {g.summary()}" for g in request.sub_goals) or "- (no steps)"
         # The same independent reading the built-in judge scores against, as the rubric.
-        reading = read_request(request.message or "", list(getattr(request, "history", None) or []))
+        reading = read_attempt(request.message or "", list(getattr(request, "history", None) or []),
+                               getattr(request, "feedback", "") or "")
         earlier = "\n".join(f"- {m.strip()[:200]}" for m in (getattr(request, "history", None) or [])[-3:])
         return (
             "The photographer asked (quoted):\n<<<\n" + (request.message or "").strip()[:2000] + "\n>>>\n\n"
+            + ("They sent the last attempt back with (quoted):\n<<<\n" + request.feedback.strip()[:500]
+               + "\n>>>\n\n" if (getattr(request, "feedback", "") or "").strip() else "")
             + ("Earlier requests that still stand, oldest first (for follow-ups such as \"bit more\"):\n"
                + earlier + "\n\n" if earlier else "")
             + "Rubric (an independent reading of the request; judge the pixels against it, not against the "
