@@ -173,22 +173,39 @@ def _seed_windows(seeds: np.ndarray, cell: int, pad: int):
     part no larger than 1.5 cells has all its seeds in one; when windows would cover most of the
     frame, one window is the frame."""
     h, w = seeds.shape
+    windows = _tile_windows(seeds, cell, gap=True, pad=pad)
+    if sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1, _ in windows) > 0.5 * h * w:
+        return [(0, 0, w, h, seeds)]
+    return [(x0, y0, x1, y1, seeds[y0:y1, x0:x1] & own) for x0, y0, x1, y1, own in windows]
+
+
+def _tile_windows(mask: np.ndarray, cell: int, *, gap: bool = False, pad: int = 0):
+    """Windows around the occupied ``cell`` x ``cell`` tiles of ``mask`` (HxW, > 0 = in), so sparse
+    work costs a scan, not a full-frame pass. Tiles that touch (``gap``: also across one empty tile)
+    share a window, so a connected part of the mask never crosses between windows. Each window is
+    ``(x0, y0, x1, y1, own)``: its tiles' box grown by ``pad`` and clipped to the frame, and ``own``
+    (bool, the window's size) marking its own tiles, in the order OpenCV labels them."""
+    h, w = mask.shape
     th, tw = (h + cell - 1) // cell, (w + cell - 1) // cell
     padded = np.zeros((th * cell, tw * cell), np.uint8)
-    padded[:h, :w] = seeds
-    # occupied tiles by a block maximum (a busy photo has millions of seeds: listing them is slower)
+    padded[:h, :w] = np.asarray(mask) > 0
+    # occupied tiles by a block maximum (a busy photo has millions of pixels in: listing them is slower)
     tiles = padded.reshape(th * cell, tw, cell).max(axis=2).reshape(th, cell, tw).max(axis=1)
     if not tiles.any():
         return []
-    n, tile_labels, stats, _ = cv2.connectedComponentsWithStats(cv2.dilate(tiles, np.ones((3, 3), np.uint8)),
-                                                                connectivity=8)
-    boxes = [(max(0, x * cell - pad), max(0, y * cell - pad), min(w, (x + bw) * cell + pad),
-              min(h, (y + bh) * cell + pad)) for x, y, bw, bh, _ in stats[1:]]
-    if sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in boxes) > 0.5 * h * w:
-        return [(0, 0, w, h, seeds)]
-    owner = cv2.resize(tile_labels.astype(np.uint16), None, fx=cell, fy=cell, interpolation=cv2.INTER_NEAREST)
-    return [(x0, y0, x1, y1, seeds[y0:y1, x0:x1] & (owner[y0:y1, x0:x1] == k + 1))
-            for k, (x0, y0, x1, y1) in enumerate(boxes)]
+    if gap:
+        tiles = cv2.dilate(tiles, np.ones((3, 3), np.uint8))
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(tiles, connectivity=8)
+    out = []
+    for k in range(1, n):
+        tx, ty, tbw, tbh = (int(v) for v in stats[k, :4])
+        x0, y0 = max(0, tx * cell - pad), max(0, ty * cell - pad)
+        x1, y1 = min(w, (tx + tbw) * cell + pad), min(h, (ty + tbh) * cell + pad)
+        cx, cy = x0 // cell, y0 // cell                                  # the tiles under the window
+        own = cv2.resize((labels[cy:(y1 + cell - 1) // cell, cx:(x1 + cell - 1) // cell] == k).astype(np.uint8),
+                         None, fx=cell, fy=cell, interpolation=cv2.INTER_NEAREST)
+        out.append((x0, y0, x1, y1, own[y0 - cy * cell:y1 - cy * cell, x0 - cx * cell:x1 - cx * cell] > 0))
+    return out
 
 
 def _merged_boxes(boxes: np.ndarray, pad: int, shape: tuple[int, int]) -> list[tuple[int, int, int, int]]:
@@ -254,21 +271,11 @@ def mask_parts(mask: np.ndarray, cell: int = 32, *, masks: bool = False):
     4K mask with a few spots costs a scan, not a full-frame labelling.
     """
     m8 = (np.asarray(mask) > 0).astype(np.uint8)
-    h, w = m8.shape
-    points = cv2.findNonZero(m8)
-    if points is None:
+    windows = _tile_windows(m8, cell)
+    if not windows:
         return (np.zeros((0, 5), np.int32), []) if masks else np.zeros((0, 5), np.int32)
-    tiles = np.zeros(((h + cell - 1) // cell, (w + cell - 1) // cell), np.uint8)
-    pts = points.reshape(-1, 2)
-    tiles[pts[:, 1] // cell, pts[:, 0] // cell] = 1
-    # Tiles that touch belong to one window: a part never crosses between windows.
-    n, tile_labels, tile_stats, _ = cv2.connectedComponentsWithStats(tiles, connectivity=8)
     rows, own_pixels = [], []
-    for k in range(1, n):
-        tx, ty, tw, th = (int(v) for v in tile_stats[k, :4])
-        x0, y0, x1, y1 = tx * cell, ty * cell, min(w, (tx + tw) * cell), min(h, (ty + th) * cell)
-        own = cv2.resize((tile_labels[ty:ty + th, tx:tx + tw] == k).astype(np.uint8), None, fx=cell, fy=cell,
-                         interpolation=cv2.INTER_NEAREST)[:y1 - y0, :x1 - x0]
+    for x0, y0, x1, y1, own in windows:
         count, labels, stats, _ = cv2.connectedComponentsWithStats(m8[y0:y1, x0:x1] & own, connectivity=8)
         part = stats[1:].copy()
         if masks:
