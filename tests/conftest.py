@@ -247,6 +247,14 @@ def make_studio(tmp_path, database_url):
         studio.close()
 
 
+@pytest.fixture(scope="module")
+def judge():
+    """The built-in judge (agent.judges.embedded), one per test module."""
+    from agent.judges.embedded import EmbeddedJudge
+
+    return EmbeddedJudge()
+
+
 # -- generation: a tiny inpainting pipeline built in code (torch is a dev requirement) ---------------------
 @pytest.fixture(scope="module")
 def torch_one_thread():

@@ -25,11 +25,6 @@ SKY = normalize_mask_spec({"type": "sky"})
 
 
 @pytest.fixture(scope="module")
-def judge():
-    return EmbeddedJudge()
-
-
-@pytest.fixture(scope="module")
 def photos():
     return {n: getattr(skdata, n)() for n in ("astronaut", "coffee", "chelsea", "rocket")}
 

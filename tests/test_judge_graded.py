@@ -28,11 +28,6 @@ MIN_PASS, AUTO = CFG.min_pass_score, CFG.auto_approve_threshold
 
 
 @pytest.fixture(scope="module")
-def judge():
-    return EmbeddedJudge()
-
-
-@pytest.fixture(scope="module")
 def photos():
     return {n: np.ascontiguousarray(getattr(skdata, n)()[::2, ::2])
             for n in ("astronaut", "rocket", "coffee", "chelsea")}

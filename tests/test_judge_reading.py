@@ -13,7 +13,7 @@ from skimage import data as skdata
 
 from agent.config import load_config
 from agent.judges.base import JudgeRequest
-from agent.judges.embedded import EmbeddedJudge, channel_clip_shares
+from agent.judges.embedded import channel_clip_shares
 from agent.planners.base import SubGoal
 from pipeline.masks import build_mask, normalize_mask_spec
 from pipeline.render import render
@@ -22,11 +22,6 @@ from pipeline.state import EditState
 CFG = load_config()
 MIN_PASS, AUTO = CFG.min_pass_score, CFG.auto_approve_threshold
 SKY = normalize_mask_spec({"type": "sky"})
-
-
-@pytest.fixture(scope="module")
-def judge():
-    return EmbeddedJudge()
 
 
 @pytest.fixture(scope="module")
