@@ -190,12 +190,14 @@ def _intent_moves(intent: Mapping, op_properties: Mapping[str, Mapping[str, str]
 
 
 def _engine_section(engine_file: Path) -> Mapping:
-    """The planner profile's ``prompt_engineering`` section ({} when it cannot be read)."""
+    """The planner profile's ``prompt_engineering`` section as the planner loads it (parsed once,
+    validated and cached by :func:`profiles.load_profile`); {} when there is none."""
+    from profiles import ProfileError, load_profile  # here: profiles imports the op registry
+
     try:
-        pe = yaml.safe_load(engine_file.read_text(encoding="utf-8"))["prompt_engineering"]
-    except (OSError, KeyError, TypeError, yaml.YAMLError):
+        return load_profile(engine_file).prompt_engineering
+    except ProfileError:
         return {}
-    return pe if isinstance(pe, Mapping) else {}
 
 
 def _engine_complaints(op_properties: Mapping, pe: Mapping) -> tuple[dict[str, Quality], Quality | None]:
