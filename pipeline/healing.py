@@ -187,12 +187,18 @@ def _tile_windows(mask: np.ndarray, cell: int, *, gap: bool = False, pad: int = 
     (bool, the window's size) marking its own tiles, in the order OpenCV labels them."""
     h, w = mask.shape
     th, tw = (h + cell - 1) // cell, (w + cell - 1) // cell
-    padded = np.zeros((th * cell, tw * cell), np.uint8)
-    padded[:h, :w] = np.asarray(mask) > 0
-    # occupied tiles by a block maximum (a busy photo has millions of pixels in: listing them is slower)
-    tiles = padded.reshape(th * cell, tw, cell).max(axis=2).reshape(th, cell, tw).max(axis=1)
-    if not tiles.any():
+    m8 = mask if mask.dtype == np.uint8 else (np.asarray(mask) > 0).astype(np.uint8)
+    count = cv2.countNonZero(m8)
+    if not count:
         return []
+    if count < h * w // 64:  # sparse (a few spots): list the pixels in
+        tiles = np.zeros((th, tw), np.uint8)
+        points = cv2.findNonZero(m8).reshape(-1, 2)
+        tiles[points[:, 1] // cell, points[:, 0] // cell] = 1
+    else:  # busy (a textured photo's seeds): a block maximum, as listing millions of pixels is slower
+        padded = np.zeros((th * cell, tw * cell), np.uint8)
+        padded[:h, :w] = m8
+        tiles = (padded.reshape(th * cell, tw, cell).max(axis=2).reshape(th, cell, tw).max(axis=1) > 0).astype(np.uint8)
     if gap:
         tiles = cv2.dilate(tiles, np.ones((3, 3), np.uint8))
     n, labels, stats, _ = cv2.connectedComponentsWithStats(tiles, connectivity=8)
