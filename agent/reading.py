@@ -29,6 +29,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
+from agent.spelling import Speller
+
 READING_FILE = Path(__file__).resolve().parents[1] / "profiles" / "_reading.yaml"
 #: The planner's profile: its complaint table (``prompt_engineering.complaints``) is read, not copied.
 ENGINE_FILE = READING_FILE.parent / "engine.yaml"
@@ -87,6 +89,8 @@ class Lexicon:
     problem_also: tuple[str, ...] = ()       # "cold too": a dual word added to what is wrong
     wishes: tuple[str, ...] = ()             # "make it a bit soft": a dual word wished for
     complaint_damping: float = 0.0           # the engine's complaints.magnitude_damping ("a bit murky")
+    filler: frozenset[str] = frozenset()     # the engine's followups.filler ("please", "ok"): words that add nothing
+    speller: Speller | None = None           # typing slips of the words above put right ("brigther")
 
     def size_of(self, prop: str, size: int) -> float:
         return float(self.properties[prop]["sizes"][size])
@@ -149,7 +153,7 @@ def load_lexicon(path: str | None = None) -> Lexicon:
     less_fractions = {_norm(str(w)): float(v) for w, v in (efu.get("fractions") or {}).items()}
     repeat_but = {_norm(str(w)): float(v) for w, v in (efu.get("repeat_but") or {}).items()}
     pull_back = [_norm(str(w)) for w in (efu.get("pull_back") or {}).get("words") or ()]
-    return Lexicon(
+    lex = Lexicon(
         properties=data["properties"], overshoot=tuple(data["overshoot"]),
         overshoot_floor=float(data["overshoot_floor"]), overshoot_full=float(data["overshoot_full"]),
         overshoot_start=float(data["overshoot_start"]), magnitudes=mags, qualities=qualities,
@@ -175,7 +179,17 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         repeat_but=repeat_but, problem_also=tuple(_norm(w) for w in data.get("problem_also") or ()),
         wishes=tuple(_norm(w) for w in data.get("wishes") or ()),
         complaint_damping=float((engine.get("complaints") or {}).get("magnitude_damping") or 0.0),
+        filler=frozenset(t for w in efu.get("filler") or () for t in _tokens(_norm(str(w)))),
     )
+    # the words every table knows, and the planner profile's real words never to be "corrected"
+    spelling = engine.get("spelling") or {}
+    tables = (lex.magnitudes, lex.qualities, lex.complaint_frames, lex.negations, lex.reduce_after, lex.enough,
+              lex.follow_more, lex.follow_less, lex.retarget, lex.undo, lex.chat, lex.question_starts,
+              lex.unsupported, lex.targets, lex.bands, lex.not_places, lex.global_words, lex.tools, lex.complaints,
+              lex.place_reducers, lex.repeat_but, lex.problem_also, lex.wishes, lex.filler,
+              [str(w) for w in spelling.get("known") or ()])
+    known = {w for table in tables for phrase in table for w in re.findall(r"[a-z]+", _norm(str(phrase)))}
+    return replace(lex, speller=Speller(known, int(spelling.get("min_length", 6))))
 
 
 def _intent_moves(intent: Mapping, op_properties: Mapping[str, Mapping[str, str]]) -> tuple[tuple[str, int], ...]:
@@ -530,6 +544,8 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     """
     lex = lexicon or load_lexicon()
     text = _ANSWER.sub(" ", _norm(message)).strip()
+    if lex.speller is not None:
+        text = lex.speller(text)
     tokens = _tokens(text)
     if not tokens:
         return Reading(message, "unknown")
@@ -651,7 +667,9 @@ def _repeat_but(tokens: Sequence[str], lex: Lexicon) -> float | None:
     if not before:
         return None
     tail = list(tokens[cut + 1:])
-    for said in (tail, [t for t in tail if t not in _magnitude_words(lex)]):
+    plain = [t for t in tail if t not in _magnitude_words(lex)]
+    # as said, then without magnitude words, then also without the filler the planner drops ("please")
+    for said in (tail, plain, [t for t in plain if t not in lex.filler]):
         found = _find_phrases(said, lex.repeat_but)
         if len(found) == 1 and found[0][1] - found[0][0] == len(said):
             return lex.more_scales[before[0][2]] * lex.repeat_but[found[0][2]]

@@ -133,14 +133,9 @@ class Router:
 
     def _opening(self, words: list[str]) -> str | None:
         """How a question opens, after leading filler ("hmm, is it too dark?"): the openings table's kind."""
-        longest = max((len(k) for k in self.openings), default=0)
-        for i, word in enumerate(words):
-            for n in range(min(longest, len(words) - i), 0, -1):
-                kind = self.openings.get(tuple(words[i:i + n]))
-                if kind:
-                    return kind
-            if word not in self.filler:
-                return None
+        hits = find_phrases(words, self.openings)
+        if hits and all(w in self.filler for w in words[:hits[0][0]]):
+            return hits[0][2]
         return None
 
     def _command(self, tokens: list[str]) -> Route | None:

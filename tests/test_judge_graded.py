@@ -238,3 +238,55 @@ def test_a_nudge_is_no_fix_of_a_slight_complaint(judge, photos, photo):
     im = photos[photo]
     assert ask(judge, im, "it looks a bit dingy", edit(exposure=1)).score < MIN_PASS
     assert ask(judge, im, "it looks a bit dingy", edit(exposure=15)).score >= AUTO
+
+
+def test_pulling_back_a_change_too_small_to_see_is_no_failure(judge, photos):
+    """'pull it back a touch' after a step the planner held to almost nothing: taking part of
+    an invisible change back shows nothing, as it should; going far the other way still fails."""
+    im = photos["astronaut"]
+    before_last, previous = edit(tint=22), edit(tint=25)
+
+    def back(now):
+        state = edit(tint=now)
+        return judge.assess(JudgeRequest(
+            original=im, current=render(im, state), sub_goals=[SubGoal("tint", now - 25)], state=state,
+            previous_state=previous, previous=render(im, previous), message="pull it back a touch",
+            history=["more magenta", "more"], before_last=render(im, before_last)))
+
+    small = back(24)
+    assert small.score >= MIN_PASS, small.assessment
+    assert back(-20).score < MIN_PASS
+
+
+def test_a_repeat_stopped_at_the_sweet_spot_edge_is_judged_by_its_plan(judge, photos):
+    """'more' once more at the edge of tint's sweet spot: the planner stops there and says so;
+    the small step it made is what the plan asked, not a weak edit."""
+    im = photos["astronaut"]
+    at_edge = ask(judge, im, "more", edit(tint=25), previous_state=edit(tint=22), history=("more magenta",))
+    assert at_edge.score >= MIN_PASS, at_edge.assessment
+    # the same small step inside the sweet spot is a weak answer to "more"
+    inside = ask(judge, im, "more", edit(tint=8), previous_state=edit(tint=5), history=("more magenta",))
+    assert inside.score < at_edge.score
+
+
+def test_a_place_the_judge_cannot_find_is_confirmed_by_the_person(judge, photos):
+    """'darken the table': the judge has no table mask and measures where the plan edited (its
+    guess); a right edit there passes but does not auto-approve. A follow-up on it was seen already."""
+    im = photos["coffee"]
+    spec = normalize_mask_spec({"type": "subject", "invert": True, "feather": 25})
+    mask = np.clip(build_mask(spec, im, im.shape[:2]), 0, 1)
+    masks = {json.dumps(spec, sort_keys=True): mask}
+
+    def local(message, previous, value, history=()):
+        prev = EditState().with_value("exposure", previous, mask=spec)
+        state = EditState().with_value("exposure", value, mask=spec)
+        return judge.assess(JudgeRequest(
+            original=im, current=render(im, state), sub_goals=[SubGoal("exposure", value - previous, target=spec)],
+            state=state, previous_state=prev, previous=render(im, prev), masks=masks, message=message,
+            history=list(history), before_last=render(im, EditState()) if history else None))
+
+    first = local("darken the table around the cup", 0, -20)
+    assert MIN_PASS <= first.score < AUTO, first.assessment
+    assert first.reading["place_unconfirmed"] is True
+    again = local("do that again", -20, -40, history=("darken the table around the cup",))
+    assert again.score >= AUTO, again.assessment

@@ -188,6 +188,7 @@ def test_a_reducing_verb_on_a_place_makes_it_less_prominent():
     ("do it again but not as much", "make it warmer", {"b": 1}),
     ("same again but a touch softer", "make it warmer", {"b": 1}),    # softer: the repeat's amount, not detail
     ("same again, but less", "more contrast", {"contrast": 1}),
+    ("same again but slightly less please", "make it warmer", {"b": 1}),   # filler the planner drops too
 ])
 def test_same_again_but_less_repeats_the_last_change_smaller(text, last, expected):
     """The planner profile's repeat_but: the last change once more, the same way, a smaller step."""
@@ -251,3 +252,23 @@ def test_a_slight_complaint_still_asks_for_a_plain_fix():
         assert {m.size for e in read_request(text).expects for alt in e.alternatives for m in alt} == {1}, text
     for text in ("a bit warmer", "a bit less warm"):
         assert {m.size for e in read_request(text).expects for alt in e.alternatives for m in alt} == {0}, text
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("could you maybe make it a tad brigther?", {"L": 1}),      # a polite request with a slip, not a question
+    ("make it a bit warmer and more contrasty pls", {"b": 1, "contrast": 1}),
+    ("sharpne it a little", {"detail": 1}),
+])
+def test_typing_slips_are_read_as_the_word_meant(text, expected):
+    """The judge's reading puts typing slips right as the planner does, against its own words."""
+    r = read_request(text)
+    assert r.kind == "edit", r
+    assert moves(r) == expected
+
+
+def test_real_words_are_not_corrected():
+    speller = load_lexicon().speller
+    # a real word one edit from a known one stays (the planner profile's `spelling.known`), so does a short word
+    assert speller("colder and bolder") == "colder and bolder"
+    assert speller("warmr") == "warmr"
+    assert speller("brigther") == "brighter"

@@ -30,6 +30,7 @@ Diagnoses use a fixed vocabulary (:data:`DIAGNOSES`) that the replan reads:
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import re
@@ -640,6 +641,17 @@ def _profile_thresholds() -> Mapping | None:
     return _section(profile, "quality_signatures", "judge")
 
 
+@functools.lru_cache(maxsize=1)
+def _sweet_spots() -> dict:
+    """op -> the engine profile's sweet spot (where the planner stops repeated moves); {} without profiles."""
+    try:
+        from profiles import load_profile
+        profile = load_profile("engine")
+        return {op: spot for op in ops.OPS if (spot := profile.sweet_spot(op)) is not None}
+    except Exception:
+        return {}
+
+
 def _file_thresholds() -> Mapping | None:
     try:
         import yaml
@@ -673,6 +685,22 @@ _PARENS = re.compile(r"\s*\([^()]*\)")
 def plain_words(sentence: str) -> str:
     """A judge sentence without its measurements: 'Warmer as asked (b* +3.1).' -> 'Warmer as asked.'"""
     return re.sub(r"\s+([.,;:])", r"\1", _PARENS.sub("", sentence)).strip()
+
+
+def _stopped_at_sweet_spot(request: JudgeRequest) -> bool:
+    """Whether a step outward ends on its op's sweet-spot edge: where the planner stops a repeated
+    move ("more", "again") and says so, a step shorter than the repeat asked."""
+    spots = _sweet_spots()
+    for g in request.sub_goals:
+        spot = spots.get(g.op)
+        if spot is not None and g.mode == "add" and g.value:
+            try:
+                after = request.state.value(g.op, g.target)
+            except (MaskSpecError, ops.OpError):
+                continue
+            if after in (spot.low, spot.high) and abs(after) > abs(after - g.value):
+                return True
+    return False
 
 
 def _held(request: JudgeRequest) -> bool:
@@ -792,7 +820,9 @@ class EmbeddedJudge:
                                                          getattr(request, "locate", None)),
                                plan_mask=plan_mask, plan_is_local=bool(local),
                                views=(views.before, views.after))
-        if _held(request) and not _nothing_asked_happened(judged):
+        held = _held(request) or (reading.kind == "follow_up" and reading.follow == "more"
+                                   and _stopped_at_sweet_spot(request))
+        if held and not _nothing_asked_happened(judged):
             # a step was held by the executor (a sweet spot, a limit): the edit could not go as far as
             # asked on purpose; the plan's checks judge it, and the warnings say why. A held edit that
             # moved nothing the asked way (or went the wrong way) is still no edit of what was asked.
@@ -816,7 +846,8 @@ class EmbeddedJudge:
             # A wrong, empty or unasked edit never passes; a doubtful one never auto-approves.
             if judged.compliance < float(t["fail_below"]):
                 score = min(score, float(t["fail_cap"]) * (0.5 + 0.5 * judged.compliance))
-            elif judged.compliance < float(t["doubt_below"]):
+            elif judged.compliance < float(t["doubt_below"]) or judged.place_unconfirmed:
+                # a place the judge could not find itself is the plan's guess: the person confirms it
                 score = min(score, float(t["doubt_cap"]))
 
         dims["compliance"] = parts.get("compliance", 1.0)

@@ -64,6 +64,9 @@ class ReadingScore:
     checks: list[MoveCheck] = field(default_factory=list)
     spill: float | None = None          # 0..1 share of the target's move that leaked outside it
     target_found: bool | None = None
+    #: measured where the plan edited, a place the judge cannot find itself: the plan's guess
+    #: for a newly named thing ("the table") is unconfirmed; a follow-up on it was seen already
+    place_unconfirmed: bool = False
     sentences: list[str] = field(default_factory=list)   # plain words
     details: list[str] = field(default_factory=list)     # the numbers
     diagnoses: list[str] = field(default_factory=list)
@@ -72,7 +75,8 @@ class ReadingScore:
         return {"compliance": None if self.compliance is None else round(self.compliance, 3),
                 "checks": [c.to_dict() for c in self.checks],
                 "spill": None if self.spill is None else round(self.spill, 3),
-                "target_found": self.target_found, "diagnoses": list(self.diagnoses)}
+                "target_found": self.target_found, "place_unconfirmed": self.place_unconfirmed,
+                "diagnoses": list(self.diagnoses)}
 
 
 # -- measurements ----------------------------------------------------------------------
@@ -149,6 +153,15 @@ def score_move(move: Move, change: float, lex: Lexicon, *, last: float | None = 
     """
     noise = lex.noise(move.prop)
     signed = move.sign * change
+    if last is not None and last > 0 and (0.5 if share is None else share) * last < noise:
+        # the share asked back of a change that small is too small to see ("a touch less" of a
+        # barely visible step): only a visible move the wrong way, or past the version before, is a fault
+        expected = (0.5 if share is None else share) * last
+        if signed <= -noise:
+            return "wrong", 0.0, expected
+        if signed > last + noise:
+            return "past", 0.2, expected
+        return "met", 0.9, expected
     if last is not None and last > noise:
         lo, hi = lex.less_share
         share = 0.5 if share is None else min(max(share, lo), hi)
@@ -255,6 +268,7 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
         elif plan_is_local and plan_mask is not None and float(np.mean(plan_mask)) >= MIN_TARGET_SHARE:
             mask = plan_mask      # an object the judge cannot locate: measured where the plan edited
             out.details.append(f"{where_words.capitalize()} was measured where the edit was masked.")
+            out.place_unconfirmed = reading.kind != "follow_up"
         if mask is not None:
             region = "target"
     weight = None if mask is None else b_view.masked(mask).weight

@@ -331,8 +331,7 @@ class EmbeddedPlanner:
         """Put whole-image moves on the best guess for a place no mask knows, and say so."""
         place = draft.unknown_places[0]
         name = draft.place_guess
-        spec = normalize_mask_spec(self.vocab.targets[name])
-        label = self.vocab.target_labels.get(name) or describe_mask(spec)
+        spec, label = self.vocab.place(name)
         moves = [replace(m, target=spec, phrase=m.phrase.replace("the image", label)) if m.target is None else m
                  for m in draft.moves]
         tail = " or paint over it and say \u201con the selection\u201d" if "selection" in self.vocab.targets else ""

@@ -26,7 +26,7 @@ from agent.planners.grammar import Draft, Move
 from agent.planners.vocabulary import _FILLER, _HARD_SEPARATORS, MAX_MESSAGE_CHARS, Intent, Vocabulary, _match, \
     _tokens, find_phrases
 from pipeline import ops
-from pipeline.masks import describe_mask, normalize_mask_spec
+from pipeline.masks import normalize_mask_spec
 from pipeline.state import EditState
 
 #: Pieces that make a message a request of its own rather than a follow-up.
@@ -228,8 +228,7 @@ def _finish_unmet(vocab: Vocabulary, unmet: list[dict], labels: list[str], targe
     moves = []
     what = "\u201c" + ", ".join(labels[:2]) + "\u201d" if labels else "what you asked"
     for t in targets:
-        spec = normalize_mask_spec(vocab.targets[t])
-        place = vocab.target_labels.get(t) or describe_mask(spec)
+        spec, place = vocab.place(t)
         for rank, g in enumerate(unmet):
             if g.get("op") not in ops.OPS or ops.get_op(g["op"]).stage == "geometry":
                 continue
@@ -265,8 +264,7 @@ def _retarget(vocab: Vocabulary, base, targets: list[str], scale: float) -> Foll
     # The whole-image moves of that change already reach the new place: only the local ones move.
     local = any(c.target for c in base.changes)
     for t in targets:
-        spec = normalize_mask_spec(vocab.targets[t])
-        place = vocab.target_labels.get(t) or describe_mask(spec)
+        spec, place = vocab.place(t)
         for rank, c in enumerate(base.changes):
             if local and not c.target:
                 continue

@@ -15,7 +15,7 @@ from agent.planners.base import PlanRequest
 from agent.planners.vocabulary import (_FILLER, MAX_MESSAGE_CHARS, Intent, Piece, Vocabulary, _match,
                                        _tokens)
 from pipeline import ops
-from pipeline.masks import describe_mask, normalize_mask_spec
+from pipeline.masks import normalize_mask_spec
 from pipeline.state import EditState
 from profiles import Profile
 
@@ -175,14 +175,8 @@ def _uses(vocab: Vocabulary, clause: Clause) -> list[Use]:
             if anchor is None:
                 continue
             for use in uses[anchor.pos]:
-                if p.category == "magnitude" and use.problem:
-                    # "a bit murky" still deserves a visible fix
-                    damp = vocab.magnitude_damping
-                    mag = 1.0 - damp + damp * vocab.magnitudes[p.key]
-                    use.scale = mag * (vocab.problems[use.problem].scale if use.bands == [] or
-                                       not vocab.problems[use.problem].band else 1.0)
-                elif p.category == "magnitude":
-                    use.scale = vocab.magnitudes[p.key]
+                if p.category == "magnitude":
+                    use.scale = _damped(vocab, use, vocab.magnitudes[p.key])
                 elif p.category == "reduce" and anchor.category not in ("fix", "problem"):
                     use.negated = True   # "too blurry" still means sharper: fix words are never negated
                 elif p.category in ("avoid", "protect"):
@@ -314,7 +308,7 @@ class Draft:
 def _where(vocab: Vocabulary, target_name: str | None, band: str | None, spec: Mapping | None) -> str:
     band_text = f"the {band}s" if band else ""
     if target_name:
-        place = vocab.target_labels.get(target_name) or describe_mask(normalize_mask_spec(vocab.targets[target_name]))
+        place = vocab.place(target_name)[1]
         return f"{band_text} in {place}" if band else place
     return band_text or "the image"
 
@@ -664,8 +658,7 @@ def _protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str], ord
     """The whole-image moves of the clause before, taken back on each place named (a local layer)."""
     out = []
     for t in targets:
-        spec = normalize_mask_spec(vocab.targets[t])
-        place = vocab.target_labels.get(t) or describe_mask(spec)
+        spec, place = vocab.place(t)
         for rank, m in enumerate(moves):
             if m.target is None and m.mode == "add" and m.value and ops.get_op(m.op).stage != "geometry":
                 out.append(Move(m.op, -m.value, "add", spec, f"keep {place}", f"keeping {place} as it was",
@@ -674,11 +667,16 @@ def _protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str], ord
 
 
 def _damped(vocab: Vocabulary, use: Use, scale: float) -> float:
-    """A magnitude on a use: as said for a wish, damped for a complaint's fix ("a bit murky" still shows)."""
+    """A magnitude on a use: as said for a wish, damped for a complaint's fix ("a bit murky" still shows).
+
+    A colour complaint about one band ("the greens are a bit harsh") keeps its fix's full scale
+    there: the profile's problem scale is for the whole photo.
+    """
     if not use.problem:
         return scale
     damp = vocab.magnitude_damping
-    return (1.0 - damp + damp * scale) * vocab.problems[use.problem].scale
+    problem = vocab.problems[use.problem]
+    return (1.0 - damp + damp * scale) * (problem.scale if use.bands == [] or not problem.band else 1.0)
 
 
 def _absent_things(vocab: Vocabulary, clause: Clause, stats: Mapping | None) -> list[str]:
@@ -773,9 +771,8 @@ def _reset_targets(vocab: Vocabulary, targets: list[str], state: EditState, orde
     """'reset the sky': every op of that local layer back to 0."""
     moves = []
     for t in targets:
-        spec = normalize_mask_spec(vocab.targets[t])
+        spec, label = vocab.place(t)
         layer = state.find_layer(spec)
-        label = vocab.target_labels.get(t) or describe_mask(spec)
         if layer is not None and layer.settings:
             moves += [Move(op, 0, "set", spec, f"reset {label}", f"resetting the edits on {label}", "message",
                            order, rank) for rank, op in enumerate(layer.settings)]

@@ -13,7 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from agent.spelling import Speller
 from pipeline import ops
+from pipeline.masks import describe_mask, normalize_mask_spec
 from profiles import Profile, ProfileError
 
 #: Longer messages are cut: a planner request is a sentence or two, not a document.
@@ -234,10 +236,12 @@ class Vocabulary:
                             | {t for f in self.frames for t in f} | {t for f in self.wishes for t in f}
                             | {t for k in (*self.repeat, *self.pull_back, *self.fractions, *self.retarget) for t in k}
                             | self.spelling_extra)
-        self._by_length: dict[int, list[str]] = {}
-        for w in self.known_words:
-            if w.isalpha() and len(w) >= self.spelling_min_length - 1:
-                self._by_length.setdefault(len(w), []).append(w)
+        self.speller = Speller(self.known_words, self.spelling_min_length)
+
+    def place(self, name: str) -> tuple[dict, str]:
+        """A named target's mask spec and the words for it ("the sky", "the top of the frame")."""
+        spec = normalize_mask_spec(self.targets[name])
+        return spec, self.target_labels.get(name) or describe_mask(spec)
 
     # -- chat said before a request ---------------------------------------
     def strip_preamble(self, text: str) -> str:
@@ -267,21 +271,9 @@ class Vocabulary:
 
     # -- typing slips ----------------------------------------------------
     def spell(self, text: str) -> str:
-        """``text`` with typing slips of known words put right ("brigther" -> "brighter").
-
-        Only a word no table knows, of at least ``spelling.min_length`` letters, one edit
-        (a swap of neighbours, a letter added, dropped or changed) from exactly one known
-        word: a guess with a rival, or a short word, is left as typed.
-        """
-        def fix(m: re.Match) -> str:
-            word = m.group(0)
-            low = word.lower()
-            if len(low) < self.spelling_min_length or low in self.known_words:
-                return word
-            near = [w for n in (len(low) - 1, len(low), len(low) + 1) for w in self._by_length.get(n, ())
-                    if _one_edit(low, w) and not _another_form(low, w)]
-            return near[0] if len(near) == 1 else word
-        return re.sub(r"[A-Za-z]+", fix, text)
+        """``text`` with typing slips of known words put right ("brigther" -> "brighter"); see
+        :class:`agent.spelling.Speller`."""
+        return self.speller(text)
 
     # -- capability text for "I don't know how to do that yet" ----------
     def capabilities(self) -> str:
@@ -299,26 +291,6 @@ class Vocabulary:
         if rel:
             parts.append(", ".join(rel))
         return "; ".join(parts) + "."
-
-
-def _one_edit(a: str, b: str) -> bool:
-    """Whether ``a`` and ``b`` differ by one edit: a swap of neighbours, one letter added, dropped or changed."""
-    if a == b or abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) == len(b):
-        diff = [i for i in range(len(a)) if a[i] != b[i]]
-        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
-                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
-    short, long_ = (a, b) if len(a) < len(b) else (b, a)
-    i = next((k for k in range(len(short)) if short[k] != long_[k]), len(short))
-    return short[i:] == long_[i + 1:]
-
-
-def _another_form(a: str, b: str) -> bool:
-    """Whether ``a`` and ``b`` differ only by a last letter ("cartoon" / "cartoony"): another word, not a
-    slip; a doubled last letter ("darkerr") is a slip."""
-    short, long_ = (a, b) if len(a) < len(b) else (b, a)
-    return len(long_) == len(short) + 1 and long_.startswith(short) and long_[-1] != short[-1]
 
 
 def _tokens(text: str) -> list[str]:

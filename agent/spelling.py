@@ -1,0 +1,58 @@
+"""Typing slips put right ("brigther" -> "brighter"), against a set of known words.
+
+One :class:`Speller` serves the planner's vocabulary and the judge's reading, each
+with its own words: a word neither knows is left as typed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+
+class Speller:
+    """Corrects a word no table knows, of at least ``min_length`` letters, that is one edit
+    (a swap of neighbours, a letter added, dropped or changed) from exactly one known word.
+    A guess with a rival, or a short word, is left as typed."""
+
+    def __init__(self, known: Iterable[str], min_length: int = 6):
+        self.known = frozenset(known)
+        self.min_length = int(min_length)
+        self._by_length: dict[int, list[str]] = {}
+        for w in sorted(self.known):
+            if w.isalpha() and len(w) >= self.min_length - 1:
+                self._by_length.setdefault(len(w), []).append(w)
+
+    def word(self, word: str) -> str:
+        low = word.lower()
+        if len(low) < self.min_length or low in self.known:
+            return word
+        near = [w for n in (len(low) - 1, len(low), len(low) + 1) for w in self._by_length.get(n, ())
+                if one_edit(low, w) and not another_form(low, w)]
+        return near[0] if len(near) == 1 else word
+
+    def __call__(self, text: str) -> str:
+        return re.sub(r"[A-Za-z]+", lambda m: self.word(m.group(0)), text)
+
+
+def one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ by one edit: a swap of neighbours, one letter added, dropped or changed."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    i = next((k for k in range(len(short)) if short[k] != long_[k]), len(short))
+    return short[i:] == long_[i + 1:]
+
+
+def another_form(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ only by a last letter ("cartoon" / "cartoony"): another word, not a
+    slip; a doubled last letter ("darkerr") is a slip."""
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return len(long_) == len(short) + 1 and long_.startswith(short) and long_[-1] != short[-1]
+
+
+__all__ = ["Speller", "another_form", "one_edit"]
