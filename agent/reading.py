@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
-from agent.spelling import Speller
+from agent.spelling import Speller, plain_possessives
 
 READING_FILE = Path(__file__).resolve().parents[1] / "profiles" / "_reading.yaml"
 #: The planner's profile: its complaint table (``prompt_engineering.complaints``) is read, not copied.
@@ -256,6 +256,7 @@ class Expect:
     source: str = ""          # the words it was read from
     band: str | None = None   # a colour complaint's band ("too red": the reds)
     negated: bool = False     # read through a negation ("not that soft", "less warm")
+    complaint: bool = False   # said as what is wrong ("too yellow"): the moves are its fix
 
     def __str__(self) -> str:
         return " or ".join(", ".join(str(m) for m in alt) for alt in self.alternatives)
@@ -282,6 +283,7 @@ class Reading:
     bounded: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
     share: float | None = None    # a bounded follow-up's share of the last change to take back, when said
+    repeat: float | None = None   # a "more" follow-up's size as a share of the last change ("a smidge more": 0.25)
 
     @property
     def is_edit(self) -> bool:
@@ -327,7 +329,7 @@ class Reading:
     def to_dict(self) -> dict:
         return {"message": self.message, "kind": self.kind, "target": self.target,
                 "target_mask": self.target_mask, "follow": self.follow, "bounded": self.bounded,
-                "share": self.share,
+                "share": self.share, "repeat": self.repeat,
                 "expects": [str(e) for e in self.expects], "describe": self.describe(),
                 "notes": list(self.notes)}
 
@@ -349,7 +351,7 @@ _WORD = re.compile(r"[a-z0-9&/'-]+")
 
 
 def _tokens(text: str) -> list[str]:
-    return _WORD.findall(text)
+    return plain_possessives(_WORD.findall(text))
 
 
 def _find_phrases(tokens: Sequence[str], phrases: Iterable[str]) -> list[tuple[int, int, str]]:
@@ -436,7 +438,7 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
     """
     expects: list[Expect] = []
     used: set[int] = set()
-    skip_words = set(lex.magnitudes) | {"the", "it", "a", "an", "so", "that", "this", "very", "more"}
+    skip_words = set(lex.magnitudes) | {"the", "it", "a", "an", "so", "that", "this", "very", "more", "of"}
     phrases = {**lex.complaints, **lex.qualities}
     ends: set[int] = set()
     for s, e, p in _find_phrases(tokens, phrases):
@@ -472,7 +474,7 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
             size = 1
         sign = -1 if flip else 1
         alts = tuple(tuple(Move(prop, sign * way, size) for prop, way in alt) for alt in q.alternatives)
-        expects.append(Expect(alts, p, q.band, negated))
+        expects.append(Expect(alts, p, q.band, negated, complaint=(flip and not negated) or q.fix))
     return _merge(expects), used
 
 
@@ -703,13 +705,16 @@ def _last_edit(history: Sequence[str], lex: Lexicon) -> Reading | None:
 
 def _takes_back(message: str, expects: Sequence[Expect], target: str | None, history: Sequence[str],
                 lex: Lexicon) -> Reading | None:
-    """"not that soft" right after "give it a soft look": a "less" follow-up of that change.
+    """"not that soft" right after "give it a soft look", "it's too yellow now" right after a
+    warming: a "less" follow-up of that change.
 
-    Every quality is negated and undoes a move of the last change, on no new place: the
-    request is read as taking part of that change back (at least a share of it, never past
-    the version before it), so its size is the last change's, not a slight step.
+    Every quality is negated, or a complaint whose fix runs against the last change, and undoes
+    a move of it, on no new place: the request is read as taking part of that change back (at
+    least a share of it, never past the version before it), so its size is the last change's,
+    not a slight step.
     """
-    if not history or target is not None or not expects or not all(e.negated for e in expects):
+    if not history or target is not None or not expects or \
+            not all(e.negated or e.complaint for e in expects):
         return None
     last = _last_edit(history, lex)
     if last is None:
@@ -741,7 +746,7 @@ def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | N
             size = 0 if scale < 1.0 else 2 if scale >= 1.6 else 1
         expects = tuple(Expect(tuple(tuple(replace(m, size=min(size, m.size)) for m in alt)
                                      for alt in e.alternatives), e.source) for e in last.expects)
-        return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="more")
+        return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="more", repeat=scale)
     # less: the other way, by a share of the last change (the profile's fraction: "halve it" 0.5,
     # "way too much" 0.8), never past the version before it
     found = _find_phrases(tokens, lex.less_fractions)

@@ -1,4 +1,5 @@
-"""Typing slips put right ("brigther" -> "brighter"), against a set of known words.
+"""Words as typed, put in the form the tables know: typing slips ("brigther" ->
+"brighter", against a set of known words) and possessives ("the sky's" -> "sky").
 
 One :class:`Speller` serves the planner's vocabulary and the judge's reading, each
 with its own words: a word neither knows is left as typed.
@@ -55,4 +56,32 @@ def another_form(a: str, b: str) -> bool:
     return len(long_) == len(short) + 1 and long_.startswith(short) and long_[-1] != short[-1]
 
 
-__all__ = ["Speller", "another_form", "one_edit"]
+#: Contractions of a pronoun or question word: "it's" is "it is", a word of its own.
+_CONTRACTIONS = frozenset({"it's", "that's", "what's", "how's", "let's", "there's", "here's", "he's", "she's",
+                           "who's", "where's", "when's", "why's", "one's"})
+
+
+#: Words that follow "is" rather than a possessive: "the sky's a bit dark", "the sky's blown out".
+_AFTER_IS = frozenset({"a", "an", "the", "too", "so", "very", "really", "way", "bit", "kinda", "kind", "quite",
+                       "pretty", "rather", "all", "gone", "got", "been", "being", "looking", "getting", "not",
+                       "still", "now", "blown", "much", "more", "less", "totally", "completely", "super",
+                       "slightly", "somewhat", "just", "also", "overly", "far", "crazy", "insanely", "almost"})
+
+
+def plain_possessives(tokens: list[str]) -> list[str]:
+    """Tokens with "X's" read: "the sky's too bright" (X is) keeps "sky"; "the cat's eyes" (whose)
+    keeps only "eyes", the place meant. Pronoun contractions ("it's") stay as they are."""
+    out = []
+    for i, t in enumerate(tokens):
+        if not t.endswith("'s") or len(t) <= 3 or t in _CONTRACTIONS:
+            out.append(t)
+            continue
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
+        if nxt.isalpha() and nxt not in _AFTER_IS and not nxt.endswith("ed"):
+            if out and out[-1] in ("the", "a", "an", "his", "her", "their", "my", "this", "that"):
+                continue                # "the cat's eyes" -> "the eyes"
+        out.append(t[:-2])
+    return out
+
+
+__all__ = ["Speller", "another_form", "one_edit", "plain_possessives"]

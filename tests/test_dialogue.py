@@ -150,3 +150,29 @@ def test_dialogue_state_is_derived_from_the_store_after_a_restart(make_studio, p
     assert state.last.changes[0].op == "contrast" and "warmer" in state.edits[0].intents
     again.send_message(sid, "too much")
     assert 0 < again.head(sid).state["settings"]["contrast"] < 40
+
+
+@pytest.mark.parametrize("first,complaint,op", [
+    ("it feels a bit cold", "hmm now it's too yellow", "temperature"),
+    ("make it pop", "ok now the colours are kinda garish, way too much", "vibrance"),
+])
+def test_a_complaint_the_last_change_caused_takes_it_back_never_past(studio, photo, first, complaint, op):
+    """'too yellow now' right after a warming: the warming went too far, so it is pulled back part
+    of the way, never past where it started; no fresh fix (a cooling, a desaturation) on top."""
+    sid = studio.start_session(photo).id
+    studio.send_message(sid, first)
+    made = _settings(studio, sid)[op]
+    assert made > 0
+    r = studio.send_message(sid, complaint)
+    now = _settings(studio, sid)
+    assert 0 <= now[op] < made, (r.reply, now)
+    assert all(v >= 0 for k, v in now.items() if k in ("temperature", "saturation", "vibrance")), now
+    assert "Taking back" in r.reply
+
+
+def test_a_complaint_about_something_else_still_gets_its_fix(studio, photo):
+    """'too yellow' after a brightening: the brightening did not cause it, so it is fixed (cooler)."""
+    sid = studio.start_session(photo).id
+    studio.send_message(sid, "brighter")
+    studio.send_message(sid, "it's too yellow")
+    assert _settings(studio, sid)["temperature"] < 0

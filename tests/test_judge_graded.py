@@ -290,3 +290,27 @@ def test_a_place_the_judge_cannot_find_is_confirmed_by_the_person(judge, photos)
     assert first.reading["place_unconfirmed"] is True
     again = local("do that again", -20, -40, history=("darken the table around the cup",))
     assert again.score >= AUTO, again.assessment
+
+
+def test_a_small_repeat_is_sized_by_the_last_change(judge, photos):
+    """'a smidge more' after a small brightening asks for a share of that step, not a plain
+    'brighter': the planner's small repeat passes; nothing at all, or a huge jump, does not."""
+    im = photos["chelsea"]
+    before, history = edit(exposure=10), ("brighter",)
+    small = ask(judge, im, "a smidge more", edit(exposure=13), previous_state=before, history=history)
+    assert small.score >= AUTO, small.assessment
+    none = ask(judge, im, "a smidge more", edit(exposure=10, contrast=1), previous_state=before, history=history)
+    assert none.score < MIN_PASS
+    huge = ask(judge, im, "a smidge more", edit(exposure=60), previous_state=before, history=history)
+    assert huge.score < small.score
+
+
+def test_a_complaint_the_last_change_caused_must_not_go_past_where_it_started(judge, photos):
+    """'too yellow now' after a warming: cooling part of the way back passes; cooling past the
+    version before the warming fails."""
+    im = photos["astronaut"]
+    before, history = edit(temperature=20), ("it feels a bit cold",)
+    back = ask(judge, im, "hmm now it's too yellow", edit(temperature=10), previous_state=before, history=history)
+    past = ask(judge, im, "hmm now it's too yellow", edit(temperature=-20), previous_state=before, history=history)
+    assert back.score >= MIN_PASS, back.assessment
+    assert past.score < MIN_PASS, past.assessment

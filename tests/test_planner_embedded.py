@@ -128,6 +128,10 @@ INSTRUCTIONS = [
     ("dial back the highlights a little", {("exposure", "luminance"): "-"}),
     ("tone down the reds", {("saturation_red", None): "-"}),
     ("tone down the warmth", {("temperature", None): "-"}),
+    # the same verbs split around their place ("calm the highlights down")
+    ("calm the highlights down", {("exposure", "luminance"): "-"}),
+    ("could you bring the sky down a bit", {("exposure", "sky"): "-"}),
+    ("knock the reds back a touch", {("saturation_red", None): "-"}),
     # "add (some) X"
     ("add some sharpening", {("sharpen", None): "+"}),
     ("add some clarity", {("clarity", None): "+"}),
@@ -455,3 +459,17 @@ def test_bad_colour_shift_cast_is_a_profile_error(tmp_path):
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     with pytest.raises(ProfileError, match=r"colour_shifts\.casts\.green"):
         EmbeddedPlanner(load_profile(path))
+
+
+@pytest.mark.parametrize("message,expected", [
+    ("the sky's a bit too bright", {("exposure", "sky"): "-"}),          # "sky's": the sky is
+    ("hmm now the sky's blown out", {("highlights", "sky"): "-"}),
+    ("the model's face is too dark", {("exposure", "face"): "+"}),       # whose face: the face
+    ("the sky is a bit dark and gloomy", {("exposure", "sky"): "+"}),    # "and gloomy": the same complaint
+])
+def test_possessives_and_complaints_said_in_one_breath(planner, message, expected):
+    got = moves(plan_for(planner, message))
+    for key, want in expected.items():
+        assert key in got and direction(got[key]) == want, (message, got)
+    if "gloomy" in message:
+        assert not any(op == "contrast" and v > 0 for (op, _), v in got.items()), got   # not the moody look

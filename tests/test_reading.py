@@ -272,3 +272,33 @@ def test_real_words_are_not_corrected():
     assert speller("colder and bolder") == "colder and bolder"
     assert speller("warmr") == "warmr"
     assert speller("brigther") == "brighter"
+
+
+@pytest.mark.parametrize("text,history,expected", [
+    ("hmm now it's too yellow", ["it feels a bit cold"], {"b": -1}),
+    ("its gone too orange now", ["warmer"], {"b": -1}),
+    ("less of that vintage thing maybe", ["give it a vintage film look"], None),
+    ("not that soft", ["give it a soft dreamy look"], {"detail": 1}),
+])
+def test_a_complaint_or_negation_of_the_last_change_takes_it_back(text, history, expected):
+    """What the last change caused, complained about or negated: part of it back, never past it."""
+    r = read_request(text, history)
+    assert (r.kind, r.follow, r.bounded, r.target) == ("follow_up", "less", True, None), r
+    if expected is not None:
+        assert moves(r) == expected
+
+
+def test_a_complaint_the_last_change_did_not_cause_is_a_plain_fix():
+    r = read_request("it's too yellow", ["make it brighter"])
+    assert (r.kind, r.bounded, moves(r)) == ("edit", False, {"b": -1})
+
+
+def test_verbs_of_becoming_are_not_places():
+    for text in ("it's gone too orange", "it got a bit green", "its turned too blue"):
+        assert read_request(text).target is None, text
+    assert read_request("the table looks too red").target == "table"
+
+
+def test_a_repeat_carries_its_share_of_the_last_change():
+    assert read_request("a smidge more", ["brighter"]).repeat < read_request("more", ["brighter"]).repeat
+    assert read_request("double it", ["brighter"]).repeat > 1

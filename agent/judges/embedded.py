@@ -820,7 +820,8 @@ class EmbeddedJudge:
                                                          getattr(request, "locate", None)),
                                plan_mask=plan_mask, plan_is_local=bool(local),
                                views=(views.before, views.after))
-        held = _held(request) or (reading.kind == "follow_up" and reading.follow == "more"
+        # a repeat the planner stopped at a sweet-spot edge falls short of the repeat on purpose
+        held = _held(request) or (reading.follow == "more" and any(c.verdict == "weak" for c in judged.checks)
                                    and _stopped_at_sweet_spot(request))
         if held and not _nothing_asked_happened(judged):
             # a step was held by the executor (a sweet spot, a limit): the edit could not go as far as

@@ -142,14 +142,17 @@ def _fine(L: np.ndarray, w: np.ndarray | None) -> float:
 # -- scoring ---------------------------------------------------------------------------
 
 def score_move(move: Move, change: float, lex: Lexicon, *, last: float | None = None,
-               scale: float = 1.0, share: float | None = None) -> tuple[str, float, float]:
+               scale: float = 1.0, share: float | None = None,
+               expected: float | None = None) -> tuple[str, float, float]:
     """(verdict, score, expected) for one measured ``change`` of ``move.prop``.
 
     ``last``: for a bounded "less" follow-up, the size of the change being taken
     back (measured in the move's direction); the move must take back at least a
     share of it and never more than all of it. ``scale`` stretches the expected
     sizes for photos with more of the property to move (a very colourful photo
-    loses more chroma to the same "less saturated").
+    loses more chroma to the same "less saturated"). ``expected``: the size asked,
+    when the conversation gives it (a repeat's share of the last change), instead
+    of the vocabulary's sizes.
     """
     noise = lex.noise(move.prop)
     signed = move.sign * change
@@ -178,7 +181,8 @@ def score_move(move: Move, change: float, lex: Lexicon, *, last: float | None = 
             return "past", 0.2, expected
         # graded: best at the share asked ("halve it": half), 0.85 at a full undo or the least share
         return "met", 1.0 - 0.15 * min(1.0, abs(signed / last - share) / 0.5), expected
-    expected = lex.size_of(move.prop, move.size) * scale
+    if expected is None:
+        expected = lex.size_of(move.prop, move.size) * scale
     if signed <= -max(noise, 0.25 * expected):
         return "wrong", 0.0, expected
     if signed < noise:
@@ -276,10 +280,8 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
     measured = sorted(set(props) | ({"chroma"} if {"a", "b"} & set(props) else set()))
     inside = property_changes(b_view, a_view, weight, measured)
     last: dict[str, float] = {}
-    if reading.bounded and before_last is not None:
-        bl_view = measure.LabImage.of(before_last)
-        last_change = property_changes(bl_view, b_view, weight, props)
-        last = last_change
+    if (reading.bounded or reading.repeat) and before_last is not None:
+        last = property_changes(measure.LabImage.of(before_last), b_view, weight, props)
     scales = property_scales(b_view, weight, props)
     if mask is not None:
         # a soft mask moves its weighted mean less than a global edit moves the photo's; tone-zone
@@ -295,12 +297,15 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
         for alt in e.alternatives:
             checks = []
             for m in alt:
-                bound = None
+                bound = asked = None
                 if reading.bounded and m.prop in last:
                     bound = -m.sign * last[m.prop]      # how far the last change went, in its own direction
                     bound = bound if bound > 0 else None
+                elif reading.repeat and m.sign * last.get(m.prop, 0.0) > lex.noise(m.prop):
+                    # "a smidge more", "double it": that share of how far the last change went
+                    asked = max(lex.noise(m.prop), reading.repeat * m.sign * last[m.prop])
                 verdict, score, expected = score_move(m, inside[m.prop], lex, last=bound, scale=scales[m.prop],
-                                                      share=reading.share)
+                                                      share=reading.share, expected=asked)
                 checks.append(MoveCheck(m, region, inside[m.prop], expected, verdict, score))
                 # the opposite of one accepted fix, clearly ("lifeless" answered by draining the colour);
                 # a* / b* pulled toward grey by a desaturation is no colour cast ("vintage": muted and warm)

@@ -248,7 +248,7 @@ class EmbeddedPlanner:
         (``kind="clarify"`` with quick replies) instead of a guess.
         """
         vocab = self.vocab
-        message = vocab.strip_preamble(vocab.spell((request.message or "").strip()))
+        message = vocab.join_particles(vocab.strip_preamble(vocab.spell((request.message or "").strip())))
         # The judge's replan of a follow-up is still that follow-up: "more" keeps meaning the last
         # change. The person's own feedback ("no, cooler instead") replaces it.
         by_person = bool(request.feedback) and request.feedback_from != "judge"

@@ -86,13 +86,22 @@ def pull_back_moves(base, state: EditState, fraction: float, order: int, *, only
 
 
 def reduce_look_moves(vocab: Vocabulary, dialogue, intent: Intent, scale: float, state: EditState, order: int,
-                      draft: Draft) -> list[Move]:
-    """"not that soft" / "less dreamy" when the last change applied that look: pull it back."""
+                      draft: Draft, *, fix: bool = False) -> list[Move]:
+    """"not that soft" / "less dreamy" when the last change applied that look: pull it back.
+
+    ``fix``: ``intent`` is a complaint's fix ("too yellow": cooler) and the last change moved
+    its ops the other way (a warming): that change went too far, so it is pulled back, never
+    past where it started, instead of a fresh fix on top.
+    """
     base = dialogue.base_edit() if dialogue is not None else None
     if base is None:
         return []
-    signs = {op: (1 if v > 0 else -1) for op, v in intent.ops}
-    if intent.name in base.intents and len(base.intents) == 1:
+    signs = {op: (-1 if (v > 0) == fix else 1) for op, v in intent.ops}
+    if fix:
+        only = {op for op, s in signs.items() if base.touches(op, s)}
+        if not only:
+            return []
+    elif intent.name in base.intents and len(base.intents) == 1:
         only = None                                    # the whole look
     elif intent.name in base.intents:
         # "less warm" after "brighter and warmer": only the warmth goes back, the brightness stays
@@ -103,7 +112,7 @@ def reduce_look_moves(vocab: Vocabulary, dialogue, intent: Intent, scale: float,
             return []
     low, high = vocab.pull_back_limits
     fraction = min(high, max(low, vocab.pull_back_fraction * scale))
-    moves = pull_back_moves(base, state, fraction, order, only_ops=only, label=f"less {intent.label}",
+    moves = pull_back_moves(base, state, fraction, order, only_ops=only, label="" if fix else f"less {intent.label}",
                             discrete=vocab.discrete_ops)
     if moves:
         draft.followup = {"move": "reduce_look", "base_asset": base.asset_id, "fraction": round(fraction, 2)}

@@ -105,11 +105,13 @@ def _op_intent(op_name: str) -> Intent:
                   doing=f"changing {o.label.lower()} of {{where}}")
 
 
-def _complaints(vocab: Vocabulary, clause: Clause) -> Clause:
+def _complaints(vocab: Vocabulary, clause: Clause, after_complaint: bool = False) -> Clause:
     """Read a wish word said as a complaint ("looks soft", "it's cold") as that problem.
 
     A frame word (profile complaints.frames) within the three pieces before it makes it a
     complaint, unless a wish word ("make it look soft") comes earlier in the clause.
+    ``after_complaint``: the clause before was a complaint; "and gloomy" opening this one
+    (joined by "and") is said in the same breath ("it's a bit dark and gloomy").
     """
     pieces = list(clause.pieces)
     for i, p in enumerate(pieces):
@@ -119,7 +121,10 @@ def _complaints(vocab: Vocabulary, clause: Clause) -> Clause:
         before = pieces[max(0, i - 3):i]
         framed = any(tuple(b.text.split()) in vocab.frames or
                      any((t,) in vocab.frames for t in b.text.split()) for b in before) \
-            or _trailing_also(vocab, pieces, i + 1)      # "hazy too", said after another complaint
+            or _trailing_also(vocab, pieces, i + 1) \
+            or (after_complaint and clause.joined == "soft"
+                and all(b.category in ("word", "magnitude") and b.text in _FILLER | vocab.chatter or
+                        b.category == "magnitude" for b in pieces[:i]))
         wished = any(tuple(b.text.split()) in vocab.wishes or (b.text.split()[0],) in vocab.wishes
                      for b in pieces[:i])
         if framed and not wished:
@@ -146,8 +151,8 @@ def _names_a_thing(vocab: Vocabulary, clause: Clause, pos: int) -> bool:
     return bool(_unknown_words(vocab, clause, before=pos))
 
 
-def _uses(vocab: Vocabulary, clause: Clause) -> list[Use]:
-    clause = _complaints(vocab, clause)
+def _uses(vocab: Vocabulary, clause: Clause, after_complaint: bool = False) -> list[Use]:
+    clause = _complaints(vocab, clause, after_complaint)
     anchors = clause.of("intent", "fix", "op", "problem")
     targets = [p.key for p in clause.of("target")]
     bands = [p.key for p in clause.of("band")]
@@ -523,6 +528,7 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
     previous_targets: list[str] = []
     fixed: set[tuple] = set()       # (fix intent, places) already planned for a complaint in this message
     previous_span, previous_order = (0, 0), order0     # the moves of the last clause that asked for something
+    complained = False                                  # the clause before said what is wrong
     for ci, clause in enumerate(clauses):
         order = order0 + ci * 100
         towards = _towards_uses(vocab, clause, draft.notes)
@@ -543,7 +549,8 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
             draft.missing_things += absent
             draft.missing_labels += [u.intent.label for u in _uses(vocab, clause)]
             continue
-        uses = _uses(vocab, clause)
+        uses = _uses(vocab, clause, complained)
+        complained = any(u.problem for u in uses)
         targets = [p.key for p in clause.of("target")]
         excepted = _excepted(vocab, clause)
         if excepted:
@@ -746,23 +753,34 @@ def _apply_uses(vocab: Vocabulary, uses: list[Use], state: EditState, order: int
                 dialogue=None) -> list[Use]:
     """Turn a clause's intents into moves ("don't ..." ones only leave a note); returns those applied.
 
-    "not that soft", "less dreamy" right after that look was applied: take the look back
-    part of the way (agent/planners/followups.py), never add its opposite on top.
+    "not that soft", "less dreamy" right after that look was applied, or a complaint its last
+    change caused ("too yellow" after a warming): take that change back part of the way
+    (agent/planners/followups.py), never add its opposite on top.
     """
     from agent.planners.followups import reduce_look_moves
 
     applied = []
-    for u in uses:
+    taken_back: dict[int, list[Move]] = {}
+    for i, u in enumerate(uses):
+        if (u.negated or u.problem) and not u.avoid and not u.reset and u.number is None \
+                and not u.targets and not u.bands:
+            # "not that soft" after a soft look; "too yellow now" after a warming: that change, part way back
+            moves = reduce_look_moves(vocab, dialogue, u.intent, u.scale, state, order + u.pos, draft,
+                                      fix=not u.negated)
+            if moves:
+                taken_back[i] = moves
+    # a complaint the last change caused is answered by taking it back, not by its other fixes too
+    answered = {uses[i].problem for i in taken_back if uses[i].problem}
+    for i, u in enumerate(uses):
         if u.avoid:
             draft.notes.append(f"Leaving {u.intent.label} alone, as asked.")
             continue
-        if u.negated and not u.reset and u.number is None and not u.targets and not u.bands:
-            moves = reduce_look_moves(vocab, dialogue, u.intent, u.scale, state, order + u.pos, draft)
-            if moves:
-                draft.moves += moves
-                applied.append(u)
-                continue
-        draft.moves += _intent_moves(vocab, u, state, order + u.pos, source, draft.notes)
+        if i in taken_back:
+            draft.moves += taken_back[i]
+        elif u.problem and u.problem in answered:
+            continue
+        else:
+            draft.moves += _intent_moves(vocab, u, state, order + u.pos, source, draft.notes)
         applied.append(u)
     return applied
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from agent.spelling import Speller
+from agent.spelling import Speller, plain_possessives
 from pipeline import ops
 from pipeline.masks import describe_mask, normalize_mask_spec
 from profiles import Profile, ProfileError
@@ -131,6 +131,11 @@ class Vocabulary:
         # the implicit intent (profile: implicit_intents.tone_down).
         lists["reduce"] += [(w, "reduce") for w in grammar.get("tone_down", ())]
         self.tone_down = {" ".join(_tokens(w)) for w in grammar.get("tone_down", ())}
+        # "calm the highlights down", "knock the reds back": the particle joins its verb again
+        pairs = sorted({tuple(p.split()) for p in self.tone_down if len(p.split()) == 2})
+        self._split_verbs = re.compile(
+            r"\b(" + "|".join(f"(?P<v{i}>{v}) (?P<m{i}>(?:the|her|his|their|those|these|that|this) (?:[a-z']+ ){{0,2}}?)"
+                             f"{t}" for i, (v, t) in enumerate(pairs)) + r")\b") if pairs else None
         implicit = dict(pe.get("implicit_intents") or {})
         self.tone_down_intent = implicit.get("tone_down")
         if self.tone_down_intent is not None and self.tone_down_intent not in self.intents:
@@ -269,6 +274,18 @@ class Vocabulary:
             return text
         return text[words[i].start():]
 
+    def join_particles(self, text: str) -> str:
+        """"calm the highlights down" -> "calm down the highlights ": a separable verb of
+        ``grammar.tone_down`` put back together, so the place after it reads as its object."""
+        if self._split_verbs is None:
+            return text
+
+        def joined(m: re.Match) -> str:
+            i = next(k for k, v in m.groupdict().items() if v is not None and k.startswith("v"))[1:]
+            verb, middle = m.group(f"v{i}"), m.group(f"m{i}")
+            return f"{verb} {m.group(0)[len(verb) + 1 + len(middle):]} {middle.strip()}"
+        return self._split_verbs.sub(joined, text)
+
     # -- typing slips ----------------------------------------------------
     def spell(self, text: str) -> str:
         """``text`` with typing slips of known words put right ("brigther" -> "brighter"); see
@@ -296,7 +313,7 @@ class Vocabulary:
 def _tokens(text: str) -> list[str]:
     text = text.lower().replace("\u2019", "'").replace("\u2018", "'")
     text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", text)    # golden-hour, black-and-white
-    return _TOKEN.findall(text)
+    return plain_possessives(_TOKEN.findall(text))
 
 
 #: Modifier phrases that may give their last word to a following quality phrase.
