@@ -49,6 +49,7 @@ class Quality:
     size: int | None = None
     fix: bool = False          # the moves are already the fix of a complaint (never reversed)
     band: str | None = None    # a colour complaint ("too red"): about a thing, it is that band's colour
+    look: bool = False         # a style ("dreamy", "vintage"), not an amount: overdone only far later
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class Lexicon:
     overshoot_floor: float
     overshoot_full: float                     # up to this many times the size: a full score
     overshoot_start: float                    # the score at the overshoot cap
+    look_overshoot: float                     # a look's caps are this many times the overshoot caps
     magnitudes: Mapping[str, int]             # phrase -> 0 / 2
     qualities: Mapping[str, Quality]          # phrase -> quality
     complaint_frames: frozenset[str]
@@ -133,7 +135,7 @@ def load_lexicon(path: str | None = None) -> Lexicon:
             alts = tuple((m,) for m in _moves(f"qualities.{name}.moves", q["moves"]))
             if len(alts) > 1:          # several moves listed under `moves` are all wanted
                 alts = (tuple(m for a in alts for m in a),)
-        quality = Quality(name, alts, bool(q.get("problem")), q.get("size"))
+        quality = Quality(name, alts, bool(q.get("problem")), q.get("size"), look=bool(q.get("look")))
         for w in q["words"]:
             qualities[_norm(str(w))] = quality
     mags = {}
@@ -156,7 +158,8 @@ def load_lexicon(path: str | None = None) -> Lexicon:
     lex = Lexicon(
         properties=data["properties"], overshoot=tuple(data["overshoot"]),
         overshoot_floor=float(data["overshoot_floor"]), overshoot_full=float(data["overshoot_full"]),
-        overshoot_start=float(data["overshoot_start"]), magnitudes=mags, qualities=qualities,
+        overshoot_start=float(data["overshoot_start"]), look_overshoot=float(data.get("look_overshoot", 1.0)),
+        magnitudes=mags, qualities=qualities,
         complaint_frames=frozenset(_norm(w) for w in data["complaint_frames"]),
         negations=frozenset(_norm(w) for w in data["negations"]),
         reduce_after=tuple(_norm(w) for w in data["reduce_after"]),
@@ -257,6 +260,7 @@ class Expect:
     band: str | None = None   # a colour complaint's band ("too red": the reds)
     negated: bool = False     # read through a negation ("not that soft", "less warm")
     complaint: bool = False   # said as what is wrong ("too yellow"): the moves are its fix
+    look: bool = False        # a style asked for ("a dreamy look"): sized loosely
 
     def __str__(self) -> str:
         return " or ".join(", ".join(str(m) for m in alt) for alt in self.alternatives)
@@ -474,7 +478,8 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
             size = 1
         sign = -1 if flip else 1
         alts = tuple(tuple(Move(prop, sign * way, size) for prop, way in alt) for alt in q.alternatives)
-        expects.append(Expect(alts, p, q.band, negated, complaint=(flip and not negated) or q.fix))
+        expects.append(Expect(alts, p, q.band, negated, complaint=(flip and not negated) or q.fix,
+                              look=q.look and not flip))
     return _merge(expects), used
 
 
@@ -511,8 +516,8 @@ def _merge(expects: list[Expect]) -> list[Expect]:
         same = next((o for o in out if _key(o) == _key(e)), None)
         if same is None:
             out.append(e)
-        elif _size(e) > _size(same):
-            out[out.index(same)] = e
+        else:   # the stronger size; a look named in either ("warmer, kind of sepia") keeps its latitude
+            out[out.index(same)] = replace(e if _size(e) > _size(same) else same, look=e.look or same.look)
     # opposite single moves on one property ("warm but not yellow"): keep the last word
     singles: dict[str, Expect] = {}
     for e in out:
@@ -745,7 +750,7 @@ def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | N
         else:
             size = 0 if scale < 1.0 else 2 if scale >= 1.6 else 1
         expects = tuple(Expect(tuple(tuple(replace(m, size=min(size, m.size)) for m in alt)
-                                     for alt in e.alternatives), e.source) for e in last.expects)
+                                     for alt in e.alternatives), e.source, look=e.look) for e in last.expects)
         return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="more", repeat=scale)
     # less: the other way, by a share of the last change (the profile's fraction: "halve it" 0.5,
     # "way too much" 0.8), never past the version before it

@@ -314,3 +314,14 @@ def test_a_complaint_the_last_change_caused_must_not_go_past_where_it_started(ju
     past = ask(judge, im, "hmm now it's too yellow", edit(temperature=-20), previous_state=before, history=history)
     assert back.score >= MIN_PASS, back.assessment
     assert past.score < MIN_PASS, past.assessment
+
+
+def test_a_look_is_a_style_not_an_amount(judge, photos):
+    """'a dreamy soft look' made the planner's way passes; the same edit for 'a touch softer' is
+    overdone: a look has latitude a plain amount does not."""
+    im = photos["astronaut"]
+    look = edit(clarity=-50, highlights=12, contrast=-21, dehaze=-10, sharpen=-15)
+    dreamy = ask(judge, im, "give it a dreamy soft look", look)
+    assert dreamy.score >= AUTO, dreamy.assessment
+    touch = ask(judge, im, "a touch softer", look)
+    assert touch.score < AUTO, touch.assessment

@@ -143,7 +143,7 @@ def _fine(L: np.ndarray, w: np.ndarray | None) -> float:
 
 def score_move(move: Move, change: float, lex: Lexicon, *, last: float | None = None,
                scale: float = 1.0, share: float | None = None,
-               expected: float | None = None) -> tuple[str, float, float]:
+               expected: float | None = None, look: bool = False) -> tuple[str, float, float]:
     """(verdict, score, expected) for one measured ``change`` of ``move.prop``.
 
     ``last``: for a bounded "less" follow-up, the size of the change being taken
@@ -152,7 +152,8 @@ def score_move(move: Move, change: float, lex: Lexicon, *, last: float | None = 
     sizes for photos with more of the property to move (a very colourful photo
     loses more chroma to the same "less saturated"). ``expected``: the size asked,
     when the conversation gives it (a repeat's share of the last change), instead
-    of the vocabulary's sizes.
+    of the vocabulary's sizes. ``look``: a style was asked for; it is overdone only
+    at ``look_overshoot`` times the caps.
     """
     noise = lex.noise(move.prop)
     signed = move.sign * change
@@ -190,10 +191,10 @@ def score_move(move: Move, change: float, lex: Lexicon, *, last: float | None = 
     if signed < 0.5 * expected:
         frac = (signed - noise) / max(0.5 * expected - noise, 1e-6)
         return "weak", 0.35 + 0.45 * min(max(frac, 0.0), 1.0), expected
-    return (*_graded_met(signed / expected, move.size, lex), expected)
+    return (*_graded_met(signed / expected, move.size, lex, look), expected)
 
 
-def _graded_met(ratio: float, size: int, lex: Lexicon) -> tuple[str, float]:
+def _graded_met(ratio: float, size: int, lex: Lexicon, look: bool = False) -> tuple[str, float]:
     """(verdict, score) of a move the asked way at ``ratio`` times the expected size (>= 0.5).
 
     Graded, so the judge's score ranks edits and not only passes them: 0.9 at half the
@@ -202,7 +203,8 @@ def _graded_met(ratio: float, size: int, lex: Lexicon) -> tuple[str, float]:
     """
     if ratio < 1.0:
         return "met", 0.9 + 0.2 * (ratio - 0.5)
-    full, cap, start = lex.overshoot_full, lex.overshoot[size], lex.overshoot_start
+    full, cap, start = lex.overshoot_full, lex.overshoot[size] * (lex.look_overshoot if look else 1.0), \
+        lex.overshoot_start
     if ratio <= full:
         return "met", 1.0
     if ratio <= cap:
@@ -305,7 +307,7 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
                     # "a smidge more", "double it": that share of how far the last change went
                     asked = max(lex.noise(m.prop), reading.repeat * m.sign * last[m.prop])
                 verdict, score, expected = score_move(m, inside[m.prop], lex, last=bound, scale=scales[m.prop],
-                                                      share=reading.share, expected=asked)
+                                                      share=reading.share, expected=asked, look=e.look)
                 checks.append(MoveCheck(m, region, inside[m.prop], expected, verdict, score))
                 # the opposite of one accepted fix, clearly ("lifeless" answered by draining the colour);
                 # a* / b* pulled toward grey by a desaturation is no colour cast ("vintage": muted and warm)
