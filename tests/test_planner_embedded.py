@@ -473,3 +473,18 @@ def test_possessives_and_complaints_said_in_one_breath(planner, message, expecte
         assert key in got and direction(got[key]) == want, (message, got)
     if "gloomy" in message:
         assert not any(op == "contrast" and v > 0 for (op, _), v in got.items()), got   # not the moody look
+
+
+@pytest.mark.parametrize("message,judged", [
+    ("darken the background a touch", "No visible change on the background: not darker."),
+    ("brighten her eyes a little", "No visible change: not brighter."),
+])
+def test_a_judges_replan_of_a_local_request_stays_local(planner, message, judged):
+    """The judge's words ("not brighter") read on a replan act where the request acts: on its
+    place, or nowhere for a face tool; never a whole-image edit the person did not ask for."""
+    request = PlanRequest(message=message, state=EditState(),
+                          feedback=f"The last attempt scored 0.25: {judged}", feedback_from="judge")
+    plan = planner.plan(request)
+    assert plan.sub_goals, plan.reply
+    for g in plan.sub_goals:
+        assert g.target is not None or ops.get_op(g.op).stage == "retouch", (g, plan.reply)

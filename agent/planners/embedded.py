@@ -110,6 +110,23 @@ def _sweet_spot_notes(profile: Profile, goals: list[SubGoal], state: EditState, 
             notes.append(f"{g.op} will be {new:+d}, past its sweet spot ({spot.low:+d}..{spot.high:+d}): {spot.why}.")
 
 
+def _on_the_requests_places(extra: list[Move], moves: list[Move]) -> list[Move]:
+    """A judge's replan corrects where the request acts: on its places when every move asked for
+    is local ("darken the background"), nowhere else when it is a face tool that found no face;
+    never a silent whole-image edit for a local request."""
+    asked = [m for m in moves if m.source in ("message", "followup", "relative") and m.value]
+    if not asked or any(m.target is None and ops.get_op(m.op).stage != "retouch" for m in asked):
+        return extra                           # the request acts on the whole image
+    places = list({m.key[1]: m.target for m in asked if m.target is not None}.values())
+    out = []
+    for m in extra:
+        if m.target is not None or ops.get_op(m.op).stage in ("geometry", "retouch"):
+            out.append(m)
+        else:
+            out += [replace(m, target=p) for p in places]
+    return out
+
+
 def _insisted(vocab: Vocabulary, message: str) -> bool:
     """Whether the person insists past the sweet spots: an insist phrase, a number, or a huge magnitude."""
     tokens = _tokens(message)
@@ -279,6 +296,7 @@ class EmbeddedPlanner:
             asked = {(m.key, m.value > 0) for m in moves if m.source == "message" and m.mode == "add" and m.value}
             replan_extra = [m for m in replan_extra if m.source != "feedback" or not m.value
                             or (m.key, m.value < 0) not in asked]
+            replan_extra = _on_the_requests_places(replan_extra, moves)
         moves += replan_extra
 
         if not moves and draft.missing_things:
