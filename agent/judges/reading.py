@@ -304,8 +304,10 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
                     bound = -m.sign * last[m.prop]      # how far the last change went, in its own direction
                     bound = bound if bound > 0 else None
                 elif reading.repeat and m.sign * last.get(m.prop, 0.0) > lex.noise(m.prop):
-                    # "a smidge more", "double it": that share of how far the last change went
-                    asked = max(lex.noise(m.prop), reading.repeat * m.sign * last[m.prop])
+                    # "a smidge more" after a small step: that share of how far the last change went,
+                    # when it is less than the words alone ask for (a repeat of a big step is no bigger ask)
+                    asked = min(lex.size_of(m.prop, m.size) * scales[m.prop],
+                                max(lex.noise(m.prop), reading.repeat * m.sign * last[m.prop]))
                 verdict, score, expected = score_move(m, inside[m.prop], lex, last=bound, scale=scales[m.prop],
                                                       share=reading.share, expected=asked, look=e.look)
                 checks.append(MoveCheck(m, region, inside[m.prop], expected, verdict, score))

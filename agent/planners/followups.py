@@ -89,12 +89,13 @@ def reduce_look_moves(vocab: Vocabulary, dialogue, intent: Intent, scale: float,
                       draft: Draft, *, fix: bool = False) -> list[Move]:
     """"not that soft" / "less dreamy" when the last change applied that look: pull it back.
 
-    ``fix``: ``intent`` is a complaint's fix ("too yellow": cooler) and the last change moved
-    its ops the other way (a warming): that change went too far, so it is pulled back, never
-    past where it started, instead of a fresh fix on top.
+    ``fix``: ``intent`` is a complaint's fix ("too yellow": cooler) and the last change was its
+    opposite (a warming): that change went too far, so it is pulled back, never past where it
+    started, instead of a fresh fix on top. A complaint about something a look only touched on
+    ("bit dark now" after a moody look) gets its fix.
     """
     base = dialogue.base_edit() if dialogue is not None else None
-    if base is None:
+    if base is None or (fix and intent.opposite not in base.intents):
         return []
     signs = {op: (-1 if (v > 0) == fix else 1) for op, v in intent.ops}
     if fix:
