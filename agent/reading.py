@@ -727,6 +727,11 @@ def _takes_back(message: str, expects: Sequence[Expect], target: str | None, his
     last_moves = {(m.prop, m.sign) for e in last.expects for alt in e.alternatives for m in alt}
     if not all((m.prop, -m.sign) in last_moves for e in expects for alt in e.alternatives for m in alt):
         return None
+    # a complaint about what a look only touched on ("a bit dark now" after a moody look) is a fix
+    plain = {(m.prop, m.sign) for e in last.expects if not e.look for alt in e.alternatives for m in alt}
+    if not all(e.negated or all((m.prop, -m.sign) in plain for alt in e.alternatives for m in alt)
+               for e in expects):
+        return None
     return Reading(message, "follow_up", tuple(expects), last.target, last.target_mask, follow="less",
                    bounded=True, notes=("takes back part of the last change",))
 

@@ -291,6 +291,8 @@ def test_a_complaint_or_negation_of_the_last_change_takes_it_back(text, history,
 def test_a_complaint_the_last_change_did_not_cause_is_a_plain_fix():
     r = read_request("it's too yellow", ["make it brighter"])
     assert (r.kind, r.bounded, moves(r)) == ("edit", False, {"b": -1})
+    r = read_request("hmm a bit dark now", ["make it moody"])     # a look that only touched on it
+    assert (r.kind, r.bounded, moves(r)) == ("edit", False, {"L": 1})
 
 
 def test_verbs_of_becoming_are_not_places():
