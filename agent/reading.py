@@ -288,6 +288,7 @@ class Reading:
     notes: tuple[str, ...] = field(default_factory=tuple)
     share: float | None = None    # a bounded follow-up's share of the last change to take back, when said
     repeat: float | None = None   # a "more" follow-up's size as a share of the last change ("a smidge more": 0.25)
+    since_original: bool = False  # a bounded one measured from the original, not the version before the last change
 
     @property
     def is_edit(self) -> bool:
@@ -333,7 +334,7 @@ class Reading:
     def to_dict(self) -> dict:
         return {"message": self.message, "kind": self.kind, "target": self.target,
                 "target_mask": self.target_mask, "follow": self.follow, "bounded": self.bounded,
-                "share": self.share, "repeat": self.repeat,
+                "share": self.share, "repeat": self.repeat, "since_original": self.since_original,
                 "expects": [str(e) for e in self.expects], "describe": self.describe(),
                 "notes": list(self.notes)}
 
@@ -732,8 +733,12 @@ def _takes_back(message: str, expects: Sequence[Expect], target: str | None, his
     if not all(e.negated or all((m.prop, -m.sign) in plain for alt in e.alternatives for m in alt)
                for e in expects):
         return None
+    # a complaint may be about everything done so far ("it's harsh now" after "flat" and "bit more"):
+    # measured from the original, never past it; a negation ("not that soft") names the last change
+    complained = not all(e.negated for e in expects)
     return Reading(message, "follow_up", tuple(expects), last.target, last.target_mask, follow="less",
-                   bounded=True, notes=("takes back part of the last change",))
+                   bounded=True, since_original=complained,
+                   notes=("takes back part of " + ("the edits so far" if complained else "the last change"),))
 
 
 def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | None, mask: dict | None,

@@ -179,3 +179,18 @@ def test_a_complaint_about_something_else_still_gets_its_fix(studio, photo, firs
     studio.send_message(sid, first)
     studio.send_message(sid, complaint)
     assert _settings(studio, sid).get(op, 0) * sign > 0, _settings(studio, sid)
+
+
+def test_a_step_back_stays_where_the_last_change_was_when_a_place_is_guessed(studio):
+    """'the cup looks a bit grey, brighten the cup' after a desaturation: the desaturation is taken
+    back where it was made (the whole photo); only the brightening goes on the guessed place."""
+    from skimage import data as skdata
+
+    sid = studio.start_session(skdata.coffee()).id
+    studio.send_message(sid, "ok the colours are kinda garish")
+    desaturated = studio.head(sid).state["settings"]["saturation"]
+    studio.send_message(sid, "the cup itself looks a bit grey, brighten just the cup")
+    state = studio.head(sid).state
+    assert desaturated < state["settings"].get("saturation", 0) <= 0    # part of the desaturation back
+    for layer in state.get("layers") or []:
+        assert layer["settings"].get("saturation", 0) >= 0, layer  # never a desaturation on the cup

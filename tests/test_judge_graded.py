@@ -325,3 +325,21 @@ def test_a_look_is_a_style_not_an_amount(judge, photos):
     assert dreamy.score >= AUTO, dreamy.assessment
     touch = ask(judge, im, "a touch softer", look)
     assert touch.score < AUTO, touch.assessment
+
+
+def test_a_complaint_about_the_edits_so_far_may_go_back_past_the_last_step_not_the_original(judge, photos):
+    """'now it's harsh' after 'it looks flat' and 'bit more': the contrast added over both turns is
+    the problem; taking back more than the last step passes, going flatter than the original fails."""
+    im = photos["astronaut"]
+    after_flat, before = edit(contrast=30), edit(contrast=45)
+    history = ("it looks flat", "bit more")
+
+    def harsh(now):
+        state = edit(contrast=now)
+        return judge.assess(JudgeRequest(
+            original=im, current=render(im, state), sub_goals=[SubGoal("contrast", now - 45)], state=state,
+            previous_state=before, previous=render(im, before), message="now it's harsh",
+            history=list(history), before_last=render(im, after_flat)))
+
+    assert harsh(21).score >= MIN_PASS          # back past the "bit more" step, not past the original
+    assert harsh(-40).score < MIN_PASS          # flatter than the original

@@ -242,7 +242,8 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
     ``target_mask``: the reading's own target mask (0..1, full size), when it
     names a place with a mask spec; ``plan_mask``: where the plan edited (the
     union of its local masks), used for objects the vocabulary cannot locate.
-    ``before_last``: the version before the last change (for "less" follow-ups).
+    ``before_last``: the version before the last change (for "less" follow-ups; a complaint
+    about the edits so far is measured from ``original``).
     ``views``: the analysis copies of ``before`` and ``after`` when the caller has them.
     """
     lex = lexicon or load_lexicon()
@@ -282,8 +283,9 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
     measured = sorted(set(props) | ({"chroma"} if {"a", "b"} & set(props) else set()))
     inside = property_changes(b_view, a_view, weight, measured)
     last: dict[str, float] = {}
-    if (reading.bounded or reading.repeat) and before_last is not None:
-        last = property_changes(measure.LabImage.of(before_last), b_view, weight, props)
+    since = original if reading.since_original and original is not None else before_last
+    if (reading.bounded or reading.repeat) and since is not None:
+        last = property_changes(measure.LabImage.of(since), b_view, weight, props)
     scales = property_scales(b_view, weight, props)
     if mask is not None:
         # a soft mask moves its weighted mean less than a global edit moves the photo's; tone-zone
@@ -392,7 +394,8 @@ def _verdict_sentences(checks: list[MoveCheck], reading: Reading, where: str, le
     if "overdone" in groups:
         out.append(f"Too strong{on}: {joined(groups['overdone'])}, well beyond what was asked.")
     if "past" in groups:
-        out.append("It went back further than the version before the last change.")
+        out.append("It went back further than the original." if reading.since_original else
+                   "It went back further than the version before the last change.")
     return out
 
 

@@ -350,8 +350,9 @@ class EmbeddedPlanner:
         place = draft.unknown_places[0]
         name = draft.place_guess
         spec, label = self.vocab.place(name)
-        moves = [replace(m, target=spec, phrase=m.phrase.replace("the image", label)) if m.target is None else m
-                 for m in draft.moves]
+        # the request's own whole-image moves; a step back of the last change stays where that change was
+        moves = [replace(m, target=spec, phrase=m.phrase.replace("the image", label))
+                 if m.target is None and m.source != "followup" else m for m in draft.moves]
         tail = " or paint over it and say \u201con the selection\u201d" if "selection" in self.vocab.targets else ""
         note = (f"I can't pick out \u201c{place}\u201d by itself, so I worked on {label}, my best guess for it; "
                 f"say \u201cundo\u201d if that's wrong{tail}.")
