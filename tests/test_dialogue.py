@@ -181,9 +181,9 @@ def test_a_complaint_about_something_else_still_gets_its_fix(studio, photo, firs
     assert _settings(studio, sid).get(op, 0) * sign > 0, _settings(studio, sid)
 
 
-def test_a_step_back_stays_where_the_last_change_was_when_a_place_is_guessed(studio):
-    """'the cup looks a bit grey, brighten the cup' after a desaturation: the desaturation is taken
-    back where it was made (the whole photo); only the brightening goes on the guessed place."""
+def test_a_complaint_about_one_thing_is_fixed_there_and_takes_nothing_back(studio):
+    """'the cup looks a bit grey, brighten the cup' after a desaturation: the cup is fixed on the
+    guessed place; the whole photo's desaturation stays, and is never moved onto the cup."""
     from skimage import data as skdata
 
     sid = studio.start_session(skdata.coffee()).id
@@ -191,6 +191,6 @@ def test_a_step_back_stays_where_the_last_change_was_when_a_place_is_guessed(stu
     desaturated = studio.head(sid).state["settings"]["saturation"]
     studio.send_message(sid, "the cup itself looks a bit grey, brighten just the cup")
     state = studio.head(sid).state
-    assert desaturated < state["settings"].get("saturation", 0) <= 0    # part of the desaturation back
+    assert state["settings"].get("saturation", 0) == desaturated
     for layer in state.get("layers") or []:
         assert layer["settings"].get("saturation", 0) >= 0, layer  # never a desaturation on the cup

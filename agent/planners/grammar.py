@@ -628,6 +628,7 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
             continue
         if clause.of("objects"):
             draft.objects = True
+        places: list[str] = []
         if not targets and not bands and not is_global and not all(u.bands for u in uses):
             # ("the suit is too orange": the colour finds the thing, no place to guess)
             places = _unknown_places(vocab, clause)
@@ -646,7 +647,8 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
             again = {u.intent.name for u in uses} & {u.intent.name for u in previous_uses if u.problem or u.fixes}
             draft.moves = [m for m in draft.moves if not (m.intent in again and m.order < order)]
         start = len(draft.moves)
-        previous_uses = _apply_uses(vocab, uses, request.state, order, source, draft, request.dialogue)
+        previous_uses = _apply_uses(vocab, uses, request.state, order, source, draft, request.dialogue,
+                                    thing_named=bool(places))
         previous_span, previous_order = (start, len(draft.moves)), order
         previous_targets = uses[0].targets if uses else []
     return draft
@@ -750,12 +752,13 @@ def guess_place(vocab: Vocabulary, clause_text: str, place: str) -> str | None:
 
 
 def _apply_uses(vocab: Vocabulary, uses: list[Use], state: EditState, order: int, source: str, draft: Draft,
-                dialogue=None) -> list[Use]:
+                dialogue=None, thing_named: bool = False) -> list[Use]:
     """Turn a clause's intents into moves ("don't ..." ones only leave a note); returns those applied.
 
     "not that soft", "less dreamy" right after that look was applied, or a complaint its last
     change caused ("too yellow" after a warming): take that change back part of the way
-    (agent/planners/followups.py), never add its opposite on top.
+    (agent/planners/followups.py), never add its opposite on top. ``thing_named``: the clause
+    complains about one thing ("the cup looks grey"): its fix goes there, nothing is taken back.
     """
     from agent.planners.followups import reduce_look_moves
 
@@ -763,7 +766,7 @@ def _apply_uses(vocab: Vocabulary, uses: list[Use], state: EditState, order: int
     taken_back: dict[int, list[Move]] = {}
     for i, u in enumerate(uses):
         if (u.negated or u.problem) and not u.avoid and not u.reset and u.number is None \
-                and not u.targets and not u.bands:
+                and not u.targets and not u.bands and not (u.problem and thing_named):
             # "not that soft" after a soft look; "too yellow now" after a warming: that change, part way back
             moves = reduce_look_moves(vocab, dialogue, u.intent, u.scale, state, order + u.pos, draft,
                                       fix=not u.negated)
