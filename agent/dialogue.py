@@ -118,14 +118,28 @@ class DialogueState:
             return self.by_asset(last.followup.get("base_asset")) or last
         return last
 
-    def find(self, intents: Iterable[str] = (), ops: Iterable[str] = (), words: Iterable[str] = ()) -> TurnMoves | None:
-        """The most recent edit that named one of ``intents``, moved one of ``ops`` or said one of ``words``."""
+    def find(self, intents: Iterable[str] = (), ops: Iterable[str] = (), words: Iterable[str] = (),
+             run: bool = False) -> TurnMoves | None:
+        """The most recent edit that named one of ``intents``, moved one of ``ops`` or said one of ``words``.
+
+        ``run``: the first edit of the unbroken run of such edits that ends there ("warm up her face",
+        then "same for the background": before "the warm stuff" is before both).
+        """
         intents, ops, words = set(intents), set(ops), [w.lower() for w in words if w]
+
+        def named(e: TurnMoves) -> bool:
+            return bool(intents & set(e.intents)) or any(c.op in ops for c in e.changes) \
+                or any(w in e.message.lower() for w in words)
+
+        found = None
         for e in reversed(self.edits):
-            if intents & set(e.intents) or any(c.op in ops for c in e.changes) \
-                    or any(w in e.message.lower() for w in words):
-                return e
-        return None
+            if named(e):
+                found = e
+                if not run:
+                    break
+            elif found is not None:
+                break
+        return found
 
     def prompt_text(self, max_edits: int = 3, max_chars: int = 900) -> str:
         """The last few edits as lines for a model's prompt (bounded, newest last)."""

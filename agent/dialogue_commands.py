@@ -126,9 +126,13 @@ def _back_before(studio: "Studio", session_id: str, route: Route, progress, text
     op_names = [p.key for p in pieces if p.category == "op"]
     for name in intents:
         op_names += [op for op, _ in vocab.intents[name].ops[:1]]
+    # "the blue stuff": that band's ops; "the colour stuff": the kind of change named (router.change_names)
+    op_names += [pattern.format(band=p.key) for p in pieces if p.category == "band" for pattern in vocab.band_ops.values()]
+    op_names += [op for w in route.words for op in studio.router.change_names.get(w, ())]
     edits = dialogue_state(studio.store, session_id).edits
     state = dialogue_state(studio.store, session_id)
-    found = state.find(intents=intents, ops=op_names, words=[w for w in route.words if len(w) > 3])
+    # "back to before the warmth" after "warm up her face", "same for the background": before the whole run
+    found = state.find(intents=intents, ops=op_names, words=[w for w in route.words if len(w) > 3], run=True)
     said = " ".join(route.words)
     if found is None:
         return _answered(studio, session_id, f"I couldn't find a change like \u201c{said}\u201d in this version's "

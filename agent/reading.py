@@ -92,6 +92,8 @@ class Lexicon:
     wishes: tuple[str, ...] = ()             # "make it a bit soft": a dual word wished for
     complaint_damping: float = 0.0           # the engine's complaints.magnitude_damping ("a bit murky")
     filler: frozenset[str] = frozenset()     # the engine's followups.filler ("please", "ok"): words that add nothing
+    avoid: tuple[str, ...] = ()              # the engine's grammar.avoid ("don't")
+    avoid_degree: tuple[str, ...] = ()       # ... and avoid_degree: "don't make it so yellow" is "not so yellow"
     speller: Speller | None = None           # typing slips of the words above put right ("brigther")
 
     def size_of(self, prop: str, size: int) -> float:
@@ -183,16 +185,18 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         wishes=tuple(_norm(w) for w in data.get("wishes") or ()),
         complaint_damping=float((engine.get("complaints") or {}).get("magnitude_damping") or 0.0),
         filler=frozenset(t for w in efu.get("filler") or () for t in _tokens(_norm(str(w)))),
+        avoid=tuple(_norm(str(w)) for w in (engine.get("grammar") or {}).get("avoid") or ()),
+        avoid_degree=tuple(_norm(str(w)) for w in (engine.get("grammar") or {}).get("avoid_degree") or ()),
     )
     # the words every table knows, and the planner profile's real words never to be "corrected"
     spelling = engine.get("spelling") or {}
     tables = (lex.magnitudes, lex.qualities, lex.complaint_frames, lex.negations, lex.reduce_after, lex.enough,
               lex.follow_more, lex.follow_less, lex.retarget, lex.undo, lex.chat, lex.question_starts,
               lex.unsupported, lex.targets, lex.bands, lex.not_places, lex.global_words, lex.tools, lex.complaints,
-              lex.place_reducers, lex.repeat_but, lex.problem_also, lex.wishes, lex.filler,
+              lex.place_reducers, lex.repeat_but, lex.problem_also, lex.wishes, lex.filler, lex.avoid, lex.avoid_degree,
               [str(w) for w in spelling.get("known") or ()])
     known = {w for table in tables for phrase in table for w in re.findall(r"[a-z]+", _norm(str(phrase)))}
-    return replace(lex, speller=Speller(known, int(spelling.get("min_length", 6))))
+    return replace(lex, speller=Speller.from_profile(known, spelling))
 
 
 def _intent_moves(intent: Mapping, op_properties: Mapping[str, Mapping[str, str]]) -> tuple[tuple[str, int], ...]:
@@ -461,7 +465,8 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
             # a frame word before it, or inside the phrase itself ("too contrasty")
             complaint = (_before(tokens, s, lex.complaint_frames, skip=skip_words)
                          or p.split()[0] in lex.complaint_frames or _names_a_problem(tokens, s, e, p, lex))
-            negated = _before(tokens, s, lex.negations, skip=skip_words)
+            negated = _before(tokens, s, lex.negations, skip=skip_words) \
+                or (not expects and _avoided_degree(tokens, s, lex))       # not a caution on a wish before it
             after = " ".join(tokens[e:e + 4])
             reduced = any(after.startswith(r) for r in lex.reduce_after)
             enough = e < len(tokens) and tokens[e] in lex.enough
@@ -482,6 +487,16 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
         expects.append(Expect(alts, p, q.band, negated, complaint=(flip and not negated) or q.fix,
                               look=q.look and not flip))
     return _merge(expects), used
+
+
+def _avoided_degree(tokens: Sequence[str], s: int, lex: Lexicon) -> bool:
+    """"don't make it so yellow", "dont make it that dark": an avoid word shortly before a degree word right
+    before the quality asks for less of it ("not so yellow"), as the planner's grammar reads it."""
+    for degree in lex.avoid_degree:
+        n = len(degree.split())
+        if s - n >= 0 and list(tokens[s - n:s]) == degree.split():
+            return _has(tokens[max(0, s - n - 4):s - n], lex.avoid)
+    return False
 
 
 def _names_a_problem(tokens: Sequence[str], s: int, e: int, phrase: str, lex: Lexicon) -> bool:

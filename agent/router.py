@@ -14,7 +14,10 @@ Four kinds, as in the design documents, plus chat commands:
 
 Every phrase is data (``prompt_engineering.router`` of the engine profile). A chat
 or command phrase must cover the whole message (the rest only filler words), so
-"undo the warmth and add contrast" is not mistaken for "undo".
+"undo the warmth and add contrast" is not mistaken for "undo". Phrases match with or
+without their apostrophes ("thats lovely" is "that's lovely"). A complaint said before
+a history command ("that's too much, go back to before the warmth") only says why:
+the history step is what was asked.
 """
 
 from __future__ import annotations
@@ -22,12 +25,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from agent.planners.vocabulary import _HARD_SEPARATORS, Vocabulary, _match, _tokens, find_phrases
+from agent.planners.grammar import _clauses, _complaints
+from agent.planners.vocabulary import _HARD_SEPARATORS, Vocabulary, _match, _tokens, find_phrases, plain_words
+from pipeline import ops
 from profiles import Profile, load_profile
 
 ROUTE_KINDS = ("modification", "command", "evaluation", "exploration", "chat")
 #: Pieces of the planner's vocabulary that make a message an edit request.
 _EDIT_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band", "target")
+#: Commands that move through the history; a complaint said before one only says why.
+_HISTORY = ("undo", "redo", "back", "back_before", "original")
+#: Pieces that make a clause a request of its own, not a complaint ("warmer, undo" asks two things).
+#: A quality said after "too" / "less" ("it's too warm") is the complaint's, not a request.
+_REQUEST_PIECES = ("intent", "fix", "op", "relative", "towards", "band", "increase", "set", "reset", "objects",
+                   "rollback")
 
 
 @dataclass
@@ -43,8 +54,13 @@ class Route:
     quick_replies: list[str] = field(default_factory=list)
 
 
+def _words(text: str) -> list[str]:
+    """The router's tokens: the planner's, apostrophes dropped ("that's" and "thats" read alike)."""
+    return plain_words(_tokens(text))
+
+
 def _table(words) -> dict[tuple[str, ...], Any]:
-    return {tuple(_tokens(str(w))): True for w in words or () if _tokens(str(w))}
+    return {tuple(_words(str(w))): True for w in words or () if _words(str(w))}
 
 
 class Router:
@@ -55,7 +71,9 @@ class Router:
         self.vocab = vocab or Vocabulary(self.profile)
         pe = self.profile.prompt_engineering
         cfg: Mapping = pe.get("router") or {}
-        self.filler = {t for w in cfg.get("filler") or () for t in _tokens(str(w))}
+        self.filler = {t for w in cfg.get("filler") or () for t in _words(str(w))}
+        # words small talk may have besides its phrases ("thanks, that's really lovely"), and only small talk
+        self.chat_filler = {t for w in cfg.get("chat_filler") or () for t in _words(str(w))}
         self.chat = {name: (_table(e.get("words")), str(e.get("reply") or ""), [str(q) for q in e.get("quick_replies") or ()])
                      for name, e in (cfg.get("chat") or {}).items()}
         # chat kinds that must be the whole message, filler not allowed ("what?" but not "what can you do?")
@@ -65,8 +83,14 @@ class Router:
                          ("undo", "redo", "back_steps", "back_before", "original", "show_original", "what_changed",
                           "export", "reset_op")}
         self.step_words = _table(cmd.get("step_words"))
-        self.numbers = {tuple(_tokens(str(k))): int(v) for k, v in (cmd.get("number_words") or {}).items()}
-        self.formats = {tuple(_tokens(str(k))): str(v or "") for k, v in (cmd.get("formats") or {}).items()}
+        self.numbers = {tuple(_words(str(k))): int(v) for k, v in (cmd.get("number_words") or {}).items()}
+        self.formats = {tuple(_words(str(k))): str(v or "") for k, v in (cmd.get("formats") or {}).items()}
+        # "how it was originally", "from the original": said with an undo or start-over phrase, the original
+        self.original_marks = _table(cmd.get("original_marks"))
+        # "before the colour stuff": a kind of change -> the ops it stands for (op names or pipeline stages)
+        self.change_names = {str(word): frozenset(op.name for op in ops.OPS.values() for name in names or ()
+                                                  if name in (op.name, op.stage))
+                             for word, names in (cmd.get("change_names") or {}).items()}
         q = dict(cfg.get("questions") or {})
         self.questions = {name: _table(q.get(name)) for name in ("evaluation", "exploration", "capabilities")}
         self.capabilities_replies = [str(x) for x in cfg.get("capabilities_quick_replies") or ()]
@@ -93,7 +117,8 @@ class Router:
     # -- routing --------------------------------------------------------------------
     def route(self, text: str) -> Route:
         text = self.vocab.spell(text or "")      # "thnaks", "undoo": typing slips put right first
-        tokens = _tokens(text)
+        said = _tokens(text)                     # as the planner reads it
+        tokens = plain_words(said)               # as the router's tables are matched
         words = [t for t in tokens if t not in _HARD_SEPARATORS]
         if not words:
             return Route("modification")
@@ -109,11 +134,11 @@ class Router:
             if any(i not in covered and t not in _HARD_SEPARATORS for i, t in enumerate(tokens)):
                 chat_hits[name] = []
         all_chat = [h for hits in chat_hits.values() for h in hits]
-        if all_chat and not self._rest(tokens, all_chat):
+        if all_chat and not [t for t in self._rest(tokens, all_chat) if t not in self.chat_filler]:
             first = min((hits[0][0], name) for name, hits in chat_hits.items() if hits)[1]
             _, reply, replies = self.chat[first]
             return Route("chat", first, reply=reply, quick_replies=replies)
-        command = self._command(tokens)
+        command = self._command(tokens, said) or self._after_complaint(tokens, said)
         if command is not None:
             return command
         rest = self.vocab.strip_preamble(text)
@@ -122,7 +147,7 @@ class Router:
             routed = self.route(rest)
             if routed.kind != "modification":
                 return routed
-        pieces = _match(self.vocab, tokens)
+        pieces = _match(self.vocab, said)
         edits = [p for p in pieces if p.category in _EDIT_PIECES]
         for name in ("capabilities", "exploration", "evaluation"):
             hits = find_phrases(tokens, self.questions[name])
@@ -138,7 +163,29 @@ class Router:
             return hits[0][2]
         return None
 
-    def _command(self, tokens: list[str]) -> Route | None:
+    def _complaint_only(self, said: list[str]) -> bool:
+        """Whether these words only complain or chat ("hmm that's too much overall", "the sky's too dark now",
+        "it's so blue"): as the planner reads them, each quality a complaint or after "too" / "less"."""
+        for clause in _clauses(_match(self.vocab, said)):
+            reduced = False
+            for p in _complaints(self.vocab, clause).pieces:
+                reduced = reduced or p.category == "reduce"
+                if p.category in _REQUEST_PIECES and not (reduced and p.category in ("intent", "band", "op")):
+                    return False
+        return True
+
+    def _after_complaint(self, tokens: list[str], said: list[str]) -> Route | None:
+        """A history command said after a complaint and a stop ("that's too much overall, go back to before
+        the warm stuff", "too yellow now, undo"): the command; the complaint only says why."""
+        cuts = [i for i, t in enumerate(tokens) if t in _HARD_SEPARATORS]
+        for cut in cuts:
+            tail = self._command(tokens[cut + 1:], said[cut + 1:])
+            if tail is not None and tail.name in _HISTORY:
+                return tail if self._complaint_only(said[:cut]) else None
+        return None
+
+    def _command(self, tokens: list[str], said: list[str]) -> Route | None:
+        """The command ``tokens`` say (the router's words; ``said``: the same, as the planner reads them)."""
         c = self.commands
         fmt_hits = find_phrases(tokens, self.formats)
         export_hits = find_phrases(tokens, c["export"])
@@ -150,6 +197,12 @@ class Router:
             hits = find_phrases(tokens, c[name])
             if hits and not self._rest(tokens, hits):
                 return Route("command", name)
+        marks = find_phrases(tokens, self.original_marks)
+        if marks:
+            # "go back to how it was originally", "start over from the original": undo said of the original
+            steps = find_phrases(tokens, c["undo"]) + find_phrases(tokens, c["original"])
+            if steps and not self._rest(tokens, marks, steps):
+                return Route("command", "original")
         back = find_phrases(tokens, c["back_steps"])
         n, number_hits = self._number(tokens)
         steps = find_phrases(tokens, self.step_words)
@@ -164,7 +217,7 @@ class Router:
                 return Route("command", "back_before", words=rest)
         reset = find_phrases(tokens, c["reset_op"])
         if reset and reset[0][0] == next(i for i, t in enumerate(tokens) if t not in self.filler):
-            pieces = _match(self.vocab, tokens)
+            pieces = _match(self.vocab, said)
             if any(p.category in ("reset", "rollback") for p in pieces):   # "reset the tint", "undo the warmth"
                 named = [p for p in pieces if p.category in ("intent", "op", "fix")]
                 others = [p for p in pieces if p.category in ("target", "band", "relative", "towards", "problem")]

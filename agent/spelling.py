@@ -8,28 +8,44 @@ with its own words: a word neither knows is left as typed.
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from typing import Iterable, Mapping
+
+#: Letters a short word may have dropped ("warmr" -> "warmer", "darkr" -> "darker").
+_VOWELS = frozenset("aeiou")
 
 
 class Speller:
     """Corrects a word no table knows, of at least ``min_length`` letters, that is one edit
     (a swap of neighbours, a letter added, dropped or changed) from exactly one known word.
-    A guess with a rival, or a short word, is left as typed."""
+    A shorter word, of at least ``dropped_min_length`` letters, is corrected only to the one known
+    word that is the typed one with a vowel put back inside it ("warmr" -> "warmer"): short real
+    words lie one edit from many others ("older" / "colder"). A guess with a rival, or a word
+    shorter still, is left as typed."""
 
-    def __init__(self, known: Iterable[str], min_length: int = 6):
+    def __init__(self, known: Iterable[str], min_length: int = 6, dropped_min_length: int | None = None):
         self.known = frozenset(known)
         self.min_length = int(min_length)
+        self.dropped_min_length = min(int(dropped_min_length or min_length), self.min_length)
         self._by_length: dict[int, list[str]] = {}
         for w in sorted(self.known):
-            if w.isalpha() and len(w) >= self.min_length - 1:
+            if w.isalpha() and len(w) >= self.dropped_min_length - 1:
                 self._by_length.setdefault(len(w), []).append(w)
+
+    @classmethod
+    def from_profile(cls, known: Iterable[str], spelling: Mapping | None) -> "Speller":
+        """A speller with the engine profile's ``prompt_engineering.spelling`` lengths."""
+        spelling = spelling or {}
+        return cls(known, int(spelling.get("min_length", 6)), spelling.get("dropped_min_length"))
 
     def word(self, word: str) -> str:
         low = word.lower()
-        if len(low) < self.min_length or low in self.known:
+        if len(low) < self.dropped_min_length or low in self.known:
             return word
-        near = [w for n in (len(low) - 1, len(low), len(low) + 1) for w in self._by_length.get(n, ())
-                if one_edit(low, w) and not another_form(low, w)]
+        if len(low) < self.min_length:     # a short word: only a vowel put back ("darkr" is not "darks")
+            near = [w for w in self._by_length.get(len(low) + 1, ()) if dropped_vowel(low, w)]
+        else:
+            near = [w for n in (len(low) - 1, len(low), len(low) + 1) for w in self._by_length.get(n, ())
+                    if one_edit(low, w) and not another_form(low, w)]
         return near[0] if len(near) == 1 else word
 
     def __call__(self, text: str) -> str:
@@ -84,4 +100,12 @@ def plain_possessives(tokens: list[str]) -> list[str]:
     return out
 
 
-__all__ = ["Speller", "another_form", "one_edit", "plain_possessives"]
+def dropped_vowel(typed: str, word: str) -> bool:
+    """Whether ``word`` is ``typed`` with one vowel put back inside it, neither its first letter nor its
+    last ("warmr" / "warmer"; not "older" / "colder", nor "brigt" / "bright")."""
+    if len(word) != len(typed) + 1:
+        return False
+    return any(word[:i] + word[i + 1:] == typed and word[i] in _VOWELS for i in range(1, len(word) - 1))
+
+
+__all__ = ["Speller", "another_form", "dropped_vowel", "one_edit", "plain_possessives"]

@@ -120,3 +120,79 @@ def test_reset_one_adjustment_keeps_the_rest(studio, photo):
 def test_router_kinds(text, kind, name):
     route = Router().route(text)
     assert (route.kind, route.name) == (kind, name)
+
+
+# -- fresh2 families: small talk, questions and undo said in more words ------------------------------------
+
+@pytest.mark.parametrize("text,kind,name", [
+    ("thanks thats lovely", "chat", "thanks"), ("thanks, that's really lovely", "chat", "thanks"),
+    ("cheers thats perfect", "chat", "thanks"), ("thank you its great", "chat", "thanks"),
+    ("ok np", "chat", "ok"), ("no worries", "chat", "ok"), ("no problem!", "chat", "ok"),
+    ("hi! first time using this", "chat", "greeting"), ("hello, just trying this out", "chat", "greeting"),
+    ("hey im new here", "chat", "greeting"), ("first time using this", "chat", "intro"),
+    ("what have you changed so far?", "command", "what_changed"), ("what did you change so far", "command", "what_changed"),
+    ("what sort of things can you do?", "exploration", "capabilities"),
+    ("what kind of stuff can you do", "exploration", "capabilities"),
+    ("what are you capable of?", "exploration", "capabilities"),
+    ("go back to how it was originally", "command", "original"), ("back to how it was at first", "command", "original"),
+    ("start over from the original pls", "command", "original"),
+    ("can we start over from the original", "command", "original"),
+    ("hmm thats too much overall, go back to before the warm stuff", "command", "back_before"),
+    ("thats worse, go back to before the contrast thing", "command", "back_before"),
+    ("its too yellow now, undo that", "command", "undo"), ("that's way too much, go back", "command", "undo"),
+    # a complaint with no request stays a complaint; a request before a history step is not only a reason
+    ("its so dark", "modification", ""), ("that's too dark", "modification", ""),
+    ("warmer, then undo", "modification", ""), ("like the first time", "modification", ""),
+])
+def test_more_ways_to_say_chat_questions_and_history_steps(text, kind, name):
+    route = Router().route(text)
+    assert (route.kind, route.name) == (kind, name)
+
+
+def test_thanks_no_problem_and_a_first_hello_use_no_turn(studio, photo):
+    info = studio.start_session(photo)
+    studio.send_message(info.id, "warmer")
+    for text in ("thanks thats lovely", "ok np", "hi! first time using this", "what sort of things can you do?"):
+        r = studio.send_message(info.id, text)
+        assert r.status == "answered" and r.asset_id is None and r.kind in ("chat", "question"), text
+        assert r.reply and "don't know how" not in r.reply, text
+    assert studio.session(info.id).turns == 1 and len(studio.history(info.id)) == 2
+
+
+def test_what_have_you_changed_so_far_says_the_recipe(studio, photo):
+    sid = studio.start_session(photo).id
+    studio.send_message(sid, "warmer")
+    r = studio.send_message(sid, "what have you changed so far?")
+    assert r.status == "answered" and r.kind == "command" and "temperature +25" in r.reply
+
+
+@pytest.mark.parametrize("text", ["go back to how it was originally", "start over from the original pls"])
+def test_back_to_how_it_was_originally_is_the_original_bit_exact(studio, photo, text):
+    info = studio.start_session(photo)
+    original = studio.render(info.id).tobytes()
+    studio.send_message(info.id, "warmer")
+    studio.send_message(info.id, "more contrast")
+    r = studio.send_message(info.id, text)
+    assert r.kind == "command" and r.head_asset_id == info.head_asset_id
+    assert studio.render(info.id).tobytes() == original
+
+
+def test_back_to_before_the_warm_stuff_after_a_complaint_undoes_every_warm_step(studio, photo):
+    sid = studio.start_session(photo).id
+    studio.send_message(sid, "more contrast")
+    before = studio.render(sid).tobytes()
+    studio.send_message(sid, "warmer")
+    studio.send_message(sid, "bit more")                 # the warmth again: one run of warm steps
+    r = studio.send_message(sid, "hmm thats too much overall, go back to before the warm stuff")
+    assert r.status == "rolled_back" and r.kind == "command" and studio.render(sid).tobytes() == before
+    assert studio.head(sid).state["settings"] == {"contrast": 40}
+
+
+@pytest.mark.parametrize("named,kept", [("the contrast thing", {"temperature"}), ("the colour stuff", {"contrast"})])
+def test_a_change_named_loosely_is_found(studio, photo, named, kept):
+    sid = studio.start_session(photo).id
+    order = ["warmer", "more contrast"] if named == "the contrast thing" else ["more contrast", "warmer"]
+    for text in order:
+        studio.send_message(sid, text)
+    r = studio.send_message(sid, f"go back to before {named}")
+    assert r.status == "rolled_back" and set(studio.head(sid).state["settings"]) == kept

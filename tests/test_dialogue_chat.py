@@ -71,8 +71,22 @@ def test_a_slip_of_one_letter_is_put_right_and_nothing_else_is_touched():
     assert vocab.spell("could you maybe make it a tad brigther?") == "could you maybe make it a tad brighter?"
     assert vocab.spell("more contrst, less satuation") == "more contrast, less saturation"
     # known words, short words and words no known word is one edit from stay as typed
-    for text in ("its muddy down there", "make it warmr", "make her smile", "colder", "the rocket take off"):
+    for text in ("its muddy down there", "make her smile", "colder", "the rocket take off"):
         assert vocab.spell(text) == text
+
+
+@pytest.mark.parametrize("text,meant", [("and warmr", "and warmer"), ("darkr pls", "darker pls"),
+                                        ("bit softr", "bit softer"), ("more yllow", "more yellow")])
+def test_a_short_word_with_a_vowel_dropped_is_put_right(text, meant):
+    assert Vocabulary(load_profile("engine")).spell(text) == meant
+
+
+@pytest.mark.parametrize("text", ["make it look older", "a touch of blush", "a rally car", "brigt", "warm",
+                                  "the range", "darks"])
+def test_short_real_words_and_other_short_slips_stay_as_typed(text):
+    # "older" is "colder" with its first letter gone, "brigt" "bright" with a consonant gone: a short word
+    # is put right only where a vowel inside a longer word was dropped
+    assert Vocabulary(load_profile("engine")).spell(text) == text
 
 
 def test_a_misspelt_request_is_planned_like_the_spelt_one(planner):
@@ -398,3 +412,74 @@ def test_less_warm_after_brighter_and_warmer_takes_back_only_the_warmth(studio):
     studio.send_message(sid, "less warm but keep the brightness")      # "keep" a quality: leave it as it is
     after = studio.head(sid).state["settings"]
     assert after["exposure"] == before["exposure"] and 0 <= after["temperature"] < before["temperature"]
+
+
+# -- fresh2 families: "don't make it so X", a reason said with its request, "behind her" ------------------------
+
+@pytest.mark.parametrize("text,sign", [("don't make it so yellow", -1), ("dont make it that yellow", -1),
+                                       ("not so yellow", -1), ("don't make it too yellow", -1),
+                                       ("don't make it so blue", 1), ("not so blue", 1), ("don't make it as blue", 1)])
+def test_dont_make_it_so_a_colour_is_less_of_that_colour(planner, text, sign):
+    moves = _moves(_plan(planner, text))
+    assert moves[("temperature", None)] * sign > 0
+    assert all(v <= 0 for (op, _), v in moves.items() if op.startswith("saturation_"))     # never more of it
+
+
+def test_dont_make_it_so_is_less_of_what_is_there_and_plain_dont_leaves_it_alone(planner):
+    assert _moves(_plan(planner, "dont make it that dark"))[("exposure", None)] > 0
+    assert _moves(_plan(planner, "don't make it so warm"))[("temperature", None)] < 0
+    plan = _plan(planner, "don't make it darker")
+    assert not plan.sub_goals and "alone" in plan.reply
+    # a place said between them stays: less blue in the sky, not on the whole photo
+    assert _moves(_plan(planner, "don't make the sky so blue"))[("saturation_blue", "sky")] < 0
+    # after a request in the same message it only cautions that request
+    for text, plain in (("warmer but don't make it too orange", "warmer"),
+                        ("brighten it but don't make it too bright", "brighten it")):
+        assert _moves(_plan(planner, text)) == _moves(_plan(planner, plain))
+
+
+def _changed(message: str, intent: str, changes: dict) -> tuple[EditState, DialogueState]:
+    state = EditState.from_dict({"settings": dict(changes), "layers": []})
+    return state, DialogueState(edits=[TurnMoves(1, message, "a1", "a0", [Change(op, 0, v) for op, v in changes.items()],
+                                                 [intent], [intent], state_before=EditState().to_dict())])
+
+
+@pytest.mark.parametrize("text,last,intent,changes,op", [
+    ("don't make it so blue", "make it more blue", "bluer", {"saturation_blue": 25, "luminance_blue": -10},
+     "saturation_blue"),
+    ("don't make it so yellow", "warmer", "warmer", {"temperature": 25}, "temperature"),
+    ("hmm now it's too yellow", "warmer", "warmer", {"temperature": 20}, "temperature"),
+    ("now it's too bright", "brighter", "brighter", {"exposure": 20}, "exposure"),
+])
+def test_a_complaint_about_what_the_last_change_did_takes_it_back_part_way(planner, text, last, intent, changes, op):
+    state, dialogue = _changed(last, intent, changes)
+    plan = planner.plan(PlanRequest(message=text, state=state, dialogue=dialogue))
+    assert [(g.op, g.mode) for g in plan.sub_goals] == [(op, "set")]
+    assert 0 <= abs(plan.sub_goals[0].value) < abs(changes[op])       # back toward before, never past it
+
+
+def test_a_complaint_about_something_else_is_still_its_fix(planner):
+    state, dialogue = _changed("warmer", "warmer", {"temperature": 25})
+    plan = planner.plan(PlanRequest(message="it's too dark", state=state, dialogue=dialogue))
+    assert _moves(plan) == {("exposure", None): 20}
+
+
+@pytest.mark.parametrize("text", ["more contrast pls its a bit flat", "its a bit flat, more contrast pls",
+                                  "more contrast please it's a bit flat"])
+def test_a_complaint_said_with_its_request_is_the_reason_not_a_wish(planner, text):
+    # "flat" after the request is what is wrong, not "flatter"; the request says how much
+    assert _moves(_plan(planner, text)) == _moves(_plan(planner, "more contrast"))
+    assert _moves(_plan(planner, "make it look flat"))[("contrast", None)] < 0      # a wish for flat stays one
+
+
+def test_behind_her_is_the_background_and_the_request_says_how_much(planner):
+    background = ("exposure", "subject")
+    moves = _moves(_plan(planner, "its a bit bright behind her, darken the background a touch"))
+    plan = _plan(planner, "its a bit bright behind her, darken the background a touch")
+    assert [g.target.get("invert") for g in plan.sub_goals] == [True] and moves[background] < 0
+    assert moves == _moves(_plan(planner, "darken the background a touch"))
+    assert "brighten" not in plan.reply.lower()
+    for text in ("darken behind her", "darken around him", "darken the area behind the cat"):
+        assert _plan(planner, text).sub_goals[0].target == _plan(planner, "darken the background").sub_goals[0].target
+    assert "everything but the subject" in _plan(planner, "everything except her darker").reply
+    assert _plan(planner, "brighten her").sub_goals[0].target.get("invert") is None

@@ -127,6 +127,13 @@ def test_a_complaint_asks_for_a_plain_fix_and_a_negation_for_a_step_back():
     assert (less.prop, less.sign, less.size) == ("b", -1, 0)
 
 
+@pytest.mark.parametrize("text,expected", [("don't make it so yellow", {"b": -1}), ("don't make it so blue", {"b": 1}),
+                                           ("dont make it that dark", {"L": 1})])
+def test_dont_make_it_so_is_read_as_a_negation_as_the_planner_reads_it(text, expected):
+    r = read_request(text)
+    assert moves(r) == expected and all(e.negated for e in r.expects)
+
+
 def test_a_negation_of_the_last_change_is_a_bounded_less_follow_up():
     r = read_request("not that soft", ["give it a soft dreamy look"])
     assert (r.kind, r.follow, r.bounded) == ("follow_up", "less", True)
@@ -258,6 +265,7 @@ def test_a_slight_complaint_still_asks_for_a_plain_fix():
     ("could you maybe make it a tad brigther?", {"L": 1}),      # a polite request with a slip, not a question
     ("make it a bit warmer and more contrasty pls", {"b": 1, "contrast": 1}),
     ("sharpne it a little", {"detail": 1}),
+    ("and warmr", {"b": 1}),                                       # a short word with a vowel dropped
 ])
 def test_typing_slips_are_read_as_the_word_meant(text, expected):
     """The judge's reading puts typing slips right as the planner does, against its own words."""
@@ -268,9 +276,11 @@ def test_typing_slips_are_read_as_the_word_meant(text, expected):
 
 def test_real_words_are_not_corrected():
     speller = load_lexicon().speller
-    # a real word one edit from a known one stays (the planner profile's `spelling.known`), so does a short word
+    # a real word one edit from a known one stays (the planner profile's `spelling.known`), so does a short
+    # word, unless a vowel inside a longer word was dropped ("warmr")
     assert speller("colder and bolder") == "colder and bolder"
-    assert speller("warmr") == "warmr"
+    assert speller("older, with some blush") == "older, with some blush"
+    assert speller("warmr") == "warmer"
     assert speller("brigther") == "brighter"
 
 

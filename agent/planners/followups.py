@@ -12,7 +12,9 @@ that made the current version (:meth:`agent.dialogue.DialogueState.base_edit`):
   values, so never past it);
 - retarget ("same for the sky", "the sky too"): the same moves on the place named;
 - a negated look ("not that soft", "less dreamy") right after that look: the
-  look's ops are pulled back (:func:`reduce_look_moves`, called by the grammar).
+  look's ops are pulled back (:func:`reduce_look_moves`, called by the grammar);
+- a complaint about what the last change did ("now it's too yellow" after
+  "warmer"): that change is pulled back (:func:`undo_cause_moves`, called by the grammar).
 
 With no earlier change there is nothing to refer to: the planner asks.
 """
@@ -23,8 +25,8 @@ import math
 from dataclasses import dataclass, field
 
 from agent.planners.grammar import Draft, Move
-from agent.planners.vocabulary import _FILLER, _HARD_SEPARATORS, MAX_MESSAGE_CHARS, Intent, Vocabulary, _match, \
-    _tokens, find_phrases
+from agent.planners.vocabulary import _FILLER, _HARD_SEPARATORS, MAX_MESSAGE_CHARS, Intent, Problem, Vocabulary, \
+    _match, _tokens, find_phrases
 from pipeline import ops
 from pipeline.masks import normalize_mask_spec
 from pipeline.state import EditState
@@ -86,23 +88,13 @@ def pull_back_moves(base, state: EditState, fraction: float, order: int, *, only
 
 
 def reduce_look_moves(vocab: Vocabulary, dialogue, intent: Intent, scale: float, state: EditState, order: int,
-                      draft: Draft, *, fix: bool = False) -> list[Move]:
-    """"not that soft" / "less dreamy" when the last change applied that look: pull it back.
-
-    ``fix``: ``intent`` is a complaint's fix ("too yellow": cooler) and the last change was its
-    opposite (a warming): that change went too far, so it is pulled back, never past where it
-    started, instead of a fresh fix on top. A complaint about something a look only touched on
-    ("bit dark now" after a moody look) gets its fix.
-    """
+                      draft: Draft) -> list[Move]:
+    """"not that soft" / "less dreamy" when the last change applied that look: pull it back."""
     base = dialogue.base_edit() if dialogue is not None else None
-    if base is None or (fix and intent.opposite not in base.intents):
+    if base is None:
         return []
-    signs = {op: (-1 if (v > 0) == fix else 1) for op, v in intent.ops}
-    if fix:
-        only = {op for op, s in signs.items() if base.touches(op, s)}
-        if not only:
-            return []
-    elif intent.name in base.intents and len(base.intents) == 1:
+    signs = {op: (1 if v > 0 else -1) for op, v in intent.ops}
+    if intent.name in base.intents and len(base.intents) == 1:
         only = None                                    # the whole look
     elif intent.name in base.intents:
         # "less warm" after "brighter and warmer": only the warmth goes back, the brightness stays
@@ -111,10 +103,34 @@ def reduce_look_moves(vocab: Vocabulary, dialogue, intent: Intent, scale: float,
         only = {op for op, s in signs.items() if base.touches(op, s)}
         if not only:
             return []
+    return _pull_back_base(vocab, base, only, scale, state, order, draft, f"less {intent.label}")
+
+
+def undo_cause_moves(vocab: Vocabulary, dialogue, problem: Problem, fix: Intent, scale: float, state: EditState,
+                     order: int, draft: Draft) -> list[Move]:
+    """"hmm now it's too yellow" after "warmer", "don't make it so blue" after "more blue": a complaint about
+    what the last change did (it was the fix's opposite, or strengthened the colour complained of) pulls
+    that change back, never past where it started, instead of a fresh opposite move. A complaint about
+    something a look only touched on ("bit dark now" after a moody look) gets its fix."""
+    base = dialogue.base_edit() if dialogue is not None else None
+    if base is None:
+        return []
+    caused = {(op, -1 if v > 0 else 1) for op, v in fix.ops} if fix.opposite in base.intents else set()
+    band_saturation = vocab.band_ops.get("saturation")
+    if problem.band and band_saturation:
+        caused.add((band_saturation.format(band=problem.band), 1))
+    only = {op for op, sign in caused if base.touches(op, sign)}
+    if not only:
+        return []
+    return _pull_back_base(vocab, base, only, scale, state, order, draft, f"less {problem.name}")
+
+
+def _pull_back_base(vocab: Vocabulary, base, only: set[str] | None, scale: float, state: EditState, order: int,
+                    draft: Draft, label: str) -> list[Move]:
+    """``only`` ops of ``base`` (all: None) pulled back by the profile's fraction times ``scale``."""
     low, high = vocab.pull_back_limits
     fraction = min(high, max(low, vocab.pull_back_fraction * scale))
-    moves = pull_back_moves(base, state, fraction, order, only_ops=only, label="" if fix else f"less {intent.label}",
-                            discrete=vocab.discrete_ops)
+    moves = pull_back_moves(base, state, fraction, order, only_ops=only, label=label, discrete=vocab.discrete_ops)
     if moves:
         draft.followup = {"move": "reduce_look", "base_asset": base.asset_id, "fraction": round(fraction, 2)}
     return moves

@@ -105,13 +105,58 @@ def _op_intent(op_name: str) -> Intent:
                   doing=f"changing {o.label.lower()} of {{where}}")
 
 
+#: Pieces that name a quality: modifiers attach to them, and each starts what is said about it.
+_QUALITIES = ("intent", "band", "problem", "fix", "op")
+
+
+def _avoided_degree(vocab: Vocabulary, clause: Clause) -> Clause:
+    """"don't make it so yellow", "dont make it that dark": an avoid word with a degree word right before
+    the quality (profile grammar.avoid_degree) asks for less of what is there, read as "not so yellow";
+    "don't make it darker" (no degree word) still leaves the quality alone. Only for a clause that no
+    request comes before (:func:`_read`)."""
+    pieces = list(clause.pieces)
+    for i, p in enumerate(pieces):
+        j = next((k for k in range(i + 1, len(pieces)) if pieces[k].category in _QUALITIES), None)
+        if p.category != "avoid" or j is None:
+            continue
+        degree = pieces[j - 1] if j - 1 > i else None
+        if degree is not None and degree.text in vocab.avoid_degree:
+            said = [Piece("reduce", "reduce", "not so", degree.pos)] if degree.category != "reduce" else [degree]
+        elif pieces[j].text.split()[0] in vocab.avoid_degree:
+            said = []                                    # "don't make it too yellow": the complaint itself
+        else:
+            continue
+        # the avoid word and the words after it ("make it") go; places said between them stay
+        kept = [b for b in pieces[i + 1:j - 1 if said else j] if b.category not in ("word", "global")]
+        return Clause(pieces[:i] + kept + said + pieces[j:], clause.joined)
+    return clause
+
+
+def _around(vocab: Vocabulary, clause: Clause) -> Clause:
+    """"behind her", "around him": a relation word (profile place_guesses.relations) right before a place
+    whose complement is the relation's target (the subject, for the background) names that target."""
+    pieces = list(clause.pieces)
+    target = vocab.place_relation_target
+    for i, p in enumerate(pieces):
+        if p.category != "target" or p.key not in vocab.place_relation_of or not target:
+            continue
+        end = i - 1 if i and pieces[i - 1].text in _DETERMINERS else i      # "behind the cat"
+        if any(tuple(" ".join(b.text for b in pieces[k:end]).split()) in vocab.place_relations
+               and all(b.category == "word" for b in pieces[k:end])        # "except her": the except grammar's
+               for k in range(max(0, end - 3), end)):
+            pieces[i] = Piece("target", target, p.text, p.pos)
+    return Clause(pieces, clause.joined)
+
+
 def _complaints(vocab: Vocabulary, clause: Clause, after_complaint: bool = False) -> Clause:
     """Read a wish word said as a complaint ("looks soft", "it's cold") as that problem.
 
     A frame word (profile complaints.frames) within the three pieces before it makes it a
-    complaint, unless a wish word ("make it look soft") comes earlier in the clause.
-    ``after_complaint``: the clause before was a complaint; "and gloomy" opening this one
-    (joined by "and") is said in the same breath ("it's a bit dark and gloomy").
+    complaint, unless a wish word ("make it look soft") comes earlier in what is said of it:
+    since the quality or the statement opener (complaints.statements) before it, so "more
+    contrast please, it's a bit flat" complains of flatness. ``after_complaint``: the clause before
+    was a complaint; "and gloomy" opening this one (joined by "and") is said in the same breath
+    ("it's a bit dark and gloomy").
     """
     pieces = list(clause.pieces)
     for i, p in enumerate(pieces):
@@ -125,8 +170,10 @@ def _complaints(vocab: Vocabulary, clause: Clause, after_complaint: bool = False
             or (after_complaint and clause.joined == "soft"
                 and all(b.category in ("word", "magnitude") and b.text in _FILLER | vocab.chatter or
                         b.category == "magnitude" for b in pieces[:i]))
+        start = max((k + 1 for k in range(i) if pieces[k].category in _QUALITIES
+                     or pieces[k].text in vocab.statements), default=0)
         wished = any(tuple(b.text.split()) in vocab.wishes or (b.text.split()[0],) in vocab.wishes
-                     for b in pieces[:i])
+                     for b in pieces[start:i])
         if framed and not wished:
             pieces[i] = Piece("problem", vocab.flippable[key], p.text, p.pos)
     return Clause(pieces, clause.joined)
@@ -281,6 +328,7 @@ class Move:
     rank: int = 0                        # importance within its intent (0 = main op)
     kind: str = ""                       # the intent's kind: direct, artistic, colour, tone, op
     intent: str = ""                     # the profile intent behind it ("warmer"), for the dialogue state
+    complaint: bool = False              # the fix of a complaint ("it's a bit flat"), not a wish
 
     @property
     def key(self) -> tuple[str, str]:
@@ -364,7 +412,8 @@ def _moves_at(vocab: Vocabulary, use: Use, target_name: str | None, band: str | 
         return state.value(op, normalize_mask_spec(at)) if at else state.value(op)
 
     def move(op: str, value: int, mode: str, at: dict | None, phrase: str, rank: int) -> Move:
-        return Move(op, value, mode, at, intent.label, phrase, source, order, rank, intent.kind, intent.name)
+        return Move(op, value, mode, at, intent.label, phrase, source, order, rank, intent.kind, intent.name,
+                    complaint=bool(use.problem or use.fixes))
 
     negated = use.negated
     if use.reset:
@@ -523,7 +572,7 @@ def _relative_moves(vocab: Vocabulary, name: str, stats: Mapping, order: int, dr
 def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order0: int = 0) -> Draft:
     draft = Draft()
     tokens = _tokens(text[:MAX_MESSAGE_CHARS])
-    clauses = _clauses(_match(vocab, tokens))
+    clauses = [_around(vocab, c) for c in _clauses(_match(vocab, tokens))]
     previous_uses: list[Use] = []
     previous_targets: list[str] = []
     fixed: set[tuple] = set()       # (fix intent, places) already planned for a complaint in this message
@@ -531,6 +580,10 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
     complained = False                                  # the clause before said what is wrong
     for ci, clause in enumerate(clauses):
         order = order0 + ci * 100
+        if not previous_uses:
+            # "don't make it so yellow" said first; after a request ("warmer but don't make it too orange")
+            # it only cautions that request
+            clause = _avoided_degree(vocab, clause)
         towards = _towards_uses(vocab, clause, draft.notes)
         if towards is not None:
             # "shift the oranges towards yellow": the shift is the whole clause
@@ -651,7 +704,18 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
                                     thing_named=bool(places))
         previous_span, previous_order = (start, len(draft.moves)), order
         previous_targets = uses[0].targets if uses else []
+    draft.moves = _asked_over_complained(draft.moves)
     return draft
+
+
+def _asked_over_complained(moves: list[Move]) -> list[Move]:
+    """A complaint and a request for the same change in one message ("more contrast pls its a bit flat",
+    "it's bright behind her, darken the background a touch"): the request says how much. Each complaint
+    fix whose main move the request makes (same op, place and direction) gives way to it."""
+    asked = {(m.key, m.value > 0) for m in moves if not m.complaint and m.mode == "add" and m.value}
+    covered = {(m.order, m.intent) for m in moves
+               if m.complaint and m.rank == 0 and m.mode == "add" and (m.key, m.value > 0) in asked}
+    return [m for m in moves if not (m.complaint and (m.order, m.intent) in covered)]
 
 
 def _excepted(vocab: Vocabulary, clause: Clause) -> dict[str, str]:
@@ -755,23 +819,26 @@ def _apply_uses(vocab: Vocabulary, uses: list[Use], state: EditState, order: int
                 dialogue=None, thing_named: bool = False) -> list[Use]:
     """Turn a clause's intents into moves ("don't ..." ones only leave a note); returns those applied.
 
-    "not that soft", "less dreamy" right after that look was applied, or a complaint its last
-    change caused ("too yellow" after a warming): take that change back part of the way
-    (agent/planners/followups.py), never add its opposite on top. ``thing_named``: the clause
+    "not that soft", "less dreamy" right after that look was applied, or a complaint about what
+    the last change did ("now it's too yellow" after "warmer"): take that change back part of the
+    way (agent/planners/followups.py), never add its opposite on top. ``thing_named``: the clause
     complains about one thing ("the cup looks grey"): its fix goes there, nothing is taken back.
     """
-    from agent.planners.followups import reduce_look_moves
+    from agent.planners.followups import reduce_look_moves, undo_cause_moves
 
     applied = []
     taken_back: dict[int, list[Move]] = {}
     for i, u in enumerate(uses):
-        if (u.negated or u.problem) and not u.avoid and not u.reset and u.number is None \
-                and not u.targets and not u.bands and not (u.problem and thing_named):
-            # "not that soft" after a soft look; "too yellow now" after a warming: that change, part way back
-            moves = reduce_look_moves(vocab, dialogue, u.intent, u.scale, state, order + u.pos, draft,
-                                      fix=not u.negated)
-            if moves:
-                taken_back[i] = moves
+        if u.avoid or u.number is not None or u.targets or u.bands:
+            continue
+        moves = []
+        if u.negated and not u.reset:              # "not that soft" after a soft look
+            moves = reduce_look_moves(vocab, dialogue, u.intent, u.scale, state, order + u.pos, draft)
+        elif u.problem and not thing_named:        # "too yellow now" after a warming
+            moves = undo_cause_moves(vocab, dialogue, vocab.problems[u.problem], u.intent, u.scale, state,
+                                     order + u.pos, draft)
+        if moves:
+            taken_back[i] = moves
     # a complaint the last change caused is answered by taking it back, not by its other fixes too
     answered = {uses[i].problem for i in taken_back if uses[i].problem}
     for i, u in enumerate(uses):

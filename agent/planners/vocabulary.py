@@ -155,6 +155,7 @@ class Vocabulary:
                 raise ProfileError(str(profile.path), where, str(exc)) from None
         lists["separator"] = [(w, "soft") for w in grammar.get("separators", ())]
         self.trailing_also = {" ".join(_tokens(w)) for w in grammar.get("trailing_also", ())}
+        self.avoid_degree = {" ".join(_tokens(w)) for w in grammar.get("avoid_degree", ())}
         self.back_references = {" ".join(_tokens(w)) for w in grammar.get("back_references", ())}
         # Op names and labels ("temperature", "green saturation", "saturation_green"): lowest priority.
         for op in ops.OPS.values():
@@ -191,6 +192,7 @@ class Vocabulary:
                                f"no intent called {self.object_fix!r}")
         self.magnitude_damping = float(comp.get("magnitude_damping", 0.0))
         self.wishes = {tuple(_tokens(w)) for w in comp.get("wishes") or ()}
+        self.statements = {t for w in comp.get("statements") or () for t in _tokens(w)}
         # Follow-ups (agent/planners/followups.py) are matched on their own tables.
         fu = dict(pe.get("followups") or {})
         self.repeat = {tuple(_tokens(w)): float(v) for w, v in (fu.get("repeat") or {}).items()}
@@ -221,14 +223,21 @@ class Vocabulary:
         for t in [self.place_default, self.place_relation_target, *self.place_nouns.values()]:
             if t is not None and t not in self.targets:
                 raise ProfileError(str(profile.path), "prompt_engineering.place_guesses", f"no target called {t!r}")
+        # "behind her": the places whose complement is the relation target (the subject, for the background)
+        self.place_relation_of: set[str] = set()
+        if self.place_relation_target:
+            spec = self.targets[self.place_relation_target]
+            around = normalize_mask_spec(dict(spec, invert=not spec.get("invert")))
+            self.place_relation_of = {name for name, s in self.targets.items()
+                                      if normalize_mask_spec(dict(s, invert=bool(s.get("invert")))) == around}
         # "ok cool, now more contrast", "thanks! undo the last one": chat said before a request
         router = dict(pe.get("router") or {})
-        self.preamble = {tuple(_tokens(str(w))) for e in (router.get("chat") or {}).values()
-                         for w in e.get("words") or ()} | {tuple(_tokens(str(w))) for w in router.get("filler") or ()}
+        self.preamble = {tuple(plain_words(_tokens(str(w)))) for e in (router.get("chat") or {}).values()
+                         for w in e.get("words") or ()} | {tuple(plain_words(_tokens(str(w))))
+                                                           for w in router.get("filler") or ()}
         self.preamble.discard(())
         self.preamble_ends = {t for w in router.get("preamble_ends") or () for t in _tokens(str(w))}
         fixes = dict(pe.get("spelling") or {})
-        self.spelling_min_length = int(fixes.get("min_length", 6))
         self.spelling_extra = {t for w in fixes.get("known") or () for t in _tokens(str(w))}
         self.phrases: dict[tuple[str, ...], tuple[str, Any]] = {}
         for cat in _CATEGORY_ORDER:
@@ -240,8 +249,8 @@ class Vocabulary:
         self.known_words = ({t for phrase in self.phrases for t in phrase} | _FILLER | self.chatter | self.not_places
                             | {t for f in self.frames for t in f} | {t for f in self.wishes for t in f}
                             | {t for k in (*self.repeat, *self.pull_back, *self.fractions, *self.retarget) for t in k}
-                            | self.spelling_extra)
-        self.speller = Speller(self.known_words, self.spelling_min_length)
+                            | self.statements | _router_words(router) | self.spelling_extra)
+        self.speller = Speller.from_profile(self.known_words, fixes)
 
     def place(self, name: str) -> tuple[dict, str]:
         """A named target's mask spec and the words for it ("the sky", "the top of the frame")."""
@@ -256,7 +265,7 @@ class Vocabulary:
         "cool the highlights" keeps its "cool": a chat word that runs straight into the request stays.
         """
         words = [m for m in re.finditer(r"[a-z0-9][a-z0-9']*|[,;.!?:]", text.lower().replace("\u2019", "'"))]
-        toks = [m.group(0) for m in words]
+        toks = plain_words([m.group(0) for m in words])
         i, chatted = 0, False
         longest = max((len(k) for k in self.preamble), default=1)
         while i < len(toks):
@@ -314,6 +323,23 @@ def _tokens(text: str) -> list[str]:
     text = text.lower().replace("\u2019", "'").replace("\u2018", "'")
     text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", text)    # golden-hour, black-and-white
     return plain_possessives(_TOKEN.findall(text))
+
+
+def _router_words(router: Mapping) -> set[str]:
+    """Every word of the router's tables ("what have you changed", "originally"): known to the speller,
+    never "corrected" to a near one."""
+    phrases = [*(router.get("filler") or ()), *(router.get("chat_filler") or ()),
+               *(w for e in (router.get("chat") or {}).values() for w in e.get("words") or ()),
+               *(w for table in (router.get("commands") or {}).values() for w in table or ()),
+               *(w for table in (router.get("questions") or {}).values() for w in table or ()),
+               *(w for key in ("question_starts", "advice_starts", "request_starts", "preamble_ends")
+                 for w in router.get(key) or ())]
+    return {t for w in phrases for t in _tokens(str(w))}
+
+
+def plain_words(tokens: list[str]) -> list[str]:
+    """``tokens`` with their apostrophes dropped, as people often type them: "thats" is "that's"."""
+    return [t.replace("'", "") for t in tokens]
 
 
 #: Modifier phrases that may give their last word to a following quality phrase.
