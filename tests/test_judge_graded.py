@@ -343,3 +343,11 @@ def test_a_complaint_about_the_edits_so_far_may_go_back_past_the_last_step_not_t
 
     assert harsh(21).score >= MIN_PASS          # back past the "bit more" step, not past the original
     assert harsh(-40).score < MIN_PASS          # flatter than the original
+
+
+def test_a_slight_request_is_met_by_a_small_visible_step(judge, photos):
+    """'brighten it just a smidge' answered by exposure +5 is what was asked; no visible change is not."""
+    im = photos["rocket"]
+    small = ask(judge, im, "brighten it just a smidge", edit(exposure=5))
+    assert small.score >= AUTO, small.assessment
+    assert ask(judge, im, "brighten it just a smidge", edit(exposure=1)).score < MIN_PASS

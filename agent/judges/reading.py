@@ -4,7 +4,8 @@
 chroma, a*, b*, detail) between the version before the turn and the new one,
 inside the target (when the request names one) and outside it, and scores:
 
-- **met** (0.8..1.0): the asked direction, at least half the expected size; graded:
+- **met** (0.8..1.0): the asked direction, at least half the expected size (a third
+  and more for a slight request); graded:
   1.0 from the size to ``overshoot_full`` times it, less below it and beyond it;
 - **weak** (0.35..0.8): the right way but less than half of what was asked;
 - **none** (0.1): no visible change;
@@ -188,8 +189,10 @@ def score_move(move: Move, change: float, lex: Lexicon, *, last: float | None = 
         return "wrong", 0.0, expected
     if signed < noise:
         return "none", 0.1, expected
-    if signed < 0.5 * expected:
-        frac = (signed - noise) / max(0.5 * expected - noise, 1e-6)
+    # a slight request ("a smidge", "a tad") is met by a smaller visible step than a plain one
+    least = (0.35 if move.size == 0 else 0.5) * expected
+    if signed < least:
+        frac = (signed - noise) / max(least - noise, 1e-6)
         return "weak", 0.35 + 0.45 * min(max(frac, 0.0), 1.0), expected
     return (*_graded_met(signed / expected, move.size, lex, look), expected)
 
@@ -202,7 +205,7 @@ def _graded_met(ratio: float, size: int, lex: Lexicon, look: bool = False) -> tu
     to ``overshoot_start`` at the overshoot cap, and on to ``overshoot_floor`` at twice the cap.
     """
     if ratio < 1.0:
-        return "met", 0.9 + 0.2 * (ratio - 0.5)
+        return "met", 0.9 + 0.2 * (ratio - 0.5)     # 0.87 at the least a slight request needs
     full, cap, start = lex.overshoot_full, lex.overshoot[size] * (lex.look_overshoot if look else 1.0), \
         lex.overshoot_start
     if ratio <= full:
@@ -306,10 +309,8 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
                     bound = -m.sign * last[m.prop]      # how far the last change went, in its own direction
                     bound = bound if bound > 0 else None
                 elif reading.repeat and m.sign * last.get(m.prop, 0.0) > lex.noise(m.prop):
-                    # "a smidge more" after a small step: that share of how far the last change went,
-                    # when it is less than the words alone ask for (a repeat of a big step is no bigger ask)
-                    asked = min(lex.size_of(m.prop, m.size) * scales[m.prop],
-                                max(lex.noise(m.prop), reading.repeat * m.sign * last[m.prop]))
+                    # "a smidge more", "bit more": that share of how far the last change went
+                    asked = max(lex.noise(m.prop), reading.repeat * m.sign * last[m.prop])
                 verdict, score, expected = score_move(m, inside[m.prop], lex, last=bound, scale=scales[m.prop],
                                                       share=reading.share, expected=asked, look=e.look)
                 checks.append(MoveCheck(m, region, inside[m.prop], expected, verdict, score))
