@@ -631,25 +631,28 @@ def _section(source: Any, *path: str) -> Mapping | None:
     return source if isinstance(source, Mapping) else None
 
 
-def _profile_thresholds() -> Mapping | None:
-    """The engine profile's ``quality_signatures.judge`` section, if profiles exist."""
+def _engine_profile():
+    """The engine profile, or None when profiles are missing or broken (the judge's defaults then)."""
     try:
-        from profiles import load_profile  # written alongside; optional
-        profile = load_profile("engine")
+        from profiles import load_profile  # written alongside; optional; parsed once and cached
+        return load_profile("engine")
     except Exception:
         return None
-    return _section(profile, "quality_signatures", "judge")
+
+
+def _profile_thresholds() -> Mapping | None:
+    """The engine profile's ``quality_signatures.judge`` section, if profiles exist."""
+    profile = _engine_profile()
+    return None if profile is None else _section(profile, "quality_signatures", "judge")
 
 
 @functools.lru_cache(maxsize=1)
 def _sweet_spots() -> dict:
     """op -> the engine profile's sweet spot (where the planner stops repeated moves); {} without profiles."""
-    try:
-        from profiles import load_profile
-        profile = load_profile("engine")
-        return {op: spot for op in ops.OPS if (spot := profile.sweet_spot(op)) is not None}
-    except Exception:
+    profile = _engine_profile()
+    if profile is None:
         return {}
+    return {op: spot for op in ops.OPS if (spot := profile.sweet_spot(op)) is not None}
 
 
 def _file_thresholds() -> Mapping | None:

@@ -168,8 +168,8 @@ def _complaints(vocab: Vocabulary, clause: Clause, after_complaint: bool = False
                      any((t,) in vocab.frames for t in b.text.split()) for b in before) \
             or _trailing_also(vocab, pieces, i + 1) \
             or (after_complaint and clause.joined == "soft"
-                and all(b.category in ("word", "magnitude") and b.text in _FILLER | vocab.chatter or
-                        b.category == "magnitude" for b in pieces[:i]))
+                and all(b.category == "magnitude" or
+                        (b.category == "word" and (b.text in _FILLER or b.text in vocab.chatter)) for b in pieces[:i]))
         start = max((k + 1 for k in range(i) if pieces[k].category in _QUALITIES
                      or pieces[k].text in vocab.statements), default=0)
         wished = any(tuple(b.text.split()) in vocab.wishes or (b.text.split()[0],) in vocab.wishes

@@ -132,10 +132,10 @@ class Vocabulary:
         lists["reduce"] += [(w, "reduce") for w in grammar.get("tone_down", ())]
         self.tone_down = {" ".join(_tokens(w)) for w in grammar.get("tone_down", ())}
         # "calm the highlights down", "knock the reds back": the particle joins its verb again
-        pairs = sorted({tuple(p.split()) for p in self.tone_down if len(p.split()) == 2})
-        self._split_verbs = re.compile(
-            r"\b(" + "|".join(f"(?P<v{i}>{v}) (?P<m{i}>(?:the|her|his|their|those|these|that|this) (?:[a-z']+ ){{0,2}}?)"
-                             f"{t}" for i, (v, t) in enumerate(pairs)) + r")\b") if pairs else None
+        self._split_verbs = [re.compile(rf"\b({verb}) ((?:the|her|his|their|those|these|that|this) (?:[a-z']+ ){{0,2}}?)"
+                                        rf"({particle})\b")
+                             for verb, particle in sorted({tuple(p.split()) for p in self.tone_down
+                                                           if len(p.split()) == 2})]
         implicit = dict(pe.get("implicit_intents") or {})
         self.tone_down_intent = implicit.get("tone_down")
         if self.tone_down_intent is not None and self.tone_down_intent not in self.intents:
@@ -286,14 +286,9 @@ class Vocabulary:
     def join_particles(self, text: str) -> str:
         """"calm the highlights down" -> "calm down the highlights ": a separable verb of
         ``grammar.tone_down`` put back together, so the place after it reads as its object."""
-        if self._split_verbs is None:
-            return text
-
-        def joined(m: re.Match) -> str:
-            i = next(k for k, v in m.groupdict().items() if v is not None and k.startswith("v"))[1:]
-            verb, middle = m.group(f"v{i}"), m.group(f"m{i}")
-            return f"{verb} {m.group(0)[len(verb) + 1 + len(middle):]} {middle.strip()}"
-        return self._split_verbs.sub(joined, text)
+        for split in self._split_verbs:
+            text = split.sub(lambda m: f"{m[1]} {m[3]} {m[2].strip()}", text)
+        return text
 
     # -- typing slips ----------------------------------------------------
     def spell(self, text: str) -> str:
