@@ -106,6 +106,34 @@ def test_an_unsupported_request_needs_an_honest_refusal(renders):
     assert is_refusal("I cannot do that") and not is_refusal("Warmer, as asked.")
 
 
+def test_a_place_it_cannot_find_must_be_asked_about_not_edited(renders):
+    im, slight, _ = renders
+    step = _step({"say": "brighten the lamp", "kind": "clarify", "expect": {"asks": True}})
+    common = dict(original=im, renders={0: im, 1: im}, region=None, cache=checks.StatsCache())
+    asked = check_step(step, before=im, after=im, same_head=True,
+                       reply="I couldn't find the lamp. Click it, or paint over it?", **common)
+    assert asked["pixel_pass"] and asked["asked"]
+    offered = check_step(step, before=im, after=im, same_head=True, reply="I couldn't find the lamp.",
+                         quick_replies=("The whole photo", "Cancel"), **common)
+    assert offered["pixel_pass"]
+    guessed = check_step(step, before=im, after=slight, same_head=False,
+                         reply="Brightening the subject. Want more?", **common)
+    assert guessed["pixel_pass"] is False
+    silent = check_step(step, before=im, after=im, same_head=True, reply="Done.", **common)
+    assert silent["pixel_pass"] is False and silent["asked"] is False
+
+
+def test_the_report_never_prints_a_held_out_sentence():
+    from agent.eval.report import conversation_failures_text
+
+    fail = {"scenario": "u-1", "step": 2, "kind": "undo", "instruction": "SECRET WORDS", "failed": ["x"]}
+    for split in ("heldout", "unseen"):
+        text = conversation_failures_text({"conversation": {split: {"failures": [fail]}}}, split)
+        assert "SECRET" not in text and "undo 1" in text
+    assert "SECRET WORDS" in conversation_failures_text({"conversation": {"tuning": {"failures": [fail]}}},
+                                                        "tuning")
+
+
 def test_undo_in_words_must_act_and_match_byte_for_byte(renders):
     im, slight, strong = renders
     step = _step({"say": "take that back", "kind": "undo", "expect": {"same_as_step": 1}}, index=3)

@@ -23,7 +23,7 @@ from agent.eval.metrics import summarize
 from agent.eval.report import (conversation_failures_text, conversation_table, discrimination_text,
                                failures_text, markdown_table, metrics_table, wording_text)
 from agent.eval.runner import EvalError, RunOptions, agent_limits, flatten, run_suite
-from agent.eval.scenarios import ScenarioError, load_scenarios, smoke_subset
+from agent.eval.scenarios import SPLITS, ScenarioError, load_scenarios, smoke_subset
 from agent.eval.trace import TRACE_LEVELS, clean, write_trace
 
 
@@ -115,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         print(conversation_table(summary))
         print(discrimination_text(summary))
         print(wording_text(summary))
-        print(conversation_failures_text(summary, "heldout"))
+        for split in SPLITS:
+            if split in summary.get("conversation", {}):
+                print(conversation_failures_text(summary, split))
         for r in summary["scenario_errors"]:
             print(f"scenario {r['scenario']} crashed: {r['error']}")
         where = f"Ray ({args.ray})" if args.ray else f"{workers} worker process(es)"

@@ -282,6 +282,7 @@ def wording_summary(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             for kind, found in (("repeated", repeated_words(text)), ("contradiction", contradictions(text))):
                 for f in found:
                     problems.append({"scenario": t.get("scenario"), "step": t.get("step"), "part": part,
+                                     "split": t.get("split") or "",
                                      "kind": kind, "text": f})
     return {"texts": n, "repeated": sum(1 for p in problems if p["kind"] == "repeated"),
             "contradictions": sum(1 for p in problems if p["kind"] == "contradiction"), "problems": problems}

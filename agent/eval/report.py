@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from agent.eval.scenarios import HIDDEN_SPLITS
+
 
 def _fmt(v: Any, digits: int = 3) -> str:
     if v is None:
@@ -74,7 +76,7 @@ def metrics_table(summary: Mapping[str, Any]) -> str:
 def conversation_table(summary: Mapping[str, Any]) -> str:
     """Conversation compliance per split and per turn kind, and turn latency."""
     conv = summary.get("conversation") or {}
-    splits = [k for k in ("heldout", "tuning") if k in conv]
+    splits = [k for k in ("unseen", "heldout", "tuning") if k in conv]
     if not splits:
         return "No conversation suites were run."
     kinds = sorted({k for s in splits for k in conv[s]["by_kind"]})
@@ -130,16 +132,28 @@ def wording_text(summary: Mapping[str, Any], limit: int = 10) -> str:
         return "reply wording: not checked"
     lines = [f"reply wording: {w['texts']} replies and details read, {w['repeated']} doubled words, "
              f"{w['contradictions']} direction words contradicting a value"]
+    # a held-out reply can quote the person's words: only its place is printed
     for p in w["problems"][:limit]:
-        lines.append(f"  {p['scenario']}#{p['step']} {p['part']} {p['kind']}: {p['text']}")
+        text = "(held-out, not shown)" if p.get("split") in HIDDEN_SPLITS else p["text"]
+        lines.append(f"  {p['scenario']}#{p['step']} {p['part']} {p['kind']}: {text}")
     return "\n".join(lines)
 
 
-def conversation_failures_text(summary: Mapping[str, Any], split: str = "heldout", limit: int = 60) -> str:
-    """The conversation turns of one split that did not do what the person meant."""
+def conversation_failures_text(summary: Mapping[str, Any], split: str = "tuning", limit: int = 60) -> str:
+    """The conversation turns of one split that did not do what the person meant.
+
+    For a held-out split (:data:`HIDDEN_SPLITS`) only the count per kind is printed:
+    whoever reads the report must not see the sentences they would tune to.
+    """
     fails = (summary.get("conversation") or {}).get(split, {}).get("failures") or []
     if not fails:
         return f"Every checked {split} conversation turn held."
+    if split in HIDDEN_SPLITS:
+        kinds: dict[str, int] = {}
+        for f in fails:
+            kinds[f.get("kind") or "?"] = kinds.get(f.get("kind") or "?", 0) + 1
+        per_kind = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+        return f"{len(fails)} {split} conversation turn(s) did not hold ({per_kind}); sentences not shown."
     lines = [f"{len(fails)} {split} conversation turn(s) did not hold:"]
     for f in fails[:limit]:
         lines.append(f"  {f['scenario']}#{f['step']} [{f['kind']}] \"{f['instruction']}\" -> "

@@ -9,6 +9,7 @@ go straight into JSON and the trace).
 from __future__ import annotations
 
 import atexit
+import hashlib
 import json
 import os
 import shutil
@@ -187,15 +188,22 @@ def is_refusal(reply: str | None) -> bool:
     return any(m in text for m in REFUSAL_MARKERS)
 
 
+def asks_back(reply: str | None, quick_replies: Sequence[str] = ()) -> bool:
+    """True when a reply asks the person something (a question mark, or answers offered)."""
+    return "?" in (reply or "") or bool(quick_replies)
+
+
 def check_step(step: Step, *, before: np.ndarray, after: np.ndarray, original: np.ndarray,
                renders: dict[int, np.ndarray], region: np.ndarray | None,
                cache: checks.StatsCache, prior: dict[int, list[dict]] | None = None,
-               same_head: bool | None = None, reply: str | None = None) -> dict[str, Any]:
+               same_head: bool | None = None, reply: str | None = None,
+               quick_replies: Sequence[str] = ()) -> dict[str, Any]:
     """Judge one step from pixels: conditions, preservation, byte-identity. Pure except the cache.
 
     ``prior``: earlier steps' condition results (for ``stronger_than``); ``same_head``:
-    whether the head version stayed the same (for ``no_new_version`` and ``refusal``);
-    ``reply``: what the agent said (an honest refusal must say it cannot).
+    whether the head version stayed the same (for ``no_new_version``, ``refusal`` and
+    ``asks``); ``reply``: what the agent said (an honest refusal must say it cannot; a
+    question back must ask); ``quick_replies``: the answers it offered with the reply.
     """
     exp = step.expect
 
@@ -231,20 +239,21 @@ def check_step(step: Step, *, before: np.ndarray, after: np.ndarray, original: n
             # pixels happen to match (the turn before changed nothing).
             identical = False
     unchanged = None
-    if exp.no_new_version or exp.refusal:
+    if exp.no_new_version or exp.refusal or exp.asks:
         unchanged = bool(same_head) and checks.pixels_identical(after, before) and bool((reply or "").strip())
         if exp.no_new_version and not_understood(reply):
             unchanged = False   # "hi" answered with "I don't know how to do that" is not a chat reply
     refused = is_refusal(reply) if exp.refusal else None
+    asked = asks_back(reply, quick_replies) if exp.asks else None
     verdict = None
     if not exp.is_empty:
         verdict = (all(r["passed"] for r in results)
                    and (exp.preserve_outside is None or (pres is not None and pres >= exp.preserve_outside))
                    and identical is not False and stronger is not False and unchanged is not False
-                   and refused is not False)
+                   and refused is not False and asked is not False)
     return {"checks": results, "preservation_ssim": pres, "preserve_min": exp.preserve_outside,
             "rollback_exact": identical, "stronger": stronger, "unchanged": unchanged, "refused": refused,
-            "pixel_pass": verdict}
+            "asked": asked, "pixel_pass": verdict}
 
 
 def _region_mask(spec: dict, original: np.ndarray) -> np.ndarray:
@@ -307,7 +316,8 @@ def run_scenario(harness: Harness, scenario: Scenario, options: RunOptions) -> S
             region = masks[key]
         verdicts = check_step(step, before=before, after=after, original=original,
                               renders=renders, region=region, cache=cache, prior=prior,
-                              same_head=(shown == head_before), reply=_get(result, "reply"))
+                              same_head=(shown == head_before), reply=_get(result, "reply"),
+                              quick_replies=tuple(_get(result, "quick_replies") or ()))
         prior[step.index] = verdicts["checks"]
         if error and verdicts["pixel_pass"] is not None:
             verdicts["pixel_pass"] = False
@@ -327,6 +337,8 @@ def run_scenario(harness: Harness, scenario: Scenario, options: RunOptions) -> S
             "budget_tokens": limits.get("budget_tokens"),
             "wall_s": wall, "latency_s": latency_excluding_model(wall, record["model_s"]),
             "error": error, "head_asset_id": head_id, "shown_asset_id": shown,
+            # the pixels the person sees, for byte-identity checks across code changes
+            "render_sha1": hashlib.sha1(np.ascontiguousarray(after).tobytes()).hexdigest(),
             **verdicts,
             **record,
         }

@@ -53,12 +53,16 @@ from pipeline.masks import MaskSpecError, normalize_mask_spec
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "evals" / "scenarios"
 
 SUITES = ("single", "multi", "soak", "conversation")
-#: Conversation suites come in two splits: "tuning" (the planner may be tuned on
-#: it) and "heldout" (written before any tuning; never tuned on).
-SPLITS = ("tuning", "heldout")
+#: Conversation suites come in three splits: "tuning" (the planner may be tuned on
+#: it), "heldout" (written before any tuning; never tuned on) and "unseen" (written
+#: by people who never read the vocabulary, on photos the project never used; never
+#: tuned on, and its sentences are never printed by the eval).
+SPLITS = ("tuning", "heldout", "unseen")
+#: Splits whose sentences the eval's text report never prints (figures only).
+HIDDEN_SPLITS = ("heldout", "unseen")
 #: What a conversation turn is, for compliance per kind.
 TURN_KINDS = ("edit", "follow_up", "complaint", "undo", "negation", "local", "magnitude",
-              "unsupported", "chat", "question")
+              "unsupported", "chat", "question", "constraint", "clarify", "review")
 REVIEW_MODES = ("always", "below_auto_approve", "never")
 ACTIONS = ("say", "approve", "modify", "rollback", "replan")
 #: Conversation folders (relative to the repository): one per split.
@@ -129,11 +133,13 @@ class Expectation:
     no_new_version: bool = False   # chat/questions: the head stays, the render is byte-identical
     refusal: bool = False          # unsupported: no new version and the reply says it cannot
     stronger_than: int | None = None   # magnitude pairs: every up/down change >= 1.25x that step's
+    asks: bool = False             # a place it cannot find: no new version, and the reply asks back
 
     @property
     def is_empty(self) -> bool:
         return (not self.conditions and self.preserve_outside is None and self.same_as_step is None
-                and not self.no_new_version and not self.refusal and self.stronger_than is None)
+                and not self.no_new_version and not self.refusal and self.stronger_than is None
+                and not self.asks)
 
 
 @dataclass(frozen=True)
@@ -243,7 +249,7 @@ def _expectation(where: str, data: Any, index: int, has_region: bool) -> Expecta
     against: str | int = "previous"
     preserve = None
     same_as = None
-    flags: dict[str, Any] = {"no_new_version": False, "refusal": False, "stronger_than": None}
+    flags: dict[str, Any] = {"no_new_version": False, "refusal": False, "stronger_than": None, "asks": False}
     plain: dict = {}
     for key, value in data.items():
         if key in ("inside", "outside"):
@@ -438,8 +444,8 @@ def scenario_paths(spec: str | Path | None = None) -> list[Path]:
 
 
 def conversation_paths(split: str | None = None) -> list[Path]:
-    """The shipped conversation files: both splits (held-out first), or one."""
-    splits = (split,) if split else ("heldout", "tuning")
+    """The shipped conversation files: every split (held-out ones first), or one."""
+    splits = (split,) if split else ("unseen", "heldout", "tuning")
     return [p for sp in splits for p in sorted((CONVERSATION_DIR / sp).glob("*.yaml"))]
 
 
