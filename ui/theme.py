@@ -133,6 +133,8 @@ CSS = """
 .tp-bar { height: 3px; background: #2e2e2e; border-radius: 2px; margin: 5px 0 4px 0; overflow: hidden; }
 .tp-fill { height: 3px; background: #d08a3c; transition: width .25s ease-out; }
 .tp-message { color: #d6d6d6; }
+/* Gradio's loading timer sits on a translucent overlay (over a photo it failed contrast): give it its own ground */
+.meta-text, .meta-text-center { background: #1c1c1ce6 !important; color: #e6e6e6 !important; border-radius: 4px; }
 #schema-panel { margin-top: 10px; }
 #schema-help { color: #a9a9a9; font-size: .86rem; }
 #schema-status { font-size: .88rem; }
