@@ -25,7 +25,7 @@ def create_app(studio=None):
 
     studio = studio or Studio()
     options = serving_options(studio)
-    from agent.card import card_routes  # the A2A agent card at /.well-known/agent.json
+    from agent.interfaces.card import card_routes  # the A2A agent card at /.well-known/agent.json
     options.setdefault("app_kwargs", {}).setdefault("routes", []).extend(card_routes(studio))
     return build_studio(studio), options
 

@@ -54,10 +54,10 @@ class AgentConfig:
     lease_wait_s: float = 5.0
     memory_cap_mb: int = 2048
     # Sections owned by their consumers and validated by them at load:
-    # ``vlm:`` (agent.vlm.vlm_limits) and ``quality.judge:`` (the embedded judge's thresholds).
+    # ``vlm:`` (agent.model.vlm.vlm_limits) and ``quality.judge:`` (the embedded judge's thresholds).
     vlm: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     judge: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-    # ``skills:`` (agent.skills), ``orchestrator:`` (agent.orchestrator), ``failures:`` (agent.failures).
+    # ``skills:`` (agent.skills), ``orchestrator:`` (agent.orchestrator), ``failures:`` (agent.loop.failures).
     skills: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     orchestrator: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     failures: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -132,13 +132,13 @@ def _check(key: str, kind: str, lo: float | None, hi: float | None, value: Any) 
 
 
 def _check_vlm(body: Mapping[str, Any]) -> None:
-    from agent.vlm import vlm_limits  # the VLM client owns its limits and their ranges
+    from agent.model.vlm import vlm_limits  # the VLM client owns its limits and their ranges
 
     vlm_limits({"vlm": dict(body)})
 
 
 def _check_judge(body: Mapping[str, Any]) -> None:
-    from agent.judges.embedded import DEFAULTS  # the judge owns its thresholds
+    from agent.judging.embedded import DEFAULTS  # the judge owns its thresholds
 
     unknown = set(body) - set(DEFAULTS)
     if unknown:
@@ -159,7 +159,7 @@ def _check_orchestrator(body: Mapping[str, Any]) -> None:
 
 
 def _check_failures(body: Mapping[str, Any]) -> None:
-    from agent.failures import failure_policy
+    from agent.loop.failures import failure_policy
 
     failure_policy(dict(body))
 

@@ -1,7 +1,7 @@
 """Shared fixtures: a real photo, scripted planner/judge, and a Studio on a real SQLite file.
 
 The scripted planner and judge implement the real interfaces
-(``agent.planners.base.Planner``, ``agent.judges.base.Judge``) and are injected
+(``agent.planning.base.Planner``, ``agent.judging.base.Judge``) and are injected
 through the builder — nothing is patched.
 """
 
@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 from skimage import data as skdata
 
-from agent.judges.base import Assessment
-from agent.planners.base import Plan, SubGoal
+from agent.judging.base import Assessment
+from agent.planning.base import Plan, SubGoal
 
 #: Debian's Chromium, driven by Playwright (the Playwright browser download is not available).
 CHROMIUM = "/usr/bin/chromium"
@@ -249,8 +249,8 @@ def make_studio(tmp_path, database_url):
 
 @pytest.fixture(scope="module")
 def judge():
-    """The built-in judge (agent.judges.embedded), one per test module."""
-    from agent.judges.embedded import EmbeddedJudge
+    """The built-in judge (agent.judging.embedded), one per test module."""
+    from agent.judging.embedded import EmbeddedJudge
 
     return EmbeddedJudge()
 

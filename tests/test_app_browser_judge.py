@@ -49,8 +49,8 @@ class Slow:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from agent.judges import default_judge
-    from agent.planners import default_planner
+    from agent.judging import default_judge
+    from agent.planning import default_planner
     from agent.service import Studio
     from app import create_app
 

@@ -1,4 +1,4 @@
-"""``python -m agent.batch`` and the runner under it (agent/parallel.py), on real photos.
+"""``python -m agent.batch`` and the runner under it (agent/runs/parallel.py), on real photos.
 
 A folder with real photos and one broken file runs on a process pool, on Ray
 in local mode and in this process: outputs are the same pixels as the
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from agent.batch import REPORT, main, run_batch
-from agent.parallel import map_jobs
+from agent.runs.batch import REPORT, main, run_batch
+from agent.runs.parallel import map_jobs
 from conftest import small_photo
 from pipeline.imageio import load_image
 from pipeline.render import render

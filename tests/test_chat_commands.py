@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.judges.embedded import EmbeddedJudge
-from agent.planners.embedded import EmbeddedPlanner
-from agent.router import Router
+from agent.judging.embedded import EmbeddedJudge
+from agent.planning.embedded import EmbeddedPlanner
+from agent.conversation.router import Router
 from conftest import small_photo
 from pipeline.imageio import load_image
 

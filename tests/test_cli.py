@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import CommandError, parse_command
+from agent.interfaces.cli import CommandError, parse_command
 from conftest import small_photo
 
 REPO = Path(__file__).resolve().parents[1]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agent.config import AgentConfigError, config_from_mapping, load_config
-from agent.judges.embedded import EmbeddedJudge
-from agent.vlm import vlm_limits
+from agent.judging.embedded import EmbeddedJudge
+from agent.model.vlm import vlm_limits
 
 
 def test_the_shipped_config_loads_with_its_vlm_limits():

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agent.context_folding import AssetContext, estimate_tokens, fold_context_for_prompt
-from agent.state import ActionRecord, ToolContext
+from agent.loop.context_folding import AssetContext, estimate_tokens, fold_context_for_prompt
+from agent.loop.state import ActionRecord, ToolContext
 from conftest import ScriptedJudge, ScriptedPlanner
 
 

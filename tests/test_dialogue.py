@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.dialogue import dialogue_state
-from agent.judges.embedded import EmbeddedJudge
-from agent.planners.embedded import EmbeddedPlanner
+from agent.conversation.dialogue import dialogue_state
+from agent.judging.embedded import EmbeddedJudge
+from agent.planning.embedded import EmbeddedPlanner
 from conftest import small_photo
 from pipeline.measure import image_stats
 

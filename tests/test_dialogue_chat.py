@@ -10,15 +10,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent.dialogue import Change, DialogueState, TurnMoves
+from agent.conversation.dialogue import Change, DialogueState, TurnMoves
 from agent.eval import checks
 from agent.eval.runner import check_step
 from agent.eval.scenarios import Condition, Expectation, Step
-from agent.judges.embedded import EmbeddedJudge
-from agent.planners.base import PlanRequest
-from agent.planners.embedded import EmbeddedPlanner
-from agent.planners.vocabulary import Vocabulary
-from agent.router import Router
+from agent.judging.embedded import EmbeddedJudge
+from agent.planning.base import PlanRequest
+from agent.planning.embedded import EmbeddedPlanner
+from agent.conversation.vocabulary import Vocabulary
+from agent.conversation.router import Router
 from conftest import small_photo
 from pipeline.masks import build_mask
 from pipeline.measure import image_stats

@@ -220,12 +220,12 @@ def test_every_reply_of_the_whole_eval_suite_reads_cleanly():
     and its details have no doubled words and no direction word against a value."""
     import cv2
 
-    from agent.judges.base import JudgeRequest
-    from agent.judges.embedded import EmbeddedJudge
-    from agent.nodes import apply_sub_goals
-    from agent.planners.base import PlanRequest
-    from agent.planners.embedded import EmbeddedPlanner
-    from agent.wording import compose_reply, contradictions, repeated_words
+    from agent.judging.base import JudgeRequest
+    from agent.judging.embedded import EmbeddedJudge
+    from agent.loop.nodes import apply_sub_goals
+    from agent.planning.base import PlanRequest
+    from agent.planning.embedded import EmbeddedPlanner
+    from agent.conversation.wording import compose_reply, contradictions, repeated_words
     from pipeline.masks import build_mask
     from pipeline.measure import image_stats
 

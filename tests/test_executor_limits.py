@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent.limits import hold_to_profile
-from agent.planners.base import SubGoal
-from agent.planners.embedded import EmbeddedPlanner
+from agent.planning.limits import hold_to_profile
+from agent.planning.base import SubGoal
+from agent.planning.embedded import EmbeddedPlanner
 from agent.service import Studio
 from pipeline.state import EditState
 from profiles import load_profile

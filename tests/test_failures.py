@@ -7,8 +7,8 @@ import time
 import pytest
 
 from agent.config import AgentConfigError, load_config
-from agent.failures import backoff_seconds, classify, failure_policy
-from agent.planners.base import PlanError
+from agent.loop.failures import backoff_seconds, classify, failure_policy
+from agent.planning.base import PlanError
 from tests.conftest import ScriptedJudge, ScriptedPlanner, plan_from_text
 
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import yaml
 
-from agent.judges.embedded import EmbeddedJudge
-from agent.judges.generative import assess_generated
-from agent.planners.generative import parse_generative
+from agent.judging.embedded import EmbeddedJudge
+from agent.judging.generative import assess_generated
+from agent.planning.generative import parse_generative
 from profiles import ProfileError
 from profiles.generation import (GENERATION_DIR, _load, check_all_generation_profiles, load_generation_profile)
 from tests.conftest import small_photo

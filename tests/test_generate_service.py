@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch is a dev requirement (requirements-dev.txt)")
 
 from agent.errors import InvalidInput  # noqa: E402
-from agent.generation import GenerationFailed  # noqa: E402
+from agent.service.generation import GenerationFailed  # noqa: E402
 from agent.service import Studio  # noqa: E402
 from pipeline.generate.base import NoBackend  # noqa: E402
 from pipeline.generate.comfyui import ComfyUIBackend  # noqa: E402
@@ -164,7 +164,7 @@ def test_a_remove_with_nothing_to_remove_asks_for_a_painted_mask(studio, photo):
 
 def test_with_no_backend_every_generative_request_answers_at_once_and_changes_nothing(make, photo, monkeypatch):
     monkeypatch.delenv("ATELIER_GEN_BACKEND", raising=False)
-    from agent.planners.embedded import EmbeddedPlanner
+    from agent.planning.embedded import EmbeddedPlanner
     studio = make(None, planner=EmbeddedPlanner())
     sid = studio.start_session(photo).id
     _select(studio, sid, photo)

@@ -11,8 +11,8 @@ import json
 import pytest
 
 from agent.config import AgentConfigError, config_from_mapping, load_config
-from agent.graph import route_after_quality, route_after_review, route_start
-from agent.planners.base import PlanError
+from agent.loop.graph import route_after_quality, route_after_review, route_start
+from agent.planning.base import PlanError
 from conftest import ScriptedJudge, ScriptedPlanner, plan_from_text
 
 CONFIG = load_config()

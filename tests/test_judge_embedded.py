@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from skimage import data as skdata
 
-from agent.judges.base import Judge, JudgeRequest
-from agent.judges.embedded import DIAGNOSES, EFFECTS, EmbeddedJudge, load_thresholds
-from agent.planners.base import SubGoal
+from agent.judging.base import Judge, JudgeRequest
+from agent.judging.embedded import DIAGNOSES, EFFECTS, EmbeddedJudge, load_thresholds
+from agent.planning.base import SubGoal
 from pipeline import ops
 from pipeline.masks import normalize_mask_spec
 from pipeline.render import Renderer, SourceImage, render
@@ -67,7 +67,7 @@ def test_it_is_a_judge(judge):
 
 
 def test_every_op_has_a_measurable_effect():
-    from agent.judges.toolbox_checks import TOOLBOX_OPS
+    from agent.judging.toolbox_checks import TOOLBOX_OPS
 
     retouch = set(ops.RETOUCH_OPS + ops.REGION_OPS)   # checked by the retouch report, not by EFFECTS
     assert set(EFFECTS) | TOOLBOX_OPS | retouch == set(ops.OPS) and not set(EFFECTS) & TOOLBOX_OPS

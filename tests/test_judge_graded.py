@@ -16,9 +16,9 @@ from skimage import data as skdata
 from agent.config import load_config
 from agent.eval import checks
 from agent.eval.discrimination import REQUESTS, labelled_cases
-from agent.judges.base import JudgeRequest
-from agent.judges.embedded import EmbeddedJudge
-from agent.planners.base import SubGoal
+from agent.judging.base import JudgeRequest
+from agent.judging.embedded import EmbeddedJudge
+from agent.planning.base import SubGoal
 from pipeline.masks import build_mask, normalize_mask_spec
 from pipeline.render import render
 from pipeline.state import EditState
@@ -218,7 +218,7 @@ def test_a_replan_is_judged_against_the_persons_feedback(judge, photos):
 
 def test_a_replan_in_a_session_hands_the_feedback_to_the_judge(make_studio):
     """Through the graph: the attempt that answers '/replan' is read with the person's words."""
-    from agent.planners.embedded import EmbeddedPlanner
+    from agent.planning.embedded import EmbeddedPlanner
 
     studio = make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="always")
     sid = studio.start_session(np.ascontiguousarray(skdata.chelsea()[::2, ::2])).id

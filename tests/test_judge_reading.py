@@ -12,9 +12,9 @@ import pytest
 from skimage import data as skdata
 
 from agent.config import load_config
-from agent.judges.base import JudgeRequest
-from agent.judges.embedded import channel_clip_shares
-from agent.planners.base import SubGoal
+from agent.judging.base import JudgeRequest
+from agent.judging.embedded import channel_clip_shares
+from agent.planning.base import SubGoal
 from pipeline.masks import build_mask, normalize_mask_spec
 from pipeline.render import render
 from pipeline.state import EditState

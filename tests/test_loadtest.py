@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from agent.loadtest import LoadTestError, check_target, listening_pid, run_load
+from agent.runs.loadtest import LoadTestError, check_target, listening_pid, run_load
 from conftest import free_port
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import skimage.data
 
-from agent.planners.base import PlanRequest, SubGoal
-from agent.planners.embedded import EmbeddedPlanner
+from agent.planning.base import PlanRequest, SubGoal
+from agent.planning.embedded import EmbeddedPlanner
 from pipeline import ops
 from pipeline.measure import image_stats
 from pipeline.render import render

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.reading import load_lexicon, read_attempt, read_request
+from agent.judging.reading import load_lexicon, read_attempt, read_request
 
 
 def moves(reading):

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from skimage import data
 
-from agent.judges.base import JudgeRequest
-from agent.judges.embedded import EmbeddedJudge
-from agent.judges.retouch_checks import check_request
-from agent.planners.base import PlanRequest, SubGoal
-from agent.planners.embedded import EmbeddedPlanner
-from agent.nodes import apply_sub_goals
+from agent.judging.base import JudgeRequest
+from agent.judging.embedded import EmbeddedJudge
+from agent.judging.retouch_checks import check_request
+from agent.planning.base import PlanRequest, SubGoal
+from agent.planning.embedded import EmbeddedPlanner
+from agent.loop.nodes import apply_sub_goals
 from pipeline.measure import image_stats
 from pipeline.render import render
 from pipeline.state import EditState
@@ -39,7 +39,7 @@ def test_chat_phrases_reach_the_retouch_ops(message):
     img = data.astronaut()[::4, ::4].copy()
     plan = PLANNER.plan(PlanRequest(message=message, state=EditState(), context="", image_stats=image_stats(img),
                                     image=img, original=img))
-    from agent.selection import resolve_selection
+    from agent.planning.selection import resolve_selection
 
     goals, missing = resolve_selection(plan.sub_goals, {})
     state, _ = apply_sub_goals(EditState(), goals)

@@ -246,7 +246,7 @@ _KILLED_TURN = textwrap.dedent("""
     sys.path[:0] = [{repo!r}, {tests!r}]
     from conftest import ScriptedPlanner
     from agent.service import Studio
-    from agent.judges.base import Assessment
+    from agent.judging.base import Assessment
 
     class StuckJudge:
         name = "stuck"
@@ -292,7 +292,7 @@ def test_a_killed_turn_is_lost_cleanly_and_the_session_resumes(make_studio, phot
 def test_an_upload_finds_faces_subject_and_sky_in_the_background(make_studio, photo):
     from pipeline.render import WARM_CONTENT
 
-    from agent.planners.embedded import EmbeddedPlanner
+    from agent.planning.embedded import EmbeddedPlanner
 
     from pipeline.masks import content_key
 

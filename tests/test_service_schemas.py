@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from agent.config import load_config
-from agent.judges.embedded import EmbeddedJudge
+from agent.judging.embedded import EmbeddedJudge
 from agent.service import InvalidInput, Studio
 from conftest import ScriptedJudge, ScriptedPlanner
 

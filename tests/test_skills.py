@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import skills
-from agent.planners.embedded import EmbeddedPlanner
+from agent.planning.embedded import EmbeddedPlanner
 from agent.service import InvalidInput, Studio
 from agent.skills import ImageFacts, plan_tasks, run_tasks, select_skill, split_request
 from pipeline.state import EditState
@@ -187,7 +187,7 @@ def test_ordinary_requests_still_go_to_the_planner(studio):
 def test_apply_skill_and_the_mcp_tools_list_and_apply_skills(studio):
     from mcp import Client
 
-    from agent.mcp import build_server
+    from agent.interfaces.mcp import build_server
 
     info = studio.start_session(small_photo("rocket", 320))
     with pytest.raises(InvalidInput, match="unknown skill 'sparkle'"):

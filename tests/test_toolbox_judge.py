@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from skimage import data
 
-from agent.judges.base import JudgeRequest
-from agent.nodes import apply_sub_goals
-from agent.judges.embedded import EmbeddedJudge
-from agent.planners.base import PlanRequest, SubGoal
-from agent.planners.embedded import EmbeddedPlanner
+from agent.judging.base import JudgeRequest
+from agent.loop.nodes import apply_sub_goals
+from agent.judging.embedded import EmbeddedJudge
+from agent.planning.base import PlanRequest, SubGoal
+from agent.planning.embedded import EmbeddedPlanner
 from pipeline.measure import image_stats
 from pipeline.render import in_frame_of, render
 from pipeline.state import EditState
@@ -140,7 +140,7 @@ def test_chat_phrases_reach_the_new_ops(message):
 
 
 def test_a_chat_turn_crops_and_the_judge_checks_it(make_studio):
-    from agent.planners.embedded import EmbeddedPlanner as Planner
+    from agent.planning.embedded import EmbeddedPlanner as Planner
 
     studio = make_studio(Planner(), EmbeddedJudge())
     info = studio.start_session(data.coffee())

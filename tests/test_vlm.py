@@ -19,13 +19,13 @@ import pytest
 from PIL import Image
 from skimage import data as skdata
 
-from agent.judges import default_judge
-from agent.judges.base import JudgeRequest
-from agent.judges.vlm import VLMJudge
-from agent.planners import default_planner
-from agent.planners.base import PlanRequest, SubGoal
-from agent.planners.vlm import VLMPlanner
-from agent.vlm import (ReplyFormatError, VLMClient, VLMSettings, extract_json_object,
+from agent.judging import default_judge
+from agent.judging.base import JudgeRequest
+from agent.judging.vlm import VLMJudge
+from agent.planning import default_planner
+from agent.planning.base import PlanRequest, SubGoal
+from agent.planning.vlm import VLMPlanner
+from agent.model.vlm import (ReplyFormatError, VLMClient, VLMSettings, extract_json_object,
                        profile_for_model, vlm_limits)
 from fake_openai_server import FakeOpenAIServer, Reply
 from pipeline import ops

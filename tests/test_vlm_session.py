@@ -15,10 +15,10 @@ import pytest
 
 from agent.config import load_config
 from agent.errors import InvalidInput
-from agent.judges.vlm import VLMJudge
-from agent.planners.vlm import VLMPlanner
+from agent.judging.vlm import VLMJudge
+from agent.planning.vlm import VLMPlanner
 from agent.service import Studio
-from agent.vlm import VLMClient, VLMSettings
+from agent.model.vlm import VLMClient, VLMSettings
 from fake_openai_server import FakeOpenAIServer, Reply
 from conftest import small_photo as demo_photo
 from test_vlm import photo as small_photo

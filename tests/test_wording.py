@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.wording import compose_reply, contradictions, repeated_words, split_reply
+from agent.conversation.wording import compose_reply, contradictions, repeated_words, split_reply
 
 
 def test_the_checks_catch_what_people_saw():

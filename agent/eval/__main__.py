@@ -52,10 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _judge(vlm: bool):
     """The judge the labelled set is scored by: the run's own (embedded unless --vlm)."""
     if vlm:
-        from agent.judges import default_judge
+        from agent.judging import default_judge
 
         return default_judge()
-    from agent.judges.embedded import EmbeddedJudge
+    from agent.judging.embedded import EmbeddedJudge
 
     return EmbeddedJudge()
 

@@ -115,9 +115,9 @@ def labelled_cases(long_side: int = 512, judge=None,
     """Render, judge and pixel-check every variant of every request (one record each)."""
     import cv2
 
-    from agent.judges.base import JudgeRequest
-    from agent.judges.embedded import EmbeddedJudge
-    from agent.planners.base import SubGoal
+    from agent.judging.base import JudgeRequest
+    from agent.judging.embedded import EmbeddedJudge
+    from agent.planning.base import SubGoal
     from pipeline.masks import build_mask, normalize_mask_spec
     from pipeline.render import render
     from pipeline.state import EditState

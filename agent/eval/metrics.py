@@ -267,7 +267,7 @@ def conversation_summary(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def wording_summary(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Replies read for doubled words and for direction words that disagree with a value."""
-    from agent.wording import contradictions, repeated_words
+    from agent.conversation.wording import contradictions, repeated_words
 
     problems = []
     n = 0

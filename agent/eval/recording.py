@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any
 
-from agent.context_folding import estimate_tokens
+from agent.loop.context_folding import estimate_tokens
 
 
 class CallLog:

@@ -74,15 +74,15 @@ def make_harness(options: RunOptions, root: Path) -> Harness:
     if options.vlm:
         if not os.environ.get("ATELIER_VLM_BASE_URL"):
             raise EvalError("--vlm needs ATELIER_VLM_BASE_URL (and ATELIER_VLM_MODEL) to be set")
-        from agent.judges import default_judge
-        from agent.planners import default_planner
+        from agent.judging import default_judge
+        from agent.planning import default_planner
 
         planner, judge = default_planner(), default_judge()
     else:
         # Pin the embedded pair: the defaults would switch to a VLM when ATELIER_VLM_* is set.
         try:
-            from agent.judges.embedded import EmbeddedJudge
-            from agent.planners.embedded import EmbeddedPlanner
+            from agent.judging.embedded import EmbeddedJudge
+            from agent.planning.embedded import EmbeddedPlanner
         except ImportError as exc:
             raise EvalError(f"the embedded planner or judge is not available ({exc})") from None
         planner, judge = EmbeddedPlanner(), EmbeddedJudge()
@@ -407,9 +407,9 @@ def run_suite(scenarios: Sequence[Scenario], options: RunOptions, *, workers: in
 
     ``workers`` 1 runs in this process; more uses a process pool (each worker
     its own Studio); ``ray_address`` ("local", "auto" or host:port) runs them as
-    Ray tasks instead (see agent.parallel).
+    Ray tasks instead (see agent.runs.parallel).
     """
-    from agent.parallel import ParallelError, map_jobs
+    from agent.runs.parallel import ParallelError, map_jobs
 
     order = sorted(range(len(scenarios)), key=lambda i: -_cost(scenarios[i]))  # longest first
     try:

@@ -247,8 +247,8 @@ def run_tasks(plan: TaskPlan, registry: Mapping[str, Skill], state, facts: Image
     ``mode: add`` values move that state, its ``set`` values replace it) and is told what that step
     changed; the trace records, per step, the skill, what it received and what it did.
     """
-    from agent.nodes import apply_sub_goals
-    from agent.planners.base import SubGoal
+    from agent.loop.nodes import apply_sub_goals
+    from agent.planning.base import SubGoal
     from pipeline.masks import describe_mask
 
     results: dict[str, dict] = {}
@@ -310,7 +310,7 @@ class SkillPlanner:
         return bool(best) and best[0].skill is not None and best[0].skill.kind != "look"
 
     def plan(self, request):
-        from agent.planners.base import Plan
+        from agent.planning.base import Plan
 
         if request.feedback or request.diagnoses:
             return self.inner.plan(request)        # a replan is the inner planner's job

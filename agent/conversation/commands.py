@@ -1,0 +1,165 @@
+"""What the Studio does with a routed message that is not an edit request (agent/conversation/router.py).
+
+- commands that move the head (undo, redo, back N steps, back to before a named
+  change, back to the original) go through :meth:`Studio.undo` / :meth:`Studio.redo`:
+  bit-exact rollbacks, a turn each, one-line reply;
+- "reset the saturation" is a turn with the person's values (the op back to 0);
+- export, show the original, what did you change, questions and small talk change
+  nothing and use no turn: ``status="answered"``, ``turn`` = the last finished turn.
+
+Only called by :meth:`agent.service.Studio.send_message`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent.conversation.dialogue import dialogue_state
+from agent.conversation.answers import evaluation_reply, read_photo, recipe_text
+from agent.errors import InvalidInput
+from agent.conversation.vocabulary import _match, _tokens
+from agent.conversation.router import Route
+from pipeline import ops
+from pipeline.measure import image_stats
+from pipeline.state import EditState
+
+if TYPE_CHECKING:
+    from agent.service import Studio, TurnResult
+
+_FORMAT_NAMES = {"jpeg": "JPEG", "png": "PNG", "tiff": "TIFF"}
+
+
+def _answered(studio: "Studio", session_id: str, reply: str, *, kind: str, quick_replies=(), shown: str | None = None,
+              export_path: str | None = None) -> "TurnResult":
+    from agent.service import TurnResult
+
+    session = studio.store.get_session(session_id)
+    head = session.head_asset_id
+    return TurnResult(session_id=session_id, turn=studio.store.last_turn(session_id), status="answered",
+                      reply=reply, head_asset_id=head, rendered_path=shown or studio._proxy_path(session_id, head),
+                      kind=kind, quick_replies=list(quick_replies)[:3], export_path=export_path)
+
+
+def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=None) -> "TurnResult":
+    """Act on ``route`` for the session (the caller holds no lock; the Studio methods take it)."""
+    session = studio._session(session_id)
+    if route.kind == "chat":
+        return _answered(studio, session_id, route.reply or "OK.", kind="chat", quick_replies=route.quick_replies)
+    if route.kind in ("evaluation", "exploration"):
+        return _question(studio, session_id, route)
+    name = route.name
+    if name == "export":
+        path = studio.export(session_id, fmt=route.fmt or "jpeg")
+        label = _FORMAT_NAMES.get(route.fmt or "jpeg", route.fmt.upper())
+        return _answered(studio, session_id, f"Exported the current version as a full-size {label}: {path}",
+                         kind="command", export_path=str(path))
+    if name == "show_original":
+        return _answered(studio, session_id, "Here is the original. Say \u201cback to the original\u201d to return to it.",
+                         kind="command", shown=str(studio.original_path(session_id)),
+                         quick_replies=["Back to the original"])
+    if name == "what_changed":
+        state = EditState.from_dict(studio.head(session_id).state)
+        recipe = recipe_text(state)
+        edits = dialogue_state(studio.store, session_id).edits
+        said = [", ".join(e.labels[:2]) or e.message for e in edits][-4:]
+        if not recipe:
+            return _answered(studio, session_id, "Nothing yet: this is the original photo.", kind="command")
+        steps = f" ({len(edits)} change{'s' if len(edits) != 1 else ''}: {'; '.join(said)})" if edits else ""
+        return _answered(studio, session_id, f"Now: {recipe}{steps}.", kind="command")
+    if studio.pending_review(session_id) is not None:
+        if name == "undo":   # "undo" during review: drop the version under review, keep the one before it
+            result = studio.review(session_id, "rollback", target=session.head_asset_id, progress=progress)
+            result.kind = "command"
+            return result
+        # anything else: keep talking, as with an edit request (the version under review is kept first)
+        with studio._leased(session_id):
+            current = studio._session(session_id)
+            if studio._pending(current) is not None:
+                studio._keep_pending(current)
+    try:
+        if name == "undo":
+            return studio.undo(session_id, progress=progress, said=text)
+        if name == "redo":
+            return studio.redo(session_id, progress=progress, said=text)
+        if name == "back":
+            return studio.undo(session_id, steps=route.steps, progress=progress, said=text)
+        if name == "original":
+            edits = dialogue_state(studio.store, session_id).edits
+            if not edits:
+                return _answered(studio, session_id, "This is already the original photo.", kind="command")
+            return studio.undo(session_id, steps=len(edits), progress=progress, said=text)
+    except InvalidInput as exc:
+        return _answered(studio, session_id, str(exc)[:1].upper() + str(exc)[1:] + ".", kind="command")
+    if name == "back_before":
+        return _back_before(studio, session_id, route, progress, text)
+    if name == "reset":
+        return _reset(studio, session_id, route, text, progress)
+    return _answered(studio, session_id, "I'm not sure what to do with that.", kind="command")
+
+
+def _question(studio: "Studio", session_id: str, route: Route) -> "TurnResult":
+    vocab = studio.router.vocab
+    pe = studio.router.profile.prompt_engineering
+    if route.name == "capabilities":
+        return _answered(studio, session_id, f"I edit tone and colour by what you say. I can do: {vocab.capabilities()} "
+                         "Say \u201cundo\u201d, \u201cmore\u201d or \u201ctoo much\u201d at any time.",
+                         kind="question", quick_replies=studio.router.capabilities_replies)
+    head = studio.head(session_id)
+    state = EditState.from_dict(head.state)
+    pixels = studio.render(session_id, head.id, long_side=studio.config.judge_long_side)
+    stats = image_stats(pixels)
+    rules = list(pe.get("photo_reading") or [])
+    if route.kind == "exploration":
+        says, suggest = read_photo(stats, rules)
+        suggest = suggest or [str(x) for x in pe.get("photo_reading_default_suggestions") or ()]
+        why = f" ({'; '.join(says)})" if says else ""
+        return _answered(studio, session_id, f"I would try: {', '.join(s.lower() for s in suggest[:3])}{why}.",
+                         kind="question", quick_replies=suggest)
+    reply, suggest = evaluation_reply(stats, rules, str(pe.get("photo_reading_good") or "It looks balanced."), state)
+    return _answered(studio, session_id, reply, kind="question", quick_replies=suggest)
+
+
+def _back_before(studio: "Studio", session_id: str, route: Route, progress, text: str = "") -> "TurnResult":
+    vocab = studio.router.vocab
+    pieces = _match(vocab, _tokens(" ".join(route.words)))
+    intents = [p.key for p in pieces if p.category in ("intent", "fix")]
+    op_names = [p.key for p in pieces if p.category == "op"]
+    for name in intents:
+        op_names += [op for op, _ in vocab.intents[name].ops[:1]]
+    # "the blue stuff": that band's ops; "the colour stuff": the kind of change named (router.change_names)
+    op_names += [pattern.format(band=p.key) for p in pieces if p.category == "band" for pattern in vocab.band_ops.values()]
+    op_names += [op for w in route.words for op in studio.router.change_names.get(w, ())]
+    edits = dialogue_state(studio.store, session_id).edits
+    state = dialogue_state(studio.store, session_id)
+    # "back to before the warmth" after "warm up her face", "same for the background": before the whole run
+    found = state.find(intents=intents, ops=op_names, words=[w for w in route.words if len(w) > 3], run=True)
+    said = " ".join(route.words)
+    if found is None:
+        return _answered(studio, session_id, f"I couldn't find a change like \u201c{said}\u201d in this version's "
+                         "history, so nothing changed.", kind="command", quick_replies=["What did you change?", "Undo"])
+    steps = len(edits) - edits.index(found)
+    return studio.undo(session_id, steps=steps, progress=progress, said=text or None)
+
+
+def _reset(studio: "Studio", session_id: str, route: Route, text: str, progress) -> "TurnResult":
+    vocab = studio.router.vocab
+    state = EditState.from_dict(studio.head(session_id).state)
+    names: list[str] = []
+    for key in route.words:
+        if key in vocab.intents:
+            names += [op for op, _ in vocab.intents[key].ops]
+        elif key in ops.OPS:
+            names.append(key)
+    values = {n: 0 for n in dict.fromkeys(names) if state.value(n)}
+    if not values:
+        label = ", ".join(dict.fromkeys(ops.get_op(n).label.lower() for n in names)) or "that"
+        return _answered(studio, session_id, f"{label.capitalize()} is already at its neutral value; nothing to reset.",
+                         kind="command")
+    with studio._leased(session_id):
+        session = studio._session(session_id)
+        result = studio._start_turn(session, text, modify_values=values, progress=progress)
+    result.kind = "command"
+    return result
+
+
+__all__ = ["handle"]

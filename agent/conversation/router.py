@@ -1,0 +1,232 @@
+"""The router: what kind of message this is, before any planning.
+
+Four kinds, as in the design documents, plus chat commands:
+
+- ``chat``: greetings, thanks, praise, goodbye: a short reply, no turn;
+- ``command``: undo, redo, go back N steps, back to before a named change, back
+  to the original / start over, show the original, what did you change,
+  export as png/jpeg/tiff, reset one adjustment: done by the service
+  (rollbacks are bit-exact), one-line reply;
+- ``evaluation`` / ``exploration``: "how does it look?", "what would you change?",
+  "what can you do?": answered from a reading of the photo and the recipe, with
+  suggestions as quick replies; nothing changes;
+- ``modification``: everything else goes to the planner.
+
+Every phrase is data (``prompt_engineering.router`` of the engine profile). A chat
+or command phrase must cover the whole message (the rest only filler words), so
+"undo the warmth and add contrast" is not mistaken for "undo". Phrases match with or
+without their apostrophes ("thats lovely" is "that's lovely"). A complaint said before
+a history command ("that's too much, go back to before the warmth") only says why:
+the history step is what was asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from agent.planning.grammar import _clauses, _complaints
+from agent.conversation.vocabulary import _HARD_SEPARATORS, Vocabulary, _match, _tokens, find_phrases, plain_words
+from pipeline import ops
+from profiles import Profile, load_profile
+
+ROUTE_KINDS = ("modification", "command", "evaluation", "exploration", "chat")
+#: Pieces of the planner's vocabulary that make a message an edit request.
+_EDIT_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band", "target")
+#: Commands that move through the history; a complaint said before one only says why.
+_HISTORY = ("undo", "redo", "back", "back_before", "original")
+#: Pieces that make a clause a request of its own, not a complaint ("warmer, undo" asks two things).
+#: A quality said after "too" / "less" ("it's too warm") is the complaint's, not a request.
+_REQUEST_PIECES = ("intent", "fix", "op", "relative", "towards", "band", "increase", "set", "reset", "objects",
+                   "rollback")
+
+
+@dataclass
+class Route:
+    """What a message asks for. ``name``: the command, chat kind or question kind."""
+
+    kind: str
+    name: str = ""
+    steps: int = 1
+    fmt: str = ""
+    words: list[str] = field(default_factory=list)
+    reply: str = ""
+    quick_replies: list[str] = field(default_factory=list)
+
+
+def _words(text: str) -> list[str]:
+    """The router's tokens: the planner's, apostrophes dropped ("that's" and "thats" read alike)."""
+    return plain_words(_tokens(text))
+
+
+def _table(words) -> dict[tuple[str, ...], Any]:
+    return {tuple(_words(str(w))): True for w in words or () if _words(str(w))}
+
+
+class Router:
+    """Routes messages with the engine profile's router tables (compiled once)."""
+
+    def __init__(self, profile: str | Profile = "engine", vocab: Vocabulary | None = None):
+        self.profile = profile if isinstance(profile, Profile) else load_profile(profile)
+        self.vocab = vocab or Vocabulary(self.profile)
+        pe = self.profile.prompt_engineering
+        cfg: Mapping = pe.get("router") or {}
+        self.filler = {t for w in cfg.get("filler") or () for t in _words(str(w))}
+        # words small talk may have besides its phrases ("thanks, that's really lovely"), and only small talk
+        self.chat_filler = {t for w in cfg.get("chat_filler") or () for t in _words(str(w))}
+        self.chat = {name: (_table(e.get("words")), str(e.get("reply") or ""), [str(q) for q in e.get("quick_replies") or ()])
+                     for name, e in (cfg.get("chat") or {}).items()}
+        # chat kinds that must be the whole message, filler not allowed ("what?" but not "what can you do?")
+        self.strict_chat = {name for name, e in (cfg.get("chat") or {}).items() if e.get("strict")}
+        cmd = dict(cfg.get("commands") or {})
+        self.commands = {name: _table(cmd.get(name)) for name in
+                         ("undo", "redo", "back_steps", "back_before", "original", "show_original", "what_changed",
+                          "export", "reset_op")}
+        self.step_words = _table(cmd.get("step_words"))
+        self.numbers = {tuple(_words(str(k))): int(v) for k, v in (cmd.get("number_words") or {}).items()}
+        self.formats = {tuple(_words(str(k))): str(v or "") for k, v in (cmd.get("formats") or {}).items()}
+        # "how it was originally", "from the original": said with an undo or start-over phrase, the original
+        self.original_marks = _table(cmd.get("original_marks"))
+        # "before the colour stuff": a kind of change -> the ops it stands for (op names or pipeline stages)
+        self.change_names = {str(word): frozenset(op.name for op in ops.OPS.values() for name in names or ()
+                                                  if name in (op.name, op.stage))
+                             for word, names in (cmd.get("change_names") or {}).items()}
+        q = dict(cfg.get("questions") or {})
+        self.questions = {name: _table(q.get(name)) for name in ("evaluation", "exploration", "capabilities")}
+        self.capabilities_replies = [str(x) for x in cfg.get("capabilities_quick_replies") or ()]
+        # how a question opens: one table, the longest opening wins ("do you think it needs" > "do you think")
+        self.openings: dict[tuple[str, ...], str] = {}
+        for kind, key in (("evaluation", "question_starts"), ("exploration", "advice_starts"), ("request", "request_starts")):
+            self.openings.update({k: kind for k in _table(cfg.get(key))})
+
+    # -- helpers --------------------------------------------------------------------
+    def _rest(self, tokens: list[str], *found: list[tuple[int, int, Any]]) -> list[str]:
+        covered: set[int] = set()
+        for hits in found:
+            for pos, n, _ in hits:
+                covered.update(range(pos, pos + n))
+        return [t for i, t in enumerate(tokens) if i not in covered and t not in self.filler
+                and t not in _HARD_SEPARATORS]
+
+    def _number(self, tokens: list[str]) -> tuple[int | None, list]:
+        hits = find_phrases(tokens, self.numbers)
+        digits = [(i, 1, int(t)) for i, t in enumerate(tokens) if t.isdigit()]
+        found = hits + digits
+        return (found[-1][2] if found else None), found
+
+    # -- routing --------------------------------------------------------------------
+    def route(self, text: str) -> Route:
+        text = self.vocab.spell(text or "")      # "thnaks", "undoo": typing slips put right first
+        said = _tokens(text)                     # as the planner reads it
+        tokens = plain_words(said)               # as the router's tables are matched
+        words = [t for t in tokens if t not in _HARD_SEPARATORS]
+        if not words:
+            return Route("modification")
+        asks = (text or "").strip().endswith("?")
+        opening = self._opening(words) if asks else None
+        if opening in ("evaluation", "exploration"):
+            # "is the sky too dark?", "too warm?", "should i make it brighter?": asked, not requested
+            return Route(opening, opening)
+        # chat: only chat phrases and filler
+        chat_hits = {name: find_phrases(tokens, table) for name, (table, _, _) in self.chat.items()}
+        for name in self.strict_chat & set(chat_hits):
+            covered = {i for pos, n, _ in chat_hits[name] for i in range(pos, pos + n)}
+            if any(i not in covered and t not in _HARD_SEPARATORS for i, t in enumerate(tokens)):
+                chat_hits[name] = []
+        all_chat = [h for hits in chat_hits.values() for h in hits]
+        if all_chat and not [t for t in self._rest(tokens, all_chat) if t not in self.chat_filler]:
+            first = min((hits[0][0], name) for name, hits in chat_hits.items() if hits)[1]
+            _, reply, replies = self.chat[first]
+            return Route("chat", first, reply=reply, quick_replies=replies)
+        command = self._command(tokens, said) or self._after_complaint(tokens, said)
+        if command is not None:
+            return command
+        rest = self.vocab.strip_preamble(text)
+        if rest != text:
+            # "perfect, export it", "thanks! undo the last one": the chat first, then the request
+            routed = self.route(rest)
+            if routed.kind != "modification":
+                return routed
+        pieces = _match(self.vocab, said)
+        edits = [p for p in pieces if p.category in _EDIT_PIECES]
+        for name in ("capabilities", "exploration", "evaluation"):
+            hits = find_phrases(tokens, self.questions[name])
+            if hits and (not edits or asks):
+                kind = "evaluation" if name == "evaluation" else "exploration"
+                return Route(kind, name)
+        return Route("modification")
+
+    def _opening(self, words: list[str]) -> str | None:
+        """How a question opens, after leading filler ("hmm, is it too dark?"): the openings table's kind."""
+        hits = find_phrases(words, self.openings)
+        if hits and all(w in self.filler for w in words[:hits[0][0]]):
+            return hits[0][2]
+        return None
+
+    def _complaint_only(self, said: list[str]) -> bool:
+        """Whether these words only complain or chat ("hmm that's too much overall", "the sky's too dark now",
+        "it's so blue"): as the planner reads them, each quality a complaint or after "too" / "less"."""
+        for clause in _clauses(_match(self.vocab, said)):
+            reduced = False
+            for p in _complaints(self.vocab, clause).pieces:
+                reduced = reduced or p.category == "reduce"
+                if p.category in _REQUEST_PIECES and not (reduced and p.category in ("intent", "band", "op")):
+                    return False
+        return True
+
+    def _after_complaint(self, tokens: list[str], said: list[str]) -> Route | None:
+        """A history command said after a complaint and a stop ("that's too much overall, go back to before
+        the warm stuff", "too yellow now, undo"): the command; the complaint only says why."""
+        cuts = [i for i, t in enumerate(tokens) if t in _HARD_SEPARATORS]
+        for cut in cuts:
+            tail = self._command(tokens[cut + 1:], said[cut + 1:])
+            if tail is not None and tail.name in _HISTORY:
+                return tail if self._complaint_only(said[:cut]) else None
+        return None
+
+    def _command(self, tokens: list[str], said: list[str]) -> Route | None:
+        """The command ``tokens`` say (the router's words; ``said``: the same, as the planner reads them)."""
+        c = self.commands
+        fmt_hits = find_phrases(tokens, self.formats)
+        export_hits = find_phrases(tokens, c["export"])
+        if (export_hits or fmt_hits) and not self._rest(tokens, export_hits, fmt_hits) and \
+                (export_hits or any(v for _, _, v in fmt_hits)):
+            fmt = next((v for _, _, v in reversed(fmt_hits) if v), "jpeg")
+            return Route("command", "export", fmt=fmt)
+        for name in ("show_original", "what_changed", "original", "redo", "undo"):
+            hits = find_phrases(tokens, c[name])
+            if hits and not self._rest(tokens, hits):
+                return Route("command", name)
+        marks = find_phrases(tokens, self.original_marks)
+        if marks:
+            # "go back to how it was originally", "start over from the original": undo said of the original
+            steps = find_phrases(tokens, c["undo"]) + find_phrases(tokens, c["original"])
+            if steps and not self._rest(tokens, marks, steps):
+                return Route("command", "original")
+        back = find_phrases(tokens, c["back_steps"])
+        n, number_hits = self._number(tokens)
+        steps = find_phrases(tokens, self.step_words)
+        if back and n is not None and not self._rest(tokens, back, number_hits, steps):
+            return Route("command", "back", steps=max(1, n))
+        before = find_phrases(tokens, c["back_before"])
+        if before:
+            end = before[-1][0] + before[-1][1]
+            rest = [t for t in tokens[end:] if t not in self.filler and t not in _HARD_SEPARATORS]
+            lead = self._rest(tokens[:before[0][0]], [])
+            if rest and not lead:
+                return Route("command", "back_before", words=rest)
+        reset = find_phrases(tokens, c["reset_op"])
+        if reset and reset[0][0] == next(i for i, t in enumerate(tokens) if t not in self.filler):
+            pieces = _match(self.vocab, said)
+            if any(p.category in ("reset", "rollback") for p in pieces):   # "reset the tint", "undo the warmth"
+                named = [p for p in pieces if p.category in ("intent", "op", "fix")]
+                others = [p for p in pieces if p.category in ("target", "band", "relative", "towards", "problem")]
+                end = reset[0][0] + reset[0][1]
+                rest = self._rest(tokens[end:], [(p.pos - end, len(p.text.split()), 0) for p in named
+                                                  if p.pos >= end])
+                if named and not others and not rest:
+                    return Route("command", "reset", words=[p.key for p in named])
+        return None
+
+
+__all__ = ["ROUTE_KINDS", "Route", "Router"]

@@ -1,0 +1,409 @@
+"""The embedded planner's vocabulary: the engine profile's word tables, compiled once.
+
+Every phrase the planner knows (intents, problem words, targets, bands,
+magnitudes, grammar words, follow-ups) is data in ``profiles/engine.yaml``;
+this module turns the tables into one phrase -> (category, key) map and
+matches a message against it, longest phrase first (spaCy's Matcher rule:
+overlapping matches resolve to the longest span).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from agent.conversation.spelling import Speller, plain_possessives
+from pipeline import ops
+from pipeline.masks import describe_mask, normalize_mask_spec
+from profiles import Profile, ProfileError
+
+#: Longer messages are cut: a planner request is a sentence or two, not a document.
+MAX_MESSAGE_CHARS = 1000
+_TOKEN = re.compile(r"[+-]?\d+(?:\.\d+)?%?(?![a-z])|[a-z0-9][a-z0-9&']*|[,;.!?:]")
+_HARD_SEPARATORS = {",", ";", ".", "!", "?", ":"}
+_FILLER = {
+    "a", "an", "the", "it", "its", "it's", "make", "makes", "making", "please", "can", "could", "would",
+    "you", "i", "i'd", "want", "like", "me", "my", "this", "that", "these", "those", "photo", "image",
+    "picture", "shot", "of", "to", "in", "on", "at", "for", "so", "some", "is", "are", "be", "look",
+    "looks", "looking", "feel", "feels", "bit", "now", "just", "little", "by", "with", "give", "get",
+    "should", "and", "but", "too", "lot", "kind", "sort", "maybe", "try", "let's", "lets", "do", "bring",
+    "there", "here", "all", "one", "same", "again", "up", "down", "them", "they", "we", "our", "your",
+    "thanks", "thank", "pic", "tone", "tones", "colours", "colors", "area", "part", "side",
+    "whole", "overall", "much", "very", "less", "more", "who", "what", "which", "seems", "seem",
+}
+
+
+# ---------------------------------------------------------------------------
+# Vocabulary, compiled once from a profile
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Intent:
+    """One entry of intent_translations: a word family and its op moves."""
+
+    name: str
+    label: str
+    kind: str
+    ops: tuple[tuple[str, int], ...]      # most important first; moderate strength
+    mode: str = "add"
+    opposite: str | None = None
+    doing: str = ""
+
+    @property
+    def primary(self) -> str:
+        return self.ops[0][0]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One complaint word ("murky") and the intents that fix it, at ``scale``, optionally on a target."""
+
+    name: str
+    fixes: tuple[str, ...]
+    scale: float = 1.0
+    target: str | None = None
+    band: str | None = None          # a colour complaint: said of a thing, that band's saturation
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A matched phrase: ``category`` (intent, fix, target, band, magnitude, ...) and ``key``."""
+
+    category: str
+    key: Any
+    text: str
+    pos: int
+
+
+# Same phrase in two lists: the earlier category wins.
+_CATEGORY_ORDER = ("relative", "rollback", "problem", "intent", "fix", "target", "band", "magnitude", "towards", "reduce",
+                   "avoid", "reset", "set", "increase", "objects", "global", "except", "protect", "separator", "op")
+
+
+class Vocabulary:
+    """The engine profile's prompt_engineering section, compiled for matching."""
+
+    def __init__(self, profile: Profile):
+        pe = profile.prompt_engineering
+        self.profile = profile
+        self.intents: dict[str, Intent] = {}
+        for name, entry in (pe.get("intent_translations") or {}).items():
+            self.intents[name] = Intent(
+                name=name, label=entry.get("label") or name.replace("_", " "),
+                kind=entry.get("kind", "direct"), ops=tuple((k, int(v)) for k, v in entry["ops"].items()),
+                mode=entry.get("mode", "add"), opposite=entry.get("opposite"),
+                doing=entry.get("doing") or f"making {{where}} {entry.get('label') or name.replace('_', ' ')}",
+            )
+        self.targets: dict[str, dict] = {k: dict(v["mask"]) for k, v in (pe.get("targets") or {}).items()}
+        self.target_labels = {k: v.get("label") for k, v in (pe.get("targets") or {}).items()}
+        # "everything except her face": each place's complement, named "all_but_<place>"
+        for name, spec in list(self.targets.items()):
+            if name != "selection" and not spec.get("invert"):
+                self.targets[f"all_but_{name}"] = dict(spec, invert=True)
+                self.target_labels[f"all_but_{name}"] = f"everything but {self.target_labels.get(name) or name}"
+        self.band_ops: dict[str, str] = dict(pe.get("band_ops") or {})
+        # "the water", "the grass": things named by their colour (found only where the photo has it)
+        self.band_things = {" ".join(_tokens(w)): band for band, e in (pe.get("bands") or {}).items()
+                            for w in e.get("things") or ()}
+        self.band_things_min_share = float(pe.get("band_things_min_share", 0.0))
+        self.magnitudes: dict[str, float] = {w: float(e["scale"]) for w, e in
+                                             ((pe.get("magnitudes") or {}).get("words") or {}).items()}
+        self.relative: dict[str, Mapping] = dict(pe.get("relative_requests") or {})
+        self.styles = pe.get("styles") or {}
+        grammar = pe.get("grammar") or {}
+        lists: dict[str, list[tuple[str, Any]]] = {c: [] for c in _CATEGORY_ORDER}
+        for name, entry in self.relative.items():
+            lists["relative"] += [(w, name) for w in entry.get("words", ())]
+        for name, entry in (pe.get("intent_translations") or {}).items():
+            lists["intent"] += [(w, name) for w in entry.get("words", ())]
+            lists["fix"] += [(w, name) for w in entry.get("fixes", ())]
+        for name, entry in (pe.get("targets") or {}).items():
+            lists["target"] += [(w, name) for w in entry["words"]]
+        for band, entry in (pe.get("bands") or {}).items():
+            lists["band"] += [(w, band) for w in entry["words"]]
+        lists["magnitude"] = [(w, w) for w in self.magnitudes]
+        for cat in ("reduce", "avoid", "reset", "set", "increase", "objects", "global", "rollback", "towards", "except",
+                    "protect"):
+            lists[cat] += [(w, cat) for w in grammar.get(cat, ())]
+        lists["reduce"] += [(w, "reduce") for w in grammar.get("reduce_after", ())]
+        # "tone down the sky": these reduce words, on a target with no quality named, mean
+        # the implicit intent (profile: implicit_intents.tone_down).
+        lists["reduce"] += [(w, "reduce") for w in grammar.get("tone_down", ())]
+        self.tone_down = {" ".join(_tokens(w)) for w in grammar.get("tone_down", ())}
+        # "calm the highlights down", "knock the reds back": the particle joins its verb again
+        self._split_verbs = [re.compile(rf"\b({verb}) ((?:the|her|his|their|those|these|that|this) (?:[a-z']+ ){{0,2}}?)"
+                                        rf"({particle})\b")
+                             for verb, particle in sorted({tuple(p.split()) for p in self.tone_down
+                                                           if len(p.split()) == 2})]
+        implicit = dict(pe.get("implicit_intents") or {})
+        self.tone_down_intent = implicit.get("tone_down")
+        if self.tone_down_intent is not None and self.tone_down_intent not in self.intents:
+            raise ProfileError(str(profile.path), "prompt_engineering.implicit_intents.tone_down",
+                               f"no intent called {self.tone_down_intent!r}")
+        # "shift the oranges towards yellow" (a hue move), "shift the tint towards green" (a cast).
+        shifts = dict(pe.get("colour_shifts") or {})
+        self.shift_hue = int(shifts.get("hue", 0))
+        self.casts: dict[str, tuple[tuple[str, int], ...]] = {}
+        for band, moves in (shifts.get("casts") or {}).items():
+            where = f"prompt_engineering.colour_shifts.casts.{band}"
+            if band not in ops.BANDS:
+                raise ProfileError(str(profile.path), where, f"expected one of {', '.join(ops.BANDS)}")
+            try:
+                self.casts[band] = tuple((ops.get_op(k).name, int(v)) for k, v in moves.items())
+            except ops.OpError as exc:
+                raise ProfileError(str(profile.path), where, str(exc)) from None
+        lists["separator"] = [(w, "soft") for w in grammar.get("separators", ())]
+        self.trailing_also = {" ".join(_tokens(w)) for w in grammar.get("trailing_also", ())}
+        self.avoid_degree = {" ".join(_tokens(w)) for w in grammar.get("avoid_degree", ())}
+        self.back_references = {" ".join(_tokens(w)) for w in grammar.get("back_references", ())}
+        # Op names and labels ("temperature", "green saturation", "saturation_green"): lowest priority.
+        for op in ops.OPS.values():
+            lists["op"] += [(op.name.replace("_", " "), op.name), (op.name, op.name), (op.label.lower(), op.name)]
+        # Complaints: a problem word that is not also a wish word (an intent or band word) is
+        # always a complaint; the others are only after a frame word ("looks soft").
+        self.problems: dict[str, Problem] = {}
+        comp = dict(pe.get("complaints") or {})
+        wish_words = {tuple(_tokens(w)) for cat in ("intent", "band") for w, _ in lists[cat]}
+        self.flippable: dict[tuple[str, ...], str] = {}
+        for word, entry in (comp.get("problems") or {}).items():
+            entry = dict(entry or {})
+            fixes = tuple(entry.get("fix") or ())
+            where = f"prompt_engineering.complaints.problems.{word}"
+            for f in fixes:
+                if f not in self.intents:
+                    raise ProfileError(str(profile.path), where, f"no intent called {f!r}")
+            target = entry.get("target")
+            if target is not None and target not in self.targets:
+                raise ProfileError(str(profile.path), where, f"no target called {target!r}")
+            band = entry.get("band")
+            if band is not None and band not in ops.BANDS:
+                raise ProfileError(str(profile.path), where, f"band: expected one of {', '.join(ops.BANDS)}")
+            self.problems[word] = Problem(word, fixes, float(entry.get("scale", 1.0)), target, band)
+            toks = tuple(_tokens(word))
+            if toks in wish_words:
+                self.flippable[toks] = word
+            else:
+                lists["problem"].append((word, word))
+        self.frames = {tuple(_tokens(w)) for w in comp.get("frames") or ()}
+        self.object_fix = comp.get("object_fix")
+        if self.object_fix is not None and self.object_fix not in self.intents:
+            raise ProfileError(str(profile.path), "prompt_engineering.complaints.object_fix",
+                               f"no intent called {self.object_fix!r}")
+        self.magnitude_damping = float(comp.get("magnitude_damping", 0.0))
+        self.wishes = {tuple(_tokens(w)) for w in comp.get("wishes") or ()}
+        self.statements = {t for w in comp.get("statements") or () for t in _tokens(w)}
+        # Follow-ups (agent/planning/followups.py) are matched on their own tables.
+        fu = dict(pe.get("followups") or {})
+        self.repeat = {tuple(_tokens(w)): float(v) for w, v in (fu.get("repeat") or {}).items()}
+        pull = dict(fu.get("pull_back") or {})
+        self.pull_back_fraction = float(pull.get("fraction", 0.5))
+        self.pull_back = {tuple(_tokens(w)): self.pull_back_fraction for w in pull.get("words") or ()}
+        self.fractions = {tuple(_tokens(w)): float(v) for w, v in (fu.get("fractions") or {}).items()}
+        limits = dict(fu.get("pull_back_limits") or {})
+        self.pull_back_limits = (float(limits.get("min", 0.15)), float(limits.get("max", 0.85)))
+        self.discrete_ops = {str(o) for o in fu.get("discrete_ops") or ()}
+        self.retarget = {tuple(_tokens(w)): True for w in fu.get("retarget") or ()}
+        self.repeat_but = {tuple(_tokens(w)): float(v) for w, v in (fu.get("repeat_but") or {}).items()}
+        self.chatter = {t for w in fu.get("filler") or () for t in _tokens(w)}
+        self.no_history_replies = [str(x) for x in fu.get("no_history_quick_replies") or ()]
+        insist = dict(pe.get("insist") or {})
+        self.insist_words = {tuple(_tokens(w)): True for w in insist.get("words") or ()}
+        self.insist_magnitude = float(insist.get("magnitude", 2.0))
+        self.soft_rate = float(insist.get("soft_rate", 0.5))
+        self.soft_share = float(insist.get("soft_share", 0.25))
+        self.monochrome = dict(pe.get("monochrome") or {})
+        # Nouns that follow "the" without naming a place ("the colours", "the mood", "the edit").
+        self.not_places = {t for w in pe.get("not_places") or () for t in _tokens(w)}
+        guesses = dict(pe.get("place_guesses") or {})
+        self.place_default = guesses.get("default")
+        self.place_relations = {tuple(_tokens(w)): True for w in guesses.get("relations") or ()}
+        self.place_relation_target = guesses.get("relation_target")
+        self.place_nouns = {str(k): str(v) for k, v in (guesses.get("nouns") or {}).items()}
+        for t in [self.place_default, self.place_relation_target, *self.place_nouns.values()]:
+            if t is not None and t not in self.targets:
+                raise ProfileError(str(profile.path), "prompt_engineering.place_guesses", f"no target called {t!r}")
+        # "behind her": the places whose complement is the relation target (the subject, for the background)
+        self.place_relation_of: set[str] = set()
+        if self.place_relation_target:
+            spec = self.targets[self.place_relation_target]
+            around = normalize_mask_spec(dict(spec, invert=not spec.get("invert")))
+            self.place_relation_of = {name for name, s in self.targets.items()
+                                      if normalize_mask_spec(dict(s, invert=bool(s.get("invert")))) == around}
+        # "ok cool, now more contrast", "thanks! undo the last one": chat said before a request
+        router = dict(pe.get("router") or {})
+        self.preamble = {tuple(plain_words(_tokens(str(w)))) for e in (router.get("chat") or {}).values()
+                         for w in e.get("words") or ()} | {tuple(plain_words(_tokens(str(w))))
+                                                           for w in router.get("filler") or ()}
+        self.preamble.discard(())
+        self.preamble_ends = {t for w in router.get("preamble_ends") or () for t in _tokens(str(w))}
+        fixes = dict(pe.get("spelling") or {})
+        self.spelling_extra = {t for w in fixes.get("known") or () for t in _tokens(str(w))}
+        self.phrases: dict[tuple[str, ...], tuple[str, Any]] = {}
+        for cat in _CATEGORY_ORDER:
+            for phrase, key in lists[cat]:
+                toks = tuple(_tokens(phrase))
+                if toks and toks not in self.phrases:
+                    self.phrases[toks] = (cat, key)
+        self.longest = max((len(t) for t in self.phrases), default=1)
+        self.known_words = ({t for phrase in self.phrases for t in phrase} | _FILLER | self.chatter | self.not_places
+                            | {t for f in self.frames for t in f} | {t for f in self.wishes for t in f}
+                            | {t for k in (*self.repeat, *self.pull_back, *self.fractions, *self.retarget) for t in k}
+                            | self.statements | _router_words(router) | self.spelling_extra)
+        self.speller = Speller.from_profile(self.known_words, fixes)
+
+    def place(self, name: str) -> tuple[dict, str]:
+        """A named target's mask spec and the words for it ("the sky", "the top of the frame")."""
+        spec = normalize_mask_spec(self.targets[name])
+        return spec, self.target_labels.get(name) or describe_mask(spec)
+
+    # -- chat said before a request ---------------------------------------
+    def strip_preamble(self, text: str) -> str:
+        """``text`` without a leading run of chat ("ok cool,", "thanks!", "lol nice now") that ends at a
+        punctuation mark or one of ``router.preamble_ends`` ("now", "so"); else ``text`` as said.
+
+        "cool the highlights" keeps its "cool": a chat word that runs straight into the request stays.
+        """
+        words = [m for m in re.finditer(r"[a-z0-9][a-z0-9']*|[,;.!?:]", text.lower().replace("\u2019", "'"))]
+        toks = plain_words([m.group(0) for m in words])
+        i, chatted = 0, False
+        longest = max((len(k) for k in self.preamble), default=1)
+        while i < len(toks):
+            n = next((n for n in range(min(longest, len(toks) - i), 0, -1) if tuple(toks[i:i + n]) in self.preamble), 0)
+            if n:
+                i, chatted = i + n, True
+            elif toks[i] in _HARD_SEPARATORS and chatted:
+                i += 1
+            else:
+                break
+        if not chatted or i >= len(toks) or i == 0:
+            return text
+        prev = toks[i - 1]
+        if prev not in _HARD_SEPARATORS and prev not in self.preamble_ends:
+            return text
+        return text[words[i].start():]
+
+    def join_particles(self, text: str) -> str:
+        """"calm the highlights down" -> "calm down the highlights ": a separable verb of
+        ``grammar.tone_down`` put back together, so the place after it reads as its object."""
+        for split in self._split_verbs:
+            text = split.sub(lambda m: f"{m[1]} {m[3]} {m[2].strip()}", text)
+        return text
+
+    # -- typing slips ----------------------------------------------------
+    def spell(self, text: str) -> str:
+        """``text`` with typing slips of known words put right ("brigther" -> "brighter"); see
+        :class:`agent.conversation.spelling.Speller`."""
+        return self.speller(text)
+
+    # -- capability text for "I don't know how to do that yet" ----------
+    def capabilities(self) -> str:
+        direct = [i.label for i in self.intents.values() if i.kind == "direct"]
+        looks = [i.label for i in self.intents.values() if i.kind == "artistic"]
+        where = [self.target_labels.get(k) or k for k in self.targets]
+        rel = [str(e.get("label") or k.replace("_", " ")) for k, e in self.relative.items()]
+        parts = []
+        if direct:
+            parts.append(", ".join(direct[:12]))
+        if looks:
+            parts.append("looks such as " + ", ".join(looks[:8]))
+        if where:
+            parts.append("local edits on " + ", ".join(where[:6]) + " or one colour (\"less saturated greens\")")
+        if rel:
+            parts.append(", ".join(rel))
+        return "; ".join(parts) + "."
+
+
+def _tokens(text: str) -> list[str]:
+    text = text.lower().replace("\u2019", "'").replace("\u2018", "'")
+    text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", text)    # golden-hour, black-and-white
+    return plain_possessives(_TOKEN.findall(text))
+
+
+def _router_words(router: Mapping) -> set[str]:
+    """Every word of the router's tables ("what have you changed", "originally"): known to the speller,
+    never "corrected" to a near one."""
+    phrases = [*(router.get("filler") or ()), *(router.get("chat_filler") or ()),
+               *(w for e in (router.get("chat") or {}).values() for w in e.get("words") or ()),
+               *(w for table in (router.get("commands") or {}).values() for w in table or ()),
+               *(w for table in (router.get("questions") or {}).values() for w in table or ()),
+               *(w for key in ("question_starts", "advice_starts", "request_starts", "preamble_ends")
+                 for w in router.get(key) or ())]
+    return {t for w in phrases for t in _tokens(str(w))}
+
+
+def plain_words(tokens: list[str]) -> list[str]:
+    """``tokens`` with their apostrophes dropped, as people often type them: "thats" is "that's"."""
+    return [t.replace("'", "") for t in tokens]
+
+
+#: Modifier phrases that may give their last word to a following quality phrase.
+_YIELDING = ("magnitude", "increase", "reduce")
+
+
+def _starts_quality(vocab: Vocabulary, tokens: list[str], j: int) -> bool:
+    """Whether an intent phrase of two or more words starts at token ``j``."""
+    for n in range(min(vocab.longest, len(tokens) - j), 1, -1):
+        hit = vocab.phrases.get(tuple(tokens[j:j + n]))
+        if hit and hit[0] in ("intent", "fix"):
+            return True
+    return False
+
+
+def _match(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
+    """Greedy longest-phrase matching; unmatched tokens become 'word'/'number'/'separator' pieces."""
+    pieces: list[Piece] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        special = tok in _HARD_SEPARATORS or re.fullmatch(r"[+-]?\d+(?:\.\d+)?%?", tok)
+        if special:
+            # a phrase that starts with a number or a colon ("3:2", "16:9") wins over the number
+            n = next((n for n in range(min(vocab.longest, len(tokens) - i), 1, -1)
+                      if tuple(tokens[i:i + n]) in vocab.phrases), 0)
+            if n:
+                hit = vocab.phrases[tuple(tokens[i:i + n])]
+                pieces.append(Piece(hit[0], hit[1], " ".join(tokens[i:i + n]), i))
+                i += n
+                continue
+        if tok in _HARD_SEPARATORS:
+            pieces.append(Piece("separator", "hard", tok, i))
+            i += 1
+            continue
+        if re.fullmatch(r"[+-]?\d+(?:\.\d+)?%?", tok):
+            pieces.append(Piece("number", float(tok.rstrip("%")), tok, i))
+            i += 1
+            continue
+        for n in range(min(vocab.longest, len(tokens) - i), 0, -1):
+            hit = vocab.phrases.get(tuple(tokens[i:i + n]))
+            if hit:
+                if n > 1 and hit[0] in _YIELDING and _starts_quality(vocab, tokens, i + n - 1) \
+                        and tuple(tokens[i:i + n - 1]) in vocab.phrases:
+                    # "add more magenta", "a bit more contrast": the modifier gives its last
+                    # word back to the quality phrase it begins ("more magenta").
+                    n -= 1
+                    hit = vocab.phrases[tuple(tokens[i:i + n])]
+                pieces.append(Piece(hit[0], hit[1], " ".join(tokens[i:i + n]), i))
+                i += n
+                break
+        else:
+            pieces.append(Piece("word", tok, tok, i))
+            i += 1
+    return pieces
+
+
+
+def find_phrases(tokens: list[str], table: Mapping[tuple[str, ...], Any]) -> list[tuple[int, int, Any]]:
+    """Non-overlapping phrases of ``table`` in ``tokens``, longest first: [(position, length, value)]."""
+    longest = max((len(k) for k in table), default=0)
+    out, i = [], 0
+    while i < len(tokens):
+        for n in range(min(longest, len(tokens) - i), 0, -1):
+            key = tuple(tokens[i:i + n])
+            if key in table:
+                out.append((i, n, table[key]))
+                i += n
+                break
+        else:
+            i += 1
+    return out

@@ -1,0 +1,793 @@
+"""The judge's own reading of what the person asked (never the planner's plan).
+
+:func:`read_request` turns a message, and the messages of the changes that
+still stand before it (for follow-ups such as "bit more" or "too much, halve
+it"), into a :class:`Reading`: which measured property of the photo should
+move (L*, contrast, chroma, a*, b*, detail), which way, roughly how far, and
+where (the whole photo, a target such as the sky or "the cup", and what must
+stay put outside it). The vocabulary is data, in ``profiles/_reading.yaml``,
+kept apart from the planner's vocabulary on purpose: the judge checks the
+pixels against the words, not against what the planner understood.
+
+    >>> r = read_request("it looks a bit murky")
+    >>> r.kind, [str(e) for e in r.expects]
+    ('edit', ['contrast up (slight)'])
+
+Kinds: ``edit`` (a wish or a complaint), ``follow_up`` (more / less / the same
+elsewhere, resolved against the last reading), ``undo``, ``chat``,
+``question``, ``unsupported`` (a change to what is in the picture) and
+``unknown`` (nothing the judge can read).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import yaml
+
+from agent.conversation.spelling import Speller, plain_possessives
+
+READING_FILE = Path(__file__).resolve().parents[2] / "profiles" / "_reading.yaml"
+#: The planner's profile: its complaint table (``prompt_engineering.complaints``) is read, not copied.
+ENGINE_FILE = READING_FILE.parent / "engine.yaml"
+PROPERTIES = ("L", "contrast", "chroma", "a", "b", "detail")
+SIZE_WORDS = ("slight", "plain", "strong")
+KINDS = ("edit", "follow_up", "undo", "chat", "question", "unsupported", "unknown")
+
+
+# -- the vocabulary ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Quality:
+    name: str
+    alternatives: tuple[tuple[tuple[str, int], ...], ...]   # ((prop, +1/-1), ...) per alternative
+    problem: bool = False
+    size: int | None = None
+    fix: bool = False          # the moves are already the fix of a complaint (never reversed)
+    band: str | None = None    # a colour complaint ("too red"): about a thing, it is that band's colour
+    look: bool = False         # a style ("dreamy", "vintage"), not an amount: overdone only far later
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """The compiled vocabulary of ``profiles/_reading.yaml``."""
+
+    properties: Mapping[str, Mapping[str, Any]]
+    overshoot: tuple[float, float, float]
+    overshoot_floor: float
+    overshoot_full: float                     # up to this many times the size: a full score
+    overshoot_start: float                    # the score at the overshoot cap
+    look_overshoot: float                     # a look's caps are this many times the overshoot caps
+    magnitudes: Mapping[str, int]             # phrase -> 0 / 2
+    qualities: Mapping[str, Quality]          # phrase -> quality
+    complaint_frames: frozenset[str]
+    negations: frozenset[str]
+    reduce_after: tuple[str, ...]
+    enough: frozenset[str]
+    follow_more: tuple[str, ...]
+    follow_less: tuple[str, ...]
+    retarget: tuple[str, ...]
+    less_share: tuple[float, float]
+    undo: tuple[str, ...]
+    chat: frozenset[str]
+    question_starts: tuple[str, ...]
+    unsupported: tuple[str, ...]
+    targets: Mapping[str, tuple[str, dict]]  # phrase -> (target name, mask spec)
+    bands: Mapping[str, str]                 # phrase -> band
+    not_places: frozenset[str]
+    global_words: tuple[str, ...]
+    tools: tuple[str, ...] = ()
+    complaints: Mapping[str, Quality] = field(default_factory=dict)   # the engine's problem words -> fix
+    more_scales: Mapping[str, float] = field(default_factory=dict)     # the engine's "more" phrases -> scale
+    less_fractions: Mapping[str, float] = field(default_factory=dict)  # the engine's "halve it" -> share back
+    object_fix: Quality | None = None        # a colour complaint about a thing: less of that band
+    less_of_place: Quality | None = None     # a reducing verb on a place, no quality ("tone down the sky")
+    place_reducers: tuple[str, ...] = ()
+    repeat_but: Mapping[str, float] = field(default_factory=dict)      # the engine's "same again but less" -> factor
+    problem_also: tuple[str, ...] = ()       # "cold too": a dual word added to what is wrong
+    wishes: tuple[str, ...] = ()             # "make it a bit soft": a dual word wished for
+    complaint_damping: float = 0.0           # the engine's complaints.magnitude_damping ("a bit murky")
+    filler: frozenset[str] = frozenset()     # the engine's followups.filler ("please", "ok"): words that add nothing
+    avoid: tuple[str, ...] = ()              # the engine's grammar.avoid ("don't")
+    avoid_degree: tuple[str, ...] = ()       # ... and avoid_degree: "don't make it so yellow" is "not so yellow"
+    speller: Speller | None = None           # typing slips of the words above put right ("brigther")
+
+    def size_of(self, prop: str, size: int) -> float:
+        return float(self.properties[prop]["sizes"][size])
+
+    def noise(self, prop: str) -> float:
+        return float(self.properties[prop]["noise"])
+
+    def word(self, prop: str, sign: int) -> str:
+        return str(self.properties[prop]["up" if sign > 0 else "down"])
+
+    def unit(self, prop: str) -> str:
+        return str(self.properties[prop]["unit"])
+
+
+def _norm(text: str) -> str:
+    text = text.lower().replace("’", "'").replace("‘", "'")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _moves(where: str, data: Mapping) -> tuple[tuple[str, int], ...]:
+    out = []
+    for prop, way in data.items():
+        if prop not in PROPERTIES or way not in ("up", "down"):
+            raise ValueError(f"{READING_FILE.name}: {where}: expected PROPERTY: up|down, got {prop}: {way}")
+        out.append((prop, 1 if way == "up" else -1))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=4)
+def load_lexicon(path: str | None = None) -> Lexicon:
+    """Compile the reading vocabulary (cached). Raises ValueError naming a bad entry."""
+    # libyaml's parser when present: the same data as yaml.safe_load, ~10x faster (a fresh server's first turn reads it)
+    data = yaml.load(Path(path or READING_FILE).read_text(encoding="utf-8"),
+                     Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    qualities: dict[str, Quality] = {}
+    for name, q in data["qualities"].items():
+        if "any" in q:
+            alts = tuple(_moves(f"qualities.{name}.any", a) for a in q["any"])
+        else:
+            alts = tuple((m,) for m in _moves(f"qualities.{name}.moves", q["moves"]))
+            if len(alts) > 1:          # several moves listed under `moves` are all wanted
+                alts = (tuple(m for a in alts for m in a),)
+        quality = Quality(name, alts, bool(q.get("problem")), q.get("size"), look=bool(q.get("look")))
+        for w in q["words"]:
+            qualities[_norm(str(w))] = quality
+    mags = {}
+    for level, words in data["magnitudes"].items():
+        for w in words:
+            mags[_norm(str(w))] = int(level)
+    targets = {}
+    for name, t in data["targets"].items():
+        for w in t["words"]:
+            targets[_norm(str(w))] = (name, dict(t["mask"]))
+    bands = {_norm(w): band for band, words in data["bands"].items() for w in words}
+    fu = data["follow_ups"]
+    engine = _engine_section(Path(path).parent / ENGINE_FILE.name if path else ENGINE_FILE)
+    complaints, object_fix = _engine_complaints(data.get("op_properties") or {}, engine)
+    efu = engine.get("followups") or {}
+    more_scales = {_norm(str(w)): float(v) for w, v in (efu.get("repeat") or {}).items()}
+    less_fractions = {_norm(str(w)): float(v) for w, v in (efu.get("fractions") or {}).items()}
+    repeat_but = {_norm(str(w)): float(v) for w, v in (efu.get("repeat_but") or {}).items()}
+    pull_back = [_norm(str(w)) for w in (efu.get("pull_back") or {}).get("words") or ()]
+    lex = Lexicon(
+        properties=data["properties"], overshoot=tuple(data["overshoot"]),
+        overshoot_floor=float(data["overshoot_floor"]), overshoot_full=float(data["overshoot_full"]),
+        overshoot_start=float(data["overshoot_start"]), look_overshoot=float(data.get("look_overshoot", 1.0)),
+        magnitudes=mags, qualities=qualities,
+        complaint_frames=frozenset(_norm(w) for w in data["complaint_frames"]),
+        negations=frozenset(_norm(w) for w in data["negations"]),
+        reduce_after=tuple(_norm(w) for w in data["reduce_after"]),
+        enough=frozenset(_norm(w) for w in data["enough"]),
+        # the reading's own follow-up words and the planner profile's (engine.yaml followups)
+        follow_more=tuple(dict.fromkeys([_norm(w) for w in fu["more"]] + list(more_scales))),
+        follow_less=tuple(dict.fromkeys([_norm(w) for w in fu["less"]] + pull_back + list(less_fractions))),
+        retarget=tuple(_norm(w) for w in fu["retarget"]), less_share=tuple(fu["less_share"]),
+        undo=tuple(_norm(w) for w in data["undo"]), chat=frozenset(_norm(w) for w in data["chat"]),
+        question_starts=tuple(_norm(w) for w in data["question_starts"]),
+        unsupported=tuple(_norm(w) for w in data["unsupported"]), targets=targets, bands=bands,
+        not_places=frozenset(_norm(w) for w in list(data["not_places"]) + list(engine.get("not_places") or ())),
+        global_words=tuple(_norm(w) for w in data["global_words"]),
+        tools=tuple(_norm(w) for w in data.get("tools") or ()),
+        complaints=complaints, object_fix=object_fix,
+        less_of_place=(Quality("less_of_place", tuple(_moves("less_of_place.any", a)
+                                                      for a in data["less_of_place"]["any"]))
+                       if data.get("less_of_place") else None),
+        place_reducers=tuple(_norm(w) for w in (data.get("less_of_place") or {}).get("words") or ()), more_scales=more_scales, less_fractions=less_fractions,
+        repeat_but=repeat_but, problem_also=tuple(_norm(w) for w in data.get("problem_also") or ()),
+        wishes=tuple(_norm(w) for w in data.get("wishes") or ()),
+        complaint_damping=float((engine.get("complaints") or {}).get("magnitude_damping") or 0.0),
+        filler=frozenset(t for w in efu.get("filler") or () for t in _tokens(_norm(str(w)))),
+        avoid=tuple(_norm(str(w)) for w in (engine.get("grammar") or {}).get("avoid") or ()),
+        avoid_degree=tuple(_norm(str(w)) for w in (engine.get("grammar") or {}).get("avoid_degree") or ()),
+    )
+    # the words every table knows, and the planner profile's real words never to be "corrected"
+    spelling = engine.get("spelling") or {}
+    tables = (lex.magnitudes, lex.qualities, lex.complaint_frames, lex.negations, lex.reduce_after, lex.enough,
+              lex.follow_more, lex.follow_less, lex.retarget, lex.undo, lex.chat, lex.question_starts,
+              lex.unsupported, lex.targets, lex.bands, lex.not_places, lex.global_words, lex.tools, lex.complaints,
+              lex.place_reducers, lex.repeat_but, lex.problem_also, lex.wishes, lex.filler, lex.avoid, lex.avoid_degree,
+              [str(w) for w in spelling.get("known") or ()])
+    known = {w for table in tables for phrase in table for w in re.findall(r"[a-z]+", _norm(str(phrase)))}
+    return replace(lex, speller=Speller.from_profile(known, spelling))
+
+
+def _intent_moves(intent: Mapping, op_properties: Mapping[str, Mapping[str, str]]) -> tuple[tuple[str, int], ...]:
+    """The property move of an engine intent's main op (its first op the reading can measure)."""
+    for op, value in (intent.get("ops") or {}).items():
+        prop = op_properties.get(op)
+        if prop and value:
+            (name, way), = prop.items()
+            sign = (1 if way == "up" else -1) * (1 if value > 0 else -1)
+            return ((name, sign),)
+    return ()
+
+
+def _engine_section(engine_file: Path) -> Mapping:
+    """The planner profile's ``prompt_engineering`` section as the planner loads it (parsed once,
+    validated and cached by :func:`profiles.load_profile`); {} when there is none."""
+    from profiles import ProfileError, load_profile  # here: profiles imports the op registry
+
+    try:
+        return load_profile(engine_file).prompt_engineering
+    except ProfileError:
+        return {}
+
+
+def _engine_complaints(op_properties: Mapping, pe: Mapping) -> tuple[dict[str, Quality], Quality | None]:
+    """The planner profile's complaint words (``prompt_engineering.complaints.problems``), each read
+    as the fix it names: one alternative per fix intent, measured by its main op's property.
+
+    Read from the profile, not copied, so a complaint the planner learns is one the judge reads.
+    Missing or unreadable: no complaints (the reading's own qualities still work).
+    """
+    intents, comp = pe.get("intent_translations") or {}, pe.get("complaints") or {}
+    out: dict[str, Quality] = {}
+    for word, entry in (comp.get("problems") or {}).items():
+        alts = tuple(m for m in (_intent_moves(intents.get(f) or {}, op_properties) for f in entry.get("fix") or ())
+                     if m)
+        if alts:
+            out[_norm(str(word))] = Quality(f"complaint:{word}", tuple(dict.fromkeys(alts)), fix=True,
+                                            band=entry.get("band"))
+    fix = intents.get(comp.get("object_fix") or "") or {}
+    moves = _intent_moves(fix, op_properties)
+    return out, (Quality(f"object_fix:{comp.get('object_fix')}", (moves,), fix=True) if moves else None)
+
+
+# -- the reading -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Move:
+    """One property expected to move: ``sign`` +1 up / -1 down, ``size`` 0 slight, 1 plain, 2 strong."""
+
+    prop: str
+    sign: int
+    size: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.prop} {'up' if self.sign > 0 else 'down'} ({SIZE_WORDS[self.size]})"
+
+
+@dataclass(frozen=True)
+class Expect:
+    """A requirement met by any one of its alternatives (each a set of moves, all needed)."""
+
+    alternatives: tuple[tuple[Move, ...], ...]
+    source: str = ""          # the words it was read from
+    band: str | None = None   # a colour complaint's band ("too red": the reds)
+    negated: bool = False     # read through a negation ("not that soft", "less warm")
+    complaint: bool = False   # said as what is wrong ("too yellow"): the moves are its fix
+    look: bool = False        # a style asked for ("a dreamy look"): sized loosely
+
+    def __str__(self) -> str:
+        return " or ".join(", ".join(str(m) for m in alt) for alt in self.alternatives)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the judge expects from a message; see the module docstring.
+
+    ``target``: the place named (``sky``, ``face``, ``background``, a band such
+    as ``red``, or an object word such as ``cup``), None for the whole photo.
+    ``target_mask``: a mask spec for it when the vocabulary has one. ``follow``:
+    "more", "less" or "retarget" for follow-ups. ``bounded``: a "less"
+    follow-up must move back by at least ``less_share[0]`` of the last change
+    and never past the version before it.
+    """
+
+    message: str
+    kind: str
+    expects: tuple[Expect, ...] = ()
+    target: str | None = None
+    target_mask: dict | None = None
+    follow: str | None = None
+    bounded: bool = False
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    share: float | None = None    # a bounded follow-up's share of the last change to take back, when said
+    repeat: float | None = None   # a "more" follow-up's size as a share of the last change ("a smidge more": 0.25)
+    since_original: bool = False  # a bounded one measured from the original, not the version before the last change
+
+    @property
+    def is_edit(self) -> bool:
+        return self.kind in ("edit", "follow_up") and bool(self.expects)
+
+    @property
+    def is_local(self) -> bool:
+        return self.target is not None
+
+    def describe(self) -> str:
+        """Plain words: 'warmer and a touch brighter, on the sky'."""
+        lex = load_lexicon()
+        if not self.expects:
+            return {"undo": "go back", "chat": "a chat message", "question": "a question",
+                    "unsupported": "a change to what is in the picture, which editing cannot do"}.get(
+                self.kind, "nothing the judge can measure")
+        parts = []
+        for e in self.expects:
+            alts = [" and ".join(_size_prefix(m.size) + lex.word(m.prop, m.sign) for m in alt)
+                    for alt in e.alternatives]
+            parts.append(" or ".join(dict.fromkeys(alts)))
+        text = ", ".join(dict.fromkeys(parts))
+        if self.follow == "less":
+            text = f"back towards the last version ({text}), not past it"
+        if self.target:
+            text += f", on {_place_words(self.target)}"
+        return text
+
+    def rubric(self) -> str:
+        """The reading as a judging rubric (for the VLM judge's prompt)."""
+        lines = [f"Kind of message: {self.kind}."]
+        if self.expects:
+            lines.append("Expected, judged from the pixels: " + self.describe() + ".")
+            lines.append("Wrong direction, no visible change, a much stronger change than asked, or a change "
+                         "outside " + (_place_words(self.target) if self.target else "what was asked")
+                         + " must score low.")
+        elif self.kind in ("chat", "question", "undo"):
+            lines.append("No new edit is expected for this message.")
+        elif self.kind == "unsupported":
+            lines.append("This asks to change what is in the picture; any tonal edit does not do it.")
+        return " ".join(lines)
+
+    def to_dict(self) -> dict:
+        return {"message": self.message, "kind": self.kind, "target": self.target,
+                "target_mask": self.target_mask, "follow": self.follow, "bounded": self.bounded,
+                "share": self.share, "repeat": self.repeat, "since_original": self.since_original,
+                "expects": [str(e) for e in self.expects], "describe": self.describe(),
+                "notes": list(self.notes)}
+
+
+def _size_prefix(size: int) -> str:
+    return {0: "a touch ", 1: "", 2: "much "}[size]
+
+
+def _place_words(target: str) -> str:
+    lex = load_lexicon()
+    if target in lex.bands.values():
+        return f"the {target}s"
+    return f"the {target}"
+
+
+# -- matching --------------------------------------------------------------------------
+
+_WORD = re.compile(r"[a-z0-9&/'-]+")
+
+
+def _tokens(text: str) -> list[str]:
+    return plain_possessives(_WORD.findall(text))
+
+
+def _find_phrases(tokens: Sequence[str], phrases: Iterable[str]) -> list[tuple[int, int, str]]:
+    """(start, end, phrase) of whole-word matches, longest first, non-overlapping."""
+    by_len = sorted({p for p in phrases if p}, key=lambda p: -len(p.split()))
+    taken = [False] * len(tokens)
+    out = []
+    for p in by_len:
+        words = p.split()
+        n = len(words)
+        for i in range(len(tokens) - n + 1):
+            if tokens[i:i + n] == words and not any(taken[i:i + n]):
+                out.append((i, i + n, p))
+                for k in range(i, i + n):
+                    taken[k] = True
+    return sorted(out)
+
+
+def _has(tokens: Sequence[str], phrases: Iterable[str]) -> bool:
+    return bool(_find_phrases(tokens, phrases))
+
+
+def _before(tokens: Sequence[str], i: int, phrases: Iterable[str], window: int = 3,
+            skip: Iterable[str] = ()) -> bool:
+    """Whether a phrase ends right before token ``i`` (skipping magnitude words), within ``window`` tokens."""
+    skip = set(skip)
+    j = i
+    steps = 0
+    while j > 0 and steps <= window:
+        for p in phrases:
+            words = p.split()
+            n = len(words)
+            if j - n >= 0 and list(tokens[j - n:j]) == words:
+                return True
+        if tokens[j - 1] in skip:
+            j -= 1
+            steps += 1
+            continue
+        return False
+    return False
+
+
+def _magnitude(tokens: Sequence[str], start: int, lex: Lexicon, default: int = 1) -> int:
+    """The magnitude word in the few tokens before ``start`` (0 slight, 1 plain, 2 strong)."""
+    lo = max(0, start - 4)
+    found = _find_phrases(tokens[lo:start], lex.magnitudes)
+    if not found:
+        return default
+    return lex.magnitudes[found[-1][2]]
+
+
+def _target(tokens: Sequence[str], lex: Lexicon, skip: set[int],
+            inside: frozenset[int] | set[int] = frozenset()) -> tuple[str | None, dict | None]:
+    """The first place named: a band, a vocabulary target, or an object word after 'the/his/her'."""
+    candidates: list[tuple[int, str, dict | None]] = []
+    for s, e, p in _find_phrases(tokens, lex.bands):
+        if not skip.intersection(range(s, e)) or p.startswith("the "):
+            band = lex.bands[p]
+            candidates.append((s, band, {"type": "color", "band": band}))
+    for s, e, p in _find_phrases(tokens, lex.targets):
+        if set(range(s, e)) <= inside:
+            continue   # a tool's own place ("clean up her skin"): not where the qualities go
+        name, mask = lex.targets[p]
+        candidates.append((s, name, dict(mask)))
+    known_words = set(w for p in list(lex.targets) + list(lex.bands) for w in p.split())
+    for i, t in enumerate(tokens[:-1]):
+        if t in ("the", "his", "her", "its", "their") and i + 1 not in skip:
+            noun = tokens[i + 1].removesuffix("'s")
+            if (noun not in lex.not_places and noun not in known_words and noun not in lex.magnitudes
+                    and not any(noun == q.split()[0] for q in lex.qualities) and len(noun) > 2):
+                candidates.append((i, noun, None))
+    if not candidates:
+        return None, None
+    candidates.sort(key=lambda c: c[0])
+    return candidates[0][1], candidates[0][2]
+
+
+def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[int]]:
+    """Every quality named, with its direction (wish, complaint, negation) and size.
+
+    The reading's own qualities and the planner profile's complaint words are matched
+    together, longest phrase first ("a green cast" is a complaint, not a wish for green);
+    on the same phrase the reading's own entry wins.
+    """
+    expects: list[Expect] = []
+    used: set[int] = set()
+    skip_words = set(lex.magnitudes) | {"the", "it", "a", "an", "so", "that", "this", "very", "more", "of"}
+    phrases = {**lex.complaints, **lex.qualities}
+    ends: set[int] = set()
+    for s, e, p in _find_phrases(tokens, phrases):
+        q = phrases[p]
+        used.update(range(s, e))
+        obj = _object_of(tokens, s, ends)
+        ends.add(e)
+        if obj is not None:
+            # "soften the fine detail": the property named after a quality verb is what it acts on
+            used.update(range(obj, s))
+            continue
+        flip = q.problem
+        negated = False
+        if not q.problem and not q.fix:
+            # a frame word before it, or inside the phrase itself ("too contrasty")
+            complaint = (_before(tokens, s, lex.complaint_frames, skip=skip_words)
+                         or p.split()[0] in lex.complaint_frames or _names_a_problem(tokens, s, e, p, lex))
+            negated = _before(tokens, s, lex.negations, skip=skip_words) \
+                or (not expects and _avoided_degree(tokens, s, lex))       # not a caution on a wish before it
+            after = " ".join(tokens[e:e + 4])
+            reduced = any(after.startswith(r) for r in lex.reduce_after)
+            enough = e < len(tokens) and tokens[e] in lex.enough
+            flip = (complaint or negated or reduced) and not enough
+            negated = negated and not complaint
+        size = q.size if q.size is not None else _magnitude(tokens, s, lex, default=-1)
+        if size < 0:   # "cool it down a bit", "warmer, but just slightly": the word may follow
+            after = _find_phrases(tokens[e:e + 4], lex.magnitudes)
+            # "not so warm", "less contrast": a step back, slight unless a size is said; a complaint
+            # ("it's harsh", "too yellow") asks for a plain fix
+            size = lex.magnitudes[after[0][2]] if after else (0 if negated else 1)
+        if size == 0 and (flip or q.fix) and not negated and 1.0 - lex.complaint_damping >= 0.5:
+            # "a bit murky", "it's a bit dark": the planner damps a magnitude on a complaint
+            # (1 - damping + damping * scale of the fix), so even "a touch" keeps half the fix
+            size = 1
+        sign = -1 if flip else 1
+        alts = tuple(tuple(Move(prop, sign * way, size) for prop, way in alt) for alt in q.alternatives)
+        expects.append(Expect(alts, p, q.band, negated, complaint=(flip and not negated) or q.fix,
+                              look=q.look and not flip))
+    return _merge(expects), used
+
+
+def _avoided_degree(tokens: Sequence[str], s: int, lex: Lexicon) -> bool:
+    """"don't make it so yellow", "dont make it that dark": an avoid word shortly before a degree word right
+    before the quality asks for less of it ("not so yellow"), as the planner's grammar reads it."""
+    for degree in lex.avoid_degree:
+        n = len(degree.split())
+        if s - n >= 0 and list(tokens[s - n:s]) == degree.split():
+            return _has(tokens[max(0, s - n - 4):s - n], lex.avoid)
+    return False
+
+
+def _names_a_problem(tokens: Sequence[str], s: int, e: int, phrase: str, lex: Lexicon) -> bool:
+    """Whether a word that is both a wish and one of the planner profile's problems ("cold",
+    "soft", "flat", "dark") says what is wrong: only a magnitude frames it ("and a bit cold"),
+    or a trailing "too" / "as well" adds it to what is wrong ("cold too"). A wish word before
+    it ("make it a bit soft") keeps it a wish; a comparative ("colder") is never such a word."""
+    if phrase not in lex.complaints or _has(tokens[:s], lex.wishes):
+        return False
+    if _before(tokens, s, lex.magnitudes, window=0):
+        return True
+    after = " ".join(tokens[e:e + 3])
+    return any(after == w or after.startswith(w + " ") for w in lex.problem_also) \
+        and not any(after.startswith(r) for r in lex.reduce_after)
+
+
+_DETERMINERS = ("the", "its", "his", "her", "their", "all", "some")
+
+
+def _object_of(tokens: Sequence[str], start: int, ends: set[int]) -> int | None:
+    """Where the object phrase starts when the quality at ``start`` is the object of a quality
+    verb right before it ("soften | the fine | detail", "sharpen | the | details"), else None."""
+    for j in range(start - 1, max(start - 4, -1), -1):
+        if tokens[j] in _DETERMINERS:
+            return j if j in ends else None
+    return None
+
+
+def _merge(expects: list[Expect]) -> list[Expect]:
+    """Drop repeats; two words for the same single move keep the stronger size."""
+    out: list[Expect] = []
+    for e in expects:
+        same = next((o for o in out if _key(o) == _key(e)), None)
+        if same is None:
+            out.append(e)
+        else:   # the stronger size; a look named in either ("warmer, kind of sepia") keeps its latitude
+            out[out.index(same)] = replace(e if _size(e) > _size(same) else same, look=e.look or same.look)
+    # opposite single moves on one property ("warm but not yellow"): keep the last word
+    singles: dict[str, Expect] = {}
+    for e in out:
+        if len(e.alternatives) == 1 and len(e.alternatives[0]) == 1:
+            singles[e.alternatives[0][0].prop] = e
+    return [e for e in out if not (len(e.alternatives) == 1 and len(e.alternatives[0]) == 1)
+            or singles.get(e.alternatives[0][0].prop) is e]
+
+
+def _key(e: Expect) -> tuple:
+    return tuple(tuple((m.prop, m.sign) for m in alt) for alt in e.alternatives)
+
+
+def _size(e: Expect) -> int:
+    return max(m.size for alt in e.alternatives for m in alt)
+
+
+def _is_undo(tokens: Sequence[str], lex: Lexicon) -> bool:
+    found = _find_phrases(tokens, lex.undo)
+    if not found:
+        return False
+    # "go back" in "go back to the original", "take that back": the whole message is about history
+    return len(tokens) <= 9 or found[0][0] <= 2
+
+
+def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | None = None) -> Reading:
+    """Read ``message``; ``history`` holds the messages of the changes that still stand, oldest first.
+
+    A follow-up ("bit more", "too much, halve it", "do the same for the sky")
+    takes the moves of the last readable change in ``history``.
+    """
+    lex = lexicon or load_lexicon()
+    text = _ANSWER.sub(" ", _norm(message)).strip()
+    if lex.speller is not None:
+        text = lex.speller(text)
+    tokens = _tokens(text)
+    if not tokens:
+        return Reading(message, "unknown")
+    but_scale = _repeat_but(tokens, lex)
+    if but_scale is not None:     # "same again but less": the last change again, scaled, same way
+        return _follow_up(message, "more", tokens, None, None, history, lex, scale=but_scale)
+    expects, used = _qualities(tokens, lex)
+    if _is_undo(tokens, lex) and not expects and not _find_phrases(tokens, lex.less_fractions):
+        return Reading(message, "undo")     # "go back halfway", "undo half of that": a pull-back
+    # a place inside a tool's own words ("clean up her skin") belongs to that tool, not to the qualities
+    in_tools = {i for s, e, _ in _find_phrases(tokens, lex.tools) for i in range(s, e)}
+    target, mask = _target(tokens, lex, used | in_tools, in_tools)
+    if _has(tokens, lex.global_words):
+        target, mask = None, None
+    if set(tokens) <= lex.chat | {"there", "so", "much", "very", "you", "anyway", "all", "that", "it", "is",
+                                   "this", "looks", "now", "again"} and set(tokens) & lex.chat:
+        return Reading(message, "chat")      # "cool", "thanks!", "nice, thank you"
+    if not expects and _has(tokens, lex.tools):
+        return Reading(message, "unknown", target=target, target_mask=mask)   # a studio tool: the plan is checked
+    things = _find_phrases(tokens, lex.unsupported)
+    thing_words = _things(lex)
+    if any(p in thing_words for _, _, p in things):
+        return Reading(message, "unsupported", target=target, target_mask=mask)
+    if not expects and target is not None and lex.less_of_place is not None and _has(tokens, lex.place_reducers):
+        # "tone down the sky", "tame the highlights": a place made less prominent, no quality named
+        expects = [Expect(tuple(tuple(Move(prop, way, 1) for prop, way in alt)
+                                for alt in lex.less_of_place.alternatives), "less of the place")]
+    if expects:
+        first = text.split("?")[0]
+        if any(first.startswith(q + " ") or first == q for q in lex.question_starts) and "?" in text:
+            return Reading(message, "question")
+        if target is not None and mask is None:
+            expects, mask = _object_colour(expects, lex, mask)
+        taken_back = _takes_back(message, expects, target, history, lex)
+        if taken_back is not None:
+            return taken_back
+        return Reading(message, "edit", tuple(expects), target, mask)
+    follow = _follow_kind(tokens, lex)
+    if follow is not None:
+        return _follow_up(message, follow, tokens, target, mask, history, lex)
+    if things:
+        return Reading(message, "unsupported", target=target, target_mask=mask)
+    if "?" in text or any(text.startswith(q + " ") for q in lex.question_starts):
+        return Reading(message, "question")
+    if _has(tokens, lex.chat):
+        return Reading(message, "chat")
+    return Reading(message, "unknown", target=target, target_mask=mask)
+
+
+def read_attempt(message: str, history: Sequence[str] = (), feedback: str = "",
+                 lexicon: Lexicon | None = None) -> Reading:
+    """What this attempt of a turn asks: ``message`` alone, or, when the person sent the plan back
+    with ``feedback`` ("/replan no, softer instead"), the feedback read as the request.
+
+    The rejected attempt never stood, so the feedback is measured against the same version as
+    the message: a follow-up in it ("more, that was too subtle", "too strong") is the message's
+    change again, larger or smaller but the same way; a request in it replaces the message's
+    moves on the properties it names and keeps the others (the planner does the same); feedback
+    the judge cannot read ("try again") leaves the message's reading.
+    """
+    lex = lexicon or load_lexicon()
+    asked = read_request(message, history, lex)
+    if not (feedback or "").strip():
+        return asked
+    said = read_request(feedback, list(history) + [message], lex)
+    note = (f"read with the person's feedback: {feedback.strip()[:80]}",)
+    if not said.is_edit:
+        return asked                                  # "try again", "hmm": the message still says it
+    if said.kind == "follow_up" and said.follow in ("more", "less") and asked.is_edit:
+        less = said.follow == "less"
+        expects = tuple(Expect(tuple(tuple(replace(m, size=0 if less else max(1, m.size)) for m in alt)
+                                     for alt in e.alternatives), e.source, e.band) for e in asked.expects)
+        return replace(asked, expects=expects, notes=asked.notes + note)
+    if said.kind == "follow_up" or not asked.is_edit:
+        return replace(said, notes=said.notes + note)
+    named = {m.prop for e in said.expects for alt in e.alternatives for m in alt}
+    kept = tuple(e for e in asked.expects if not named & {m.prop for alt in e.alternatives for m in alt})
+    target, mask = (said.target, said.target_mask) if said.target is not None else (asked.target, asked.target_mask)
+    return Reading(f"{message} / {feedback}", "edit", kept + said.expects, target, mask, notes=note)
+
+
+def _object_colour(expects: Sequence[Expect], lex: Lexicon, mask: dict | None) -> tuple[list[Expect], dict | None]:
+    """A colour complaint about a thing ("the suit is too orange"): less of that colour (the
+    profile's ``object_fix``) or the cast's fix, measured on that band's colours."""
+    out = []
+    for e in expects:
+        if e.band and lex.object_fix is not None:
+            size = _size(e)
+            fix = tuple(tuple(Move(prop, way, size) for prop, way in alt) for alt in lex.object_fix.alternatives)
+            out.append(Expect(fix + e.alternatives, e.source, e.band, e.negated))   # or the cast's own fix
+            mask = mask or {"type": "color", "band": e.band}
+        else:
+            out.append(e)
+    return out, mask
+
+
+def _things(lex: Lexicon) -> frozenset[str]:
+    """Unsupported words that name things (a hat, a rainbow, a smile): they win over quality words."""
+    verbs = {"add", "put", "insert", "draw", "paint", "circle", "erase", "delete", "remove", "replace",
+             "swap", "make", "open", "move", "turn", "change", "crop", "rotate", "find", "count", "animate"}
+    return frozenset(p for p in lex.unsupported if p.split()[0] not in verbs)
+
+
+#: "no, softer instead", "nope - cooler": an answer to the last version, not a negation of the word after it
+_ANSWER = re.compile(r"\b(?:no|nope|nah)\s*[,.;:!-]+")
+
+
+def _repeat_but(tokens: Sequence[str], lex: Lexicon) -> float | None:
+    """The scale of "same again but less" / "do it again but stronger", or None.
+
+    A repeat phrase before the last "but" and, after it, one phrase of the planner profile's
+    ``followups.repeat_but`` (magnitude words around it allowed: "but a touch softer"): the last
+    change once more, times the repeat's scale and that factor, the same way (never a pull-back).
+    """
+    if "but" not in tokens or not lex.repeat_but:
+        return None
+    cut = len(tokens) - 1 - list(tokens)[::-1].index("but")
+    before = _find_phrases(tokens[:cut], lex.more_scales)
+    if not before:
+        return None
+    tail = list(tokens[cut + 1:])
+    plain = [t for t in tail if t not in _magnitude_words(lex)]
+    # as said, then without magnitude words, then also without the filler the planner drops ("please")
+    for said in (tail, plain, [t for t in plain if t not in lex.filler]):
+        found = _find_phrases(said, lex.repeat_but)
+        if len(found) == 1 and found[0][1] - found[0][0] == len(said):
+            return lex.more_scales[before[0][2]] * lex.repeat_but[found[0][2]]
+    return None
+
+
+def _magnitude_words(lex: Lexicon) -> frozenset[str]:
+    return frozenset(w for p in lex.magnitudes for w in p.split())
+
+
+def _follow_kind(tokens: Sequence[str], lex: Lexicon) -> str | None:
+    if _has(tokens, lex.retarget) and _target(tokens, lex, set())[0] is not None:
+        return "retarget"
+    less = _find_phrases(tokens, lex.follow_less)
+    more = _find_phrases(tokens, lex.follow_more)
+    if less and (not more or len(less[-1][2]) >= len(more[-1][2]) or less[-1][0] > more[-1][0]):
+        return "less"
+    if more:
+        return "more"
+    return None
+
+
+def _last_edit(history: Sequence[str], lex: Lexicon) -> Reading | None:
+    """The reading of the last change in ``history`` that asked for a measurable edit."""
+    for i in range(len(history) - 1, -1, -1):
+        r = read_request(history[i], history[:i], lex)
+        if r.is_edit:
+            return r
+    return None
+
+
+def _takes_back(message: str, expects: Sequence[Expect], target: str | None, history: Sequence[str],
+                lex: Lexicon) -> Reading | None:
+    """"not that soft" right after "give it a soft look", "it's too yellow now" right after a
+    warming: a "less" follow-up of that change.
+
+    Every quality is negated, or a complaint whose fix runs against the last change, and undoes
+    a move of it, on no new place: the request is read as taking part of that change back (at
+    least a share of it, never past the version before it), so its size is the last change's,
+    not a slight step.
+    """
+    if not history or target is not None or not expects or \
+            not all(e.negated or e.complaint for e in expects):
+        return None
+    last = _last_edit(history, lex)
+    if last is None:
+        return None
+    last_moves = {(m.prop, m.sign) for e in last.expects for alt in e.alternatives for m in alt}
+    if not all((m.prop, -m.sign) in last_moves for e in expects for alt in e.alternatives for m in alt):
+        return None
+    # a complaint about what a look only touched on ("a bit dark now" after a moody look) is a fix
+    plain = {(m.prop, m.sign) for e in last.expects if not e.look for alt in e.alternatives for m in alt}
+    if not all(e.negated or all((m.prop, -m.sign) in plain for alt in e.alternatives for m in alt)
+               for e in expects):
+        return None
+    # a complaint may be about everything done so far ("it's harsh now" after "flat" and "bit more"):
+    # measured from the original, never past it; a negation ("not that soft") names the last change
+    complained = not all(e.negated for e in expects)
+    return Reading(message, "follow_up", tuple(expects), last.target, last.target_mask, follow="less",
+                   bounded=True, since_original=complained,
+                   notes=("takes back part of " + ("the edits so far" if complained else "the last change"),))
+
+
+def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | None, mask: dict | None,
+               history: Sequence[str], lex: Lexicon, scale: float | None = None) -> Reading:
+    last = _last_edit(history, lex)
+    if last is None:
+        return Reading(message, "follow_up", follow=follow, notes=("no earlier change to follow",))
+    if follow == "retarget":
+        return Reading(message, "follow_up", last.expects, target, mask, follow="retarget")
+    if follow == "more":
+        # the planner profile's scale of the phrase ("a touch more" 0.3, "double it" 2.0) sizes it
+        # (``scale`` given: "same again but less", already sized)
+        found = _find_phrases(tokens, lex.more_scales) if scale is None else []
+        if scale is None:
+            scale = lex.more_scales[found[-1][2]] if found else 1.0
+            size = 0 if scale <= 0.5 else 2 if scale >= 1.6 else 1
+            if not found:
+                size = _magnitude(tokens, len(tokens), lex, size)
+        else:
+            size = 0 if scale < 1.0 else 2 if scale >= 1.6 else 1
+        expects = tuple(Expect(tuple(tuple(replace(m, size=min(size, m.size)) for m in alt)
+                                     for alt in e.alternatives), e.source, look=e.look) for e in last.expects)
+        return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="more", repeat=scale)
+    # less: the other way, by a share of the last change (the profile's fraction: "halve it" 0.5,
+    # "way too much" 0.8), never past the version before it
+    found = _find_phrases(tokens, lex.less_fractions)
+    share = lex.less_fractions[found[-1][2]] if found else None
+    if last.follow == "less":   # "too much" again after a pull-back: keep pulling back the same way
+        return Reading(message, "follow_up", last.expects, last.target, last.target_mask, follow="less",
+                       bounded=True, share=share)
+    expects = tuple(Expect(tuple(tuple(replace(m, sign=-m.sign, size=0) for m in alt) for alt in e.alternatives),
+                           e.source) for e in last.expects)
+    return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="less", bounded=True,
+                   share=share)
+
+
+__all__ = ["Expect", "Lexicon", "Move", "PROPERTIES", "Reading", "load_lexicon", "read_attempt", "read_request"]

@@ -1,0 +1,484 @@
+"""The embedded planner: free text -> sub-goals with no model, from the engine profile.
+
+All vocabulary (words, op moves, magnitudes, targets, bands, styles, the
+parameters of relative requests, iteration signals) lives in
+``profiles/engine.yaml``; this module is only the grammar that applies it:
+
+1. tokenise and match vocabulary phrases, longest first ("black and white"
+   is one phrase, so its "and" never splits a clause);
+2. split into clauses at punctuation and joining words ("and", "but");
+3. per clause: intents with their modifiers (magnitude, "less"/"too"
+   negation, "don't", numbers), local targets and colour bands; "X towards Y"
+   colour shifts (a band's hue, or a white-balance cast); "tone down <place>"
+   with no quality named (the profile's implicit intent);
+4. turn each intent into op moves on the -100..100 scale, respecting the
+   current EditState ("less warm" after warming tones the warmth down);
+5. merge: opposite moves of one op from different words are a conflict (the
+   op is held and the reply says so); keep at most ``max_sub_goals``.
+
+Relative requests ("fix the exposure", "correct the white balance", "auto
+contrast", "auto") read ``request.image_stats`` (pipeline.measure.image_stats).
+Replans apply the profile's iteration signals for the judge's diagnoses.
+Anything outside the vocabulary gets an honest "I don't know how to do that
+yet", never a guessed edit: text can only ever select registry ops and mask specs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import replace
+
+from pipeline.state import WHOLE_FRAME_OPS
+from agent.planning.base import Plan, PlanRequest, SubGoal
+from agent.planning.followups import read_followup
+from agent.planning.grammar import Draft, Move, _read
+from agent.conversation.vocabulary import Vocabulary, _match, _tokens, find_phrases
+from pipeline import ops
+from pipeline.masks import describe_mask, normalize_mask_spec
+from pipeline.state import EditState
+from profiles import Profile, ProfileError, load_profile
+
+# ---------------------------------------------------------------------------
+# Merging, limits and the reply
+# ---------------------------------------------------------------------------
+
+def _merge(moves: list[Move], state: EditState, notes: list[str]) -> list[Move]:
+    """One move per (op, target). Opposite requests from different words hold the op."""
+    groups: dict[tuple[str, str], list[Move]] = {}
+    for m in moves:
+        groups.setdefault(m.key, []).append(m)
+    merged: list[Move] = []
+    for key, group in groups.items():
+        if any(m.source == "feedback" for m in group):
+            group = [m for m in group if m.source in ("feedback", "signal")]
+        asked = [m for m in group if m.source in ("message", "feedback") and m.mode == "add"]
+        labels_up = {m.label for m in asked if m.value > 0}
+        labels_down = {m.label for m in asked if m.value < 0}
+        # Two looks that differ on a supporting op blend; a named quality or a look's main op is contested.
+        contested = any(m.rank == 0 or m.kind != "artistic" for m in asked)
+        if labels_up and labels_down and labels_up != labels_down and contested:
+            op = ops.get_op(key[0]).label.lower()
+            where = f" on {describe_mask(group[0].target)}" if group[0].target else ""
+            notes.append(f"\u201c{' and '.join(sorted(labels_up))}\u201d and \u201c{' and '.join(sorted(labels_down))}\u201d "
+                         f"pull {op}{where} in opposite directions, so I left {op} as it is.")
+            continue
+        # The reply names the person's words, not the style underneath them.
+        first = min(group, key=lambda m: (m.source in ("style", "signal"), m.order, m.rank))
+        sets = [m for m in group if m.mode == "set"]
+        adds = sum(m.value for m in group if m.mode == "add")
+        if sets:
+            value, mode = sets[-1].value + adds, "set"
+        else:
+            value, mode = adds, "add"
+        op = ops.get_op(key[0])
+        current = state.value(op.name, first.target) if first.target else state.value(op.name)
+        if mode == "add":
+            if not op.wrap:  # a wrapping op (quarter turns, a flip) has no limit to stop at
+                value = op.clamp(current + value) - current    # never ask past the op's range
+            if not value:
+                if current:
+                    notes.append(f"{op.label} is already at its limit ({current:+}).")
+                continue
+        else:
+            value = op.clamp(value)
+            if value == current:
+                continue
+        merged.append(replace(first, value=value, mode=mode, rank=min(m.rank for m in group)))
+    return merged
+
+
+def _limit(moves: list[Move], max_sub_goals: int, notes: list[str]) -> list[Move]:
+    """Keep every request's main op first (round-robin by rank), then restore mention order."""
+    if len(moves) <= max_sub_goals:
+        return sorted(moves, key=lambda m: (m.order, m.rank))
+    keep = sorted(moves, key=lambda m: (m.rank, m.order, -abs(m.value)))[:max_sub_goals]
+    dropped = [m for m in moves if m not in keep]
+    notes.append(f"Kept the {max_sub_goals} most important adjustments; left out "
+                 + ", ".join(f"{m.op} {m.value:+d}" for m in dropped) + ".")
+    return sorted(keep, key=lambda m: (m.order, m.rank))
+
+
+def _sweet_spot_notes(profile: Profile, goals: list[SubGoal], state: EditState, notes: list[str]) -> None:
+    for g in goals:
+        spot = profile.sweet_spot(g.op)
+        if spot is None:
+            continue
+        current = state.value(g.op, g.target) if g.target else state.value(g.op)
+        new = g.value if g.mode == "set" else current + g.value
+        if not spot.contains(new) and abs(new) > abs(current) and not (g.op == "saturation" and new == -100):
+            notes.append(f"{g.op} will be {new:+d}, past its sweet spot ({spot.low:+d}..{spot.high:+d}): {spot.why}.")
+
+
+def _on_the_requests_places(extra: list[Move], moves: list[Move]) -> list[Move]:
+    """A judge's replan corrects where the request acts: on its places when every move asked for
+    is local ("darken the background"), nowhere else when it is a face tool that found no face;
+    never a silent whole-image edit for a local request."""
+    asked = [m for m in moves if m.source in ("message", "followup", "relative") and m.value]
+    if not asked or any(m.target is None and ops.get_op(m.op).stage != "retouch" for m in asked):
+        return extra                           # the request acts on the whole image
+    places = list({m.key[1]: m.target for m in asked if m.target is not None}.values())
+    out = []
+    for m in extra:
+        if m.target is not None or ops.get_op(m.op).stage in ("geometry", "retouch"):
+            out.append(m)
+        else:
+            out += [replace(m, target=p) for p in places]
+    return out
+
+
+def _insisted(vocab: Vocabulary, message: str) -> bool:
+    """Whether the person insists past the sweet spots: an insist phrase, a number, or a huge magnitude."""
+    tokens = _tokens(message)
+    if find_phrases(tokens, vocab.insist_words):
+        return True
+    for p in _match(vocab, tokens):
+        if p.category == "number" or (p.category == "magnitude" and vocab.magnitudes[p.key] >= vocab.insist_magnitude):
+            return True
+    return False
+
+
+def _cap_to_sweet_spots(profile: Profile, moves: list[Move], state: EditState, notes: list[str],
+                        vocab: Vocabulary | None = None) -> list[Move]:
+    """Keep the person's moves near each op's sweet spot (parameter_space), saying so.
+
+    Inside the sweet spot a move goes through. A quality named again past the edge
+    ("a bit more contrast" at +45) goes on at ``insist.soft_rate`` of the asked step,
+    never beyond ``insist.soft_share`` of the way from the edge to the op's limit;
+    follow-ups ("more", "again") stop at the edge, so repeats cannot run away. Styles,
+    measured corrections and moves back toward neutral pass untouched.
+    """
+    rate = vocab.soft_rate if vocab is not None else 0.5
+    share = vocab.soft_share if vocab is not None else 0.25
+    out: list[Move] = []
+    for m in moves:
+        spot = profile.sweet_spot(m.op)
+        if spot is None or m.source not in ("message", "followup", "feedback"):
+            out.append(m)
+            continue
+        current = state.value(m.op, m.target) if m.target else state.value(m.op)
+        new = m.value if m.mode == "set" else current + m.value
+        if spot.contains(new) or abs(new) <= abs(current) or (m.op == "saturation" and new == -100):
+            out.append(m)
+            continue
+        op = ops.get_op(m.op)
+        up = new > spot.high
+        edge = spot.high if up else spot.low
+        label = op.label.lower()
+        where = f" on {describe_mask(m.target)}" if m.target else ""
+        goal = edge
+        if m.source != "followup" and m.mode == "add":
+            ceiling = edge + share * ((op.max if up else op.min) - edge)
+            start = max(current, edge) if up else min(current, edge)
+            goal = start + (new - start) * rate
+            goal = int(round(min(goal, ceiling) if up else max(goal, ceiling)))
+        if (goal - current) * (new - current) <= 0:     # already at or past where it should stop
+            notes.append(f"{label.capitalize()}{where} is already at {current:+d}, past what looks good on most "
+                         f"photos ({spot.low:+d}..{spot.high:+d}), so I left it; say \u201cI insist\u201d to push further.")
+            continue
+        if goal == edge:
+            notes.append(f"I stopped {label}{where} at {edge:+d}, the edge of what looks good on most photos; "
+                         f"say \u201cI insist\u201d to go further.")
+        else:
+            notes.append(f"{label.capitalize()}{where} is past what looks good on most photos ({spot.low:+d}.."
+                         f"{spot.high:+d}), so I went gently, to {goal:+d}; say \u201cI insist\u201d for more.")
+        out.append(replace(m, value=goal if m.mode == "set" else goal - current))
+    return out
+
+
+def _tone_monochrome(vocab: Vocabulary, moves: list[Move], state: EditState, notes: list[str]) -> list[Move]:
+    """On a black-and-white version, colour moves go on a toning layer (a toned print) so they show."""
+    cfg = vocab.monochrome
+    if not cfg or not cfg.get("toning_mask"):
+        return moves
+    limit = int(cfg.get("saturation_at_or_below", -90))
+    mono = state.value("saturation") <= limit or any(
+        m.op == "saturation" and m.target is None and
+        (m.value if m.mode == "set" else state.value("saturation") + m.value) <= limit for m in moves)
+    if not mono:
+        return moves
+    toning = set(cfg.get("toning_ops") or ())
+    spec = normalize_mask_spec(cfg["toning_mask"])
+    scale = float(cfg.get("toning_scale", 1.0))
+    out, toned = [], False
+    for m in moves:
+        if m.op in toning and m.target is None:
+            toned = True
+            value = m.value if m.mode == "set" else int(round(m.value * scale))
+            out.append(replace(m, target=spec, value=value, phrase=f"{m.phrase} as a tone over the black and white"))
+        else:
+            out.append(m)
+    if toned:
+        notes.append("The photo is black and white, so the colour goes on as a tone over the grey, like a toned print.")
+    return out
+
+
+def _summary(g: SubGoal) -> str:
+    return f"{g.op} {g.value:+d}" if g.mode == "add" else f"{g.op} = {g.value}"
+
+
+def _reply(pairs: list[tuple[Move, SubGoal]], conflict_notes: list[str], extra: list[str]) -> str:
+    phrases: dict[str, list[str]] = {}
+    for move, goal in pairs:
+        phrases.setdefault(move.phrase or move.label, []).append(_summary(goal))
+    parts = [f"{p} ({', '.join(v)})" for p, v in phrases.items()]
+    if not parts:
+        text = ""
+    elif len(parts) == 1:
+        text = parts[0]
+    else:
+        text = ", ".join(parts[:-1]) + " and " + parts[-1]
+    text = (text[:1].upper() + text[1:] + ".") if text else ""
+    return " ".join(t for t in [text, *conflict_notes, *extra] if t)
+
+
+# ---------------------------------------------------------------------------
+# The planner
+# ---------------------------------------------------------------------------
+
+class EmbeddedPlanner:
+    """Rule-based planner driven by a profile's vocabulary (default: the engine profile).
+
+    >>> from pipeline.state import EditState
+    >>> plan = EmbeddedPlanner().plan(PlanRequest("make it warmer", EditState()))
+    >>> [(g.op, g.value > 0) for g in plan.sub_goals]
+    [('temperature', True)]
+    """
+
+    name = "embedded"
+
+    def __init__(self, profile: str | Profile = "engine"):
+        self.profile = profile if isinstance(profile, Profile) else load_profile(profile)
+        self.vocab = Vocabulary(self.profile)
+
+    # -- public ----------------------------------------------------------
+    def styles(self) -> list[str]:
+        """Named looks a session may start with."""
+        return self.profile.styles()
+
+    def plan(self, request: PlanRequest) -> Plan:
+        """1..request.max_sub_goals sub-goals for ``request.message``, or understood=False.
+
+        Follow-ups ("more", "too much", "same for the sky") resolve against
+        ``request.dialogue`` first; a request that needs something the photo does not
+        have (a place no mask can find) or refers to nothing yet gets a short question
+        (``kind="clarify"`` with quick replies) instead of a guess.
+        """
+        vocab = self.vocab
+        message = vocab.join_particles(vocab.strip_preamble(vocab.spell((request.message or "").strip())))
+        # The judge's replan of a follow-up is still that follow-up: "more" keeps meaning the last
+        # change. The person's own feedback ("no, cooler instead") replaces it.
+        by_person = bool(request.feedback) and request.feedback_from != "judge"
+        followup = read_followup(vocab, message, request) if not by_person else None
+        if followup is not None and followup.question:
+            return Plan(sub_goals=[], reply=followup.question, understood=False, source=self.name,
+                        kind="clarify", quick_replies=followup.quick_replies)
+        if followup is not None:
+            draft = Draft(moves=followup.moves, notes=followup.notes, understood_any=True,
+                          followup=followup.dialogue)
+        else:
+            draft = _read(vocab, message, request, "message")
+        guessed = ""
+        if draft.unknown_places and not any(m.target for m in draft.moves):
+            if not draft.place_guess:
+                return self._unknown_place(draft)
+            draft, guessed = self._on_guessed_place(draft)
+        notes = list(draft.notes)
+        moves = list(draft.moves)
+
+        style_moves = self._style_moves(request, notes)
+        moves = style_moves + moves
+        replan_extra = self._replan(request, moves, notes, read_words=followup is None) \
+            if (request.feedback or request.diagnoses) else []
+        if request.feedback_from == "judge":
+            # The judge's sentence never overrules the person's words: a correction read from it
+            # that pulls an op against what the message asked for is dropped, not a conflict.
+            asked = {(m.key, m.value > 0) for m in moves if m.source == "message" and m.mode == "add" and m.value}
+            replan_extra = [m for m in replan_extra if m.source != "feedback" or not m.value
+                            or (m.key, m.value < 0) not in asked]
+            replan_extra = _on_the_requests_places(replan_extra, moves)
+        moves += replan_extra
+
+        if not moves and draft.missing_things:
+            return self._missing_thing(draft)
+        if not moves:
+            return self._not_understood(draft, notes)
+
+        moves = _tone_monochrome(vocab, moves, request.state, notes)
+        conflict_notes: list[str] = []
+        merged = _merge(moves, request.state, conflict_notes)
+        capped_notes: list[str] = []
+        if not _insisted(vocab, message):
+            merged = _cap_to_sweet_spots(self.profile, merged, request.state, capped_notes, vocab)
+        limited = _limit(merged, max(1, int(request.max_sub_goals)), notes)
+        pairs: list[tuple[Move, SubGoal]] = []
+        for i, m in enumerate(limited, 1):
+            goal = SubGoal.from_dict({
+                "op": m.op, "value": m.value, "mode": m.mode, "id": f"sg{i}", "description": "",
+                # crop, rotation, vignette and grain act on the whole frame, never inside a mask
+                "target": None if m.op in WHOLE_FRAME_OPS else m.target,
+            })
+            goal.description = f"{m.label}: {goal.summary()}"[:200]
+            pairs.append((m, goal))
+        goals = [g for _, g in pairs]
+        self._style_respect_notes(request, goals, notes)
+        _sweet_spot_notes(self.profile, goals, request.state, notes)
+        labels = list(dict.fromkeys(m.label for m, _ in pairs if m.source in ("message", "followup") and m.label))
+        intents = list(dict.fromkeys(m.intent for m, _ in pairs if m.intent and m.intent != "followup"))
+        if followup is not None:
+            labels = list(followup.labels) or labels
+        if not goals:
+            reply = " ".join(conflict_notes + capped_notes + notes) or \
+                "Nothing to change: those settings are already where you asked."
+            return Plan(sub_goals=[], reply=reply, understood=False, notes=conflict_notes + notes, source=self.name)
+        extra = ([guessed] if guessed else []) + list(capped_notes)
+        if draft.skipped:
+            extra.append("I skipped \u201c" + "\u201d, \u201c".join(s[:40] for s in draft.skipped[:2])
+                         + "\u201d: I can't do that yet.")
+        replies = []
+        if guessed:
+            what = (labels or ["the change"])[0]
+            replies = ["Undo", f"{what.capitalize()} overall"]
+            if "selection" in self.vocab.targets:
+                replies.append(f"{what.capitalize()} on the selection")
+        return Plan(sub_goals=goals, reply=_reply(pairs, conflict_notes, extra),
+                    understood=True, notes=conflict_notes + notes + capped_notes, source=self.name,
+                    labels=labels, intents=intents, dialogue=dict(draft.followup), quick_replies=replies)
+
+    def _on_guessed_place(self, draft: Draft) -> tuple[Draft, str]:
+        """Put whole-image moves on the best guess for a place no mask knows, and say so."""
+        place = draft.unknown_places[0]
+        name = draft.place_guess
+        spec, label = self.vocab.place(name)
+        # the request's own whole-image moves; a step back of the last change stays where that change was
+        moves = [replace(m, target=spec, phrase=m.phrase.replace("the image", label))
+                 if m.target is None and m.source != "followup" else m for m in draft.moves]
+        tail = " or paint over it and say \u201con the selection\u201d" if "selection" in self.vocab.targets else ""
+        note = (f"I can't pick out \u201c{place}\u201d by itself, so I worked on {label}, my best guess for it; "
+                f"say \u201cundo\u201d if that's wrong{tail}.")
+        return replace(draft, moves=moves), note
+
+    def _missing_thing(self, draft: Draft) -> Plan:
+        """"darken the water" on a photo with no water: say so, change nothing, offer what can be done."""
+        thing = draft.missing_things[0]
+        what = (draft.missing_labels or ["the change"])[0]
+        replies = [f"{what.capitalize()} overall"]
+        tail = ""
+        if "selection" in self.vocab.targets:
+            replies.insert(0, f"{what.capitalize()} on the selection")
+            tail = " Paint over it to select it, then pick \u201con the selection\u201d."
+        reply = (f"I can't find {thing} in this photo, so I haven't changed anything. "
+                 f"Should I make it {what} overall instead?{tail}")
+        return Plan(sub_goals=[], reply=reply, understood=False, source=self.name, kind="clarify",
+                    quick_replies=replies, labels=list(draft.missing_labels[:1]))
+
+    def _unknown_place(self, draft: Draft) -> Plan:
+        """"brighten the cup" with no way to find a cup: say so and offer what can be done."""
+        place = draft.unknown_places[0]
+        labels = list(dict.fromkeys(m.label for m in draft.moves if m.label)) or ["the change"]
+        what = labels[0]
+        replies = [f"{what.capitalize()} overall", f"{what.capitalize()} on the subject"]
+        selection = self.vocab.targets.get("selection")
+        tail = ""
+        if selection is not None:
+            replies.append(f"{what.capitalize()} on the selection")
+            tail = " Or paint over it to select it, then pick \u201con the selection\u201d."
+        reply = (f"I can't find \u201c{place}\u201d in this photo by myself, so I haven't changed anything. "
+                 f"Should I make it {what} overall, or only the subject?{tail}")
+        return Plan(sub_goals=[], reply=reply, understood=False, source=self.name, kind="clarify",
+                    quick_replies=replies, labels=labels)
+
+    # -- parts -------------------------------------------------------------
+    def _style_moves(self, request: PlanRequest, notes: list[str]) -> list[Move]:
+        if not request.style or request.turn != 1:
+            return []
+        try:
+            settings = self.profile.style(request.style)
+        except ProfileError:
+            notes.append(f"Unknown style {request.style!r}; known styles: {', '.join(self.styles())}.")
+            return []
+        label = self._style_label(request.style)
+        return [Move(op, v, "set", None, f"{label} style", f"applying the {label} style", "style", -1, rank)
+                for rank, (op, v) in enumerate(settings.items())]
+
+    def _style_label(self, name: str) -> str:
+        key = name.strip().lower().replace(" ", "_")
+        entry = self.vocab.styles.get(key) or {}
+        return str(entry.get("label") or name.replace("_", " ")).lower()
+
+    def _style_respect_notes(self, request: PlanRequest, goals: list[SubGoal], notes: list[str]) -> None:
+        if not request.style or request.turn == 1:
+            return
+        try:
+            settings = self.profile.style(request.style)
+        except ProfileError:
+            return
+        label = self._style_label(request.style)
+        for g in goals:
+            look = settings.get(g.op)
+            if g.target is None and look and g.mode == "add" and g.value * look < 0:
+                notes.append(f"This moves {g.op} against the session's {label} style ({g.op} {look:+d}).")
+
+    def _replan(self, request: PlanRequest, moves: list[Move], notes: list[str], read_words: bool = True) -> list[Move]:
+        """Corrections for a replan: iteration signals for diagnoses, or the person's feedback.
+
+        ``read_words`` False (a follow-up replanned by the judge): the judge's sentence is not
+        read as a new request, so "same again but less" is not undone by the words it measured.
+        """
+        extra: list[Move] = []
+        diagnoses = list(request.diagnoses)
+        if request.feedback and not request.diagnoses and read_words:
+            # The person's words ("too strong", "cooler instead") or a judge text without diagnoses.
+            fb = _read(self.vocab, request.feedback, request, "feedback", order0=10_000)
+            extra += fb.moves
+            if not fb.moves:
+                text = " ".join(_tokens(request.feedback))
+                for name, words in self.profile.iteration_signal_words().items():
+                    if any(re.search(rf"(?<![a-z']){re.escape(' '.join(_tokens(w)))}(?![a-z'])", text) for w in words):
+                        diagnoses.append(name)
+        applied = False
+        for i, diagnosis in enumerate(dict.fromkeys(diagnoses)):
+            signal = self.profile.iteration_signal(diagnosis)
+            if signal is None:
+                notes.append(f"No known fix for {diagnosis!r}.")
+                continue
+            applied = True
+            # "too_weak:temperature": the judge names the op it measured; scale only that op.
+            scope = diagnosis.split(":", 1)[1].strip() if ":" in diagnosis else ""
+            scope = scope if scope in ops.OPS else ""
+            if signal.scale_plan is not None:
+                for m in moves:
+                    if m.source in ("message", "relative") and m.mode == "add" and (not scope or m.op == scope):
+                        m.value = int(round(m.value * signal.scale_plan)) or int(math.copysign(1, m.value))
+                notes.append(f"Replanning for {signal.diagnosis.replace('_', ' ')}"
+                             f"{' of ' + scope if scope else ''}: planned amounts \u00d7{signal.scale_plan:g}.")
+            phrase = f"correcting {signal.diagnosis.replace('_', ' ')}"
+            for rank, adj in enumerate(signal.adjust):
+                extra.append(Move(adj.op, adj.value, "add", adj.target, signal.diagnosis.replace("_", " "),
+                                  phrase, "signal", 20_000 + i, rank))
+            if signal.adjust:
+                notes.append(f"Replanning for {signal.diagnosis.replace('_', ' ')}: "
+                             + ", ".join(f"{a.op} {a.value:+d}" for a in signal.adjust) + ".")
+        if not applied and not extra and (request.diagnoses or request.feedback):
+            notes.append("I could not turn the feedback into a concrete change; keeping the plan.")
+        return extra
+
+    def _not_understood(self, draft: Draft, notes: list[str]) -> Plan:
+        can = self.vocab.capabilities()
+        if draft.rollback:
+            reply = ("Say \u201cundo\u201d on its own to step back one version, \u201cgo back two steps\u201d, "
+                     "\u201cback to before the warmth\u201d or \u201cstart over\u201d; every earlier version comes "
+                     "back exactly.")
+        elif draft.relative_without_stats:
+            reply = f"I need to measure the photo to {draft.relative_without_stats[0]}, and no image statistics came with the request."
+        elif draft.objects:
+            reply = f"I can't add, remove or reshape things in the picture; I adjust tone and colour. I can: {can}"
+        elif draft.bare_targets and not draft.understood_any:
+            place = draft.bare_targets[0]
+            reply = (f"What should I do with {place}? For example \u201cmake {place} darker\u201d, "
+                     f"\u201cwarmer\u201d or \u201cless saturated\u201d.")
+        elif draft.understood_any and notes:
+            reply = " ".join(notes)
+        else:
+            reply = f"I don't know how to do that yet. I can: {can}"
+        return Plan(sub_goals=[], reply=reply, understood=False, notes=notes, source=self.name)

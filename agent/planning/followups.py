@@ -1,0 +1,308 @@
+"""Follow-ups resolved against the dialogue state: "more", "too much", "halve it", "same for the sky".
+
+A message is a follow-up when it names no quality, look, colour or op of its
+own and every word in it is a follow-up phrase, a magnitude, a place or
+filler (profile ``prompt_engineering.followups``). It then acts on the change
+that made the current version (:meth:`agent.conversation.dialogue.DialogueState.base_edit`):
+
+- repeat ("more", "again", "bit more"): the same moves again, times the
+  phrase's scale or the magnitude word said;
+- pull back ("less", "too much", "halve it", "way too much"): every op of that
+  change moves back toward its value before the change by a fraction (set
+  values, so never past it);
+- retarget ("same for the sky", "the sky too"): the same moves on the place named;
+- a negated look ("not that soft", "less dreamy") right after that look: the
+  look's ops are pulled back (:func:`reduce_look_moves`, called by the grammar);
+- a complaint about what the last change did ("now it's too yellow" after
+  "warmer"): that change is pulled back (:func:`undo_cause_moves`, called by the grammar).
+
+With no earlier change there is nothing to refer to: the planner asks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from agent.planning.grammar import Draft, Move
+from agent.conversation.vocabulary import _FILLER, _HARD_SEPARATORS, MAX_MESSAGE_CHARS, Intent, Problem, Vocabulary, \
+    _match, _tokens, find_phrases
+from pipeline import ops
+from pipeline.masks import normalize_mask_spec
+from pipeline.state import EditState
+
+#: Pieces that make a message a request of its own rather than a follow-up.
+_ANCHORS = ("intent", "fix", "problem", "op", "relative", "band", "towards", "objects", "reset", "set")
+#: Pieces a follow-up may carry.
+_CARRIED = ("magnitude", "increase", "reduce", "separator", "global", "target", "avoid", "rollback")
+
+
+@dataclass
+class FollowUp:
+    """What a follow-up asks for: moves (or a question when there is nothing to refer to)."""
+
+    moves: list[Move] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    dialogue: dict = field(default_factory=dict)
+    labels: list[str] = field(default_factory=list)
+    question: str = ""
+    quick_replies: list[str] = field(default_factory=list)
+
+
+def _what(base) -> str:
+    if base.labels:
+        return "\u201c" + ", ".join(base.labels[:3]) + "\u201d"
+    return f"the last change (T{base.turn})"
+
+
+def _nonzero(x: float) -> int:
+    v = int(round(x))
+    return v if v else int(math.copysign(1, x)) if x else 0
+
+
+def pull_back_moves(base, state: EditState, fraction: float, order: int, *, only_ops=None,
+                    only_targets=None, label: str = "", discrete=frozenset()) -> list[Move]:
+    """Each op ``base`` changed moves back toward its value before ``base`` by ``fraction`` (0..1].
+
+    Ops in ``discrete`` (a rotation, an aspect ratio) are choices, not amounts: left as they are.
+    """
+    out = []
+    pct = f"{fraction:.0%}"
+    for rank, c in enumerate(base.changes):
+        if (only_ops is not None and c.op not in only_ops) or c.op in discrete:
+            continue
+        if only_targets is not None and (normalize_mask_spec(c.target) if c.target else None) not in only_targets:
+            continue
+        now = state.value(c.op, c.target) if c.target else state.value(c.op)
+        if now == c.before:
+            continue
+        goal = now - fraction * (now - c.before)
+        value = int(round(goal))
+        if value == now:          # a visible step, at least one unit back
+            value = now - int(math.copysign(1, now - c.before))
+        # never past the earlier value
+        value = max(value, c.before) if now > c.before else min(value, c.before)
+        out.append(Move(c.op, value, "set", c.target, label or f"less of {_what(base)}",
+                        f"taking back {pct} of {_what(base)}", "followup", order, rank, "followup"))
+    return out
+
+
+def reduce_look_moves(vocab: Vocabulary, dialogue, intent: Intent, scale: float, state: EditState, order: int,
+                      draft: Draft) -> list[Move]:
+    """"not that soft" / "less dreamy" when the last change applied that look: pull it back."""
+    base = dialogue.base_edit() if dialogue is not None else None
+    if base is None:
+        return []
+    signs = {op: (1 if v > 0 else -1) for op, v in intent.ops}
+    if intent.name in base.intents and len(base.intents) == 1:
+        only = None                                    # the whole look
+    elif intent.name in base.intents:
+        # "less warm" after "brighter and warmer": only the warmth goes back, the brightness stays
+        only = {op for op, _ in intent.ops if base.touches(op)}
+    else:
+        only = {op for op, s in signs.items() if base.touches(op, s)}
+        if not only:
+            return []
+    return _pull_back_base(vocab, base, only, scale, state, order, draft, f"less {intent.label}")
+
+
+def undo_cause_moves(vocab: Vocabulary, dialogue, problem: Problem, fix: Intent, scale: float, state: EditState,
+                     order: int, draft: Draft) -> list[Move]:
+    """"hmm now it's too yellow" after "warmer", "don't make it so blue" after "more blue": a complaint about
+    what the last change did (it was the fix's opposite, or strengthened the colour complained of) pulls
+    that change back, never past where it started, instead of a fresh opposite move. A complaint about
+    something a look only touched on ("bit dark now" after a moody look) gets its fix."""
+    base = dialogue.base_edit() if dialogue is not None else None
+    if base is None:
+        return []
+    caused = {(op, -1 if v > 0 else 1) for op, v in fix.ops} if fix.opposite in base.intents else set()
+    band_saturation = vocab.band_ops.get("saturation")
+    if problem.band and band_saturation:
+        caused.add((band_saturation.format(band=problem.band), 1))
+    only = {op for op, sign in caused if base.touches(op, sign)}
+    if not only:
+        return []
+    return _pull_back_base(vocab, base, only, scale, state, order, draft, f"less {problem.name}")
+
+
+def _pull_back_base(vocab: Vocabulary, base, only: set[str] | None, scale: float, state: EditState, order: int,
+                    draft: Draft, label: str) -> list[Move]:
+    """``only`` ops of ``base`` (all: None) pulled back by the profile's fraction times ``scale``."""
+    low, high = vocab.pull_back_limits
+    fraction = min(high, max(low, vocab.pull_back_fraction * scale))
+    moves = pull_back_moves(base, state, fraction, order, only_ops=only, label=label, discrete=vocab.discrete_ops)
+    if moves:
+        draft.followup = {"move": "reduce_look", "base_asset": base.asset_id, "fraction": round(fraction, 2)}
+    return moves
+
+
+def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
+    """The follow-up ``message`` asks for, or None when it is a request of its own."""
+    tokens = _tokens((message or "")[:MAX_MESSAGE_CHARS])
+    if not tokens:
+        return None
+    pieces = _match(vocab, tokens)
+    if any(p.category in _ANCHORS for p in pieces):
+        return None
+    repeat = find_phrases(tokens, vocab.repeat)
+    pull = find_phrases(tokens, vocab.pull_back)
+    fractions = find_phrases(tokens, vocab.fractions)
+    retarget = find_phrases(tokens, vocab.retarget)
+    covered: set[int] = set()
+    for found in (repeat, pull, fractions, retarget):
+        for pos, n, _ in found:
+            covered.update(range(pos, pos + n))
+    for p in pieces:
+        if p.category in _CARRIED:
+            covered.update(range(p.pos, p.pos + len(p.text.split())))
+    leftover = [t for i, t in enumerate(tokens) if i not in covered and t not in _FILLER
+                and t not in vocab.chatter and t not in _HARD_SEPARATORS]
+    if leftover:
+        return None
+    # magnitude words said besides the follow-up phrase ("way too much"), not inside it ("too far")
+    phrase_spans: set[int] = set()
+    for found in (repeat, pull, fractions):
+        for pos, n, _ in found:
+            phrase_spans.update(range(pos, pos + n))
+    mags = [vocab.magnitudes[p.key] for p in pieces if p.category == "magnitude"
+            and not set(range(p.pos, p.pos + len(p.text.split()))) <= phrase_spans]
+    targets = list(dict.fromkeys(p.key for p in pieces if p.category == "target"))
+    # "tone down the sky": less of the last change there if it touched the sky, else a request of
+    # its own (the grammar's implicit intent), never the last change copied onto the sky
+    toned = bool(targets) and any(p.category == "reduce" and p.text in vocab.tone_down for p in pieces)
+    wants_less = bool(pull or fractions or toned)
+    wants_more = bool(repeat)
+    if targets and any(p.category == "rollback" for p in pieces) and not (repeat or pull or fractions):
+        return None                 # "undo the face": the grammar resets that place
+    # "same again but less", "now the background but more": what comes before the "but" repeats
+    said_before = repeat + retarget + [(p.pos, 1, 1.0) for p in pieces if p.category == "target"]
+    but_scale = _repeat_but(vocab, tokens, said_before)
+    if but_scale is not None:       # "same again but less": the repeat, scaled down
+        wants_less, fractions, mags = False, [], []
+    elif wants_less and wants_more:   # "no, less": the last one said wins
+        last_pull = max(pos for pos, _, _ in pull + fractions)
+        wants_more = max(pos for pos, _, _ in repeat) > last_pull
+        wants_less = not wants_more
+    if not (wants_less or wants_more or targets):    # a place alone after a change: "and the sky"
+        return None
+    dialogue = getattr(request, "dialogue", None)
+    unmet = list(getattr(dialogue, "unmet", None) or [])
+    if targets and unmet and not (wants_less or wants_more):
+        return _finish_unmet(vocab, unmet, list(getattr(dialogue, "unmet_labels", None) or []), targets)
+    base = dialogue.base_edit() if dialogue is not None else None
+    if targets:
+        # "dial back the highlights": a follow-up only when the last change touched that place;
+        # otherwise the grammar reads it ("tone down <place>", or asks what to do there)
+        specs = [normalize_mask_spec(vocab.targets[t]) for t in targets]
+        touched = base is not None and any(c.target and normalize_mask_spec(c.target) in specs for c in base.changes)
+        if base is None or not base.changes or (wants_less and not touched):
+            return None
+    if base is None or not base.changes:
+        what = "less of" if wants_less else "more of"
+        return FollowUp(question=f"There is no earlier change to go on yet: {what} what?",
+                        quick_replies=list(vocab.no_history_replies))
+    state = request.state
+    if wants_less:
+        if fractions:
+            fraction = fractions[-1][2]
+        else:
+            low, high = vocab.pull_back_limits
+            fraction = min(high, max(low, vocab.pull_back_fraction * (mags[-1] if mags else 1.0)))
+        only_targets = [normalize_mask_spec(vocab.targets[t]) for t in targets] if targets else None
+        moves = pull_back_moves(base, state, fraction, 0, only_targets=only_targets, discrete=vocab.discrete_ops)
+        if not moves:
+            return FollowUp(notes=["That change is already fully taken back."],
+                            dialogue={"move": "pull_back", "base_asset": base.asset_id})
+        return FollowUp(moves=moves, labels=[f"less of {', '.join(base.labels[:2]) or 'the last change'}"],
+                        dialogue={"move": "pull_back", "base_asset": base.asset_id, "fraction": round(fraction, 2)})
+    scale = mags[-1] if mags else (repeat[-1][2] if repeat else 1.0)
+    if but_scale is not None:
+        scale = (repeat[0][2] if repeat else 1.0) * but_scale
+    if targets:
+        specs = [normalize_mask_spec(vocab.targets[t]) for t in targets]
+        here = [c for c in base.changes if c.target and normalize_mask_spec(c.target) in specs]
+        if here and wants_more:
+            # "more on the face" right after brightening the face: the same there again
+            return FollowUp(moves=_repeat_moves(vocab, base, scale, only=here), labels=list(base.labels),
+                            dialogue={"move": "repeat", "base_asset": base.asset_id, "scale": scale})
+        return _retarget(vocab, base, targets, scale)
+    return FollowUp(moves=_repeat_moves(vocab, base, scale), labels=list(base.labels),
+                    dialogue={"move": "repeat", "base_asset": base.asset_id, "scale": scale})
+
+
+def _repeat_moves(vocab: Vocabulary, base, scale: float, only=None) -> list[Move]:
+    """The moves of ``base`` again, times ``scale`` (only the changes in ``only`` when given)."""
+    moves = []
+    for rank, c in enumerate(base.changes):
+        if only is not None and c not in only:
+            continue
+        if c.op in vocab.discrete_ops:       # "again" after "rotate left": the same choice once more
+            if c.op == "rotate" or not c.delta:
+                value = c.delta
+            else:
+                continue
+        else:
+            value = _nonzero(c.delta * scale)
+        if value:
+            moves.append(Move(c.op, value, "add", c.target, f"more of {_what(base)}",
+                              f"repeating {_what(base)} (\u00d7{scale:g})", "followup", 0, rank, "followup"))
+    return moves
+
+
+def _finish_unmet(vocab: Vocabulary, unmet: list[dict], labels: list[str], targets: list[str]) -> FollowUp:
+    """"use the top of the frame then": the last request, that found no place, on the place named now."""
+    moves = []
+    what = "\u201c" + ", ".join(labels[:2]) + "\u201d" if labels else "what you asked"
+    for t in targets:
+        spec, place = vocab.place(t)
+        for rank, g in enumerate(unmet):
+            if g.get("op") not in ops.OPS or ops.get_op(g["op"]).stage == "geometry":
+                continue
+            moves.append(Move(g["op"], int(g.get("value") or 0), str(g.get("mode") or "add"), spec,
+                              labels[0] if labels else f"on {place}", f"doing {what} on {place}",
+                              "followup", 0, rank, "followup"))
+    return FollowUp(moves=[m for m in moves if m.value or m.mode == "set"], labels=list(labels),
+                    dialogue={"move": "finish_unmet", "targets": targets})
+
+
+def _repeat_but(vocab: Vocabulary, tokens: list[str], repeat: list) -> float | None:
+    """The factor of "same again but less" (profile followups.repeat_but), or None.
+
+    Only when a repeat phrase comes before the "but" and everything after it (but
+    filler) is one repeat_but phrase: "no, less" and "too much" stay pull-backs.
+    """
+    if not repeat or "but" not in tokens:
+        return None
+    cut = len(tokens) - 1 - tokens[::-1].index("but")
+    if not any(pos < cut for pos, _, _ in repeat):
+        return None
+    said = [t for t in tokens[cut + 1:] if t not in _HARD_SEPARATORS]
+    for tail in (said, [t for t in said if t not in vocab.chatter]):   # "a bit less" as said, then "less"
+        hits = find_phrases(tail, vocab.repeat_but)
+        if len(hits) == 1 and hits[0][1] == len(tail):
+            return hits[0][2]
+    return None
+
+
+def _retarget(vocab: Vocabulary, base, targets: list[str], scale: float) -> FollowUp:
+    """The base change's moves again, on each place named."""
+    moves = []
+    # The whole-image moves of that change already reach the new place: only the local ones move.
+    local = any(c.target for c in base.changes)
+    for t in targets:
+        spec, place = vocab.place(t)
+        for rank, c in enumerate(base.changes):
+            if local and not c.target:
+                continue
+            value = _nonzero(c.delta * scale)
+            if not value or (c.target and normalize_mask_spec(c.target) == spec):
+                continue
+            if ops.get_op(c.op).stage == "geometry":    # framing ops have no local version
+                continue
+            moves.append(Move(c.op, value, "add", spec, f"same on {place}",
+                              f"doing the same ({_what(base)}) on {place}", "followup", 0, rank, "followup"))
+    return FollowUp(moves=moves, labels=list(base.labels),
+                    dialogue={"move": "retarget", "base_asset": base.asset_id, "targets": targets})
+
+
+__all__ = ["FollowUp", "pull_back_moves", "read_followup", "reduce_look_moves"]

@@ -1,0 +1,873 @@
+"""The embedded planner's grammar: clauses, intents with their modifiers, and the moves they ask for.
+
+Small on purpose: the words live in the profile (``agent.conversation.vocabulary``);
+this module only knows how modifiers attach to the quality they modify, how
+clauses join, and how an intent becomes op moves on the current EditState.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+from agent.planning.base import PlanRequest
+from agent.conversation.vocabulary import (_FILLER, MAX_MESSAGE_CHARS, Intent, Piece, Vocabulary, _match,
+                                       _tokens)
+from pipeline import ops
+from pipeline.masks import normalize_mask_spec
+from pipeline.state import EditState
+from profiles import Profile
+
+#: Exposure op: 100 = +2 EV (pipeline/ops.py), so one stop is 50 units.
+UNITS_PER_EV = 50.0
+#: "less X" after X was added never removes less than this (a visible step).
+MIN_TONE_DOWN = 6
+
+# ---------------------------------------------------------------------------
+# Clauses
+# ---------------------------------------------------------------------------
+
+@dataclass
+class Clause:
+    pieces: list[Piece]
+    joined: str | None = None            # how it joins the previous clause: "soft" | "hard" | None
+
+    def of(self, *categories: str) -> list[Piece]:
+        return [p for p in self.pieces if p.category in categories]
+
+    @property
+    def text(self) -> str:
+        return " ".join(p.text for p in self.pieces)
+
+    @property
+    def content_words(self) -> list[str]:
+        return [p.text for p in self.pieces if p.category == "word" and p.text not in _FILLER]
+
+
+def _clauses(pieces: list[Piece]) -> list[Clause]:
+    out: list[Clause] = []
+    current: list[Piece] = []
+    joined: str | None = None
+    pending: str | None = None
+    for p in pieces:
+        if p.category == "separator":
+            if current:
+                out.append(Clause(current, joined))
+                current = []
+                joined = None
+                pending = p.key
+            else:
+                pending = "hard" if "hard" in (pending, p.key) else p.key
+            continue
+        if not current:
+            joined = pending if out else None
+            pending = None
+        current.append(p)
+    if current:
+        out.append(Clause(current, joined))
+    return out
+
+
+@dataclass
+class Use:
+    """One intent as used in a clause, with everything that modifies it."""
+
+    intent: Intent
+    negated: bool = False                # "less", "too", "not so"
+    avoid: bool = False                  # "don't"
+    reset: bool = False                  # "reset the", "remove the"
+    scale: float = 1.0                   # magnitude words
+    number: float | None = None          # explicit value
+    set_mode: bool = False               # "set X to N"
+    targets: list[str] = field(default_factory=list)
+    bands: list[str] = field(default_factory=list)
+    pos: int = 0
+    problem: str = ""                    # the complaint this use fixes ("murky"): never negated
+    fixes: bool = False                  # said as a problem ("murky", "looks flat"), not as a wish
+
+
+def _nearest(p: Piece, anchors: list[Piece], *, prefer_after: bool = True) -> Piece | None:
+    """The anchor a modifier belongs to: the next one in the clause, else the previous one."""
+    after = [a for a in anchors if a.pos > p.pos]
+    before = [a for a in anchors if a.pos < p.pos]
+    if prefer_after and after:
+        return after[0]
+    if before:
+        return before[-1]
+    return after[0] if after else None
+
+
+def _op_intent(op_name: str) -> Intent:
+    """An op named directly ("temperature +10", "reset the tint") as a one-op intent."""
+    o = ops.get_op(op_name)
+    return Intent(name=f"op:{o.name}", label=o.label.lower(), kind="op", ops=((o.name, 20),),
+                  doing=f"changing {o.label.lower()} of {{where}}")
+
+
+#: Pieces that name a quality: modifiers attach to them, and each starts what is said about it.
+_QUALITIES = ("intent", "band", "problem", "fix", "op")
+
+
+def _avoided_degree(vocab: Vocabulary, clause: Clause) -> Clause:
+    """"don't make it so yellow", "dont make it that dark": an avoid word with a degree word right before
+    the quality (profile grammar.avoid_degree) asks for less of what is there, read as "not so yellow";
+    "don't make it darker" (no degree word) still leaves the quality alone. Only for a clause that no
+    request comes before (:func:`_read`)."""
+    pieces = list(clause.pieces)
+    for i, p in enumerate(pieces):
+        j = next((k for k in range(i + 1, len(pieces)) if pieces[k].category in _QUALITIES), None)
+        if p.category != "avoid" or j is None:
+            continue
+        degree = pieces[j - 1] if j - 1 > i else None
+        if degree is not None and degree.text in vocab.avoid_degree:
+            said = [Piece("reduce", "reduce", "not so", degree.pos)] if degree.category != "reduce" else [degree]
+        elif pieces[j].text.split()[0] in vocab.avoid_degree:
+            said = []                                    # "don't make it too yellow": the complaint itself
+        else:
+            continue
+        # the avoid word and the words after it ("make it") go; places said between them stay
+        kept = [b for b in pieces[i + 1:j - 1 if said else j] if b.category not in ("word", "global")]
+        return Clause(pieces[:i] + kept + said + pieces[j:], clause.joined)
+    return clause
+
+
+def _around(vocab: Vocabulary, clause: Clause) -> Clause:
+    """"behind her", "around him": a relation word (profile place_guesses.relations) right before a place
+    whose complement is the relation's target (the subject, for the background) names that target."""
+    pieces = list(clause.pieces)
+    target = vocab.place_relation_target
+    for i, p in enumerate(pieces):
+        if p.category != "target" or p.key not in vocab.place_relation_of or not target:
+            continue
+        end = i - 1 if i and pieces[i - 1].text in _DETERMINERS else i      # "behind the cat"
+        if any(tuple(" ".join(b.text for b in pieces[k:end]).split()) in vocab.place_relations
+               and all(b.category == "word" for b in pieces[k:end])        # "except her": the except grammar's
+               for k in range(max(0, end - 3), end)):
+            pieces[i] = Piece("target", target, p.text, p.pos)
+    return Clause(pieces, clause.joined)
+
+
+def _complaints(vocab: Vocabulary, clause: Clause, after_complaint: bool = False) -> Clause:
+    """Read a wish word said as a complaint ("looks soft", "it's cold") as that problem.
+
+    A frame word (profile complaints.frames) within the three pieces before it makes it a
+    complaint, unless a wish word ("make it look soft") comes earlier in what is said of it:
+    since the quality or the statement opener (complaints.statements) before it, so "more
+    contrast please, it's a bit flat" complains of flatness. ``after_complaint``: the clause before
+    was a complaint; "and gloomy" opening this one (joined by "and") is said in the same breath
+    ("it's a bit dark and gloomy").
+    """
+    pieces = list(clause.pieces)
+    for i, p in enumerate(pieces):
+        key = tuple(p.text.split())
+        if p.category not in ("intent", "band") or key not in vocab.flippable:
+            continue
+        before = pieces[max(0, i - 3):i]
+        framed = any(tuple(b.text.split()) in vocab.frames or
+                     any((t,) in vocab.frames for t in b.text.split()) for b in before) \
+            or _trailing_also(vocab, pieces, i + 1) \
+            or (after_complaint and clause.joined == "soft"
+                and all(b.category == "magnitude" or
+                        (b.category == "word" and (b.text in _FILLER or b.text in vocab.chatter)) for b in pieces[:i]))
+        start = max((k + 1 for k in range(i) if pieces[k].category in _QUALITIES
+                     or pieces[k].text in vocab.statements), default=0)
+        wished = any(tuple(b.text.split()) in vocab.wishes or (b.text.split()[0],) in vocab.wishes
+                     for b in pieces[start:i])
+        if framed and not wished:
+            pieces[i] = Piece("problem", vocab.flippable[key], p.text, p.pos)
+    return Clause(pieces, clause.joined)
+
+
+def _trailing_also(vocab: Vocabulary, pieces: list[Piece], i: int) -> bool:
+    """Whether ``pieces[i]`` is "too" said last in the clause (only filler after it): "as well"."""
+    if i >= len(pieces) or pieces[i].text not in vocab.trailing_also:
+        return False
+    return all(p.category == "word" and (p.text in _FILLER or p.text in vocab.chatter) for p in pieces[i + 1:])
+
+
+def _unknown_words(vocab: Vocabulary, clause: Clause, before: int | None = None) -> list[str]:
+    """Content words of the clause that no table knows (and that are not filler)."""
+    return [p.text for p in clause.pieces if p.category == "word" and (before is None or p.pos < before)
+            and p.text not in _FILLER and p.text not in vocab.chatter and p.text not in vocab.not_places
+            and p.text not in _DETERMINERS and (p.text,) not in vocab.frames]
+
+
+def _names_a_thing(vocab: Vocabulary, clause: Clause, pos: int) -> bool:
+    """Whether a thing is named before ``pos`` ("the suit is too orange"), not the whole photo."""
+    return bool(_unknown_words(vocab, clause, before=pos))
+
+
+def _uses(vocab: Vocabulary, clause: Clause, after_complaint: bool = False) -> list[Use]:
+    clause = _complaints(vocab, clause, after_complaint)
+    anchors = clause.of("intent", "fix", "op", "problem")
+    targets = [p.key for p in clause.of("target")]
+    bands = [p.key for p in clause.of("band")]
+    uses: dict[int, list[Use]] = {}
+    for a in anchors:
+        if a.category == "problem":
+            problem = vocab.problems[a.key]
+            where = targets or ([problem.target] if problem.target else [])
+            if problem.band and vocab.object_fix and (targets or _names_a_thing(vocab, clause, a.pos)):
+                # "the suit is too orange": less of that colour there, not a cast on the whole photo
+                uses[a.pos] = [Use(vocab.intents[vocab.object_fix], pos=a.pos, problem=problem.name,
+                                   targets=list(targets), bands=[problem.band])]
+                continue
+            uses[a.pos] = [Use(vocab.intents[f], pos=a.pos, scale=problem.scale, problem=problem.name,
+                               targets=list(where), bands=list(bands)) for f in problem.fixes]
+        else:
+            intent = vocab.intents[a.key] if a.category != "op" else _op_intent(a.key)
+            uses[a.pos] = [Use(intent, pos=a.pos, targets=list(targets), bands=list(bands),
+                               fixes=a.category == "fix")]
+    for i, p in enumerate(clause.pieces):
+        if p.category == "reduce" and _trailing_also(vocab, clause.pieces, i):
+            continue                     # "bit more colour too": as well, not too much
+        if p.category in ("magnitude", "reduce", "avoid", "protect", "number", "set", "reset", "rollback"):
+            anchor = _nearest(p, anchors, prefer_after=p.category != "number")
+            if anchor is None:
+                continue
+            for use in uses[anchor.pos]:
+                if p.category == "magnitude":
+                    use.scale = _damped(vocab, use, vocab.magnitudes[p.key])
+                elif p.category == "reduce" and anchor.category not in ("fix", "problem"):
+                    use.negated = True   # "too blurry" still means sharper: fix words are never negated
+                elif p.category in ("avoid", "protect"):
+                    use.avoid = True     # "don't make it darker", "keep the brightness"
+                elif p.category == "number" and not use.problem:
+                    use.number = p.key
+                elif p.category == "set":
+                    use.set_mode = True
+                elif p.category in ("reset", "rollback") and not use.problem:
+                    use.reset = True
+    # "set contrast to 20" / "contrast = 20": a number after "to" or "=" is absolute.
+    for i, p in enumerate(clause.pieces):
+        if p.category == "number" and i and clause.pieces[i - 1].text in ("to", "at", "="):
+            anchor = _nearest(p, anchors, prefer_after=False)
+            if anchor is not None:
+                for use in uses[anchor.pos]:
+                    use.set_mode = True
+    return [u for a in anchors for u in uses[a.pos]]
+
+
+def _hue_direction(band: str, goal: str) -> int:
+    """+1 when ``goal`` lies ahead of ``band`` on the hue circle (red, orange, yellow, green,
+    aqua, blue, purple, magenta, red...), -1 when behind, 0 for the same band.
+
+    Positive hue_<band> rotates a band towards the next band's hue (pipeline/adjust.py).
+    """
+    order = list(ops.BANDS)
+    steps = (order.index(goal) - order.index(band)) % len(order)
+    return 0 if not steps else (1 if steps <= len(order) // 2 else -1)
+
+
+def _towards_uses(vocab: Vocabulary, clause: Clause, notes: list[str]) -> list[Use] | None:
+    """"shift/push/move X towards Y" where Y is a colour; None when the clause is not one.
+
+    X a band ("the oranges"): rotate that band's hue towards Y. X anything else (the tint,
+    the white balance, a target such as the shadows, or nothing): a colour cast towards Y,
+    from the profile's colour_shifts.casts, limited to the op named ("the tint") when it
+    has one.
+    """
+    marks = clause.of("towards")
+    if not marks:
+        return None
+    at = marks[0].pos
+    goals = [p for p in clause.of("band") if p.pos > at]
+    if not goals:
+        return None
+    goal = goals[0].key
+    said = goals[0].text.removeprefix("the ")    # "teal", "yellow": the person's word in the reply
+    subjects = [p.key for p in clause.of("band") if p.pos < at]
+    named = [p.key for p in clause.of("op") if p.pos < at]
+    for op_name in named:                       # "shift the orange hue towards yellow"
+        for band in ops.BANDS:
+            if op_name.endswith(f"_{band}"):
+                subjects.append(band)
+    targets = [p.key for p in clause.of("target")]
+    mags = clause.of("magnitude")
+    numbers = clause.of("number")
+    base = Use(intent=None, avoid=bool(clause.of("avoid")),  # type: ignore[arg-type]
+               scale=vocab.magnitudes[mags[0].key] if mags else 1.0,
+               number=numbers[0].key if numbers else None, targets=targets, pos=at)
+    in_where = " in {where}" if targets else ""
+    uses: list[Use] = []
+    if subjects:
+        for band in dict.fromkeys(subjects):
+            sign = _hue_direction(band, goal)
+            if not sign or not vocab.shift_hue:
+                notes.append(f"The {band}s are already {said}; nothing to shift.")
+                continue
+            intent = Intent(name=f"hue:{band}", label=f"{band}s towards {said}", kind="colour",
+                            ops=((f"hue_{band}", sign * vocab.shift_hue),),
+                            doing=f"shifting the {band}s{in_where} towards {said}")
+            uses.append(replace(base, intent=intent))
+        return uses
+    cast = vocab.casts.get(goal)
+    if not cast:
+        return None
+    only = [(op, v) for op, v in cast if op in named]
+    intent = Intent(name=f"cast:{goal}", label=f"towards {said}", kind="direct", ops=tuple(only or cast),
+                    doing=f"shifting {{where}} towards {said}")
+    return [replace(base, intent=intent)]
+
+
+# ---------------------------------------------------------------------------
+# Moves: what a plan is built from before merging
+# ---------------------------------------------------------------------------
+
+@dataclass
+class Move:
+    op: str
+    value: int
+    mode: str = "add"
+    target: dict | None = None
+    label: str = ""                      # the word that asked for it ("warmer", "Film style")
+    phrase: str = ""                     # reply phrase ("warming the image")
+    source: str = "message"              # message | feedback | style | signal | relative
+    order: int = 0                       # first mention
+    rank: int = 0                        # importance within its intent (0 = main op)
+    kind: str = ""                       # the intent's kind: direct, artistic, colour, tone, op
+    intent: str = ""                     # the profile intent behind it ("warmer"), for the dialogue state
+    complaint: bool = False              # the fix of a complaint ("it's a bit flat"), not a wish
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.op, _spec_key(self.target)
+
+
+def _spec_key(spec: Mapping | None) -> str:
+    return "" if spec is None else repr(sorted(normalize_mask_spec(spec).items()))
+
+
+@dataclass
+class Draft:
+    """Moves and notes collected from one text (the message or the feedback)."""
+
+    moves: list[Move] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    rollback: bool = False
+    objects: bool = False
+    understood_any: bool = False
+    relative_without_stats: list[str] = field(default_factory=list)
+    bare_targets: list[str] = field(default_factory=list)     # "the sky" with nothing to do to it
+    followup: dict = field(default_factory=dict)               # Plan.dialogue of a follow-up
+    unknown_places: list[str] = field(default_factory=list)   # "the cup": a place no mask can find
+    place_guess: str | None = None                             # the target standing in for it
+    missing_things: list[str] = field(default_factory=list)   # "the water" on a photo with no blue
+    missing_labels: list[str] = field(default_factory=list)   # what was asked of them ("darker")
+
+
+def _where(vocab: Vocabulary, target_name: str | None, band: str | None, spec: Mapping | None) -> str:
+    band_text = f"the {band}s" if band else ""
+    if target_name:
+        place = vocab.place(target_name)[1]
+        return f"{band_text} in {place}" if band else place
+    return band_text or "the image"
+
+
+def _band_moves(vocab: Vocabulary, values: list[tuple[str, int]], band: str) -> list[tuple[str, int]] | None:
+    """Remap saturation/vibrance/exposure onto a band's ops; None when nothing maps."""
+    mapped: dict[str, int] = {}
+    for op, v in values:
+        pattern = vocab.band_ops.get(op)
+        if pattern:
+            name = pattern.format(band=band)
+            if abs(v) > abs(mapped.get(name, 0)):
+                mapped[name] = v
+    return list(mapped.items()) or None
+
+
+def _intent_moves(vocab: Vocabulary, use: Use, state: EditState, order: int, source: str,
+                  notes: list[str]) -> list[Move]:
+    """Turn one intent use into moves, for each of its targets (or the whole image)."""
+    out: list[Move] = []
+    for target_name in use.targets or [None]:
+        for band in use.bands or [None]:
+            out += _moves_at(vocab, use, target_name, band, state, order, source, notes)
+    return out
+
+
+def _locate(vocab: Vocabulary, values: list[tuple[str, int]], mode: str, target_name: str | None,
+            band: str | None) -> tuple[list[tuple[str, int]], dict | None]:
+    """Where moves land: band ops for a named band, else the target's mask (and the band's)."""
+    spec = dict(vocab.targets[target_name]) if target_name else None
+    if band:
+        mapped = _band_moves(vocab, values, band) if mode == "add" else None
+        if mapped:
+            return mapped, spec
+        band_mask = {"type": "color", "band": band}
+        spec = band_mask if spec is None else {"type": "intersect", "masks": [spec, band_mask]}
+    return values, spec
+
+
+def _moves_at(vocab: Vocabulary, use: Use, target_name: str | None, band: str | None, state: EditState,
+              order: int, source: str, notes: list[str]) -> list[Move]:
+    intent = use.intent
+    values, spec = _locate(vocab, list(intent.ops), intent.mode, target_name, band)
+    where = _where(vocab, target_name, band, spec)
+    on_where = f" on {where}" if where != "the image" else ""
+
+    def current(op: str, at: dict | None) -> int:
+        return state.value(op, normalize_mask_spec(at)) if at else state.value(op)
+
+    def move(op: str, value: int, mode: str, at: dict | None, phrase: str, rank: int) -> Move:
+        return Move(op, value, mode, at, intent.label, phrase, source, order, rank, intent.kind, intent.name,
+                    complaint=bool(use.problem or use.fixes))
+
+    negated = use.negated
+    if use.reset:
+        # reset / remove: back to 0 what this intent moved; nothing moved means "less of it".
+        moved = [op for op, _ in values if current(op, spec)]
+        if moved:
+            return [move(op, 0, "set", spec, f"resetting the {intent.label} edit{on_where}", rank)
+                    for rank, op in enumerate(moved)]
+        if intent.mode == "set" or intent.kind == "op":
+            notes.append(f"{intent.label.capitalize()}{on_where} is already at its neutral value.")
+            return []
+        negated = True
+    if intent.mode == "set" and use.number is None:
+        phrase = f"bringing the colour back to {where}" if negated else intent.doing.format(where=where)
+        return [move(op, 0 if negated else v, "set", spec, phrase, rank) for rank, (op, v) in enumerate(values)]
+    sign = -1 if negated else 1
+    phrase = intent.doing.format(where=where) if not negated else f"making {where} less {intent.label}"
+    opposite = vocab.intents.get(intent.opposite or "")
+    if negated and opposite is not None and opposite.mode == "add":
+        # "not so warm" is the profile's "cooler", with its own ops and wording.
+        values, spec = _locate(vocab, list(opposite.ops), "add", target_name, band)
+        sign, phrase = 1, opposite.doing.format(where=where)
+    if use.number is not None:
+        primary_op, primary_base = values[0]
+        number = float(use.number)
+        if use.set_mode:
+            value = int(round(number))
+            return [move(primary_op, value, "set", spec,
+                         f"setting {ops.get_op(primary_op).label.lower()} to {value}{on_where}", 0)]
+        if number > 0 and primary_base * sign < 0:
+            number = -number   # "cooler by 20" means temperature -20
+        factor = number / primary_base if primary_base else 1.0
+        scaled = [(op, int(round(v * factor))) for op, v in values]
+    else:
+        scaled = [(op, int(round(v * use.scale * sign))) for op, v in values]
+    out = []
+    for rank, (op, v) in enumerate(scaled):
+        cur = current(op, spec)
+        if use.negated and use.number is None and cur and cur * v < 0:
+            # "less warm" after warming: tone down what was added, do not swing past neutral.
+            v = -int(math.copysign(min(abs(cur), max(MIN_TONE_DOWN, round(abs(cur) * 0.5 * use.scale))), cur))
+        if v:
+            out.append(move(op, v, "add", spec, phrase, rank))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Relative requests: values from image statistics
+# ---------------------------------------------------------------------------
+
+def _lab_Y(L: float) -> float:
+    """CIELAB L* (0..100) -> relative luminance Y (0..1)."""
+    f = (L + 16.0) / 116.0
+    return f ** 3 if f > 6 / 29 else (f - 4 / 29) * 3 * (6 / 29) ** 2
+
+
+def fix_exposure_moves(stats: Mapping, p: Mapping) -> tuple[list[tuple[str, int]], str]:
+    """Exposure that moves the median L* toward mid-grey, plus highlight/shadow recovery.
+
+    Returns [(op, value)] and a short reason. Values are on the -100..100 scale.
+    """
+    moves: list[tuple[str, int]] = []
+    L50 = float(stats["L_p50"])
+    target = float(p.get("target_L_p50", 50))
+    limit = int(p.get("max_value", 80))
+    if abs(target - L50) > float(p.get("tolerance", 4)):
+        ev = math.log2(_lab_Y(target) / max(_lab_Y(L50), 1e-4)) * float(p.get("strength", 0.85))
+        value = int(max(-limit, min(limit, round(ev * UNITS_PER_EV))))
+        if value:
+            moves.append(("exposure", value))
+    recover = int(p.get("recover_value", 30))
+    if float(stats.get("clip_high", 0)) > float(p.get("clip_high_share", 0.01)):
+        moves.append(("highlights", -recover))
+    if float(stats.get("clip_low", 0)) > float(p.get("clip_low_share", 0.02)):
+        moves.append(("shadows", recover))
+    return moves, f"median lightness L* {L50:.0f}, aiming for {target:.0f}"
+
+
+def white_balance_moves(stats: Mapping, p: Mapping) -> tuple[list[tuple[str, int]], str]:
+    """Temperature/tint that counter the average a*/b* cast (grey-world estimate)."""
+    a, b = float(stats["a_mean"]), float(stats["b_mean"])
+    tol = float(p.get("tolerance", 1.5))
+    limit = int(p.get("max_value", 60))
+    moves = []
+    strength = float(p.get("strength", 1.0))
+    if abs(b) > tol:
+        moves.append(("temperature", int(max(-limit, min(limit, round(-b * strength * float(p.get("temperature_per_b", 6))))))))
+    if abs(a) > tol:
+        moves.append(("tint", int(max(-limit, min(limit, round(-a * strength * float(p.get("tint_per_a", 10))))))))
+    cast = ("blue" if b < -tol else "yellow" if b > tol else "") + ("/" if abs(b) > tol and abs(a) > tol else "") \
+        + ("magenta" if a > tol else "green" if a < -tol else "")
+    return [(o, v) for o, v in moves if v], (f"a {cast} cast (a* {a:+.1f}, b* {b:+.1f})" if cast else "no visible cast")
+
+
+def auto_contrast_moves(stats: Mapping, p: Mapping) -> tuple[list[tuple[str, int]], str]:
+    """Contrast toward a well-spread L* histogram, and black/white points toward the ends."""
+    limit = int(p.get("max_value", 50))
+
+    def clamp(v: float) -> int:
+        return int(max(-limit, min(limit, round(v))))
+
+    moves = []
+    rms = float(stats["rms_contrast"])
+    target = float(p.get("target_rms", 21))
+    if abs(rms - target) > float(p.get("tolerance", 2.5)):
+        moves.append(("contrast", clamp((target - rms) * float(p.get("contrast_per_unit", 2.5)))))
+    lo, hi = float(stats["L_p01"]), float(stats["L_p99"])
+    if lo > float(p.get("target_L_p01", 4)) + 3:
+        moves.append(("blacks", clamp(-(lo - float(p.get("target_L_p01", 4))) * float(p.get("blacks_per_unit", 1.2)))))
+    if hi < float(p.get("target_L_p99", 96)) - 3:
+        moves.append(("whites", clamp((float(p.get("target_L_p99", 96)) - hi) * float(p.get("whites_per_unit", 1.2)))))
+    return [(o, v) for o, v in moves if v], f"tonal spread {rms:.0f} L*, range {lo:.0f}-{hi:.0f}"
+
+
+_RELATIVE = {"fix_exposure": fix_exposure_moves, "white_balance": white_balance_moves,
+             "auto_contrast": auto_contrast_moves}
+_RELATIVE_PHRASES = {"fix_exposure": "fixing the exposure", "white_balance": "correcting the white balance",
+                     "auto_contrast": "balancing the contrast"}
+
+
+def _within_sweet_spot(profile: Profile, op: str, value: int, state: EditState) -> int:
+    """Shorten a measured correction so the op ends inside its sweet spot (auto never overshoots)."""
+    spot = profile.sweet_spot(op)
+    if spot is None:
+        return value
+    current = state.value(op)
+    return max(min(spot.low, current), min(max(spot.high, current), current + value)) - current
+
+
+def _relative_moves(vocab: Vocabulary, name: str, stats: Mapping, order: int, draft: Draft,
+                    state: EditState) -> list[Move]:
+    names = [n for n in _RELATIVE if n in vocab.relative] if name not in _RELATIVE else [name]
+    if not stats or "L_p50" not in stats:
+        draft.relative_without_stats.append(str(vocab.relative[name].get("label") or name))
+        return []
+    out: list[Move] = []
+    for n in names:
+        values, reason = _RELATIVE[n](stats, vocab.relative[n])
+        if vocab.relative[n].get("cap_to_sweet_spot", True):
+            values = [(op, _within_sweet_spot(vocab.profile, op, v, state)) for op, v in values]
+        values = [(op, v) for op, v in values if v]
+        label = str(vocab.relative[n].get("label") or n)
+        if not values:
+            draft.notes.append(f"{label.capitalize()}: nothing to do ({reason}).")
+            continue
+        draft.notes.append(f"{label.capitalize()}: {reason}.")
+        out += [Move(op, v, "add", None, label, _RELATIVE_PHRASES[n], "relative", order, rank)
+                for rank, (op, v) in enumerate(values)]
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Reading one text into a Draft
+# ---------------------------------------------------------------------------
+
+def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order0: int = 0) -> Draft:
+    draft = Draft()
+    tokens = _tokens(text[:MAX_MESSAGE_CHARS])
+    clauses = [_around(vocab, c) for c in _clauses(_match(vocab, tokens))]
+    previous_uses: list[Use] = []
+    previous_targets: list[str] = []
+    fixed: set[tuple] = set()       # (fix intent, places) already planned for a complaint in this message
+    previous_span, previous_order = (0, 0), order0     # the moves of the last clause that asked for something
+    complained = False                                  # the clause before said what is wrong
+    for ci, clause in enumerate(clauses):
+        order = order0 + ci * 100
+        if not previous_uses:
+            # "don't make it so yellow" said first; after a request ("warmer but don't make it too orange")
+            # it only cautions that request
+            clause = _avoided_degree(vocab, clause)
+        towards = _towards_uses(vocab, clause, draft.notes)
+        if towards is not None:
+            # "shift the oranges towards yellow": the shift is the whole clause
+            draft.understood_any = True
+            previous_uses = _apply_uses(vocab, towards, request.state, order, source, draft, request.dialogue)
+            previous_targets = towards[0].targets if towards else []
+            continue
+        for rel in clause.of("relative"):
+            draft.understood_any = True
+            draft.moves += _relative_moves(vocab, rel.key, request.image_stats, order + rel.pos, draft,
+                                          request.state)
+        absent = _absent_things(vocab, clause, request.image_stats)
+        if absent:
+            # "darken the water" on a cat photo: not a colour move on the little blue there is
+            draft.understood_any = True
+            draft.missing_things += absent
+            draft.missing_labels += [u.intent.label for u in _uses(vocab, clause)]
+            continue
+        uses = _uses(vocab, clause, complained)
+        complained = any(u.problem for u in uses)
+        targets = [p.key for p in clause.of("target")]
+        excepted = _excepted(vocab, clause)
+        if excepted:
+            # "everything except her face darker": the rest of the frame, not the face
+            targets = [excepted.get(t, t) for t in targets]
+            for u in uses:
+                u.targets = [excepted.get(t, t) for t in u.targets]
+        bands = [p.key for p in clause.of("band")]
+        said_global = clause.of("global")
+        # "her face is too dark, brighten it", "brighten the bottom, it's muddy down there": after a
+        # place, "it" / "there" is that place, not the whole photo
+        pointed = said_global + [p for p in clause.of("word") if p.text in vocab.back_references]
+        refers_back = bool(pointed) and bool(previous_targets) and not targets and not bands \
+            and all(p.text in vocab.back_references for p in said_global)
+        is_global = bool(said_global) and not refers_back
+        soft = clause.joined == "soft"
+        if uses and not targets and not is_global and (soft or refers_back) and previous_targets:
+            for u in uses:                       # "make the sky darker and bluer": bluer is the sky too
+                u.targets = list(previous_targets)
+        if not uses and targets and clause.of("protect") and previous_span[1] > previous_span[0]:
+            # "warmer but keep the skin natural": the change is taken back on that place
+            draft.moves += _protect_moves(vocab, draft.moves[previous_span[0]:previous_span[1]], targets, order)
+            draft.understood_any = True
+            continue
+        if not uses and (targets or bands):
+            if clause.of("reset", "rollback") and targets and not bands:
+                draft.moves += _reset_targets(vocab, targets, request.state, order, draft)
+                draft.understood_any = True
+                previous_targets = targets
+                continue
+            tone_down = [p for p in clause.of("reduce") if p.text in vocab.tone_down]
+            if targets and not bands and tone_down and vocab.tone_down_intent:
+                # "tone down the sky": less of what stands out there (the profile's implicit intent)
+                mags = clause.of("magnitude")
+                uses = [Use(vocab.intents[vocab.tone_down_intent], targets=targets, pos=tone_down[0].pos,
+                            scale=vocab.magnitudes[mags[0].key] if mags else 1.0)]
+            elif bands and (clause.of("reduce", "increase", "magnitude") or not previous_uses or not soft) \
+                    and "more_saturated" in vocab.intents \
+                    and (not _unknown_words(vocab, clause) or (clause.of("reduce", "increase") and not
+                         _unknown_words(vocab, Clause([p for p in clause.pieces if p.pos > clause.of("band")[0].pos])))):
+                # "less green", "more blue": the band's saturation; "make the suit less orange": the colour
+                # finds the thing (named before it; "give it a green moustache" names a new thing after it)
+                use = Use(vocab.intents["more_saturated"], targets=targets, bands=bands, pos=clause.pieces[0].pos)
+                use.negated = bool(clause.of("reduce"))
+                mags = clause.of("magnitude")
+                use.scale = vocab.magnitudes[mags[0].key] if mags else 1.0
+                uses = [use]
+            elif previous_uses and soft:
+                # "brighten the face and the background": same intents, new targets
+                uses = [replace(u, targets=targets or u.targets, bands=bands or u.bands) for u in previous_uses]
+        if not uses and previous_uses and clause.of("magnitude") and not (targets or bands) \
+                and not clause.of("rollback", "reset", "objects", "relative") and not _unknown_words(vocab, clause):
+            # "brighter, but only a little", "warmer but not too much": a clause that only says how much
+            scale = vocab.magnitudes[clause.of("magnitude")[-1].key]
+            del draft.moves[previous_span[0]:previous_span[1]]
+            rescaled = [replace(u, scale=_damped(vocab, u, scale)) for u in previous_uses]
+            start = len(draft.moves)
+            previous_uses = _apply_uses(vocab, rescaled, request.state, previous_order, source, draft,
+                                        request.dialogue)
+            previous_span = (start, len(draft.moves))
+            continue
+        if not uses:
+            if clause.of("rollback") or (clause.of("reset") and not clause.content_words):
+                draft.rollback = True
+            elif clause.of("objects") or (clause.of("reset") and targets):
+                draft.objects = True
+                draft.skipped.append(clause.text)
+            elif targets and _unknown_words(vocab, clause):
+                draft.skipped.append(clause.text)        # "make her smile more": not something I can do
+            elif targets:
+                draft.skipped.append(clause.text)
+                draft.bare_targets += [vocab.target_labels.get(t) or t for t in targets]
+            elif not clause.of("relative") and (clause.content_words or clause.of("increase", "objects")):
+                draft.skipped.append(clause.text)
+            continue
+        if clause.of("objects"):
+            draft.objects = True
+        places: list[str] = []
+        if not targets and not bands and not is_global and not all(u.bands for u in uses):
+            # ("the suit is too orange": the colour finds the thing, no place to guess)
+            places = _unknown_places(vocab, clause)
+            draft.unknown_places += places
+            if places:
+                draft.place_guess = guess_place(vocab, clause.text, places[0])
+        # "flat and dull", "dark and murky": one complaint said twice; its fix is planned once
+        draft.understood_any = True
+        uses = [u for u in uses if not (u.problem or u.fixes) or _fix_key(u) not in fixed]
+        if not uses:
+            continue
+        fixed |= {_fix_key(u) for u in uses if u.problem or u.fixes}
+        if refers_back:
+            # "her face is too dark, brighten it a bit": the second clause says how much of the
+            # same fix, so the complaint's own moves for that intent give way to it
+            again = {u.intent.name for u in uses} & {u.intent.name for u in previous_uses if u.problem or u.fixes}
+            draft.moves = [m for m in draft.moves if not (m.intent in again and m.order < order)]
+        start = len(draft.moves)
+        previous_uses = _apply_uses(vocab, uses, request.state, order, source, draft, request.dialogue,
+                                    thing_named=bool(places))
+        previous_span, previous_order = (start, len(draft.moves)), order
+        previous_targets = uses[0].targets if uses else []
+    draft.moves = _asked_over_complained(draft.moves)
+    return draft
+
+
+def _asked_over_complained(moves: list[Move]) -> list[Move]:
+    """A complaint and a request for the same change in one message ("more contrast pls its a bit flat",
+    "it's bright behind her, darken the background a touch"): the request says how much. Each complaint
+    fix whose main move the request makes (same op, place and direction) gives way to it."""
+    asked = {(m.key, m.value > 0) for m in moves if not m.complaint and m.mode == "add" and m.value}
+    covered = {(m.order, m.intent) for m in moves
+               if m.complaint and m.rank == 0 and m.mode == "add" and (m.key, m.value > 0) in asked}
+    return [m for m in moves if not (m.complaint and (m.order, m.intent) in covered)]
+
+
+def _excepted(vocab: Vocabulary, clause: Clause) -> dict[str, str]:
+    """Places said after "except" / "all but" in the clause -> their complements ("all_but_face")."""
+    marks = clause.of("except")
+    if not marks:
+        return {}
+    return {p.key: f"all_but_{p.key}" for p in clause.of("target")
+            if p.pos > marks[0].pos and f"all_but_{p.key}" in vocab.targets}
+
+
+def _protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str], order: int) -> list[Move]:
+    """The whole-image moves of the clause before, taken back on each place named (a local layer)."""
+    out = []
+    for t in targets:
+        spec, place = vocab.place(t)
+        for rank, m in enumerate(moves):
+            if m.target is None and m.mode == "add" and m.value and ops.get_op(m.op).stage != "geometry":
+                out.append(Move(m.op, -m.value, "add", spec, f"keep {place}", f"keeping {place} as it was",
+                                m.source, order, rank, m.kind, m.intent))
+    return out
+
+
+def _damped(vocab: Vocabulary, use: Use, scale: float) -> float:
+    """A magnitude on a use: as said for a wish, damped for a complaint's fix ("a bit murky" still shows).
+
+    A colour complaint about one band ("the greens are a bit harsh") keeps its fix's full scale
+    there: the profile's problem scale is for the whole photo.
+    """
+    if not use.problem:
+        return scale
+    damp = vocab.magnitude_damping
+    problem = vocab.problems[use.problem]
+    return (1.0 - damp + damp * scale) * (problem.scale if use.bands == [] or not problem.band else 1.0)
+
+
+def _absent_things(vocab: Vocabulary, clause: Clause, stats: Mapping | None) -> list[str]:
+    """Things named by their colour ("the water") that the photo has almost none of."""
+    bands = (stats or {}).get("bands") or {}
+    out = []
+    for p in clause.of("band"):
+        band = vocab.band_things.get(p.text.removeprefix("the "))
+        if band and band in bands and float(bands[band].get("share", 1.0)) < vocab.band_things_min_share:
+            out.append(p.text if p.text.startswith("the ") else f"the {p.text}")
+    return out
+
+
+def _fix_key(use: Use) -> tuple:
+    return use.intent.name, tuple(use.targets), tuple(use.bands)
+
+
+#: Words that introduce a place: "the cup", "her cheek", "on his jacket".
+_DETERMINERS = {"the", "her", "his", "their", "my", "our", "your", "that", "this", "those", "these"}
+
+
+#: Words that end a place's name: "the table around the cup" names the table; "the helmet is
+#: too dark", "the coffee looks flat": the verb after the thing ends it too.
+_PLACE_ENDS = {"around", "behind", "on", "in", "of", "near", "next", "with", "at", "by", "under", "over", "above",
+               "below", "from", "beside", "outside", "inside", "and", "but", "to", "into", "onto", "than",
+               "is", "are", "was", "were", "isn't", "looks", "look", "looking", "seems", "seem", "feels", "feel",
+               "appears", "needs", "need", "has", "have", "got", "gets", "getting"}
+
+
+def _unknown_places(vocab: Vocabulary, clause: Clause) -> list[str]:
+    """Places named with a determiner that no target or mask knows ("brighten the cup").
+
+    The noun is the last word of the run after the determiner ("the fine detail" ->
+    detail), which ends at a preposition ("the table around the cup" -> table).
+    """
+    out = []
+    pieces = clause.pieces
+    for i, det in enumerate(pieces):
+        if det.category != "word" or det.text not in _DETERMINERS:
+            continue
+        run = []
+        for p in pieces[i + 1:]:
+            if p.category != "word" or p.text in _DETERMINERS or p.text in _PLACE_ENDS:
+                break
+            run.append(p.text)
+        if not run:
+            continue
+        noun = run[-1]
+        if noun in _FILLER or noun in vocab.chatter or noun in vocab.not_places:
+            continue
+        out.append(" ".join([det.text] + run))
+    return out
+
+
+def guess_place(vocab: Vocabulary, clause_text: str, place: str) -> str | None:
+    """The target that best stands for a place no mask knows: by relation, by noun, else the default."""
+    from agent.conversation.vocabulary import find_phrases
+
+    tokens = _tokens(clause_text)
+    if vocab.place_relation_target and find_phrases(tokens, vocab.place_relations):
+        return vocab.place_relation_target
+    noun = place.split()[-1]
+    return vocab.place_nouns.get(noun) or vocab.place_nouns.get(noun.rstrip("s")) or vocab.place_default
+
+
+def _apply_uses(vocab: Vocabulary, uses: list[Use], state: EditState, order: int, source: str, draft: Draft,
+                dialogue=None, thing_named: bool = False) -> list[Use]:
+    """Turn a clause's intents into moves ("don't ..." ones only leave a note); returns those applied.
+
+    "not that soft", "less dreamy" right after that look was applied, or a complaint about what
+    the last change did ("now it's too yellow" after "warmer"): take that change back part of the
+    way (agent/planning/followups.py), never add its opposite on top. ``thing_named``: the clause
+    complains about one thing ("the cup looks grey"): its fix goes there, nothing is taken back.
+    """
+    from agent.planning.followups import reduce_look_moves, undo_cause_moves
+
+    applied = []
+    taken_back: dict[int, list[Move]] = {}
+    for i, u in enumerate(uses):
+        if u.avoid or u.number is not None or u.targets or u.bands:
+            continue
+        moves = []
+        if u.negated and not u.reset:              # "not that soft" after a soft look
+            moves = reduce_look_moves(vocab, dialogue, u.intent, u.scale, state, order + u.pos, draft)
+        elif u.problem and not thing_named:        # "too yellow now" after a warming
+            moves = undo_cause_moves(vocab, dialogue, vocab.problems[u.problem], u.intent, u.scale, state,
+                                     order + u.pos, draft)
+        if moves:
+            taken_back[i] = moves
+    # a complaint the last change caused is answered by taking it back, not by its other fixes too
+    answered = {uses[i].problem for i in taken_back if uses[i].problem}
+    for i, u in enumerate(uses):
+        if u.avoid:
+            draft.notes.append(f"Leaving {u.intent.label} alone, as asked.")
+            continue
+        if i in taken_back:
+            draft.moves += taken_back[i]
+        elif u.problem and u.problem in answered:
+            continue
+        else:
+            draft.moves += _intent_moves(vocab, u, state, order + u.pos, source, draft.notes)
+        applied.append(u)
+    return applied
+
+
+def _reset_targets(vocab: Vocabulary, targets: list[str], state: EditState, order: int, draft: Draft) -> list[Move]:
+    """'reset the sky': every op of that local layer back to 0."""
+    moves = []
+    for t in targets:
+        spec, label = vocab.place(t)
+        layer = state.find_layer(spec)
+        if layer is not None and layer.settings:
+            moves += [Move(op, 0, "set", spec, f"reset {label}", f"resetting the edits on {label}", "message",
+                           order, rank) for rank, op in enumerate(layer.settings)]
+        elif t in ops.OPS and state.value(t):
+            moves.append(Move(t, 0, "set", None, f"reset {t}", f"resetting {t}", "message", order, 0))
+        else:
+            draft.objects = True
+            draft.skipped.append(f"reset {label}")
+    return moves
+
