@@ -74,7 +74,9 @@ REGIONS = ("all", "inside", "outside")
 ASSET_PHOTO_DIR = Path(__file__).resolve().parents[2] / "assets" / "eval"
 ASSET_PHOTOS = {"quokka": "quokka.jpg", "department_store": "department_store.jpg",
                 "luispedro": "luispedro.jpg", "motorcycle": "motorcycle.jpg",
-                "tower": "tower.jpg", "cheetah": "cheetah.jpg"}
+                "tower": "tower.jpg", "cheetah": "cheetah.jpg",
+                "camera_table": "camera_table.jpg", "friends_shore": "friends_shore.jpg",
+                "golden_puppy": "golden_puppy.jpg", "mountain_meadow": "mountain_meadow.jpg"}
 
 #: skimage.data photos usable as scenario images (colour photos, bundled with
 #: scikit-image: no download). Grey ones are stacked to RGB.
