@@ -74,7 +74,9 @@ REGIONS = ("all", "inside", "outside")
 ASSET_PHOTO_DIR = Path(__file__).resolve().parents[2] / "assets" / "eval"
 ASSET_PHOTOS = {"quokka": "quokka.jpg", "department_store": "department_store.jpg",
                 "luispedro": "luispedro.jpg", "motorcycle": "motorcycle.jpg",
-                "tower": "tower.jpg", "cheetah": "cheetah.jpg"}
+                "tower": "tower.jpg", "cheetah": "cheetah.jpg",
+                "latte_cheers": "latte_cheers.jpg", "lunch_table": "lunch_table.jpg",
+                "night_tent": "night_tent.jpg", "sea_island": "sea_island.jpg"}
 
 #: skimage.data photos usable as scenario images (colour photos, bundled with
 #: scikit-image: no download). Grey ones are stacked to RGB.
