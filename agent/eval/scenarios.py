@@ -76,7 +76,9 @@ ASSET_PHOTOS = {"quokka": "quokka.jpg", "department_store": "department_store.jp
                 "luispedro": "luispedro.jpg", "motorcycle": "motorcycle.jpg",
                 "tower": "tower.jpg", "cheetah": "cheetah.jpg",
                 "camera_table": "camera_table.jpg", "friends_shore": "friends_shore.jpg",
-                "golden_puppy": "golden_puppy.jpg", "mountain_meadow": "mountain_meadow.jpg"}
+                "golden_puppy": "golden_puppy.jpg", "mountain_meadow": "mountain_meadow.jpg",
+                "latte_cheers": "latte_cheers.jpg", "lunch_table": "lunch_table.jpg",
+                "night_tent": "night_tent.jpg", "sea_island": "sea_island.jpg"}
 
 #: skimage.data photos usable as scenario images (colour photos, bundled with
 #: scikit-image: no download). Grey ones are stacked to RGB.
