@@ -74,7 +74,9 @@ REGIONS = ("all", "inside", "outside")
 ASSET_PHOTO_DIR = Path(__file__).resolve().parents[2] / "assets" / "eval"
 ASSET_PHOTOS = {"quokka": "quokka.jpg", "department_store": "department_store.jpg",
                 "luispedro": "luispedro.jpg", "motorcycle": "motorcycle.jpg",
-                "tower": "tower.jpg", "cheetah": "cheetah.jpg"}
+                "tower": "tower.jpg", "cheetah": "cheetah.jpg",
+                "abbey_arches": "abbey_arches.jpg", "desk_cat": "desk_cat.jpg",
+                "night_towers": "night_towers.jpg"}
 
 #: skimage.data photos usable as scenario images (colour photos, bundled with
 #: scikit-image: no download). Grey ones are stacked to RGB.
