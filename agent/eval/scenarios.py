@@ -78,7 +78,9 @@ ASSET_PHOTOS = {"quokka": "quokka.jpg", "department_store": "department_store.jp
                 "camera_table": "camera_table.jpg", "friends_shore": "friends_shore.jpg",
                 "golden_puppy": "golden_puppy.jpg", "mountain_meadow": "mountain_meadow.jpg",
                 "latte_cheers": "latte_cheers.jpg", "lunch_table": "lunch_table.jpg",
-                "night_tent": "night_tent.jpg", "sea_island": "sea_island.jpg"}
+                "night_tent": "night_tent.jpg", "sea_island": "sea_island.jpg",
+                "abbey_arches": "abbey_arches.jpg", "desk_cat": "desk_cat.jpg",
+                "night_towers": "night_towers.jpg"}
 
 #: skimage.data photos usable as scenario images (colour photos, bundled with
 #: scikit-image: no download). Grey ones are stacked to RGB.
