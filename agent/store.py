@@ -210,7 +210,10 @@ def libpq_url(url: str) -> str:
     return url
 
 
-def _sqlite_file(url: str) -> Path | None:
+def sqlite_file(url: str) -> Path | None:
+    """The database file a SQLite URL names (None for other databases and in-memory SQLite)."""
+    if not is_sqlite(url):
+        return None
     path = url.split(":///", 1)[1] if ":///" in url else ""
     path = path.split("?", 1)[0]
     return Path(path) if path and path != ":memory:" else None
@@ -231,7 +234,7 @@ class Store:
         self.storage = storage if storage is not None else LocalStorage(self.sessions_dir)
         self.url = database_url
         if is_sqlite(database_url):
-            db_file = _sqlite_file(database_url)
+            db_file = sqlite_file(database_url)
             if db_file is not None:
                 db_file.parent.mkdir(parents=True, exist_ok=True)
             self.engine = create_engine(database_url, connect_args={"timeout": 30})

@@ -50,7 +50,8 @@ _FIELD_KEYS = {
     "pattern", "max_length", "fields", "items", "min_items", "max_items", "additional_fields",
 }
 _SCHEMA_KEYS = {"agent", "name", "description", "extends", "fields", "additional_fields"}
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+#: A schema name: 1-64 letters, digits, "-" and "_", starting with a letter or digit.
+SCHEMA_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 #: Longest text a string field accepts unless the schema says otherwise (a model's essay is a fault).
 DEFAULT_MAX_LENGTH = 2000
 
@@ -388,7 +389,7 @@ def load_schema(agent: str, name: str = "default", *, root: str | Path | None = 
     malformed file (the file and the field are named).
     """
     _check_agent(agent)
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not SCHEMA_NAME.match(name):
         raise SchemaError(f"{agent} schema name {name!r}: use letters, digits, '-' and '_' only")
     base = Path(root).resolve() if root else SCHEMAS_DIR
     chain = _resolve_chain(base, agent, name)
@@ -424,7 +425,7 @@ def _resolve_chain(base: Path, agent: str, name: str) -> list[Path]:
         parent = raw.get("extends")
         if parent in (None, ""):
             return chain
-        if not isinstance(parent, str) or not _NAME.match(parent):
+        if not isinstance(parent, str) or not SCHEMA_NAME.match(parent):
             raise SchemaError(f"{_rel(chain[-1])}: extends: expected a schema name, got {parent!r}")
         # a custom/default.yaml that extends default means the standard default below it
         nxt = _find(base, agent, parent, seen)

@@ -24,7 +24,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from schemas import AGENTS, SCHEMAS_DIR, SchemaError, _NAME, load_schema
+from schemas import AGENTS, SCHEMAS_DIR, SchemaError, SCHEMA_NAME, load_schema
 
 
 def infer_field(value: Any, name: str = "") -> dict:
@@ -135,7 +135,7 @@ def generate_schema(example: Mapping, *, agent: str, name: str, root: str | Path
     """
     if agent not in AGENTS:
         raise SchemaError(f"agent: expected one of {', '.join(AGENTS)}, got {agent!r}")
-    if not isinstance(name, str) or not _NAME.match(name) or name == "default":
+    if not isinstance(name, str) or not SCHEMA_NAME.match(name) or name == "default":
         raise SchemaError(f"name: {name!r} - use letters, digits, '-' and '_' (and not 'default')")
     base = Path(root) if root else SCHEMAS_DIR
     doc = infer_schema(example, agent=agent, name=name, root=root, source=source)

@@ -661,7 +661,7 @@ def test_a_clicked_selection_is_what_brighten_the_selection_brightens(server, br
     send(page, "brighten the selection")
     after = studio.render(sid, long_side=400).astype(float)
     from pipeline.masks import build_mask
-    inside = build_mask(chosen["mask"], studio._source(sid).pixels, before.shape[:2], blobs=studio.blobs) >= 0.5
+    inside = build_mask(chosen["mask"], studio.sources.get(sid).pixels, before.shape[:2], blobs=studio.blobs) >= 0.5
     gain = (after - before).mean(axis=2)
     assert gain[inside].mean() > 3 * max(0.5, gain[~inside].mean()), (gain[inside].mean(), gain[~inside].mean())
     context.close()

@@ -28,8 +28,8 @@ def test_caches_stay_within_their_bounds_and_evictions_rebuild_exactly(make_stud
     assert 0 < r.renders.nbytes <= r.renders.max_bytes == 3 * 2**20
     assert r.coords.nbytes <= r.coords.max_bytes and r.luts.nbytes <= r.luts.max_bytes
     assert 0 < r.masks.nbytes <= 6 * 2**20 // 4
-    held = sum(s.pixels.nbytes * 1.5 for s in studio._sources.values())
-    assert held <= 2 * 2**20 and 1 <= len(studio._sources) < len(PHOTOS)   # originals were dropped ...
-    assert sessions[0].id not in studio._sources
+    held = studio.sources.held()
+    assert sum(held.values()) <= 2 * 2**20 and 1 <= len(held) < len(PHOTOS)   # originals were dropped ...
+    assert sessions[0].id not in held
     again = studio.render(sessions[0].id, asset_id=sessions[0].head_asset_id, long_side=480)
     assert np.array_equal(again, first)                                     # ... and decode again exactly

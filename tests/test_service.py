@@ -298,7 +298,7 @@ def test_an_upload_finds_faces_subject_and_sky_in_the_background(make_studio, ph
 
     studio = make_studio(planner=EmbeddedPlanner())
     info = studio.start_session(photo)
-    digest = studio._source(info.id).digest
+    digest = studio.sources.get(info.id).digest
     keys = [content_key(digest, {"type": kind}) for kind in WARM_CONTENT]
     deadline = time.monotonic() + 60
     while not all(k in studio.renderer.masks for k in keys) and time.monotonic() < deadline:
@@ -310,4 +310,4 @@ def test_an_upload_finds_faces_subject_and_sky_in_the_background(make_studio, ph
 
     quiet = make_studio(warm_on_upload=False)
     quiet.start_session(photo)
-    assert quiet._warm_jobs is None and quiet.renderer.masks.stats()["computed"] == 0
+    assert not quiet.sources.warming and quiet.renderer.masks.stats()["computed"] == 0

@@ -2,7 +2,7 @@
 
 Pure functions over measurements (``pipeline.measure.image_stats``), an
 EditState and the profile's rules (``prompt_engineering.photo_reading``); the
-router's command handler (agent/conversation/commands.py) turns them into replies.
+router's command handler (agent/service/chat.py) turns them into replies.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ BASIC_FIELDS = ("scenario", "suite", "split", "kind", "image", "step", "action",
                 "validation_errors", "warnings", "error",
                 "prompt_tokens", "budget_tokens", "wall_s", "model_s", "latency_s", "timings",
                 "score", "judge_scores", "diagnoses", "judge_pass", "assessment", "pixel_pass", "checks", "preservation_ssim",
-                "preserve_min", "rollback_exact", "head_asset_id", "shown_asset_id")
+                "preserve_min", "rollback_exact", "head_asset_id", "shown_asset_id", "render_sha1")
 
 
 def clean(value: Any) -> Any:

@@ -39,6 +39,7 @@ import numpy as np
 
 from agent.errors import AtelierError, InvalidInput
 from agent.loop.state import ActionRecord
+from agent.service.records import TurnResult
 from pipeline.generate import operations as gen_ops
 from pipeline.generate.base import GenerationBackend, GenerationError, GenerationParams, NoBackend, backend_from_env
 from pipeline.generate.layers import GeneratedLayer, composite
@@ -46,7 +47,7 @@ from pipeline.state import EditState
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent.planning.generative import GenerativeRequest
-    from agent.service import Studio, TurnResult
+    from agent.service.studio import Studio
 
 CONTRACT_PATH = Path(__file__).resolve().parents[2] / "schemas" / "tools" / "generation.json"
 IMAGE_KEYS = ("width", "height", "steps", "cfg", "sampler_name", "scheduler", "denoise", "model", "negative_prompt")
@@ -243,7 +244,7 @@ class GenerationDesk:
         state = EditState.from_dict(asset.state)
         if not state.generated:
             raise InvalidInput(f"regenerate: asset_id: version {asset_id!r} has no generated pixels to make again")
-        with self.studio._leased(session.id):
+        with self.studio.leases.leased(session.id):
             new_id, info, recipe = self._regenerate_layer(session, asset, seed, overrides, message="/regenerate")
         return self._answer(session.id, new_id, info, recipe, return_inline_preview)
 
@@ -273,7 +274,7 @@ class GenerationDesk:
     # -- generated layers -------------------------------------------------------------------
     def _below(self, session_id: str, state: EditState) -> np.ndarray:
         """Full-resolution pixels of the original with ``state``'s generated layers (no adjustments)."""
-        source = self.studio._source(session_id)
+        source = self.studio.sources.get(session_id)
         return np.asarray(self.studio.renderer.with_generated(source, state).pixels)
 
     def _judge(self, before: np.ndarray, after: np.ndarray, hard: np.ndarray, operation: str, model: str) -> dict:
@@ -319,7 +320,7 @@ class GenerationDesk:
         values["seed"] = int(seed) if seed is not None else secrets.randbelow(_SEED_MAX)
         params = GenerationParams(**values)
         profile = self.profile(params.model)
-        source = self.studio._source(session.id)
+        source = self.studio.sources.get(session.id)
         outcome = self._run(lambda: gen_ops.regenerate(
             self._backend_for(params.model), source.pixels, origin_state.generated, index, params,
             get=self.studio.blobs.get_array, put=self.studio.blobs.put_array, buckets=self._buckets(profile, params)))
@@ -359,10 +360,8 @@ class GenerationDesk:
         return ""
 
     # -- chat -------------------------------------------------------------------------------
-    def chat_turn(self, session, request: "GenerativeRequest", progress=None) -> "TurnResult | None":
+    def chat_turn(self, session, request: "GenerativeRequest", progress=None) -> TurnResult | None:
         """Answer a generative chat request as a turn of its own (None: not generative after all)."""
-        from agent.service import TurnResult
-
         store = self.studio.store
         head = store.get_asset(session.head_asset_id, session.id)
         state = EditState.from_dict(head.state)
@@ -396,7 +395,7 @@ class GenerationDesk:
                 return TurnResult(session_id=session.id, turn=info["turn"], status="auto_approved",
                                   reply=info["reply"], score=report["score"], assessment=report["assessment"],
                                   dimensions=_dimensions(report), asset_id=new_id, head_asset_id=new_id,
-                                  rendered_path=self.studio._proxy_path(session.id, new_id),
+                                  rendered_path=self.studio.renders.proxy_path(session.id, new_id),
                                   quick_replies=["regenerate", "undo"], kind="generate")
             below = self._below(session.id, state)
             if request.kind == "expand":
@@ -447,7 +446,7 @@ class GenerationDesk:
         return TurnResult(session_id=session.id, turn=turn, status="auto_approved", reply=reply,
                           score=report["score"], assessment=report["assessment"], dimensions=_dimensions(report),
                           fields={"generated_region": report}, asset_id=new_id, head_asset_id=new_id,
-                          rendered_path=self.studio._proxy_path(session.id, new_id),
+                          rendered_path=self.studio.renders.proxy_path(session.id, new_id),
                           quick_replies=["regenerate", "undo"], kind="generate")
 
     def _heals_instead(self, request: "GenerativeRequest") -> bool:
@@ -484,17 +483,15 @@ class GenerationDesk:
         return (hard, words) if hard.any() else (None, "")
 
     def _record(self, session, message: str, outcome: str, reply: str, head_id: str, *, kind: str,
-                quick: list[str] | None = None, fields: dict | None = None) -> "TurnResult":
+                quick: list[str] | None = None, fields: dict | None = None) -> TurnResult:
         """A turn that made no new version (a question back, a refusal, a failure): the session is unchanged."""
-        from agent.service import TurnResult
-
         store = self.studio.store
         turn = store.last_turn(session.id) + 1
         store.finish_turn(session_id=session.id, turn=turn, message=message, plan=None, outcome=outcome,
                           reply=reply, action=ActionRecord(turn, message, outcome).to_dict(), asset_id=None,
                           head_asset_id=head_id, statuses={})
         return TurnResult(session_id=session.id, turn=turn, status=outcome, reply=reply, head_asset_id=head_id,
-                          rendered_path=self.studio._proxy_path(session.id, head_id), quick_replies=list(quick or []),
+                          rendered_path=self.studio.renders.proxy_path(session.id, head_id), quick_replies=list(quick or []),
                           kind=kind, fields=dict(fields or {}))
 
     def status(self) -> dict:

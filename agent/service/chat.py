@@ -23,26 +23,26 @@ from pipeline import ops
 from pipeline.measure import image_stats
 from pipeline.state import EditState
 
+from agent.service.records import TurnResult
+
 if TYPE_CHECKING:
-    from agent.service import Studio, TurnResult
+    from agent.service.studio import Studio
 
 _FORMAT_NAMES = {"jpeg": "JPEG", "png": "PNG", "tiff": "TIFF"}
 
 
 def _answered(studio: "Studio", session_id: str, reply: str, *, kind: str, quick_replies=(), shown: str | None = None,
-              export_path: str | None = None) -> "TurnResult":
-    from agent.service import TurnResult
-
+              export_path: str | None = None) -> TurnResult:
     session = studio.store.get_session(session_id)
     head = session.head_asset_id
     return TurnResult(session_id=session_id, turn=studio.store.last_turn(session_id), status="answered",
-                      reply=reply, head_asset_id=head, rendered_path=shown or studio._proxy_path(session_id, head),
+                      reply=reply, head_asset_id=head, rendered_path=shown or studio.renders.proxy_path(session_id, head),
                       kind=kind, quick_replies=list(quick_replies)[:3], export_path=export_path)
 
 
-def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=None) -> "TurnResult":
+def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=None) -> TurnResult:
     """Act on ``route`` for the session (the caller holds no lock; the Studio methods take it)."""
-    session = studio._session(session_id)
+    session = studio.leases.session(session_id)
     if route.kind == "chat":
         return _answered(studio, session_id, route.reply or "OK.", kind="chat", quick_replies=route.quick_replies)
     if route.kind in ("evaluation", "exploration"):
@@ -72,10 +72,10 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
             result.kind = "command"
             return result
         # anything else: keep talking, as with an edit request (the version under review is kept first)
-        with studio._leased(session_id):
-            current = studio._session(session_id)
-            if studio._pending(current) is not None:
-                studio._keep_pending(current)
+        with studio.leases.leased(session_id):
+            current = studio.leases.session(session_id)
+            if studio.turns.pending(current) is not None:
+                studio.turns.keep_pending(current)
     try:
         if name == "undo":
             return studio.undo(session_id, progress=progress, said=text)
@@ -97,7 +97,7 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
     return _answered(studio, session_id, "I'm not sure what to do with that.", kind="command")
 
 
-def _question(studio: "Studio", session_id: str, route: Route) -> "TurnResult":
+def _question(studio: "Studio", session_id: str, route: Route) -> TurnResult:
     vocab = studio.router.vocab
     pe = studio.router.profile.prompt_engineering
     if route.name == "capabilities":
@@ -119,7 +119,7 @@ def _question(studio: "Studio", session_id: str, route: Route) -> "TurnResult":
     return _answered(studio, session_id, reply, kind="question", quick_replies=suggest)
 
 
-def _back_before(studio: "Studio", session_id: str, route: Route, progress, text: str = "") -> "TurnResult":
+def _back_before(studio: "Studio", session_id: str, route: Route, progress, text: str = "") -> TurnResult:
     vocab = studio.router.vocab
     pieces = _match(vocab, _tokens(" ".join(route.words)))
     intents = [p.key for p in pieces if p.category in ("intent", "fix")]
@@ -141,7 +141,7 @@ def _back_before(studio: "Studio", session_id: str, route: Route, progress, text
     return studio.undo(session_id, steps=steps, progress=progress, said=text or None)
 
 
-def _reset(studio: "Studio", session_id: str, route: Route, text: str, progress) -> "TurnResult":
+def _reset(studio: "Studio", session_id: str, route: Route, text: str, progress) -> TurnResult:
     vocab = studio.router.vocab
     state = EditState.from_dict(studio.head(session_id).state)
     names: list[str] = []
@@ -155,9 +155,9 @@ def _reset(studio: "Studio", session_id: str, route: Route, text: str, progress)
         label = ", ".join(dict.fromkeys(ops.get_op(n).label.lower() for n in names)) or "that"
         return _answered(studio, session_id, f"{label.capitalize()} is already at its neutral value; nothing to reset.",
                          kind="command")
-    with studio._leased(session_id):
-        session = studio._session(session_id)
-        result = studio._start_turn(session, text, modify_values=values, progress=progress)
+    with studio.leases.leased(session_id):
+        session = studio.leases.session(session_id)
+        result = studio.turns.start(session, text, modify_values=values, progress=progress)
     result.kind = "command"
     return result
 

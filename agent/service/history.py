@@ -1,0 +1,168 @@
+"""The edit DAG as the person moves along it: history, undo, redo and rollback.
+
+Rollback moves the head to an earlier version (bit-exact by construction); the
+abandoned branch stays in the DAG. Undo remembers the versions it stepped away
+from on the session, so redo works even after a restart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.errors import AtelierError, InvalidInput
+from agent.loop.state import ActionRecord
+from agent.service.leases import SessionLeases
+from agent.service.records import AssetInfo, ProgressFn, TurnResult, iso, notify_done
+from agent.service.renders import Renders
+from agent.service.turns import TurnRunner
+from agent.store import AssetRecord, SessionRecord, Store
+
+#: Session setting holding the undo trail: versions undone from, newest last (redo pops it).
+REDO_KEY = "redo_stack"
+WAITING = "a turn is waiting for your review: approve, modify, roll back or replan first"
+#: Versions a rollback by turn number may land on.
+KEPT = ("original", "approved", "auto_approved")
+
+
+class History:
+    """Versions of one Studio's sessions, and the moves of the head among them."""
+
+    def __init__(self, store: Store, leases: SessionLeases, turns: TurnRunner, renders: Renders):
+        self.store, self.leases, self.turns, self.renders = store, leases, turns, renders
+
+    # -- reading ------------------------------------------------------------------------
+    def versions(self, session_id: str) -> list[AssetInfo]:
+        """Every version of the session's edit DAG, oldest first."""
+        session = self.leases.session(session_id)
+        head = session.head_asset_id
+        on_path = {a.id for a in self.store.ancestors(head)} if head else set()
+        return [AssetInfo(id=a.id, parent_id=a.parent_id, turn=a.turn, summary=a.summary, score=a.score,
+                          state=a.state, created_at=iso(a.created_at), is_head=a.id == head,
+                          on_head_path=a.id in on_path, status=a.status)
+                for a in self.store.assets(session_id)]
+
+    def head(self, session_id: str) -> AssetInfo:
+        session = self.leases.session(session_id)
+        return next(a for a in self.versions(session_id) if a.id == session.head_asset_id)
+
+    def chat_log(self, session_id: str) -> list[dict]:
+        """The conversation so far, to restore a chat after a refresh."""
+        session = self.leases.session(session_id)
+        log: list[dict] = []
+        for t in self.store.turns(session_id):
+            log += [{"role": "user", "content": t.message}, {"role": "assistant", "content": t.reply}]
+        pending = self.turns.pending(session)
+        if pending:
+            log.append({"role": "user", "content": self.turns.message_under_review(session)})
+            score = pending.get("score")
+            judged = f" Score {score:.2f}: {pending.get('assessment', '')}" if score is not None else ""
+            log.append({"role": "assistant", "content": (pending.get("reply", "") + judged
+                                                         + " Waiting for your review.").strip()})
+        return log
+
+    def turn_log(self, session_id: str) -> list[dict]:
+        """Every finished turn: ``turn``, ``message``, ``plan`` (the planner's output or None), ``outcome``,
+        ``reply``, ``asset_id`` (the version it produced or None), oldest first."""
+        self.leases.session(session_id)
+        return [{"turn": t.turn, "message": t.message, "plan": t.plan, "outcome": t.outcome, "reply": t.reply,
+                 "asset_id": t.asset_id} for t in self.store.turns(session_id)]
+
+    def resolve_target(self, session_id: str, target: Any) -> str:
+        """A rollback target — an asset id, or a turn number (int or digits) — as an asset id."""
+        if isinstance(target, bool) or target is None or (isinstance(target, str) and not target.strip()):
+            raise InvalidInput("rollback: say which version, as a turn number or a version id")
+        assets = self.store.assets(session_id)
+        if isinstance(target, int) or (isinstance(target, str) and target.strip().lstrip("Tt").isdigit()):
+            turn = int(target) if isinstance(target, int) else int(target.strip().lstrip("Tt"))
+            matches = [a for a in assets if a.turn == turn and a.status in KEPT]
+            if not matches:
+                raise InvalidInput(f"rollback: turn {turn} has no version you kept")
+            return matches[-1].id
+        if isinstance(target, str):
+            for a in assets:
+                if a.id == target.strip() and a.status != "pending":
+                    return a.id
+            raise InvalidInput(f"rollback: no version {target!r} in this session")
+        raise InvalidInput(f"rollback: expected a turn number or a version id, got {target!r}")
+
+    # -- moving the head ----------------------------------------------------------------
+    def rollback(self, session: SessionRecord, asset_id: str, target: Any) -> TurnResult:
+        """A rollback with nothing under review is a turn of its own: the head moves, the branch stays."""
+        turn = self.store.last_turn(session.id) + 1
+        asset = self.store.get_asset(asset_id, session.id)
+        message = f"/rollback {target}"
+        reply = f"Rolled back to turn {asset.turn} ({asset.summary}). Later versions stay in the history."
+        self.store.finish_turn(session_id=session.id, turn=turn, message=message, plan=None,
+                               outcome="rolled_back", reply=reply,
+                               action=ActionRecord(turn, message, "rolled_back", f"back to T{asset.turn}").to_dict(),
+                               asset_id=None, head_asset_id=asset_id, statuses={})
+        return TurnResult(session_id=session.id, turn=turn, status="rolled_back", reply=reply,
+                          head_asset_id=asset_id, rendered_path=self.renders.proxy_path(session.id, asset_id),
+                          kind="command")
+
+    def undo(self, session_id: str, *, steps: int = 1, progress: ProgressFn | None = None,
+             said: str | None = None) -> TurnResult:
+        """Step the head back ``steps`` versions along its path (see Studio.undo)."""
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise InvalidInput(f"steps: expected a whole number of versions >= 1, got {steps!r}")
+        with self.leases.leased(session_id):
+            session = self.leases.session(session_id)
+            if session.active_thread:
+                raise InvalidInput(WAITING)
+            head = self.store.get_asset(session.head_asset_id, session.id)
+            if not head.parent_id:
+                raise InvalidInput("nothing to undo: this is the original photo")
+            chain = self.store.ancestors(head.id)           # original ... head
+            target = chain[max(0, len(chain) - 1 - steps)]
+            undone = chain[chain.index(target) + 1:][::-1]  # head first, down to the child of target
+            stack = self._redo_stack(session)
+            # keep the trail only while it is one chain (a new edit since the last undo starts a new one)
+            if stack and self._parent_of(session.id, stack[-1]) != head.id:
+                stack = []
+            self._set_redo_stack(session, stack + [a.id for a in undone])
+            what = (head.summary or f"turn {head.turn}") if len(undone) == 1 else f"the last {len(undone)} changes"
+            where = "the original" if target.parent_id is None else f"turn {target.turn}"
+            reply = f"Undid {what}; back to {where}. Say \"redo\" to bring it back."
+            return self._move_head(session, target, said or "/undo", reply, f"undo to T{target.turn}", progress)
+
+    def redo(self, session_id: str, *, progress: ProgressFn | None = None, said: str | None = None) -> TurnResult:
+        """Bring back the version the last undo stepped away from (see Studio.redo)."""
+        with self.leases.leased(session_id):
+            session = self.leases.session(session_id)
+            if session.active_thread:
+                raise InvalidInput(WAITING)
+            stack = self._redo_stack(session)
+            if not stack or self._parent_of(session.id, stack[-1]) != session.head_asset_id:
+                raise InvalidInput("nothing to redo: there is no undone change to bring back")
+            child = self.store.get_asset(stack[-1], session.id)
+            self._set_redo_stack(session, stack[:-1])
+            reply = f"Redid {child.summary or f'turn {child.turn}'}."
+            return self._move_head(session, child, said or "/redo", reply, f"redo to T{child.turn}", progress)
+
+    def _redo_stack(self, session: SessionRecord) -> list[str]:
+        return [str(a) for a in (session.settings.get(REDO_KEY) or [])]
+
+    def _set_redo_stack(self, session: SessionRecord, stack: list[str]) -> None:
+        settings = dict(self.store.get_session(session.id).settings)
+        settings[REDO_KEY] = list(stack)
+        self.store.update_session(session.id, settings=settings)
+
+    def _parent_of(self, session_id: str, asset_id: str) -> str | None:
+        try:
+            return self.store.get_asset(asset_id, session_id).parent_id
+        except AtelierError:
+            return None
+
+    def _move_head(self, session: SessionRecord, asset: AssetRecord, message: str, reply: str, summary: str,
+                   progress: ProgressFn | None) -> TurnResult:
+        """Record a turn that only moves the head to ``asset`` (no new version)."""
+        turn = self.store.last_turn(session.id) + 1
+        self.store.finish_turn(session_id=session.id, turn=turn, message=message, plan=None,
+                               outcome="rolled_back", reply=reply,
+                               action=ActionRecord(turn, message, "rolled_back", summary).to_dict(),
+                               asset_id=None, head_asset_id=asset.id, statuses={})
+        result = TurnResult(session_id=session.id, turn=turn, status="rolled_back", reply=reply,
+                            head_asset_id=asset.id, rendered_path=self.renders.proxy_path(session.id, asset.id),
+                            kind="command")
+        notify_done(progress, reply)
+        return result
