@@ -9,7 +9,7 @@ import yaml
 
 from agent.judging.embedded import EmbeddedJudge
 from agent.judging.generative import assess_generated
-from agent.planning.generative import parse_generative
+from agent.conversation.generative import parse_generative
 from profiles import ProfileError
 from profiles.generation import (GENERATION_DIR, _load, check_all_generation_profiles, load_generation_profile)
 from tests.conftest import small_photo

@@ -1,6 +1,9 @@
 """The router: what kind of message this is, before any planning.
 
-Four kinds, as in the design documents, plus chat commands:
+Four kinds, as in the design documents, plus chat commands and generative requests:
+
+- ``generation``: remove / fill / expand / regenerate / create asked in words
+  (:mod:`agent.conversation.generative`): answered by the generation desk;
 
 - ``chat``: greetings, thanks, praise, goodbye: a short reply, no turn;
 - ``command``: undo, redo, go back N steps, back to before a named change, back
@@ -25,12 +28,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from agent.planning.grammar import _clauses, _complaints
-from agent.conversation.vocabulary import _HARD_SEPARATORS, Vocabulary, _match, _tokens, find_phrases, plain_words
+from agent.conversation.clauses import read_complaints, split_clauses
+from agent.conversation.generative import GenerativeRequest, parse_generative
+from agent.conversation.vocabulary import Vocabulary, read_pieces
+from agent.conversation.words import SEPARATORS, find_phrases, plain_words, tokenize
 from pipeline import ops
 from profiles import Profile, load_profile
 
-ROUTE_KINDS = ("modification", "command", "evaluation", "exploration", "chat")
+ROUTE_KINDS = ("modification", "command", "evaluation", "exploration", "chat", "generation")
 #: Pieces of the planner's vocabulary that make a message an edit request.
 _EDIT_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band", "target")
 #: Commands that move through the history; a complaint said before one only says why.
@@ -52,11 +57,12 @@ class Route:
     words: list[str] = field(default_factory=list)
     reply: str = ""
     quick_replies: list[str] = field(default_factory=list)
+    request: GenerativeRequest | None = None     # kind "generation": what to generate
 
 
 def _words(text: str) -> list[str]:
     """The router's tokens: the planner's, apostrophes dropped ("that's" and "thats" read alike)."""
-    return plain_words(_tokens(text))
+    return plain_words(tokenize(text))
 
 
 def _table(words) -> dict[tuple[str, ...], Any]:
@@ -106,7 +112,7 @@ class Router:
             for pos, n, _ in hits:
                 covered.update(range(pos, pos + n))
         return [t for i, t in enumerate(tokens) if i not in covered and t not in self.filler
-                and t not in _HARD_SEPARATORS]
+                and t not in SEPARATORS]
 
     def _number(self, tokens: list[str]) -> tuple[int | None, list]:
         hits = find_phrases(tokens, self.numbers)
@@ -115,11 +121,15 @@ class Router:
         return (found[-1][2] if found else None), found
 
     # -- routing --------------------------------------------------------------------
-    def route(self, text: str) -> Route:
+    def route(self, text: str, *, generative: bool = True) -> Route:
+        """What ``text`` asks for; ``generative=False`` reads it as though no generation were asked."""
+        request = parse_generative(text) if generative else None
+        if request is not None:
+            return Route("generation", request.kind, request=request)
         text = self.vocab.spell(text or "")      # "thnaks", "undoo": typing slips put right first
-        said = _tokens(text)                     # as the planner reads it
+        said = tokenize(text)                     # as the planner reads it
         tokens = plain_words(said)               # as the router's tables are matched
-        words = [t for t in tokens if t not in _HARD_SEPARATORS]
+        words = [t for t in tokens if t not in SEPARATORS]
         if not words:
             return Route("modification")
         asks = (text or "").strip().endswith("?")
@@ -131,7 +141,7 @@ class Router:
         chat_hits = {name: find_phrases(tokens, table) for name, (table, _, _) in self.chat.items()}
         for name in self.strict_chat & set(chat_hits):
             covered = {i for pos, n, _ in chat_hits[name] for i in range(pos, pos + n)}
-            if any(i not in covered and t not in _HARD_SEPARATORS for i, t in enumerate(tokens)):
+            if any(i not in covered and t not in SEPARATORS for i, t in enumerate(tokens)):
                 chat_hits[name] = []
         all_chat = [h for hits in chat_hits.values() for h in hits]
         if all_chat and not [t for t in self._rest(tokens, all_chat) if t not in self.chat_filler]:
@@ -147,7 +157,7 @@ class Router:
             routed = self.route(rest)
             if routed.kind != "modification":
                 return routed
-        pieces = _match(self.vocab, said)
+        pieces = read_pieces(self.vocab, said)
         edits = [p for p in pieces if p.category in _EDIT_PIECES]
         for name in ("capabilities", "exploration", "evaluation"):
             hits = find_phrases(tokens, self.questions[name])
@@ -166,9 +176,9 @@ class Router:
     def _complaint_only(self, said: list[str]) -> bool:
         """Whether these words only complain or chat ("hmm that's too much overall", "the sky's too dark now",
         "it's so blue"): as the planner reads them, each quality a complaint or after "too" / "less"."""
-        for clause in _clauses(_match(self.vocab, said)):
+        for clause in split_clauses(read_pieces(self.vocab, said)):
             reduced = False
-            for p in _complaints(self.vocab, clause).pieces:
+            for p in read_complaints(self.vocab, clause).pieces:
                 reduced = reduced or p.category == "reduce"
                 if p.category in _REQUEST_PIECES and not (reduced and p.category in ("intent", "band", "op")):
                     return False
@@ -177,7 +187,7 @@ class Router:
     def _after_complaint(self, tokens: list[str], said: list[str]) -> Route | None:
         """A history command said after a complaint and a stop ("that's too much overall, go back to before
         the warm stuff", "too yellow now, undo"): the command; the complaint only says why."""
-        cuts = [i for i, t in enumerate(tokens) if t in _HARD_SEPARATORS]
+        cuts = [i for i, t in enumerate(tokens) if t in SEPARATORS]
         for cut in cuts:
             tail = self._command(tokens[cut + 1:], said[cut + 1:])
             if tail is not None and tail.name in _HISTORY:
@@ -211,13 +221,13 @@ class Router:
         before = find_phrases(tokens, c["back_before"])
         if before:
             end = before[-1][0] + before[-1][1]
-            rest = [t for t in tokens[end:] if t not in self.filler and t not in _HARD_SEPARATORS]
+            rest = [t for t in tokens[end:] if t not in self.filler and t not in SEPARATORS]
             lead = self._rest(tokens[:before[0][0]], [])
             if rest and not lead:
                 return Route("command", "back_before", words=rest)
         reset = find_phrases(tokens, c["reset_op"])
         if reset and reset[0][0] == next(i for i, t in enumerate(tokens) if t not in self.filler):
-            pieces = _match(self.vocab, said)
+            pieces = read_pieces(self.vocab, said)
             if any(p.category in ("reset", "rollback") for p in pieces):   # "reset the tint", "undo the warmth"
                 named = [p for p in pieces if p.category in ("intent", "op", "fix")]
                 others = [p for p in pieces if p.category in ("target", "band", "relative", "towards", "problem")]

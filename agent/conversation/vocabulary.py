@@ -13,25 +13,16 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from agent.conversation.spelling import Speller, plain_possessives
+from agent.conversation.words import (SEPARATORS, Speller, is_number, plain_words, token_spans, tokenize,
+                                     word_lists)
 from pipeline import ops
 from pipeline.masks import describe_mask, normalize_mask_spec
 from profiles import Profile, ProfileError
 
 #: Longer messages are cut: a planner request is a sentence or two, not a document.
 MAX_MESSAGE_CHARS = 1000
-_TOKEN = re.compile(r"[+-]?\d+(?:\.\d+)?%?(?![a-z])|[a-z0-9][a-z0-9&']*|[,;.!?:]")
-_HARD_SEPARATORS = {",", ";", ".", "!", "?", ":"}
-_FILLER = {
-    "a", "an", "the", "it", "its", "it's", "make", "makes", "making", "please", "can", "could", "would",
-    "you", "i", "i'd", "want", "like", "me", "my", "this", "that", "these", "those", "photo", "image",
-    "picture", "shot", "of", "to", "in", "on", "at", "for", "so", "some", "is", "are", "be", "look",
-    "looks", "looking", "feel", "feels", "bit", "now", "just", "little", "by", "with", "give", "get",
-    "should", "and", "but", "too", "lot", "kind", "sort", "maybe", "try", "let's", "lets", "do", "bring",
-    "there", "here", "all", "one", "same", "again", "up", "down", "them", "they", "we", "our", "your",
-    "thanks", "thank", "pic", "tone", "tones", "colours", "colors", "area", "part", "side",
-    "whole", "overall", "much", "very", "less", "more", "who", "what", "which", "seems", "seem",
-}
+#: Words that carry no request of their own (profiles/vocabulary/words.yaml).
+FILLER = word_lists()["filler"]
 
 
 # ---------------------------------------------------------------------------
@@ -104,7 +95,7 @@ class Vocabulary:
                 self.target_labels[f"all_but_{name}"] = f"everything but {self.target_labels.get(name) or name}"
         self.band_ops: dict[str, str] = dict(pe.get("band_ops") or {})
         # "the water", "the grass": things named by their colour (found only where the photo has it)
-        self.band_things = {" ".join(_tokens(w)): band for band, e in (pe.get("bands") or {}).items()
+        self.band_things = {" ".join(tokenize(w)): band for band, e in (pe.get("bands") or {}).items()
                             for w in e.get("things") or ()}
         self.band_things_min_share = float(pe.get("band_things_min_share", 0.0))
         self.magnitudes: dict[str, float] = {w: float(e["scale"]) for w, e in
@@ -130,9 +121,10 @@ class Vocabulary:
         # "tone down the sky": these reduce words, on a target with no quality named, mean
         # the implicit intent (profile: implicit_intents.tone_down).
         lists["reduce"] += [(w, "reduce") for w in grammar.get("tone_down", ())]
-        self.tone_down = {" ".join(_tokens(w)) for w in grammar.get("tone_down", ())}
+        self.tone_down = {" ".join(tokenize(w)) for w in grammar.get("tone_down", ())}
         # "calm the highlights down", "knock the reds back": the particle joins its verb again
-        self._split_verbs = [re.compile(rf"\b({verb}) ((?:the|her|his|their|those|these|that|this) (?:[a-z']+ ){{0,2}}?)"
+        owners = "|".join(sorted(word_lists()["place_determiners"]))
+        self._split_verbs = [re.compile(rf"\b({verb}) ((?:{owners}) (?:[a-z']+ ){{0,2}}?)"
                                         rf"({particle})\b")
                              for verb, particle in sorted({tuple(p.split()) for p in self.tone_down
                                                            if len(p.split()) == 2})]
@@ -154,9 +146,9 @@ class Vocabulary:
             except ops.OpError as exc:
                 raise ProfileError(str(profile.path), where, str(exc)) from None
         lists["separator"] = [(w, "soft") for w in grammar.get("separators", ())]
-        self.trailing_also = {" ".join(_tokens(w)) for w in grammar.get("trailing_also", ())}
-        self.avoid_degree = {" ".join(_tokens(w)) for w in grammar.get("avoid_degree", ())}
-        self.back_references = {" ".join(_tokens(w)) for w in grammar.get("back_references", ())}
+        self.trailing_also = {" ".join(tokenize(w)) for w in grammar.get("trailing_also", ())}
+        self.avoid_degree = {" ".join(tokenize(w)) for w in grammar.get("avoid_degree", ())}
+        self.back_references = {" ".join(tokenize(w)) for w in grammar.get("back_references", ())}
         # Op names and labels ("temperature", "green saturation", "saturation_green"): lowest priority.
         for op in ops.OPS.values():
             lists["op"] += [(op.name.replace("_", " "), op.name), (op.name, op.name), (op.label.lower(), op.name)]
@@ -164,7 +156,7 @@ class Vocabulary:
         # always a complaint; the others are only after a frame word ("looks soft").
         self.problems: dict[str, Problem] = {}
         comp = dict(pe.get("complaints") or {})
-        wish_words = {tuple(_tokens(w)) for cat in ("intent", "band") for w, _ in lists[cat]}
+        wish_words = {tuple(tokenize(w)) for cat in ("intent", "band") for w, _ in lists[cat]}
         self.flippable: dict[tuple[str, ...], str] = {}
         for word, entry in (comp.get("problems") or {}).items():
             entry = dict(entry or {})
@@ -180,44 +172,44 @@ class Vocabulary:
             if band is not None and band not in ops.BANDS:
                 raise ProfileError(str(profile.path), where, f"band: expected one of {', '.join(ops.BANDS)}")
             self.problems[word] = Problem(word, fixes, float(entry.get("scale", 1.0)), target, band)
-            toks = tuple(_tokens(word))
+            toks = tuple(tokenize(word))
             if toks in wish_words:
                 self.flippable[toks] = word
             else:
                 lists["problem"].append((word, word))
-        self.frames = {tuple(_tokens(w)) for w in comp.get("frames") or ()}
+        self.frames = {tuple(tokenize(w)) for w in comp.get("frames") or ()}
         self.object_fix = comp.get("object_fix")
         if self.object_fix is not None and self.object_fix not in self.intents:
             raise ProfileError(str(profile.path), "prompt_engineering.complaints.object_fix",
                                f"no intent called {self.object_fix!r}")
         self.magnitude_damping = float(comp.get("magnitude_damping", 0.0))
-        self.wishes = {tuple(_tokens(w)) for w in comp.get("wishes") or ()}
-        self.statements = {t for w in comp.get("statements") or () for t in _tokens(w)}
+        self.wishes = {tuple(tokenize(w)) for w in comp.get("wishes") or ()}
+        self.statements = {t for w in comp.get("statements") or () for t in tokenize(w)}
         # Follow-ups (agent/planning/followups.py) are matched on their own tables.
         fu = dict(pe.get("followups") or {})
-        self.repeat = {tuple(_tokens(w)): float(v) for w, v in (fu.get("repeat") or {}).items()}
+        self.repeat = {tuple(tokenize(w)): float(v) for w, v in (fu.get("repeat") or {}).items()}
         pull = dict(fu.get("pull_back") or {})
         self.pull_back_fraction = float(pull.get("fraction", 0.5))
-        self.pull_back = {tuple(_tokens(w)): self.pull_back_fraction for w in pull.get("words") or ()}
-        self.fractions = {tuple(_tokens(w)): float(v) for w, v in (fu.get("fractions") or {}).items()}
+        self.pull_back = {tuple(tokenize(w)): self.pull_back_fraction for w in pull.get("words") or ()}
+        self.fractions = {tuple(tokenize(w)): float(v) for w, v in (fu.get("fractions") or {}).items()}
         limits = dict(fu.get("pull_back_limits") or {})
         self.pull_back_limits = (float(limits.get("min", 0.15)), float(limits.get("max", 0.85)))
         self.discrete_ops = {str(o) for o in fu.get("discrete_ops") or ()}
-        self.retarget = {tuple(_tokens(w)): True for w in fu.get("retarget") or ()}
-        self.repeat_but = {tuple(_tokens(w)): float(v) for w, v in (fu.get("repeat_but") or {}).items()}
-        self.chatter = {t for w in fu.get("filler") or () for t in _tokens(w)}
+        self.retarget = {tuple(tokenize(w)): True for w in fu.get("retarget") or ()}
+        self.repeat_but = {tuple(tokenize(w)): float(v) for w, v in (fu.get("repeat_but") or {}).items()}
+        self.chatter = {t for w in fu.get("filler") or () for t in tokenize(w)}
         self.no_history_replies = [str(x) for x in fu.get("no_history_quick_replies") or ()]
         insist = dict(pe.get("insist") or {})
-        self.insist_words = {tuple(_tokens(w)): True for w in insist.get("words") or ()}
+        self.insist_words = {tuple(tokenize(w)): True for w in insist.get("words") or ()}
         self.insist_magnitude = float(insist.get("magnitude", 2.0))
         self.soft_rate = float(insist.get("soft_rate", 0.5))
         self.soft_share = float(insist.get("soft_share", 0.25))
         self.monochrome = dict(pe.get("monochrome") or {})
         # Nouns that follow "the" without naming a place ("the colours", "the mood", "the edit").
-        self.not_places = {t for w in pe.get("not_places") or () for t in _tokens(w)}
+        self.not_places = {t for w in pe.get("not_places") or () for t in tokenize(w)}
         guesses = dict(pe.get("place_guesses") or {})
         self.place_default = guesses.get("default")
-        self.place_relations = {tuple(_tokens(w)): True for w in guesses.get("relations") or ()}
+        self.place_relations = {tuple(tokenize(w)): True for w in guesses.get("relations") or ()}
         self.place_relation_target = guesses.get("relation_target")
         self.place_nouns = {str(k): str(v) for k, v in (guesses.get("nouns") or {}).items()}
         for t in [self.place_default, self.place_relation_target, *self.place_nouns.values()]:
@@ -232,21 +224,21 @@ class Vocabulary:
                                       if normalize_mask_spec(dict(s, invert=bool(s.get("invert")))) == around}
         # "ok cool, now more contrast", "thanks! undo the last one": chat said before a request
         router = dict(pe.get("router") or {})
-        self.preamble = {tuple(plain_words(_tokens(str(w)))) for e in (router.get("chat") or {}).values()
-                         for w in e.get("words") or ()} | {tuple(plain_words(_tokens(str(w))))
+        self.preamble = {tuple(plain_words(tokenize(str(w)))) for e in (router.get("chat") or {}).values()
+                         for w in e.get("words") or ()} | {tuple(plain_words(tokenize(str(w))))
                                                            for w in router.get("filler") or ()}
         self.preamble.discard(())
-        self.preamble_ends = {t for w in router.get("preamble_ends") or () for t in _tokens(str(w))}
+        self.preamble_ends = {t for w in router.get("preamble_ends") or () for t in tokenize(str(w))}
         fixes = dict(pe.get("spelling") or {})
-        self.spelling_extra = {t for w in fixes.get("known") or () for t in _tokens(str(w))}
+        self.spelling_extra = {t for w in fixes.get("known") or () for t in tokenize(str(w))}
         self.phrases: dict[tuple[str, ...], tuple[str, Any]] = {}
         for cat in _CATEGORY_ORDER:
             for phrase, key in lists[cat]:
-                toks = tuple(_tokens(phrase))
+                toks = tuple(tokenize(phrase))
                 if toks and toks not in self.phrases:
                     self.phrases[toks] = (cat, key)
         self.longest = max((len(t) for t in self.phrases), default=1)
-        self.known_words = ({t for phrase in self.phrases for t in phrase} | _FILLER | self.chatter | self.not_places
+        self.known_words = ({t for phrase in self.phrases for t in phrase} | FILLER | self.chatter | self.not_places
                             | {t for f in self.frames for t in f} | {t for f in self.wishes for t in f}
                             | {t for k in (*self.repeat, *self.pull_back, *self.fractions, *self.retarget) for t in k}
                             | self.statements | _router_words(router) | self.spelling_extra)
@@ -264,24 +256,24 @@ class Vocabulary:
 
         "cool the highlights" keeps its "cool": a chat word that runs straight into the request stays.
         """
-        words = [m for m in re.finditer(r"[a-z0-9][a-z0-9']*|[,;.!?:]", text.lower().replace("\u2019", "'"))]
-        toks = plain_words([m.group(0) for m in words])
+        spans = token_spans(text)
+        toks = plain_words([t for t, _ in spans])
         i, chatted = 0, False
         longest = max((len(k) for k in self.preamble), default=1)
         while i < len(toks):
             n = next((n for n in range(min(longest, len(toks) - i), 0, -1) if tuple(toks[i:i + n]) in self.preamble), 0)
             if n:
                 i, chatted = i + n, True
-            elif toks[i] in _HARD_SEPARATORS and chatted:
+            elif toks[i] in SEPARATORS and chatted:
                 i += 1
             else:
                 break
         if not chatted or i >= len(toks) or i == 0:
             return text
         prev = toks[i - 1]
-        if prev not in _HARD_SEPARATORS and prev not in self.preamble_ends:
+        if prev not in SEPARATORS and prev not in self.preamble_ends:
             return text
-        return text[words[i].start():]
+        return text[spans[i][1]:]
 
     def join_particles(self, text: str) -> str:
         """"calm the highlights down" -> "calm down the highlights ": a separable verb of
@@ -293,7 +285,7 @@ class Vocabulary:
     # -- typing slips ----------------------------------------------------
     def spell(self, text: str) -> str:
         """``text`` with typing slips of known words put right ("brigther" -> "brighter"); see
-        :class:`agent.conversation.spelling.Speller`."""
+        :class:`agent.conversation.words.Speller`."""
         return self.speller(text)
 
     # -- capability text for "I don't know how to do that yet" ----------
@@ -314,12 +306,6 @@ class Vocabulary:
         return "; ".join(parts) + "."
 
 
-def _tokens(text: str) -> list[str]:
-    text = text.lower().replace("\u2019", "'").replace("\u2018", "'")
-    text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", text)    # golden-hour, black-and-white
-    return plain_possessives(_TOKEN.findall(text))
-
-
 def _router_words(router: Mapping) -> set[str]:
     """Every word of the router's tables ("what have you changed", "originally"): known to the speller,
     never "corrected" to a near one."""
@@ -329,12 +315,7 @@ def _router_words(router: Mapping) -> set[str]:
                *(w for table in (router.get("questions") or {}).values() for w in table or ()),
                *(w for key in ("question_starts", "advice_starts", "request_starts", "preamble_ends")
                  for w in router.get(key) or ())]
-    return {t for w in phrases for t in _tokens(str(w))}
-
-
-def plain_words(tokens: list[str]) -> list[str]:
-    """``tokens`` with their apostrophes dropped, as people often type them: "thats" is "that's"."""
-    return [t.replace("'", "") for t in tokens]
+    return {t for w in phrases for t in tokenize(str(w))}
 
 
 #: Modifier phrases that may give their last word to a following quality phrase.
@@ -350,13 +331,13 @@ def _starts_quality(vocab: Vocabulary, tokens: list[str], j: int) -> bool:
     return False
 
 
-def _match(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
+def read_pieces(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
     """Greedy longest-phrase matching; unmatched tokens become 'word'/'number'/'separator' pieces."""
     pieces: list[Piece] = []
     i = 0
     while i < len(tokens):
         tok = tokens[i]
-        special = tok in _HARD_SEPARATORS or re.fullmatch(r"[+-]?\d+(?:\.\d+)?%?", tok)
+        special = tok in SEPARATORS or is_number(tok)
         if special:
             # a phrase that starts with a number or a colon ("3:2", "16:9") wins over the number
             n = next((n for n in range(min(vocab.longest, len(tokens) - i), 1, -1)
@@ -366,11 +347,11 @@ def _match(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
                 pieces.append(Piece(hit[0], hit[1], " ".join(tokens[i:i + n]), i))
                 i += n
                 continue
-        if tok in _HARD_SEPARATORS:
+        if tok in SEPARATORS:
             pieces.append(Piece("separator", "hard", tok, i))
             i += 1
             continue
-        if re.fullmatch(r"[+-]?\d+(?:\.\d+)?%?", tok):
+        if is_number(tok):
             pieces.append(Piece("number", float(tok.rstrip("%")), tok, i))
             i += 1
             continue
@@ -390,20 +371,3 @@ def _match(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
             pieces.append(Piece("word", tok, tok, i))
             i += 1
     return pieces
-
-
-
-def find_phrases(tokens: list[str], table: Mapping[tuple[str, ...], Any]) -> list[tuple[int, int, Any]]:
-    """Non-overlapping phrases of ``table`` in ``tokens``, longest first: [(position, length, value)]."""
-    longest = max((len(k) for k in table), default=0)
-    out, i = [], 0
-    while i < len(tokens):
-        for n in range(min(longest, len(tokens) - i), 0, -1):
-            key = tuple(tokens[i:i + n])
-            if key in table:
-                out.append((i, n, table[key]))
-                i += n
-                break
-        else:
-            i += 1
-    return out

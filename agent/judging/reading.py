@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
-from agent.conversation.spelling import Speller, plain_possessives
+from agent.conversation.words import SEPARATORS, PhraseTable, Speller, normalise, tokenize
 
 READING_FILE = Path(__file__).resolve().parents[2] / "profiles" / "_reading.yaml"
 #: The planner's profile: its complaint table (``prompt_engineering.complaints``) is read, not copied.
@@ -110,8 +110,8 @@ class Lexicon:
 
 
 def _norm(text: str) -> str:
-    text = text.lower().replace("’", "'").replace("‘", "'")
-    return re.sub(r"\s+", " ", text).strip()
+    """A table's phrase as the tokens it matches, joined by spaces ("washed-out" -> "washed out")."""
+    return " ".join(_tokens(text))
 
 
 def _moves(where: str, data: Mapping) -> tuple[tuple[str, int], ...]:
@@ -356,27 +356,19 @@ def _place_words(target: str) -> str:
 
 # -- matching --------------------------------------------------------------------------
 
-_WORD = re.compile(r"[a-z0-9&/'-]+")
-
-
 def _tokens(text: str) -> list[str]:
-    return plain_possessives(_WORD.findall(text))
+    """The shared tokens (agent/conversation/words.py) without punctuation: the reading works on words."""
+    return [t for t in tokenize(text) if t not in SEPARATORS]
+
+
+@functools.lru_cache(maxsize=256)
+def _table(phrases: tuple[str, ...]) -> PhraseTable[str]:
+    return PhraseTable((p, p) for p in phrases)
 
 
 def _find_phrases(tokens: Sequence[str], phrases: Iterable[str]) -> list[tuple[int, int, str]]:
-    """(start, end, phrase) of whole-word matches, longest first, non-overlapping."""
-    by_len = sorted({p for p in phrases if p}, key=lambda p: -len(p.split()))
-    taken = [False] * len(tokens)
-    out = []
-    for p in by_len:
-        words = p.split()
-        n = len(words)
-        for i in range(len(tokens) - n + 1):
-            if tokens[i:i + n] == words and not any(taken[i:i + n]):
-                out.append((i, i + n, p))
-                for k in range(i, i + n):
-                    taken[k] = True
-    return sorted(out)
+    """(start, end, phrase) of whole-word matches, non-overlapping, in order (the shared longest-span rule)."""
+    return [(s, s + n, p) for s, n, p in _table(tuple(p for p in phrases if p)).find(list(tokens))]
 
 
 def _has(tokens: Sequence[str], phrases: Iterable[str]) -> bool:
@@ -566,7 +558,7 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     takes the moves of the last readable change in ``history``.
     """
     lex = lexicon or load_lexicon()
-    text = _ANSWER.sub(" ", _norm(message)).strip()
+    text = _ANSWER.sub(" ", " ".join(normalise(message).split())).strip()
     if lex.speller is not None:
         text = lex.speller(text)
     tokens = _tokens(text)

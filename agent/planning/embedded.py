@@ -32,8 +32,9 @@ from dataclasses import replace
 from pipeline.state import WHOLE_FRAME_OPS
 from agent.planning.base import Plan, PlanRequest, SubGoal
 from agent.planning.followups import read_followup
-from agent.planning.grammar import Draft, Move, _read
-from agent.conversation.vocabulary import Vocabulary, _match, _tokens, find_phrases
+from agent.planning.grammar import Draft, Move, read_request
+from agent.conversation.vocabulary import Vocabulary, read_pieces
+from agent.conversation.words import find_phrases, tokenize
 from pipeline import ops
 from pipeline.masks import describe_mask, normalize_mask_spec
 from pipeline.state import EditState
@@ -129,10 +130,10 @@ def _on_the_requests_places(extra: list[Move], moves: list[Move]) -> list[Move]:
 
 def _insisted(vocab: Vocabulary, message: str) -> bool:
     """Whether the person insists past the sweet spots: an insist phrase, a number, or a huge magnitude."""
-    tokens = _tokens(message)
+    tokens = tokenize(message)
     if find_phrases(tokens, vocab.insist_words):
         return True
-    for p in _match(vocab, tokens):
+    for p in read_pieces(vocab, tokens):
         if p.category == "number" or (p.category == "magnitude" and vocab.magnitudes[p.key] >= vocab.insist_magnitude):
             return True
     return False
@@ -277,7 +278,7 @@ class EmbeddedPlanner:
             draft = Draft(moves=followup.moves, notes=followup.notes, understood_any=True,
                           followup=followup.dialogue)
         else:
-            draft = _read(vocab, message, request, "message")
+            draft = read_request(vocab, message, request, "message")
         guessed = ""
         if draft.unknown_places and not any(m.target for m in draft.moves):
             if not draft.place_guess:
@@ -429,12 +430,12 @@ class EmbeddedPlanner:
         diagnoses = list(request.diagnoses)
         if request.feedback and not request.diagnoses and read_words:
             # The person's words ("too strong", "cooler instead") or a judge text without diagnoses.
-            fb = _read(self.vocab, request.feedback, request, "feedback", order0=10_000)
+            fb = read_request(self.vocab, request.feedback, request, "feedback", order0=10_000)
             extra += fb.moves
             if not fb.moves:
-                text = " ".join(_tokens(request.feedback))
+                text = " ".join(tokenize(request.feedback))
                 for name, words in self.profile.iteration_signal_words().items():
-                    if any(re.search(rf"(?<![a-z']){re.escape(' '.join(_tokens(w)))}(?![a-z'])", text) for w in words):
+                    if any(re.search(rf"(?<![a-z']){re.escape(' '.join(tokenize(w)))}(?![a-z'])", text) for w in words):
                         diagnoses.append(name)
         applied = False
         for i, diagnosis in enumerate(dict.fromkeys(diagnoses)):

@@ -25,8 +25,8 @@ import math
 from dataclasses import dataclass, field
 
 from agent.planning.grammar import Draft, Move
-from agent.conversation.vocabulary import _FILLER, _HARD_SEPARATORS, MAX_MESSAGE_CHARS, Intent, Problem, Vocabulary, \
-    _match, _tokens, find_phrases
+from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Problem, Vocabulary, read_pieces
+from agent.conversation.words import SEPARATORS, find_phrases, tokenize
 from pipeline import ops
 from pipeline.masks import normalize_mask_spec
 from pipeline.state import EditState
@@ -138,10 +138,10 @@ def _pull_back_base(vocab: Vocabulary, base, only: set[str] | None, scale: float
 
 def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     """The follow-up ``message`` asks for, or None when it is a request of its own."""
-    tokens = _tokens((message or "")[:MAX_MESSAGE_CHARS])
+    tokens = tokenize((message or "")[:MAX_MESSAGE_CHARS])
     if not tokens:
         return None
-    pieces = _match(vocab, tokens)
+    pieces = read_pieces(vocab, tokens)
     if any(p.category in _ANCHORS for p in pieces):
         return None
     repeat = find_phrases(tokens, vocab.repeat)
@@ -155,8 +155,8 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     for p in pieces:
         if p.category in _CARRIED:
             covered.update(range(p.pos, p.pos + len(p.text.split())))
-    leftover = [t for i, t in enumerate(tokens) if i not in covered and t not in _FILLER
-                and t not in vocab.chatter and t not in _HARD_SEPARATORS]
+    leftover = [t for i, t in enumerate(tokens) if i not in covered and t not in FILLER
+                and t not in vocab.chatter and t not in SEPARATORS]
     if leftover:
         return None
     # magnitude words said besides the follow-up phrase ("way too much"), not inside it ("too far")
@@ -276,7 +276,7 @@ def _repeat_but(vocab: Vocabulary, tokens: list[str], repeat: list) -> float | N
     cut = len(tokens) - 1 - tokens[::-1].index("but")
     if not any(pos < cut for pos, _, _ in repeat):
         return None
-    said = [t for t in tokens[cut + 1:] if t not in _HARD_SEPARATORS]
+    said = [t for t in tokens[cut + 1:] if t not in SEPARATORS]
     for tail in (said, [t for t in said if t not in vocab.chatter]):   # "a bit less" as said, then "less"
         hits = find_phrases(tail, vocab.repeat_but)
         if len(hits) == 1 and hits[0][1] == len(tail):

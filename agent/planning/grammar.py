@@ -12,8 +12,11 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from agent.planning.base import PlanRequest
-from agent.conversation.vocabulary import (_FILLER, MAX_MESSAGE_CHARS, Intent, Piece, Vocabulary, _match,
-                                       _tokens)
+from agent.conversation.clauses import (Clause, around, avoided_degree, guess_place, names_a_thing,
+                                        read_complaints, split_clauses, trailing_also, unknown_places,
+                                        unknown_words)
+from agent.conversation.vocabulary import MAX_MESSAGE_CHARS, Intent, Piece, Vocabulary, read_pieces
+from agent.conversation.words import tokenize
 from pipeline import ops
 from pipeline.masks import normalize_mask_spec
 from pipeline.state import EditState
@@ -25,49 +28,8 @@ UNITS_PER_EV = 50.0
 MIN_TONE_DOWN = 6
 
 # ---------------------------------------------------------------------------
-# Clauses
+# Intents as used in a clause
 # ---------------------------------------------------------------------------
-
-@dataclass
-class Clause:
-    pieces: list[Piece]
-    joined: str | None = None            # how it joins the previous clause: "soft" | "hard" | None
-
-    def of(self, *categories: str) -> list[Piece]:
-        return [p for p in self.pieces if p.category in categories]
-
-    @property
-    def text(self) -> str:
-        return " ".join(p.text for p in self.pieces)
-
-    @property
-    def content_words(self) -> list[str]:
-        return [p.text for p in self.pieces if p.category == "word" and p.text not in _FILLER]
-
-
-def _clauses(pieces: list[Piece]) -> list[Clause]:
-    out: list[Clause] = []
-    current: list[Piece] = []
-    joined: str | None = None
-    pending: str | None = None
-    for p in pieces:
-        if p.category == "separator":
-            if current:
-                out.append(Clause(current, joined))
-                current = []
-                joined = None
-                pending = p.key
-            else:
-                pending = "hard" if "hard" in (pending, p.key) else p.key
-            continue
-        if not current:
-            joined = pending if out else None
-            pending = None
-        current.append(p)
-    if current:
-        out.append(Clause(current, joined))
-    return out
-
 
 @dataclass
 class Use:
@@ -105,101 +67,22 @@ def _op_intent(op_name: str) -> Intent:
                   doing=f"changing {o.label.lower()} of {{where}}")
 
 
-#: Pieces that name a quality: modifiers attach to them, and each starts what is said about it.
-_QUALITIES = ("intent", "band", "problem", "fix", "op")
 
 
-def _avoided_degree(vocab: Vocabulary, clause: Clause) -> Clause:
-    """"don't make it so yellow", "dont make it that dark": an avoid word with a degree word right before
-    the quality (profile grammar.avoid_degree) asks for less of what is there, read as "not so yellow";
-    "don't make it darker" (no degree word) still leaves the quality alone. Only for a clause that no
-    request comes before (:func:`_read`)."""
-    pieces = list(clause.pieces)
-    for i, p in enumerate(pieces):
-        j = next((k for k in range(i + 1, len(pieces)) if pieces[k].category in _QUALITIES), None)
-        if p.category != "avoid" or j is None:
-            continue
-        degree = pieces[j - 1] if j - 1 > i else None
-        if degree is not None and degree.text in vocab.avoid_degree:
-            said = [Piece("reduce", "reduce", "not so", degree.pos)] if degree.category != "reduce" else [degree]
-        elif pieces[j].text.split()[0] in vocab.avoid_degree:
-            said = []                                    # "don't make it too yellow": the complaint itself
-        else:
-            continue
-        # the avoid word and the words after it ("make it") go; places said between them stay
-        kept = [b for b in pieces[i + 1:j - 1 if said else j] if b.category not in ("word", "global")]
-        return Clause(pieces[:i] + kept + said + pieces[j:], clause.joined)
-    return clause
 
 
-def _around(vocab: Vocabulary, clause: Clause) -> Clause:
-    """"behind her", "around him": a relation word (profile place_guesses.relations) right before a place
-    whose complement is the relation's target (the subject, for the background) names that target."""
-    pieces = list(clause.pieces)
-    target = vocab.place_relation_target
-    for i, p in enumerate(pieces):
-        if p.category != "target" or p.key not in vocab.place_relation_of or not target:
-            continue
-        end = i - 1 if i and pieces[i - 1].text in _DETERMINERS else i      # "behind the cat"
-        if any(tuple(" ".join(b.text for b in pieces[k:end]).split()) in vocab.place_relations
-               and all(b.category == "word" for b in pieces[k:end])        # "except her": the except grammar's
-               for k in range(max(0, end - 3), end)):
-            pieces[i] = Piece("target", target, p.text, p.pos)
-    return Clause(pieces, clause.joined)
 
 
-def _complaints(vocab: Vocabulary, clause: Clause, after_complaint: bool = False) -> Clause:
-    """Read a wish word said as a complaint ("looks soft", "it's cold") as that problem.
-
-    A frame word (profile complaints.frames) within the three pieces before it makes it a
-    complaint, unless a wish word ("make it look soft") comes earlier in what is said of it:
-    since the quality or the statement opener (complaints.statements) before it, so "more
-    contrast please, it's a bit flat" complains of flatness. ``after_complaint``: the clause before
-    was a complaint; "and gloomy" opening this one (joined by "and") is said in the same breath
-    ("it's a bit dark and gloomy").
-    """
-    pieces = list(clause.pieces)
-    for i, p in enumerate(pieces):
-        key = tuple(p.text.split())
-        if p.category not in ("intent", "band") or key not in vocab.flippable:
-            continue
-        before = pieces[max(0, i - 3):i]
-        framed = any(tuple(b.text.split()) in vocab.frames or
-                     any((t,) in vocab.frames for t in b.text.split()) for b in before) \
-            or _trailing_also(vocab, pieces, i + 1) \
-            or (after_complaint and clause.joined == "soft"
-                and all(b.category == "magnitude" or
-                        (b.category == "word" and (b.text in _FILLER or b.text in vocab.chatter)) for b in pieces[:i]))
-        start = max((k + 1 for k in range(i) if pieces[k].category in _QUALITIES
-                     or pieces[k].text in vocab.statements), default=0)
-        wished = any(tuple(b.text.split()) in vocab.wishes or (b.text.split()[0],) in vocab.wishes
-                     for b in pieces[start:i])
-        if framed and not wished:
-            pieces[i] = Piece("problem", vocab.flippable[key], p.text, p.pos)
-    return Clause(pieces, clause.joined)
 
 
-def _trailing_also(vocab: Vocabulary, pieces: list[Piece], i: int) -> bool:
-    """Whether ``pieces[i]`` is "too" said last in the clause (only filler after it): "as well"."""
-    if i >= len(pieces) or pieces[i].text not in vocab.trailing_also:
-        return False
-    return all(p.category == "word" and (p.text in _FILLER or p.text in vocab.chatter) for p in pieces[i + 1:])
 
 
-def _unknown_words(vocab: Vocabulary, clause: Clause, before: int | None = None) -> list[str]:
-    """Content words of the clause that no table knows (and that are not filler)."""
-    return [p.text for p in clause.pieces if p.category == "word" and (before is None or p.pos < before)
-            and p.text not in _FILLER and p.text not in vocab.chatter and p.text not in vocab.not_places
-            and p.text not in _DETERMINERS and (p.text,) not in vocab.frames]
 
 
-def _names_a_thing(vocab: Vocabulary, clause: Clause, pos: int) -> bool:
-    """Whether a thing is named before ``pos`` ("the suit is too orange"), not the whole photo."""
-    return bool(_unknown_words(vocab, clause, before=pos))
 
 
 def _uses(vocab: Vocabulary, clause: Clause, after_complaint: bool = False) -> list[Use]:
-    clause = _complaints(vocab, clause, after_complaint)
+    clause = read_complaints(vocab, clause, after_complaint)
     anchors = clause.of("intent", "fix", "op", "problem")
     targets = [p.key for p in clause.of("target")]
     bands = [p.key for p in clause.of("band")]
@@ -208,7 +91,7 @@ def _uses(vocab: Vocabulary, clause: Clause, after_complaint: bool = False) -> l
         if a.category == "problem":
             problem = vocab.problems[a.key]
             where = targets or ([problem.target] if problem.target else [])
-            if problem.band and vocab.object_fix and (targets or _names_a_thing(vocab, clause, a.pos)):
+            if problem.band and vocab.object_fix and (targets or names_a_thing(vocab, clause, a.pos)):
                 # "the suit is too orange": less of that colour there, not a cast on the whole photo
                 uses[a.pos] = [Use(vocab.intents[vocab.object_fix], pos=a.pos, problem=problem.name,
                                    targets=list(targets), bands=[problem.band])]
@@ -220,7 +103,7 @@ def _uses(vocab: Vocabulary, clause: Clause, after_complaint: bool = False) -> l
             uses[a.pos] = [Use(intent, pos=a.pos, targets=list(targets), bands=list(bands),
                                fixes=a.category == "fix")]
     for i, p in enumerate(clause.pieces):
-        if p.category == "reduce" and _trailing_also(vocab, clause.pieces, i):
+        if p.category == "reduce" and trailing_also(vocab, clause.pieces, i):
             continue                     # "bit more colour too": as well, not too much
         if p.category in ("magnitude", "reduce", "avoid", "protect", "number", "set", "reset", "rollback"):
             anchor = _nearest(p, anchors, prefer_after=p.category != "number")
@@ -569,10 +452,10 @@ def _relative_moves(vocab: Vocabulary, name: str, stats: Mapping, order: int, dr
 # Reading one text into a Draft
 # ---------------------------------------------------------------------------
 
-def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order0: int = 0) -> Draft:
+def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order0: int = 0) -> Draft:
     draft = Draft()
-    tokens = _tokens(text[:MAX_MESSAGE_CHARS])
-    clauses = [_around(vocab, c) for c in _clauses(_match(vocab, tokens))]
+    tokens = tokenize(text[:MAX_MESSAGE_CHARS])
+    clauses = [around(vocab, c) for c in split_clauses(read_pieces(vocab, tokens))]
     previous_uses: list[Use] = []
     previous_targets: list[str] = []
     fixed: set[tuple] = set()       # (fix intent, places) already planned for a complaint in this message
@@ -583,7 +466,7 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
         if not previous_uses:
             # "don't make it so yellow" said first; after a request ("warmer but don't make it too orange")
             # it only cautions that request
-            clause = _avoided_degree(vocab, clause)
+            clause = avoided_degree(vocab, clause)
         towards = _towards_uses(vocab, clause, draft.notes)
         if towards is not None:
             # "shift the oranges towards yellow": the shift is the whole clause
@@ -642,8 +525,8 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
                             scale=vocab.magnitudes[mags[0].key] if mags else 1.0)]
             elif bands and (clause.of("reduce", "increase", "magnitude") or not previous_uses or not soft) \
                     and "more_saturated" in vocab.intents \
-                    and (not _unknown_words(vocab, clause) or (clause.of("reduce", "increase") and not
-                         _unknown_words(vocab, Clause([p for p in clause.pieces if p.pos > clause.of("band")[0].pos])))):
+                    and (not unknown_words(vocab, clause) or (clause.of("reduce", "increase") and not
+                         unknown_words(vocab, Clause([p for p in clause.pieces if p.pos > clause.of("band")[0].pos])))):
                 # "less green", "more blue": the band's saturation; "make the suit less orange": the colour
                 # finds the thing (named before it; "give it a green moustache" names a new thing after it)
                 use = Use(vocab.intents["more_saturated"], targets=targets, bands=bands, pos=clause.pieces[0].pos)
@@ -655,7 +538,7 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
                 # "brighten the face and the background": same intents, new targets
                 uses = [replace(u, targets=targets or u.targets, bands=bands or u.bands) for u in previous_uses]
         if not uses and previous_uses and clause.of("magnitude") and not (targets or bands) \
-                and not clause.of("rollback", "reset", "objects", "relative") and not _unknown_words(vocab, clause):
+                and not clause.of("rollback", "reset", "objects", "relative") and not unknown_words(vocab, clause):
             # "brighter, but only a little", "warmer but not too much": a clause that only says how much
             scale = vocab.magnitudes[clause.of("magnitude")[-1].key]
             del draft.moves[previous_span[0]:previous_span[1]]
@@ -671,7 +554,7 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
             elif clause.of("objects") or (clause.of("reset") and targets):
                 draft.objects = True
                 draft.skipped.append(clause.text)
-            elif targets and _unknown_words(vocab, clause):
+            elif targets and unknown_words(vocab, clause):
                 draft.skipped.append(clause.text)        # "make her smile more": not something I can do
             elif targets:
                 draft.skipped.append(clause.text)
@@ -684,7 +567,7 @@ def _read(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order
         places: list[str] = []
         if not targets and not bands and not is_global and not all(u.bands for u in uses):
             # ("the suit is too orange": the colour finds the thing, no place to guess)
-            places = _unknown_places(vocab, clause)
+            places = unknown_places(vocab, clause)
             draft.unknown_places += places
             if places:
                 draft.place_guess = guess_place(vocab, clause.text, places[0])
@@ -767,52 +650,12 @@ def _fix_key(use: Use) -> tuple:
     return use.intent.name, tuple(use.targets), tuple(use.bands)
 
 
-#: Words that introduce a place: "the cup", "her cheek", "on his jacket".
-_DETERMINERS = {"the", "her", "his", "their", "my", "our", "your", "that", "this", "those", "these"}
 
 
-#: Words that end a place's name: "the table around the cup" names the table; "the helmet is
-#: too dark", "the coffee looks flat": the verb after the thing ends it too.
-_PLACE_ENDS = {"around", "behind", "on", "in", "of", "near", "next", "with", "at", "by", "under", "over", "above",
-               "below", "from", "beside", "outside", "inside", "and", "but", "to", "into", "onto", "than",
-               "is", "are", "was", "were", "isn't", "looks", "look", "looking", "seems", "seem", "feels", "feel",
-               "appears", "needs", "need", "has", "have", "got", "gets", "getting"}
 
 
-def _unknown_places(vocab: Vocabulary, clause: Clause) -> list[str]:
-    """Places named with a determiner that no target or mask knows ("brighten the cup").
-
-    The noun is the last word of the run after the determiner ("the fine detail" ->
-    detail), which ends at a preposition ("the table around the cup" -> table).
-    """
-    out = []
-    pieces = clause.pieces
-    for i, det in enumerate(pieces):
-        if det.category != "word" or det.text not in _DETERMINERS:
-            continue
-        run = []
-        for p in pieces[i + 1:]:
-            if p.category != "word" or p.text in _DETERMINERS or p.text in _PLACE_ENDS:
-                break
-            run.append(p.text)
-        if not run:
-            continue
-        noun = run[-1]
-        if noun in _FILLER or noun in vocab.chatter or noun in vocab.not_places:
-            continue
-        out.append(" ".join([det.text] + run))
-    return out
 
 
-def guess_place(vocab: Vocabulary, clause_text: str, place: str) -> str | None:
-    """The target that best stands for a place no mask knows: by relation, by noun, else the default."""
-    from agent.conversation.vocabulary import find_phrases
-
-    tokens = _tokens(clause_text)
-    if vocab.place_relation_target and find_phrases(tokens, vocab.place_relations):
-        return vocab.place_relation_target
-    noun = place.split()[-1]
-    return vocab.place_nouns.get(noun) or vocab.place_nouns.get(noun.rstrip("s")) or vocab.place_default
 
 
 def _apply_uses(vocab: Vocabulary, uses: list[Use], state: EditState, order: int, source: str, draft: Draft,

@@ -7,7 +7,7 @@ end up:
   outside it is clamped, always;
 - ``sweet_spot`` (where the local pipeline looks good, from the engine profile): a *relative* move
   ("much more saturated", three times) stops at the edge of the sweet spot — or where the op already
-  was, if it was past it — unless the person insists (``parameter_space.insist_words`` in the engine
+  was, if it was past it — unless the person insists (``prompt_engineering.insist.words`` in the engine
   profile: "I insist", "anyway", "all the way"...). Absolute values (a look, the person's own slider
   values) are deliberate and are not held.
 
@@ -16,14 +16,12 @@ Every held step comes back with a line for the person saying what was held and h
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any
 
+from agent.conversation.words import PhraseTable, tokenize
 from pipeline import ops
 
-DEFAULT_INSIST = ("i insist", "insist", "anyway", "all the way", "even more than that", "no matter what",
-                  "i know it's a lot", "max it out")
 
 
 def executor_profiles(planner: Any):
@@ -40,10 +38,9 @@ def executor_profiles(planner: Any):
 
 
 def insists(message: str, engine) -> bool:
-    """Does the person's message insist on going past the sweet spot?"""
-    words = tuple(engine.parameter_space.get("insist_words") or DEFAULT_INSIST)
-    text = " ".join(re.sub(r"[^a-z0-9' ]+", " ", (message or "").lower()).split())
-    return any(re.search(rf"(?<![a-z0-9]){re.escape(w.lower())}(?![a-z0-9])", text) for w in words)
+    """Does the person's message insist on going past the sweet spot? (the planner's own insist words)"""
+    words = (engine.prompt_engineering.get("insist") or {}).get("words") or ()
+    return PhraseTable((w, True) for w in words).has(tokenize(message or ""))
 
 
 def hold_to_profile(state, goals: list, engine, model=None, *, insist: bool = False) -> tuple[list, dict[int, dict]]:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from agent.conversation.dialogue import dialogue_state
 from agent.conversation.answers import evaluation_reply, read_photo, recipe_text
 from agent.errors import InvalidInput
-from agent.conversation.vocabulary import _match, _tokens
+from agent.conversation.vocabulary import read_pieces
+from agent.conversation.words import tokenize
 from agent.conversation.router import Route
 from pipeline import ops
 from pipeline.measure import image_stats
@@ -121,7 +122,7 @@ def _question(studio: "Studio", session_id: str, route: Route) -> TurnResult:
 
 def _back_before(studio: "Studio", session_id: str, route: Route, progress, text: str = "") -> TurnResult:
     vocab = studio.router.vocab
-    pieces = _match(vocab, _tokens(" ".join(route.words)))
+    pieces = read_pieces(vocab, tokenize(" ".join(route.words)))
     intents = [p.key for p in pieces if p.category in ("intent", "fix")]
     op_names = [p.key for p in pieces if p.category == "op"]
     for name in intents:

@@ -7,7 +7,7 @@
   ``schemas/tools/generation.json``; an unknown or out-of-range value is
   refused with its key named);
 - chat: generative remove / fill / expand / regenerate / create, parsed by
-  :mod:`agent.planning.generative` before the edit planner runs.
+  :mod:`agent.conversation.generative` before the edit planner runs.
 
 A generative edit is a new version whose EditState carries one more
 :class:`~pipeline.generate.layers.GeneratedLayer` (pixels in the blob store,
@@ -39,6 +39,7 @@ import numpy as np
 
 from agent.errors import AtelierError, InvalidInput
 from agent.loop.state import ActionRecord
+from agent.conversation.generative import vocabulary as generative_words
 from agent.service.records import TurnResult
 from pipeline.generate import operations as gen_ops
 from pipeline.generate.base import GenerationBackend, GenerationError, GenerationParams, NoBackend, backend_from_env
@@ -46,7 +47,7 @@ from pipeline.generate.layers import GeneratedLayer, composite
 from pipeline.state import EditState
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agent.planning.generative import GenerativeRequest
+    from agent.conversation.generative import GenerativeRequest
     from agent.service.studio import Studio
 
 CONTRACT_PATH = Path(__file__).resolve().parents[2] / "schemas" / "tools" / "generation.json"
@@ -367,8 +368,8 @@ class GenerationDesk:
         state = EditState.from_dict(head.state)
         if self._heals_instead(request):
             return None  # no backend: the retouch stage's region fill does "remove this" (the ordinary turn)
-        if request.kind == "regenerate" and not state.generated and request.text.lower().strip(" .!?") in (
-                "try again", "another one", "one more time"):
+        if request.kind == "regenerate" and not state.generated and request.text.lower().strip(" .!?") in \
+                generative_words()["plain_retries"]:
             return None  # "try again" after an ordinary edit is the planner's
         started = time.perf_counter()
         quick: list[str] = []

@@ -38,7 +38,6 @@ from agent.errors import AtelierError, InvalidInput, SessionNotFound
 from agent.judging import default_judge
 from agent.loop.graph import build_graph
 from agent.planning import default_planner
-from agent.planning.generative import parse_generative
 from agent.service import chat
 from agent.service.endpoint import ModelEndpoint
 from agent.service.generation import GenerationDesk
@@ -253,10 +252,12 @@ class Studio:
         text = text.strip()
         if len(text) > MAX_MESSAGE_CHARS:
             raise InvalidInput(f"that message is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS})")
-        generative = self._generative_turn(session_id, text, progress)
-        if generative is not None:
-            return generative
         route = self.router.route(text)
+        if route.kind == "generation":
+            generated = self._generative_turn(session_id, route.request, progress)
+            if generated is not None:
+                return generated
+            route = self.router.route(text, generative=False)   # a heal the retouch stage does
         if route.kind != "modification":
             # small talk, questions and chat commands: answered before any planning (agent/conversation/router.py)
             return chat.handle(self, session_id, route, text, progress)
@@ -268,13 +269,9 @@ class Studio:
                 session = self.store.get_session(session_id)
             return self.turns.start(session, text, progress=progress)
 
-    def _generative_turn(self, session_id: str, text: str, progress: ProgressFn | None) -> TurnResult | None:
+    def _generative_turn(self, session_id: str, request, progress: ProgressFn | None) -> TurnResult | None:
         """Remove / fill / expand / regenerate / create asked in words: answered by generation
-        (agent/service/generation.py) before the router and the planner; None when the message is
-        not a generative request."""
-        request = parse_generative(text)
-        if request is None:
-            return None
+        (agent/service/generation.py), or by the planner when generation hands it back (a heal)."""
         with self.leases.lock(session_id):
             session = self.leases.session(session_id)
             if self.turns.pending(session) is not None:

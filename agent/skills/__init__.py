@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from agent.conversation.words import SEPARATORS, PhraseTable, find_phrases, tokenize, word_lists
 from skills import GATES, Skill, SkillError, SkillStep, check_graph, load_skills
 
 __all__ = ["ImageFacts", "Selection", "SkillPlanner", "TaskPlan", "gate_failures", "plan_tasks", "run_tasks",
@@ -32,9 +33,13 @@ __all__ = ["ImageFacts", "Selection", "SkillPlanner", "TaskPlan", "gate_failures
 
 DEFAULTS = {"min_confidence": 0.5, "max_steps": 16, "colour_chroma": 6.0, "sky_share": 0.04}
 _GATE_WORDS = {"needs_face": "a face", "needs_sky": "a sky", "colour_only": "a colour photo"}
-_CLAUSE_SPLIT = re.compile(r"\s*(?:;|,?\s*\band then\b|,?\s*\bthen\b|,?\s*\bafter that\b|,?\s*\bfollowed by\b)\s*",
-                           re.IGNORECASE)
-_SKILL_ASK = re.compile(r"\b(?:skill|recipe|preset)s?\b", re.IGNORECASE)
+_WORDS = word_lists()
+#: "clean up her skin, then give it a film look": the words that put one task after another.
+_CLAUSE_SPLIT = re.compile(r"\s*(?:;|" + "|".join(rf",?\s*\b{re.escape(w)}\b" for w in sorted(
+    _WORDS["sequence_words"], key=len, reverse=True)) + r")\s*", re.IGNORECASE)
+_OPENER = re.compile(r"^(?:" + "|".join(map(re.escape, sorted(_WORDS["clause_openers"]))) + r")\s+", re.IGNORECASE)
+#: Words that ask for a skill by name ("use the film skill"): profiles/vocabulary/words.yaml.
+_SKILL_ASK = PhraseTable((w, True) for w in _WORDS["skill_asks"])
 
 
 def skills_settings(config: Any = None) -> dict:
@@ -104,18 +109,20 @@ def gate_failures(skill: Skill, facts: ImageFacts | None, registry: Mapping[str,
 # -- selection --------------------------------------------------------------------------------------
 
 def _norm(text: str) -> str:
-    return " ".join(re.sub(r"[^a-z0-9&]+", " ", text.lower().replace("_", " ")).split())
+    """A skill's name, label or phrase, or a clause, as the shared tokens joined by spaces."""
+    return " ".join(t for t in tokenize(text.replace("_", " ")) if t not in SEPARATORS)
 
 
 def _contains(text: str, phrase: str) -> bool:
-    return bool(phrase) and re.search(rf"(?<![a-z0-9]){re.escape(phrase)}(?![a-z0-9])", text) is not None
+    """Whether the normalised ``phrase`` is said, as whole words, in the normalised ``text``."""
+    return bool(phrase) and find_phrases(text.split(), {tuple(phrase.split()): True}) != []
 
 
 def _match(text: str, skill: Skill) -> tuple[float, str]:
     """(confidence 0..1, the phrase that matched) of ``text`` asking for ``skill``."""
     t = _norm(text)
     names = [_norm(skill.name), _norm(skill.label)]
-    asked = bool(_SKILL_ASK.search(text)) or t in names
+    asked = _SKILL_ASK.has(t.split()) or t in names
     best, phrase = 0.0, ""
     for n in names:
         if asked and _contains(t, n) and len(n) > len(phrase):
@@ -191,7 +198,7 @@ def select_skill(clause: str, registry: Mapping[str, Skill], facts: ImageFacts |
 def split_request(text: str) -> list[str]:
     """'clean up her skin, then give it a film look' -> ['clean up her skin', 'give it a film look']."""
     parts = [p.strip(" ,.;") for p in _CLAUSE_SPLIT.split(text or "")]
-    return [re.sub(r"^(?:and|also)\s+", "", p, flags=re.IGNORECASE) for p in parts if p]
+    return [_OPENER.sub("", p) for p in parts if p]
 
 
 # -- task graphs ------------------------------------------------------------------------------------
@@ -302,7 +309,7 @@ class SkillPlanner:
     def claims(self, message: str, registry: Mapping[str, Skill]) -> bool:
         clauses = split_request(message)
         threshold = self.settings["min_confidence"]
-        if _SKILL_ASK.search(message):
+        if _SKILL_ASK.has(tokenize(message)):
             return True
         best = [select_skill(c, registry, None, threshold) for c in clauses]
         if len(clauses) > 1:
@@ -326,7 +333,7 @@ class SkillPlanner:
         facts = ImageFacts.measure(image, self.settings) if image is not None else None
         tasks = plan_tasks(request.message, registry, facts, self.settings["min_confidence"])
         if not tasks.steps:
-            asked_unknown = _SKILL_ASK.search(request.message) and not any(s.candidates for s in tasks.selections)
+            asked_unknown = _SKILL_ASK.has(tokenize(request.message)) and not any(s.candidates for s in tasks.selections)
             refused = [r for s in tasks.selections for r in s.refused]
             if refused:
                 return Plan(sub_goals=[], understood=False, source="skills",

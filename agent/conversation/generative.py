@@ -72,13 +72,13 @@ def _adjustment_words() -> tuple[str, ...]:
 
 def _is_adjustment(text: str) -> bool:
     """"more contrast", "some warmth", "the haze": an edit for the planner, not something to generate."""
-    if re.match(r"^(?:more|less|some more|a bit|a little|a touch|slightly|extra)\b", text):
+    if re.match(rf"^(?:{_alt(vocabulary()['adjustment_openings'])})\b", text):
         return True
     return _has(text, _adjustment_words()) is not None
 
 
 def _clean(text: str) -> str:
-    text = re.sub(r"^(?:the|a|an|that|this|those|these)\s+", "", text.strip(" .!?,;"))
+    text = re.sub(rf"^(?:{_alt(vocabulary()['determiners'])})\s+", "", text.strip(" .!?,;"))
     return text.strip()
 
 
@@ -110,8 +110,8 @@ def parse_generative(message: str) -> GenerativeRequest | None:
     if not text or text.startswith("/"):
         return None
     v = vocabulary()
-    text = re.sub(r"^(?:please|can you|could you|would you|i want to|i'd like to|let's|lets)\s+", "", text)
-    text = re.sub(r"^(?:please)\s+", "", text)
+    text = re.sub(rf"^(?:{_alt(v['politeness'])})\s+", "", text)
+    text = re.sub(rf"^(?:{_alt(v['politeness'][:1])})\s+", "", text)    # "can you please ..."
 
     if re.match(rf"^(?:{_alt(v['regenerate_phrases'])})(?![\w-])", text):
         seed, over = _overrides(text)
@@ -127,7 +127,7 @@ def parse_generative(message: str) -> GenerativeRequest | None:
         return GenerativeRequest("create", prompt=prompt, seed=seed, overrides=over, text=message)
 
     expand = _has(text, v["expand_verbs"])
-    if expand and text.startswith(expand) or (expand and re.match(r"^(?:make it|make the photo)\s", text)):
+    if expand and text.startswith(expand) or (expand and re.match(rf"^(?:{_alt(v['expand_openings'])})\s", text)):
         aspect = None
         if m := _ASPECT.search(text):
             aspect = f"{m.group(1)}:{m.group(2)}"
@@ -136,10 +136,10 @@ def parse_generative(message: str) -> GenerativeRequest | None:
         seed, over = _overrides(text)
         return GenerativeRequest("expand", aspect=aspect, seed=seed, overrides=over, text=message)
 
-    fill = re.match(rf"^(?:{_alt(v['fill_verbs'])})\s+(?P<what>.+?)\s+(?:in|into|on|to|inside|over)\s+"
+    fill = re.match(rf"^(?:{_alt(v['fill_verbs'])})\s+(?P<what>.+?)\s+(?:{_alt(v['fill_links'])})\s+"
                     rf"(?P<where>(?:the\s+)?(?:{_alt(v['selection_words'])}))$", text)
     if fill is None:
-        fill = re.match(rf"^(?:fill|fill in|generative fill)\s+(?P<where>(?:the\s+)?(?:{_alt(v['selection_words'])}))"
+        fill = re.match(rf"^(?:{_alt(v['fill_place_first'])})\s+(?P<where>(?:the\s+)?(?:{_alt(v['selection_words'])}))"
                         r"\s+with\s+(?P<what>.+)$", text)
     if fill is None:
         fill = re.match(r"^generative fill\s*[:,-]?\s*(?P<what>.+)$", text)
@@ -155,7 +155,7 @@ def parse_generative(message: str) -> GenerativeRequest | None:
 
     remove = re.match(rf"^(?:{_alt(v['remove_verbs'])})(?![\w-])\s*(?P<obj>.*)$", text)
     if remove:
-        obj = re.sub(r"\s+(?:from|in|out of)\s+(?:the\s+)?(?:photo|picture|image|shot|background|frame)$", "",
+        obj = re.sub(rf"\s+(?:{_alt(v['object_place_links'])})\s+(?:the\s+)?(?:{_alt(v['object_places'])})$", "",
                      remove.group("obj"))
         if _is_adjustment(obj):
             return None  # "remove the haze": an adjustment, the edit planner's

@@ -1,0 +1,186 @@
+"""Clauses of a message and what is said in them: complaints, places, modifiers, as words.
+
+The planner's vocabulary (:mod:`agent.conversation.vocabulary`) turns a message into pieces;
+this module splits the pieces into clauses and reads how they are said — a wish word said as a
+complaint ("looks soft"), "don't make it so yellow", "behind her", a place no table knows ("the
+cup"). The planner (:mod:`agent.planning.grammar`) and the router read clauses the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent.conversation.vocabulary import FILLER, Piece, Vocabulary
+from agent.conversation.words import find_phrases, tokenize, word_lists
+
+#: Pieces that name a quality: modifiers attach to them, and each starts what is said about it.
+QUALITIES = ("intent", "band", "problem", "fix", "op")
+#: Words that introduce a place: "the cup", "her cheek", "on his jacket".
+DETERMINERS = word_lists()["place_determiners"]
+#: Words that end a place's name: "the table around the cup" names the table; "the helmet is
+#: too dark", "the coffee looks flat": the verb after the thing ends it too.
+PLACE_ENDS = word_lists()["place_ends"]
+
+
+@dataclass
+class Clause:
+    pieces: list[Piece]
+    joined: str | None = None            # how it joins the previous clause: "soft" | "hard" | None
+
+    def of(self, *categories: str) -> list[Piece]:
+        return [p for p in self.pieces if p.category in categories]
+
+    @property
+    def text(self) -> str:
+        return " ".join(p.text for p in self.pieces)
+
+    @property
+    def content_words(self) -> list[str]:
+        return [p.text for p in self.pieces if p.category == "word" and p.text not in FILLER]
+
+
+def split_clauses(pieces: list[Piece]) -> list[Clause]:
+    out: list[Clause] = []
+    current: list[Piece] = []
+    joined: str | None = None
+    pending: str | None = None
+    for p in pieces:
+        if p.category == "separator":
+            if current:
+                out.append(Clause(current, joined))
+                current = []
+                joined = None
+                pending = p.key
+            else:
+                pending = "hard" if "hard" in (pending, p.key) else p.key
+            continue
+        if not current:
+            joined = pending if out else None
+            pending = None
+        current.append(p)
+    if current:
+        out.append(Clause(current, joined))
+    return out
+
+
+def avoided_degree(vocab: Vocabulary, clause: Clause) -> Clause:
+    """"don't make it so yellow", "dont make it that dark": an avoid word with a degree word right before
+    the quality (profile grammar.avoid_degree) asks for less of what is there, read as "not so yellow";
+    "don't make it darker" (no degree word) still leaves the quality alone. Only for a clause that no
+    request comes before (:func:`agent.planning.grammar.read_request`)."""
+    pieces = list(clause.pieces)
+    for i, p in enumerate(pieces):
+        j = next((k for k in range(i + 1, len(pieces)) if pieces[k].category in QUALITIES), None)
+        if p.category != "avoid" or j is None:
+            continue
+        degree = pieces[j - 1] if j - 1 > i else None
+        if degree is not None and degree.text in vocab.avoid_degree:
+            said = [Piece("reduce", "reduce", "not so", degree.pos)] if degree.category != "reduce" else [degree]
+        elif pieces[j].text.split()[0] in vocab.avoid_degree:
+            said = []                                    # "don't make it too yellow": the complaint itself
+        else:
+            continue
+        # the avoid word and the words after it ("make it") go; places said between them stay
+        kept = [b for b in pieces[i + 1:j - 1 if said else j] if b.category not in ("word", "global")]
+        return Clause(pieces[:i] + kept + said + pieces[j:], clause.joined)
+    return clause
+
+
+def around(vocab: Vocabulary, clause: Clause) -> Clause:
+    """"behind her", "around him": a relation word (profile place_guesses.relations) right before a place
+    whose complement is the relation's target (the subject, for the background) names that target."""
+    pieces = list(clause.pieces)
+    target = vocab.place_relation_target
+    for i, p in enumerate(pieces):
+        if p.category != "target" or p.key not in vocab.place_relation_of or not target:
+            continue
+        end = i - 1 if i and pieces[i - 1].text in DETERMINERS else i      # "behind the cat"
+        if any(tuple(" ".join(b.text for b in pieces[k:end]).split()) in vocab.place_relations
+               and all(b.category == "word" for b in pieces[k:end])        # "except her": the except grammar's
+               for k in range(max(0, end - 3), end)):
+            pieces[i] = Piece("target", target, p.text, p.pos)
+    return Clause(pieces, clause.joined)
+
+
+def read_complaints(vocab: Vocabulary, clause: Clause, after_complaint: bool = False) -> Clause:
+    """Read a wish word said as a complaint ("looks soft", "it's cold") as that problem.
+
+    A frame word (profile complaints.frames) within the three pieces before it makes it a
+    complaint, unless a wish word ("make it look soft") comes earlier in what is said of it:
+    since the quality or the statement opener (complaints.statements) before it, so "more
+    contrast please, it's a bit flat" complains of flatness. ``after_complaint``: the clause before
+    was a complaint; "and gloomy" opening this one (joined by "and") is said in the same breath
+    ("it's a bit dark and gloomy").
+    """
+    pieces = list(clause.pieces)
+    for i, p in enumerate(pieces):
+        key = tuple(p.text.split())
+        if p.category not in ("intent", "band") or key not in vocab.flippable:
+            continue
+        before = pieces[max(0, i - 3):i]
+        framed = any(tuple(b.text.split()) in vocab.frames or
+                     any((t,) in vocab.frames for t in b.text.split()) for b in before) \
+            or trailing_also(vocab, pieces, i + 1) \
+            or (after_complaint and clause.joined == "soft"
+                and all(b.category == "magnitude" or
+                        (b.category == "word" and (b.text in FILLER or b.text in vocab.chatter)) for b in pieces[:i]))
+        start = max((k + 1 for k in range(i) if pieces[k].category in QUALITIES
+                     or pieces[k].text in vocab.statements), default=0)
+        wished = any(tuple(b.text.split()) in vocab.wishes or (b.text.split()[0],) in vocab.wishes
+                     for b in pieces[start:i])
+        if framed and not wished:
+            pieces[i] = Piece("problem", vocab.flippable[key], p.text, p.pos)
+    return Clause(pieces, clause.joined)
+
+
+def trailing_also(vocab: Vocabulary, pieces: list[Piece], i: int) -> bool:
+    """Whether ``pieces[i]`` is "too" said last in the clause (only filler after it): "as well"."""
+    if i >= len(pieces) or pieces[i].text not in vocab.trailing_also:
+        return False
+    return all(p.category == "word" and (p.text in FILLER or p.text in vocab.chatter) for p in pieces[i + 1:])
+
+
+def unknown_words(vocab: Vocabulary, clause: Clause, before: int | None = None) -> list[str]:
+    """Content words of the clause that no table knows (and that are not filler)."""
+    return [p.text for p in clause.pieces if p.category == "word" and (before is None or p.pos < before)
+            and p.text not in FILLER and p.text not in vocab.chatter and p.text not in vocab.not_places
+            and p.text not in DETERMINERS and (p.text,) not in vocab.frames]
+
+
+def names_a_thing(vocab: Vocabulary, clause: Clause, pos: int) -> bool:
+    """Whether a thing is named before ``pos`` ("the suit is too orange"), not the whole photo."""
+    return bool(unknown_words(vocab, clause, before=pos))
+
+
+def unknown_places(vocab: Vocabulary, clause: Clause) -> list[str]:
+    """Places named with a determiner that no target or mask knows ("brighten the cup").
+
+    The noun is the last word of the run after the determiner ("the fine detail" ->
+    detail), which ends at a preposition ("the table around the cup" -> table).
+    """
+    out = []
+    pieces = clause.pieces
+    for i, det in enumerate(pieces):
+        if det.category != "word" or det.text not in DETERMINERS:
+            continue
+        run = []
+        for p in pieces[i + 1:]:
+            if p.category != "word" or p.text in DETERMINERS or p.text in PLACE_ENDS:
+                break
+            run.append(p.text)
+        if not run:
+            continue
+        noun = run[-1]
+        if noun in FILLER or noun in vocab.chatter or noun in vocab.not_places:
+            continue
+        out.append(" ".join([det.text] + run))
+    return out
+
+
+def guess_place(vocab: Vocabulary, clause_text: str, place: str) -> str | None:
+    """The target that best stands for a place no mask knows: by relation, by noun, else the default."""
+    tokens = tokenize(clause_text)
+    if vocab.place_relation_target and find_phrases(tokens, vocab.place_relations):
+        return vocab.place_relation_target
+    noun = place.split()[-1]
+    return vocab.place_nouns.get(noun) or vocab.place_nouns.get(noun.rstrip("s")) or vocab.place_default

@@ -1,0 +1,246 @@
+"""Words as people type them, read one way: normalising, tokens, typing slips, possessives, phrases.
+
+Every reader of a message — the router, the planners, the judge's reading, the
+executor's limits, the skill registry, the generative parser — takes its tokens
+and matches its phrases here, so a word means the same to all of them. The
+English word lists this module needs are data (``profiles/vocabulary/words.yaml``).
+
+- :func:`tokenize`: lower case, curly quotes straight, letters joined by a hyphen
+  split ("golden-hour" is "golden hour"), numbers kept whole ("+20", "50%"),
+  punctuation marks as tokens of their own, possessives read (:func:`plain_possessives`).
+- :class:`PhraseTable` / :func:`find_phrases`: phrases matched on whole tokens;
+  overlapping matches resolve by one rule, spaCy's ``filter_spans``: the longest
+  span wins, and of two as long the earlier one.
+- :class:`Speller`: a typing slip of a known word put right ("brigther" -> "brighter").
+
+    >>> tokenize("The sky's a bit too bright, make it 20% darker!")
+    ['the', 'sky', 'a', 'bit', 'too', 'bright', ',', 'make', 'it', '20%', 'darker', '!']
+    >>> PhraseTable({"too bright": "fix", "bright": "intent"}).find(tokenize("too bright now"))
+    [(0, 2, 'fix')]
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Generic, Iterable, Iterator, Mapping, TypeVar
+
+import yaml
+
+WORDS_FILE = Path(__file__).resolve().parents[2] / "profiles" / "vocabulary" / "words.yaml"
+
+_TOKEN = re.compile(r"[+-]?\d+(?:\.\d+)?%?(?![a-z])|[a-z0-9][a-z0-9&']*|[,;.!?:]")
+_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?%?")
+#: Punctuation that ends a clause; a token of its own.
+SEPARATORS = frozenset({",", ";", ".", "!", "?", ":"})
+#: Letters a short word may have dropped ("warmr" -> "warmer", "darkr" -> "darker").
+_VOWELS = frozenset("aeiou")
+
+V = TypeVar("V")
+
+
+@lru_cache(maxsize=1)
+def word_lists() -> Mapping[str, frozenset[str]]:
+    """The English word lists of ``profiles/vocabulary/words.yaml``, each as a set of tokens."""
+    data = yaml.safe_load(WORDS_FILE.read_text(encoding="utf-8")) or {}
+    return {name: frozenset(str(w).lower() for w in ws or ()) for name, ws in data.items()}
+
+
+def normalise(text: str) -> str:
+    """Lower case, curly apostrophes straight (what every reader does first)."""
+    return (text or "").lower().replace("\u2019", "'").replace("\u2018", "'")
+
+
+def tokenize(text: str) -> list[str]:
+    """The tokens of ``text`` as every reader sees them (see the module docstring)."""
+    text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", normalise(text))    # golden-hour, black-and-white
+    return plain_possessives(_TOKEN.findall(text))
+
+
+def token_spans(text: str) -> list[tuple[str, int]]:
+    """:func:`tokenize`'s tokens (possessives as typed) with where each starts in ``text``."""
+    text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", normalise(text))    # the same length as the text
+    return [(m.group(0), m.start()) for m in _TOKEN.finditer(text)]
+
+
+def words_only(text: str) -> list[str]:
+    """:func:`tokenize` without punctuation marks and numbers: the words of ``text``."""
+    return [t for t in tokenize(text) if t not in SEPARATORS and not _NUMBER.fullmatch(t)]
+
+
+def is_number(token: str) -> bool:
+    """Whether a token is a number ("20", "-15", "+2.5", "50%")."""
+    return bool(_NUMBER.fullmatch(token))
+
+
+def phrase(text: str) -> tuple[str, ...]:
+    """A table phrase as the tokens it matches."""
+    return tuple(tokenize(str(text)))
+
+
+def plain_words(toks: list[str]) -> list[str]:
+    """``toks`` with their apostrophes dropped, as people often type them: "thats" is "that's"."""
+    return [t.replace("'", "") for t in toks]
+
+
+def plain_possessives(toks: list[str]) -> list[str]:
+    """Tokens with "X's" read: "the sky's too bright" (X is) keeps "sky"; "the cat's eyes" (whose)
+    keeps only "eyes", the place meant. Pronoun contractions ("it's") stay as they are."""
+    lists = word_lists()
+    contractions, after_is, owners = lists["contractions"], lists["after_is"], lists["possessive_determiners"]
+    out = []
+    for i, t in enumerate(toks):
+        if not t.endswith("'s") or len(t) <= 3 or t in contractions:
+            out.append(t)
+            continue
+        nxt = toks[i + 1] if i + 1 < len(toks) else ""
+        if nxt.isalpha() and nxt not in after_is and not nxt.endswith("ed"):
+            if out and out[-1] in owners:
+                continue                # "the cat's eyes" -> "the eyes"
+        out.append(t[:-2])
+    return out
+
+
+# -- phrases ------------------------------------------------------------------------------
+
+def _spans(toks: list[str], table: Mapping[tuple[str, ...], Any], longest: int) -> list[tuple[int, int]]:
+    """Every (start, length) at which a phrase of ``table`` matches ``toks``."""
+    out = []
+    for i in range(len(toks)):
+        for n in range(min(longest, len(toks) - i), 0, -1):
+            if tuple(toks[i:i + n]) in table:
+                out.append((i, n))
+    return out
+
+
+def filter_spans(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Non-overlapping spans, the longest first and of equal length the earlier (spaCy's rule)."""
+    taken: set[int] = set()
+    kept = []
+    for start, n in sorted(spans, key=lambda s: (-s[1], s[0])):
+        if not taken.intersection(range(start, start + n)):
+            kept.append((start, n))
+            taken.update(range(start, start + n))
+    return sorted(kept)
+
+
+def find_phrases(toks: list[str], table: Mapping[tuple[str, ...], V]) -> list[tuple[int, int, V]]:
+    """Phrases of ``table`` (token tuples -> values) in ``toks``: [(position, length, value)], in order."""
+    if isinstance(table, PhraseTable):
+        return table.find(toks)
+    longest = max((len(k) for k in table), default=0)
+    return [(s, n, table[tuple(toks[s:s + n])]) for s, n in filter_spans(_spans(toks, table, longest))]
+
+
+class PhraseTable(Mapping[tuple[str, ...], V], Generic[V]):
+    """Phrases (as said in a table) -> values, compiled once; ``find`` matches them in tokens.
+
+    A phrase listed twice keeps its first value (tables list the stronger meaning first).
+    """
+
+    def __init__(self, entries: Mapping[str, V] | Iterable[tuple[str, V]] = ()):
+        items = entries.items() if isinstance(entries, Mapping) else entries
+        self._table: dict[tuple[str, ...], V] = {}
+        self.text: dict[tuple[str, ...], str] = {}
+        for said, value in items:
+            key = said if isinstance(said, tuple) else phrase(said)
+            if key and key not in self._table:
+                self._table[key] = value
+                self.text[key] = " ".join(key)
+        self.longest = max((len(k) for k in self._table), default=0)
+
+    @classmethod
+    def of(cls, phrases: Iterable[str]) -> "PhraseTable[str]":
+        """A table of phrases whose value is the phrase itself (as its tokens joined by spaces)."""
+        return cls((p, " ".join(phrase(p))) for p in phrases)
+
+    def __getitem__(self, key: tuple[str, ...]) -> V:
+        return self._table[key]
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        return iter(self._table)
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def find(self, toks: list[str]) -> list[tuple[int, int, V]]:
+        """[(position, length, value)] of the phrases in ``toks``, in order (see :func:`filter_spans`)."""
+        return [(s, n, self._table[tuple(toks[s:s + n])])
+                for s, n in filter_spans(_spans(toks, self._table, self.longest))]
+
+    def has(self, toks: list[str]) -> bool:
+        return bool(self.find(toks))
+
+
+# -- typing slips -------------------------------------------------------------------------
+
+class Speller:
+    """Corrects a word no table knows, of at least ``min_length`` letters, that is one edit
+    (a swap of neighbours, a letter added, dropped or changed) from exactly one known word.
+    A shorter word, of at least ``dropped_min_length`` letters, is corrected only to the one known
+    word that is the typed one with a vowel put back inside it ("warmr" -> "warmer"): short real
+    words lie one edit from many others ("older" / "colder"). A guess with a rival, or a word
+    shorter still, is left as typed."""
+
+    def __init__(self, known: Iterable[str], min_length: int = 6, dropped_min_length: int | None = None):
+        self.known = frozenset(known)
+        self.min_length = int(min_length)
+        self.dropped_min_length = min(int(dropped_min_length or min_length), self.min_length)
+        self._by_length: dict[int, list[str]] = {}
+        for w in sorted(self.known):
+            if w.isalpha() and len(w) >= self.dropped_min_length - 1:
+                self._by_length.setdefault(len(w), []).append(w)
+
+    @classmethod
+    def from_profile(cls, known: Iterable[str], spelling: Mapping | None) -> "Speller":
+        """A speller with the vocabulary's ``spelling`` lengths."""
+        spelling = spelling or {}
+        return cls(known, int(spelling.get("min_length", 6)), spelling.get("dropped_min_length"))
+
+    def word(self, word: str) -> str:
+        low = word.lower()
+        if len(low) < self.dropped_min_length or low in self.known:
+            return word
+        if len(low) < self.min_length:     # a short word: only a vowel put back ("darkr" is not "darks")
+            near = [w for w in self._by_length.get(len(low) + 1, ()) if dropped_vowel(low, w)]
+        else:
+            near = [w for n in (len(low) - 1, len(low), len(low) + 1) for w in self._by_length.get(n, ())
+                    if one_edit(low, w) and not another_form(low, w)]
+        return near[0] if len(near) == 1 else word
+
+    def __call__(self, text: str) -> str:
+        return re.sub(r"[A-Za-z]+", lambda m: self.word(m.group(0)), text)
+
+
+def one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ by one edit: a swap of neighbours, one letter added, dropped or changed."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    i = next((k for k in range(len(short)) if short[k] != long_[k]), len(short))
+    return short[i:] == long_[i + 1:]
+
+
+def another_form(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ only by a last letter ("cartoon" / "cartoony"): another word, not a
+    slip; a doubled last letter ("darkerr") is a slip."""
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return len(long_) == len(short) + 1 and long_.startswith(short) and long_[-1] != short[-1]
+
+
+def dropped_vowel(typed: str, word: str) -> bool:
+    """Whether ``word`` is ``typed`` with one vowel put back inside it, neither its first letter nor its
+    last ("warmr" / "warmer"; not "older" / "colder", nor "brigt" / "bright")."""
+    if len(word) != len(typed) + 1:
+        return False
+    return any(word[:i] + word[i + 1:] == typed and word[i] in _VOWELS for i in range(1, len(word) - 1))
+
+
+__all__ = ["PhraseTable", "SEPARATORS", "Speller", "another_form", "dropped_vowel", "filter_spans",
+           "find_phrases", "is_number", "normalise", "one_edit", "phrase", "plain_possessives", "plain_words",
+           "token_spans", "tokenize", "word_lists", "words_only"]
