@@ -64,16 +64,9 @@ PUBLISHED_AGENT_4K_S = 33.0
 
 def bench_photo(width: int = 3840, height: int = 2160) -> np.ndarray:
     """scikit-image's coffee photo, centre-cropped to the target aspect and upscaled."""
-    img = data.coffee()
-    h, w = img.shape[:2]
-    target = width / height
-    if w / h > target:
-        cw = round(h * target)
-        img = img[:, (w - cw) // 2:(w - cw) // 2 + cw]
-    else:
-        ch = round(w / target)
-        img = img[(h - ch) // 2:(h - ch) // 2 + ch]
-    return np.ascontiguousarray(cv2.resize(img, (width, height), interpolation=cv2.INTER_CUBIC))
+    from pipeline.retouch_peers import photo
+
+    return photo("coffee", width, height)
 
 
 def _stack(run: int, extra: dict | None = None) -> dict:
