@@ -64,16 +64,9 @@ PUBLISHED_AGENT_4K_S = 33.0
 
 def bench_photo(width: int = 3840, height: int = 2160) -> np.ndarray:
     """scikit-image's coffee photo, centre-cropped to the target aspect and upscaled."""
-    img = data.coffee()
-    h, w = img.shape[:2]
-    target = width / height
-    if w / h > target:
-        cw = round(h * target)
-        img = img[:, (w - cw) // 2:(w - cw) // 2 + cw]
-    else:
-        ch = round(w / target)
-        img = img[(h - ch) // 2:(h - ch) // 2 + ch]
-    return np.ascontiguousarray(cv2.resize(img, (width, height), interpolation=cv2.INTER_CUBIC))
+    from pipeline.retouch_peers import photo
+
+    return photo("coffee", width, height)
 
 
 def _stack(run: int, extra: dict | None = None) -> dict:
@@ -573,6 +566,30 @@ def _print_table(r: dict) -> None:
         _print_retouch(r)
 
 
+def run_retouch_peers(runs: int) -> dict:
+    """Retouching side by side with peers (pipeline.retouch_peers): removal on a painted 4000x3000
+    photo against cv2.inpaint (Telea, NS) and skimage's biharmonic inpainting, and straighten residuals."""
+    from pipeline.retouch_peers import removal_peers, straighten_peers
+
+    return {"removal": removal_peers(runs=max(1, min(runs, 5))), "straighten": straighten_peers()}
+
+
+def _print_retouch_peers(p: dict) -> None:
+    r = p["removal"]
+    print(f"Removal against peers: {r['photo']} (same mask for every method)")
+    print(f"  {'method':32s} {'PSNR spots':>10s} {'PSNR object':>11s} {'SSIM':>6s} {'moved >2 outside':>16s} {'ms':>8s}")
+    for name, row in r["rows"].items():
+        print(f"  {name:32s} {row['psnr_spots_db']:10.2f} {row['psnr_object_db']:11.2f} {row['ssim']:6.3f} "
+              f"{row['moved_outside_mask']:16d} {row['ms']:8.1f}")
+    print(f"  Atelier time / Telea time: {r['time_vs_telea']:.2f}x; PSNR over the best of Telea/NS: "
+          f"spots {r['psnr_margin_spots_db']:+.2f} dB, object {r['psnr_margin_object_db']:+.2f} dB")
+    s = p["straighten"]
+    print("Straighten residual (degrees found - degrees turned), detect_tilt:")
+    for name, row in s["residual_deg"].items():
+        print(f"  {name:10s} " + "  ".join(f"{k:>5s}: {v:+.2f}" for k, v in row.items()))
+    print(f"  worst residual: {s['worst_residual_deg']:.2f} degrees (goal 0.5)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipeline.bench", description="Atelier render benchmark")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -581,6 +598,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto", "torch-cpu"],
                         help="also measure the torch render path there (auto: cuda when present; default cpu only)")
     parser.add_argument("--batch", type=int, default=8, help="photos in the batch-throughput run (default 8)")
+    parser.add_argument("--peers", action="store_true",
+                        help="also measure against peer libraries (retouch: cv2.inpaint, skimage; straighten residuals)")
     parser.add_argument("--generate", action="store_true",
                         help="also time a generation with random weights (seconds per step, peak VRAM)")
     args = parser.parse_args(argv)
@@ -590,6 +609,13 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError
     except ValueError:
         parser.error(f"--size: expected WIDTHxHEIGHT of at least 16x16, got {args.size!r}")
+    if args.peers:
+        peers = run_retouch_peers(max(1, args.runs))
+        if args.json:
+            print(json.dumps({"retouch_peers": peers}, indent=2))
+        else:
+            _print_retouch_peers(peers)
+        return 0
     result = run(max(1, args.runs), width, height)
     if args.device != "cpu":
         result["device"] = run_device(args.device, max(1, args.runs), width, height, max(1, args.batch))

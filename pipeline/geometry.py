@@ -36,6 +36,8 @@ import numpy as np
 
 #: crop_aspect choices (index 0 keeps the frame's own aspect).
 ASPECTS: tuple[str, ...] = ("original", "1:1", "4:5", "3:2", "2:3", "16:9", "9:16", "5:4", "4:3", "3:4")
+#: A tilt found below this (degrees) counts as level: auto straighten leaves the photo untouched.
+LEVEL_TOLERANCE = 0.5
 #: The steepest straighten, either way (degrees).
 MAX_ANGLE = 45
 #: The most a free crop may cut from one side (percent), and the least it must keep (percent of a side).
@@ -330,7 +332,8 @@ def detect_tilt(original: np.ndarray, max_tilt: float = 20.0) -> float:
     resolution votes for lines within ``max_tilt`` of horizontal or vertical;
     the strongest line family wins (its angle is the vote-weighted mean of the
     lines within half a degree of the best-supported angle). Returns 0.0 when no line is
-    long enough to trust (a third of the short side).
+    long enough to trust (a third of the short side), and when the tilt found is under
+    :data:`LEVEL_TOLERANCE` (a level photo is neither turned nor cropped).
     """
     img = np.asarray(original)
     if img.ndim == 3:
@@ -363,4 +366,6 @@ def detect_tilt(original: np.ndarray, max_tilt: float = 20.0) -> float:
     support = [(votes[np.abs(angles - a) <= 0.5].sum(), a) for a in angles]
     best = max(support)[1]
     near = np.abs(angles - best) <= 0.5
-    return round(float((angles[near] * votes[near]).sum() / votes[near].sum()), 3)
+    tilt = float((angles[near] * votes[near]).sum() / votes[near].sum())
+    # Below the level tolerance a turn would cost a crop for a lean nobody sees: a level photo stays as it is.
+    return 0.0 if abs(tilt) < LEVEL_TOLERANCE else round(tilt, 3)

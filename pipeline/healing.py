@@ -12,9 +12,8 @@ export of the same state heal the same spots.
 - :func:`find_blemishes`: the same idea inside the skin mask, at the scale of
   the face, away from eyes, nostrils and mouth.
 - :func:`remove_region`: a painted or clicked region filled from its
-  surroundings: inpainting for small areas, and for larger ones a
-  patch-based fill (the best-matching nearby patch, chosen by its border,
-  cloned in with Poisson blending: the healing brush with an automatic source).
+  surroundings (:mod:`pipeline.inpaint`): a biharmonic fill, and where the
+  surroundings are textured, the fine detail of the best-matching nearby patch.
 - :func:`fix_red_eye`: red pupils inside eye boxes found by
   :mod:`pipeline.portrait`, neutralised and darkened.
 """
@@ -26,10 +25,15 @@ from typing import NamedTuple, Sequence
 import cv2
 import numpy as np
 
+from pipeline import inpaint
+
 #: Largest dust spot, as a fraction of the image's long side (a 4K frame: ~46 px; cores up to 1.5 x that).
 DUST_MAX = 0.012
-#: Regions with an equivalent diameter up to this fraction of the long side are inpainted; larger ones patch-filled.
-SMALL_REGION = 0.02
+#: A removal mask counts from this value up (0..1): every pixel it touches is refilled.
+REMOVE_FLOOR = 0.02
+#: Removed regions at least this fraction of the long side across are filled harmonically with the
+#: surroundings' texture; smaller ones (spots, specks) with the smoother biharmonic fill.
+TEXTURE_MIN = 0.012
 
 
 def _luma(img: np.ndarray) -> np.ndarray:
@@ -439,137 +443,46 @@ def _blemishes_in_box(img: np.ndarray, amount: float, skin: np.ndarray, faces, k
                       cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1))) * 255
 
 
-def remove_region(img: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Fill ``mask`` (float or uint8, HxW; > 0.5 / 128 = remove) from its surroundings.
+def remove_region(img: np.ndarray, mask: np.ndarray, strength: float = 1.0) -> np.ndarray:
+    """Fill ``mask`` (float 0..1 or uint8 0..255, HxW) from its surroundings; ``strength`` 0..1 blends
+    the fill over the original (1: the region is replaced).
 
-    Each connected part is handled on its own: small parts are inpainted
-    (Telea), larger ones get the best-matching nearby patch (compared on a
-    ring around the part) cloned in with Poisson blending. Pixels outside the
-    (slightly grown) mask are unchanged.
+    Every pixel the mask touches is unknown; each connected part is filled on its own window
+    by :mod:`pipeline.inpaint` (biharmonic fill, then the surroundings' texture where they are
+    textured). The fill replaces the image fully where the mask is at least half on and blends
+    in along a feathered edge below that; pixels where the mask is 0 never change.
     """
     m = np.asarray(mask)
-    hard = (m > (0.5 if m.dtype.kind == "f" else 127)).astype(np.uint8)
-    if not hard.any():
+    unit = 1.0 if m.dtype.kind == "f" else 255.0
+    support = (m > REMOVE_FLOOR * unit).view(np.uint8)
+    parts, pixels = mask_parts(support, masks=True)
+    if not len(parts):
         return img
     h, w = img.shape[:2]
-    grow = 1 + round(0.002 * max(h, w))
-    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1))
-    grown = np.zeros_like(hard)
-    # Grown window by window: a 4K frame with a few painted regions is mostly empty.
-    for x0, y0, x1, y1 in _merged_boxes(mask_parts(hard)[:, :4], grow + 1, (h, w)):
-        grown[y0:y1, x0:x1] = cv2.dilate(hard[y0:y1, x0:x1], kernel)
     out = img.copy()
-    small = np.zeros((h, w), np.uint8)
-    limit = (SMALL_REGION * max(h, w)) ** 2 * np.pi / 4
-    parts, pixels = mask_parts(grown, masks=True)
-    for (x, y, bw, bh, area), own in zip(parts, pixels):
-        if area <= limit:
-            small[y:y + bh, x:x + bw][own] = 255
+    for (x, y, bw, bh, _), own in zip(parts, pixels):
+        size = max(bw, bh)
+        large = size >= TEXTURE_MIN * max(h, w)
+        # A large region needs room around it for the exemplar search (two sizes each way).
+        pad = max(inpaint.margin_for(size), 2 * size if large else 0)
+        x0, y0, x1, y1 = max(0, x - pad), max(0, y - pad), min(w, x + bw + pad), min(h, y + bh + pad)
+        hole = np.zeros((y1 - y0, x1 - x0), bool)
+        hole[y - y0:y - y0 + bh, x - x0:x - x0 + bw] = own
+        # Other parts inside this window stay unknown too: they are not surroundings.
+        unknown = hole | ((support[y0:y1, x0:x1] > 0) & ~hole)
+        window = img[y0:y1, x0:x1].astype(np.float32)
+        if large:
+            # Harmonic, then texture: over a wide hole a biharmonic surface overshoots on textured
+            # surroundings, and the texture pass restores the grain the smooth fill lacks.
+            filled = inpaint.texture_pass(window, unknown, inpaint.biharmonic_fill(window, unknown, order=1))
         else:
-            part = np.zeros((h, w), np.uint8)
-            part[y:y + bh, x:x + bw][own] = 1
-            out = _patch_fill(out, part, np.array([x, y, bw, bh, area]), in_place=True)
-    if small.any():
-        out = heal_spots(out, small, smooth=False)
+            filled = inpaint.biharmonic_fill(window, unknown)
+        alpha = np.clip(m[y0:y1, x0:x1].astype(np.float32) * np.float32(2.0 / unit), 0.0, 1.0) * hole
+        alpha *= np.float32(strength)
+        blend = window + (filled - window) * alpha[..., None]
+        region = out[y0:y1, x0:x1]
+        region[hole] = np.clip(blend[hole] + 0.5, 0, 255).astype(np.uint8)
     return out
-
-
-def _patch_fill(img: np.ndarray, part: np.ndarray, stat: np.ndarray, in_place: bool = False) -> np.ndarray:
-    """Fill one large hole: pick a source offset whose surroundings match the hole's border best.
-
-    Everything happens in a window around the hole (the search reaches 3 hole sizes away).
-    ``in_place``: write into ``img`` (the caller's own copy) instead of a new image."""
-    H, W = img.shape[:2]
-    x, y, bw, bh = (int(v) for v in stat[:4])
-    reach = 4 * max(bw, bh)
-    wx0, wy0 = max(0, x - reach), max(0, y - reach)
-    wx1, wy1 = min(W, x + bw + reach), min(H, y + bh + reach)
-    if (wx0, wy0, wx1, wy1) != (0, 0, W, H):
-        window = np.ascontiguousarray(img[wy0:wy1, wx0:wx1])
-        filled = _patch_fill(window, np.ascontiguousarray(part[wy0:wy1, wx0:wx1]),
-                             np.array([x - wx0, y - wy0, bw, bh]))
-        out = img if in_place else img.copy()
-        out[wy0:wy1, wx0:wx1] = filled
-        return out
-    h, w = H, W
-    # Compare on a small copy: the hole's bounding box about 48 px across.
-    scale = min(1.0, 48.0 / max(bw, bh))
-    ring_w = max(2, round(0.25 * max(bw, bh)))
-    pad = ring_w + 1
-    # The ring: pixels within ring_w of the hole, found by a distance transform near the hole's box
-    # only (a dilation by a large disc over the whole window is slow).
-    ring = np.zeros_like(part)
-    rx0, ry0, rx1, ry1 = max(0, x - pad), max(0, y - pad), min(w, x + bw + pad), min(h, y + bh + pad)
-    near = cv2.distanceTransform(1 - part[ry0:ry1, rx0:rx1], cv2.DIST_L2, cv2.DIST_MASK_PRECISE) <= ring_w
-    ring[ry0:ry1, rx0:rx1] = near & (part[ry0:ry1, rx0:rx1] == 0)
-    # Structure first: a smooth inpaint makes the search also prefer sources that continue the shading.
-    small_img = cv2.resize(img, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA) if scale < 1 else img
-    sh, sw = small_img.shape[:2]
-    sx, sy = int(x * scale), int(y * scale)
-    sbw, sbh = max(1, int(round(bw * scale))), max(1, int(round(bh * scale)))
-    spad = max(1, int(round(pad * scale)))
-    ring_s = cv2.resize(ring, (sw, sh), interpolation=cv2.INTER_NEAREST) if scale < 1 else ring
-    part_s = cv2.resize(part, (sw, sh), interpolation=cv2.INTER_NEAREST) if scale < 1 else part
-    x0, y0 = max(0, sx - spad), max(0, sy - spad)
-    x1, y1 = min(sw, sx + sbw + spad), min(sh, sy + sbh + spad)
-    tgt = small_img[y0:y1, x0:x1].astype(np.float32)
-    weight = ring_s[y0:y1, x0:x1].astype(np.float32)[..., None]
-    hole_dil = cv2.dilate(part_s, np.ones((3, 3), np.uint8))
-    best, best_cost = None, np.inf
-    span = 3 * max(sbw, sbh)
-    step = max(1, max(sbw, sbh) // 6)
-    for dy in range(-span, span + 1, step):
-        for dx in range(-span, span + 1, step):
-            if abs(dx) < sbw and abs(dy) < sbh:  # the source must not overlap the hole
-                continue
-            X0, Y0, X1, Y1 = x0 + dx, y0 + dy, x1 + dx, y1 + dy
-            if X0 < 0 or Y0 < 0 or X1 > sw or Y1 > sh:
-                continue
-            if hole_dil[Y0:Y1, X0:X1].any():
-                continue
-            src = small_img[Y0:Y1, X0:X1].astype(np.float32)
-            cost = float((((src - tgt) ** 2) * weight).sum()) * (1.0 + 0.15 * np.hypot(dx, dy) / span)
-            if cost < best_cost:
-                best, best_cost = (dx, dy), cost
-    if best is None:  # nowhere to copy from (the hole fills the frame): smooth inpaint instead
-        return heal_spots(img, part * 255, smooth=False)
-    dx, dy = int(round(best[0] / scale)), int(round(best[1] / scale))
-    # Source mask at full resolution, placed at the offset; Poisson-clone it over the hole.
-    bx0, by0 = max(0, x - pad), max(0, y - pad)
-    bx1, by1 = min(w, x + bw + pad), min(h, y + bh + pad)
-    # keep the source window inside the image
-    dx = int(np.clip(dx, -bx0, w - bx1))
-    dy = int(np.clip(dy, -by0, h - by1))
-    src_patch = img[by0 + dy:by1 + dy, bx0 + dx:bx1 + dx]
-    target = img[by0:by1, bx0:bx1]
-    clone_mask = cv2.dilate(part[by0:by1, bx0:bx1], np.ones((3, 3), np.uint8)) * 255
-    clone_mask[0, :] = clone_mask[-1, :] = 0
-    clone_mask[:, 0] = clone_mask[:, -1] = 0
-    # seamlessClone takes its boundary from just inside the mask's edge too: give it a smooth
-    # membrane fill there, never the object being removed.
-    membrane = heal_spots(np.ascontiguousarray(target), clone_mask)
-    blended = _poisson(src_patch, membrane, clone_mask)
-    out = img.copy()
-    sel = part[by0:by1, bx0:bx1].astype(bool) | (clone_mask > 0)
-    region = out[by0:by1, bx0:bx1]
-    region[sel] = blended[sel]
-    return out
-
-
-def _poisson(src: np.ndarray, dst: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """``src`` cloned into ``dst`` (same size) inside ``mask`` with Poisson blending."""
-    if not mask.any():
-        return dst
-    ys, xs = np.nonzero(mask)
-    # seamlessClone places the centre of the mask's bounding box at ``center``.
-    center = (int((xs.min() + xs.max() + 1) // 2), int((ys.min() + ys.max() + 1) // 2))
-    try:
-        return cv2.seamlessClone(np.ascontiguousarray(src), np.ascontiguousarray(dst), mask, center,
-                                 cv2.NORMAL_CLONE)
-    except cv2.error:  # a degenerate mask at the frame edge: plain copy
-        out = dst.copy()
-        out[mask > 0] = src[mask > 0]
-        return out
 
 
 def red_pupils(img: np.ndarray, eyes: Sequence[tuple[float, float, float]]) -> np.ndarray:

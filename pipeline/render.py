@@ -650,8 +650,9 @@ class Renderer:
         return done[1] if done is not None else RetouchReport()
 
     def _retouched_base(self, source: SourceImage, state: EditState, size: tuple[int, int],
-                        frame: Frame | None):
-        """(base pixels, LUT coordinates) when the state retouches, else None.
+                        frame: Frame | None, coords: bool = True):
+        """(base pixels, LUT coordinates) when the state retouches, else None
+        (``coords=False``: the coordinates are not needed and are None).
 
         Retouching works on the original's own frame (spots and regions are found
         there), at the scale of the output; the result is then framed like the original.
@@ -662,6 +663,8 @@ class Renderer:
             return None
         if frame is None:
             img, _ = self.retouched(source, state, size)
+            if not coords:
+                return img, None
             ref, ref_coords = source.resized(size), self._coords(source, size)
             hit = self.renders.get_or_create((source.digest, "retouch-coords", key, size),
                                              lambda: patched_coordinates(img, ref, ref_coords))
@@ -669,6 +672,10 @@ class Renderer:
         s = min(1.0, size[1] / frame.width)
         src_size = (max(1, round(source.height * s)), max(1, round(source.width * s)))
         img, _ = self.retouched(source, state, src_size)
+        if not coords:
+            return self.framed.get_or_create(
+                (source.digest, "retouch-framed-pixels", key, frame.matrix.tobytes(), frame.width, frame.height, size),
+                lambda: _frozen(framed_image(img, frame, size, (source.height, source.width)))), None
         ref, ref_coords = self._framed_reference(source, frame, size, src_size)
         cache_key = (source.digest, "retouch-framed", key, frame.matrix.tobytes(), frame.width,
                      frame.height, size)
@@ -698,12 +705,14 @@ class Renderer:
         base = self._base(source, frame, size)
         if state.is_identity:
             return base
-        retouched = self._retouched_base(source, state, size, frame)
+        g_pixel = _pixel_settings(state.settings)
+        # No colour or tone op anywhere: no LUT pass, so no LUT coordinates to build or patch.
+        needs_lut = bool(g_pixel) or any(_pixel_settings(layer.settings) for layer in state.layers)
+        retouched = self._retouched_base(source, state, size, frame, coords=needs_lut)
         if retouched is not None:
             base, coords = retouched
         else:
-            coords = self._coords(source, size, frame)
-        g_pixel = _pixel_settings(state.settings)
+            coords = self._coords(source, size, frame) if needs_lut else None
         out = apply_lut(self.lut(g_pixel), coords) if g_pixel else base
         masks: list[np.ndarray | None] = []
         fresh = True  # is `out` still LUT(base)? then a layer is one composite LUT on cached coordinates

@@ -93,14 +93,12 @@ def apply_retouch(img: np.ndarray, state: EditState, *, features: Callable[[], p
             report.blemishes = int(cv2.connectedComponents((spots > 0).astype(np.uint8))[0] - 1)
             out = healing.heal_spots(out, spots)
     for layer in removal_layers(state):
-        mask = region(layer.mask, layer.feather) * np.float32(layer.opacity)
+        mask = region(layer.mask, layer.feather)
+        if layer.opacity != 1.0:
+            mask = mask * np.float32(layer.opacity)
         if not (mask > 0.5).any():
             continue
-        filled = healing.remove_region(out, mask)
-        amount = layer.settings["remove"] / 100.0
-        if amount < 1.0:
-            filled = cv2.addWeighted(out, 1.0 - amount, filled, amount, 0.0)
-        out = filled
+        out = healing.remove_region(out, mask, strength=layer.settings["remove"] / 100.0)
         report.regions += 1
     if settings.get("red_eye") and found is not None and found.eyes:
         eyes_px = [(cx * w, cy * h, max(2.0, 1.6 * r * w)) for cx, cy, r in found.eyes]

@@ -126,6 +126,18 @@ def test_a_level_photo_is_left_level():
     assert abs(horizon_angle(render(scene, _state(auto_straighten=1)))) < 0.3
 
 
+@pytest.mark.parametrize("name", ["camera", "seascape"])
+def test_auto_straighten_leaves_a_level_photo_untouched(name):
+    """A level photo is neither turned nor cropped: not one pixel is lost (the lines found on it
+    lean by less than the level tolerance, which no one sees)."""
+    from skimage import data
+
+    photo = seascape() if name == "seascape" else getattr(data, name)()
+    photo = np.ascontiguousarray(np.dstack([photo] * 3) if photo.ndim == 2 else photo)
+    out = render(photo, _state(auto_straighten=1))
+    assert out.shape == photo.shape and np.array_equal(out, photo)
+
+
 # -- crop, aspect, rotate, flip ------------------------------------------------------------
 
 @pytest.mark.parametrize("label", ASPECTS[1:])

@@ -1,0 +1,50 @@
+"""Masks in a person's words: 'the sky', 'blue colours', 'the top of the frame'."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from pipeline.masks.specs import SELECTION_TYPES
+from pipeline.ops import BANDS
+
+
+def where_words(target: Mapping | None) -> str:
+    """' on the sky' for a local target, '' for the whole photo (' on a local area' for a spec it cannot name)."""
+    if not target:
+        return ""
+    try:
+        return f" on {describe_mask(target)}"
+    except (KeyError, TypeError, ValueError):
+        return " on a local area"
+
+
+def describe_mask(spec: Mapping) -> str:
+    """A short phrase a person understands: 'the sky', 'blue colours', 'top of the frame'."""
+    kind = spec.get("type")
+    prefix = "outside " if spec.get("invert") else ""
+    if kind in ("sky", "face", "skin", "subject"):
+        text = {"sky": "the sky", "face": "faces", "skin": "skin", "subject": "the subject"}[kind]
+    elif kind == "luminance":
+        lo, hi = spec.get("low", 0), spec.get("high", 1)
+        text = "the shadows" if hi <= 0.4 else "the highlights" if lo >= 0.6 else f"tones {lo:.0%}-{hi:.0%}"
+    elif kind == "color":
+        hue = spec.get("hue", 0)
+        band = min(BANDS, key=lambda b: min(abs(BANDS[b] - hue), 360 - abs(BANDS[b] - hue)))
+        text = f"{band} colours"
+    elif kind == "gradient":
+        (x0, y0), (x1, y1) = spec.get("start", (0.5, 0)), spec.get("end", (0.5, 1))
+        if abs(y1 - y0) >= abs(x1 - x0):
+            text = "the top of the frame" if y0 < y1 else "the bottom of the frame"
+        else:
+            text = "the left of the frame" if x0 < x1 else "the right of the frame"
+    elif kind == "radial":
+        text = "a radial area"
+    elif kind in SELECTION_TYPES:
+        text = "the selection"
+    elif kind == "invert":
+        text = "everything but " + describe_mask(spec["mask"])
+    else:
+        joiner = " and " if kind == "union" else " within "
+        text = joiner.join(describe_mask(m) for m in spec.get("masks", []))
+    return prefix + text
+
