@@ -16,7 +16,7 @@ A scenario file (YAML, ``evals/scenarios/*.yaml``) looks like::
         review_mode: always              # optional: "always" | "below_auto_approve" | "never" (default)
         steps:
           - say: darken the sky
-            region: {type: sky}          # pipeline/masks.py spec, built on the original
+            region: {type: sky}          # a pipeline.masks spec, built on the original
             expect:
               inside: {L_mean: {down: 2}}
               outside: {L_mean: {within: 1.5}}

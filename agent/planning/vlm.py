@@ -27,7 +27,7 @@ from schemas import Schema, load_schema
 
 log = logging.getLogger(__name__)
 
-#: The mask vocabulary the model may use for local edits (pipeline/masks.py accepts exactly these).
+#: The mask vocabulary the model may use for local edits (pipeline/masks/specs.py accepts exactly these).
 MASK_GUIDE = """\
 Mask specs for "target" (coordinates are fractions of the image, origin top-left; every spec may add "feather": 0..100 and "invert": true):
 - {"type": "sky"}, {"type": "face"}, {"type": "skin"}, {"type": "subject"}: found in the photo
