@@ -73,6 +73,28 @@ class OpError(ValueError):
 
 
 @dataclass(frozen=True)
+class Effect:
+    """How an op shows in the pixels, as the judge measures it (``agent.judging``).
+
+    ``metric`` names a function of (before, after, where) -> signed change in
+    ``unit``; ``full`` is the change expected at value 100 (absolute), or, when
+    ``relative`` names a base measurement, the share of that base (e.g. chroma
+    +100 saturation moves chroma by about half of what was there). ``noise``
+    is the change that means nothing. ``polarity`` -1: the metric runs against
+    the op (dehaze lowers the dark channel).
+    """
+
+    metric: str
+    unit: str
+    full: float
+    relative: str | None = None
+    noise: float = 0.3
+    band: str | None = None
+    shown_as: str | None = None   # a metric a person reads better, shown in the text instead
+    polarity: float = 1.0
+
+
+@dataclass(frozen=True)
 class Op:
     """One adjustment.
 
@@ -105,6 +127,14 @@ class Op:
     choices: tuple = ()
     period: int = 0          # > 0: values wrap modulo this (hues, quarter turns, toggles)
     unit: str = ""
+    #: Where the local pipeline looks good on most photos, and what shows beyond it (the engine
+    #: profile's parameter_space is filled from these; a model's profile may narrow them).
+    sweet_spot: tuple[int, int] | None = None
+    why: str = ""
+    failure_modes: tuple[str, ...] = ()
+    #: What the op moves in the pixels (the judge's measurement), and where its math lives.
+    effect: Effect | None = None
+    math: str = ""
 
     @property
     def wrap(self) -> bool:
@@ -232,57 +262,138 @@ def _declare() -> dict[str, Op]:
     ops = [
         Op("exposure", "Exposure", tone, "tone",
            "Overall brightness in exposure stops, applied in linear light (100 = +2 EV).",
-           "darker, down to -2 EV", "brighter, up to +2 EV"),
+           "darker, down to -2 EV", "brighter, up to +2 EV",
+           sweet_spot=(-60, 60),
+           why="beyond +-1.2 EV in one edit highlights clip or shadows turn to noise; 8-bit input has no more latitude",
+           failure_modes=("highlight clipping on skies and skin", "crushed shadows when darkening"),
+           effect=Effect("lightness", "L*", 22.0),
+           math="pipeline.adjust.adjust_exposure"),
         Op("contrast", "Contrast", tone, "tone",
            "Midtone contrast around middle grey.",
-           "flatter, lower contrast", "punchier, higher contrast"),
+           "flatter, lower contrast", "punchier, higher contrast",
+           sweet_spot=(-40, 45),
+           why="past +45 midtones posterise and skin looks plastic; past -40 the image turns grey and muddy",
+           failure_modes=("posterised midtones", "muddy greys"),
+           effect=Effect("contrast", "contrast (L* spread)", 0.18, relative="contrast", noise=0.15),
+           math="pipeline.adjust.adjust_tone"),
         Op("highlights", "Highlights", tone, "tone",
            "Brightness of the bright tones only; recovers or lifts highlights.",
-           "recover highlights (darker bright areas)", "brighter highlights"),
+           "recover highlights (darker bright areas)", "brighter highlights",
+           sweet_spot=(-80, 40),
+           why="strong recovery is safe; pushing highlights above +40 clips skies",
+           failure_modes=("grey", "flat skies when over-recovered", "clipped skies when boosted"),
+           effect=Effect("upper_tones", "highlight L*", 7.0),
+           math="pipeline.adjust.adjust_tone"),
         Op("shadows", "Shadows", tone, "tone",
            "Brightness of the dark tones only; opens or deepens shadows.",
-           "deeper shadows", "open up shadows (brighter dark areas)"),
+           "deeper shadows", "open up shadows (brighter dark areas)",
+           sweet_spot=(-50, 70),
+           why="opening shadows beyond +70 looks like fake HDR with halos at edges",
+           failure_modes=("halo at high-contrast edges", "noisy shadows"),
+           effect=Effect("lower_tones", "shadow L*", 9.0),
+           math="pipeline.adjust.adjust_tone"),
         Op("whites", "Whites", tone, "tone",
            "The white point: where the brightest tones sit.",
-           "lower white point (greyer whites)", "brighter whites, more clipping"),
+           "lower white point (greyer whites)", "brighter whites, more clipping",
+           sweet_spot=(-40, 30),
+           why="a white point above +30 clips the brightest detail",
+           failure_modes=("clipped whites",),
+           effect=Effect("top_tones", "white L*", 7.0, noise=0.2),
+           math="pipeline.adjust.adjust_tone"),
         Op("blacks", "Blacks", tone, "tone",
            "The black point: where the darkest tones sit.",
-           "crushed, deeper blacks", "lifted, faded blacks"),
+           "crushed, deeper blacks", "lifted, faded blacks",
+           sweet_spot=(-40, 35),
+           why="below -40 shadow detail is crushed; above +35 blacks read as fog",
+           failure_modes=("crushed shadow detail", "milky blacks"),
+           effect=Effect("bottom_tones", "black L*", 8.0, noise=0.2),
+           math="pipeline.adjust.adjust_tone"),
         Op("temperature", "Temperature", "color-temperature", "white balance",
            "White balance along blue-amber at constant luminance.",
-           "cooler (bluer)", "warmer (more amber)"),
+           "cooler (bluer)", "warmer (more amber)",
+           sweet_spot=(-45, 45),
+           why="beyond +-45 the cast reads as a mistake rather than a mood and skin turns orange or grey",
+           failure_modes=("orange skin", "blue-grey skin"),
+           # judged on the grey pixels' balance (exposure and saturation barely move it), shown as b*
+           effect=Effect("warm_balance", "warm/cool balance", 0.65, noise=0.01, shown_as="warmth"),
+           math="pipeline.adjust.adjust_white_balance"),
         Op("tint", "Tint", "color-temperature", "white balance",
            "White balance along green-magenta at constant luminance.",
-           "greener", "more magenta"),
+           "greener", "more magenta",
+           sweet_spot=(-25, 25),
+           why="skin shows tint first; beyond +-25 it turns green or magenta",
+           failure_modes=("green or magenta skin",),
+           # judged on the grey pixels' balance, shown as a*
+           effect=Effect("magenta_balance", "green/magenta balance", 0.22, noise=0.01, shown_as="tint"),
+           math="pipeline.adjust.adjust_white_balance"),
         Op("saturation", "Saturation", "hsl", "color",
            "Colour intensity of every colour alike.",
-           "desaturated (-100 = black and white)", "more saturated"),
+           "desaturated (-100 = black and white)", "more saturated",
+           sweet_spot=(-50, 40),
+           why="saturation beyond +40 posterises skin and bands smooth colour (skies); -100 is a deliberate black and white",
+           failure_modes=("posterised skin", "banding in skies", "neon colours"),
+           effect=Effect("chroma", "chroma", 0.6, relative="chroma"),
+           math="pipeline.adjust.adjust_color"),
         Op("vibrance", "Vibrance", "hsl", "color",
            "Colour intensity that spares already-saturated colours and skin.",
-           "quieter colours, the dullest first", "livelier dull colours, skin protected"),
+           "quieter colours, the dullest first", "livelier dull colours, skin protected",
+           sweet_spot=(-60, 60),
+           why="vibrance protects saturated colours, so it tolerates more than saturation before skin suffers",
+           failure_modes=("oversaturated foliage",),
+           effect=Effect("chroma", "chroma", 0.7, relative="muted_chroma", noise=0.2),
+           math="pipeline.adjust.adjust_color"),
     ]
+    # Band saturations with a sweet spot of their own (skin lives in the oranges, skies in the blues).
+    band_spots = {"orange": dict(sweet_spot=(-30, 30),
+                              why="orange carries skin tones; beyond +-30 skin looks sunburnt or sickly",
+                              failure_modes=("sunburnt or grey skin",)),
+                  "blue": dict(sweet_spot=(-50, 45),
+                              why="skies band first when blue is pushed past +45",
+                              failure_modes=("banding in skies",))}
     for band in BANDS:
         ops += [
             Op(f"hue_{band}", f"{band.title()} hue", "hsl", "hsl",
                f"Shifts the hue of {band} colours (100 = half way to the next band).",
-               "towards the previous hue", "towards the next hue", band=band),
+               "towards the previous hue", "towards the next hue", band=band,
+               effect=Effect("band_hue", f"{band} hue (degrees)", 12.0, noise=0.5, band=band),
+               math="pipeline.adjust.adjust_color"),
             Op(f"saturation_{band}", f"{band.title()} saturation", "hsl", "hsl",
                f"Colour intensity of {band} colours only.",
-               f"muted {band}s (-100 = grey)", f"more saturated {band}s", band=band),
+               f"muted {band}s (-100 = grey)", f"more saturated {band}s", band=band,
+               effect=Effect("band_chroma", f"{band} chroma", 0.45, relative="band_chroma", noise=0.3, band=band),
+               math="pipeline.adjust.adjust_color", **band_spots.get(band, {})),
             Op(f"luminance_{band}", f"{band.title()} luminance", "hsl", "hsl",
                f"Brightness of {band} colours only.",
-               f"darker {band}s", f"brighter {band}s", band=band),
+               f"darker {band}s", f"brighter {band}s", band=band,
+               effect=Effect("band_lightness", f"{band} L*", 12.0, relative="band_headroom", noise=0.3, band=band),
+               math="pipeline.adjust.adjust_color"),
         ]
     ops += [
         Op("clarity", "Clarity", "local-editing", "detail",
            "Local midtone contrast (large-radius unsharp mask).",
-           "softer, dreamier midtones", "crisper midtone texture", kind="spatial"),
+           "softer, dreamier midtones", "crisper midtone texture", kind="spatial",
+           sweet_spot=(-50, 50),
+           why="large-radius local contrast halos along high-contrast edges beyond +-50",
+           failure_modes=("halos", "crunchy texture", "smeared skin when negative"),
+           effect=Effect("texture", "texture", 0.45, relative="texture", noise=0.05),
+           math="pipeline.spatial.clarity"),
         Op("dehaze", "Dehaze", "local-editing", "detail",
            "Removes or adds atmospheric haze (dark-channel prior).",
-           "adds haze", "removes haze, deeper colour", kind="spatial"),
+           "adds haze", "removes haze, deeper colour", kind="spatial",
+           sweet_spot=(-30, 50),
+           why="past +50 the dark-channel prior darkens skies and halos edges; below -30 haze looks like a lens fault",
+           failure_modes=("dark halos around edges", "grey veil"),
+           effect=Effect("haze", "haze (dark channel %)", 8.0, noise=0.2, polarity=-1.0),
+           math="pipeline.spatial.dehaze"),
         Op("sharpen", "Sharpen", "local-editing", "detail",
            "Fine-detail sharpening (small-radius unsharp mask); negative softens.",
-           "softer fine detail", "sharper fine detail", kind="spatial"),
+           "softer fine detail", "sharper fine detail", kind="spatial",
+           sweet_spot=(-40, 60),
+           why="beyond +60 the small-radius unsharp mask shows white halos and amplifies noise",
+           failure_modes=("white halos", "noise"),
+           # fine detail in log units: 100 * ln(after / before); +69 = twice the detail energy
+           effect=Effect("detail", "fine detail", 110.0, noise=3.0),
+           math="pipeline.spatial.sharpen"),
     ]
     from pipeline.finishing import finishing_ops
     from pipeline.geometry import geometry_ops

@@ -4,7 +4,9 @@ A profile has four sections (the format is documented, and validated, by
 ``profiles/_schema.yaml``):
 
 - ``meta``: model_id, family, modality, aliases (how a model id finds its file);
-- ``prompt_engineering`` (+ ``intent_translations``): for planners;
+- ``prompt_engineering`` (+ ``intent_translations``): for planners: how to talk to a model;
+  the engine profile (no model) has ``vocabulary`` instead: the embedded planner's words and
+  grammar, one file per concern in ``profiles/engine/``, merged when the profile loads;
 - ``parameter_space``: per-op ranges, sweet spots and failure modes, for the executor;
 - ``quality_signatures``: expected characteristics, known artifacts, quality floor
   and iteration signals (diagnosis -> op + direction + amount), for the judge and replans.
@@ -147,7 +149,18 @@ class Profile:
 
     @property
     def prompt_engineering(self) -> Mapping:
-        return self.data["prompt_engineering"]
+        """How to talk to the model (VLM profiles; empty for the engine)."""
+        return self.data.get("prompt_engineering") or MappingProxyType({})
+
+    @property
+    def vocabulary(self) -> Mapping:
+        """The embedded planner's words and grammar (the engine profile; empty for VLM profiles)."""
+        return self.data.get("vocabulary") or MappingProxyType({})
+
+    @property
+    def planner_section(self) -> Mapping:
+        """What planners read: a model's prompt_engineering, or the engine's vocabulary."""
+        return self.data.get("prompt_engineering") or self.vocabulary
 
     @property
     def parameter_space(self) -> Mapping:
@@ -163,8 +176,8 @@ class Profile:
 
     # -- per-consumer views (fresh plain dicts; safe to mutate) ---------
     def planner_view(self) -> dict:
-        """prompt_engineering with its intent_translations, plus meta, for planners."""
-        view = _thaw(self.prompt_engineering)
+        """The planner section (prompt_engineering or vocabulary) with its intent_translations, plus meta."""
+        view = _thaw(self.planner_section)
         view.setdefault("intent_translations", {})
         return {"meta": _thaw(self.meta), **view, "is_fallback": self.is_fallback,
                 "warning": self.warning}
@@ -226,20 +239,25 @@ class Profile:
 
     def styles(self) -> list[str]:
         """Names of the named looks (session styles) this profile defines."""
-        return list(self.prompt_engineering.get("styles", {}))
+        return list(self.planner_section.get("styles", {}))
 
     def style(self, name: str) -> dict[str, int]:
         """Absolute op settings of the look called ``name`` ("film", "Black and white")."""
-        styles = self.prompt_engineering.get("styles", {})
+        styles = self.planner_section.get("styles", {})
         wanted = _key(name)
         for key, entry in styles.items():
             if _key(key) == wanted or wanted in {_key(w) for w in entry.get("words", ())}:
                 return dict(entry["settings"])
-        raise ProfileError(str(self.path.name), "prompt_engineering.styles",
+        raise ProfileError(str(self.path.name), f"{self.section_name}.styles",
                            f"no style {name!r}; known styles: {', '.join(styles) or 'none'}")
 
     def intent_translations(self) -> dict:
-        return _thaw(self.prompt_engineering.get("intent_translations", {}))
+        return _thaw(self.planner_section.get("intent_translations", {}))
+
+    @property
+    def section_name(self) -> str:
+        """The planner section's key: "vocabulary" (the engine) or "prompt_engineering"."""
+        return "prompt_engineering" if "prompt_engineering" in self.data else "vocabulary"
 
 
 # -- loading ---------------------------------------------------------------
@@ -367,10 +385,11 @@ def _check_mask(path: Path, where: str, spec: Any) -> None:
 
 def _check_semantics(path: Path, data: dict) -> None:
     """Checks the JSON Schema cannot express: op names, mask specs, ranges, references."""
-    pe = data["prompt_engineering"]
+    section = "prompt_engineering" if "prompt_engineering" in data else "vocabulary"
+    pe = data[section]
     intents = pe.get("intent_translations") or {}
     for name, intent in intents.items():
-        where = f"prompt_engineering.intent_translations.{name}"
+        where = f"{section}.intent_translations.{name}"
         if not intent["ops"]:
             raise ProfileError(str(path), f"{where}.ops", "expected at least one op")
         _check_values(path, f"{where}.ops", intent["ops"], intent.get("mode", "add"))
@@ -380,20 +399,20 @@ def _check_semantics(path: Path, data: dict) -> None:
     levels = (pe.get("magnitudes") or {}).get("words", {})
     for word, entry in levels.items():
         if entry["level"] not in ops.MAGNITUDES:
-            raise ProfileError(str(path), f"prompt_engineering.magnitudes.words.{word}.level",
+            raise ProfileError(str(path), f"{section}.magnitudes.words.{word}.level",
                                f"expected one of {', '.join(ops.MAGNITUDES)}, got {entry['level']!r}")
     for name, target in (pe.get("targets") or {}).items():
-        _check_mask(path, f"prompt_engineering.targets.{name}.mask", target["mask"])
+        _check_mask(path, f"{section}.targets.{name}.mask", target["mask"])
     for band in pe.get("bands") or {}:
         if band not in ops.BANDS:
-            raise ProfileError(str(path), f"prompt_engineering.bands.{band}",
+            raise ProfileError(str(path), f"{section}.bands.{band}",
                                f"expected one of {', '.join(ops.BANDS)}")
     for op_name, pattern in (pe.get("band_ops") or {}).items():
-        _check_op(path, f"prompt_engineering.band_ops.{op_name}", op_name)
+        _check_op(path, f"{section}.band_ops.{op_name}", op_name)
         for band in ops.BANDS:
-            _check_op(path, f"prompt_engineering.band_ops.{op_name}", pattern.format(band=band))
+            _check_op(path, f"{section}.band_ops.{op_name}", pattern.format(band=band))
     for name, style in (pe.get("styles") or {}).items():
-        _check_values(path, f"prompt_engineering.styles.{name}.settings", style["settings"])
+        _check_values(path, f"{section}.styles.{name}.settings", style["settings"])
     for op_name, entry in data["parameter_space"]["ops"].items():
         where = f"parameter_space.ops.{op_name}"
         op = _check_op(path, where, op_name)
@@ -411,15 +430,49 @@ def _check_semantics(path: Path, data: dict) -> None:
                 _check_mask(path, f"{where}.target", adj["target"])
 
 
+def _read_vocabulary(path: Path, data: dict) -> None:
+    """``vocabulary: <folder>``: the folder's YAML files (one per concern) merged into one section.
+
+    A key in two files is an error naming both: each word table has one home.
+    """
+    folder = data.get("vocabulary")
+    if not isinstance(folder, str):
+        return
+    where = path.parent / folder
+    if not where.is_dir():
+        raise ProfileError(str(path), "vocabulary", f"no folder {folder!r} beside the profile")
+    merged: dict = {}
+    home: dict[str, str] = {}
+    for part in sorted(where.glob("*.yaml")):
+        for key, value in _read_yaml(part).items():
+            if key in merged:
+                raise ProfileError(str(part), key, f"already in {home[key]}: a table has one home")
+            merged[key], home[key] = value, part.name
+    data["vocabulary"] = merged
+
+
+def _fill_sweet_spots(data: dict) -> None:
+    """The engine profile's parameter_space: each op's sweet spot, why and failure modes from the registry
+    (pipeline/ops.py), where the profile itself says nothing of that op."""
+    space = data.setdefault("parameter_space", {})
+    space.setdefault("ops", {})
+    if not isinstance(space["ops"], dict):
+        return      # the schema names the problem
+    for op in ops.OPS.values():
+        if op.sweet_spot is not None and op.name not in space["ops"]:
+            space["ops"][op.name] = {"sweet_spot": list(op.sweet_spot), "why": op.why,
+                                     "failure_modes": list(op.failure_modes)}
+
+
 def _fill_looks(path: Path, data: dict) -> None:
-    """The engine profile's named looks (``prompt_engineering.styles``) come from the skill registry.
+    """The engine profile's named looks (``vocabulary.styles``) come from the skill registry.
 
     Looks are skills (``skills/*.yaml``, ``kind: look``); planner code keeps reading
     ``Profile.styles()`` / ``Profile.style(name)``. A style written in the profile itself wins.
     """
     from skills import SkillError, looks
 
-    pe = data.get("prompt_engineering")
+    pe = data.get("vocabulary")
     if not isinstance(pe, dict):
         return
     try:
@@ -436,8 +489,10 @@ def _load_file(path: Path) -> Profile:
     if cached is not None:
         return cached
     data = _resolve_extends(path, _read_yaml(path))
+    _read_vocabulary(path, data)
     if path.stem == LOOKS_PROFILE:
         _fill_looks(path, data)
+        _fill_sweet_spots(data)
     _validate_schema(path, data)
     _check_semantics(path, data)
     profile = Profile(name=path.stem, path=path, data=_freeze(data), requested=path.stem)

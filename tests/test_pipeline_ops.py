@@ -158,3 +158,25 @@ def test_clamp_mode_rounds_values_in_but_never_drops_unknown_ops():
 def test_malformed_json_is_a_clear_error():
     with pytest.raises(EditStateError, match="not valid JSON"):
         EditState.from_json("{settings: ")
+
+
+def test_what_the_project_knows_about_an_op_is_on_its_registry_entry():
+    """Range, stage, sweet spot, measured effect and math: one entry per op (issue 21)."""
+    import importlib
+
+    from profiles import load_profile
+
+    for op in ops.OPS.values():
+        if op.stage in ("white-balance-tone-contrast", "color-temperature", "hsl", "local-editing"):
+            assert op.effect is not None and op.math, op.name
+        if op.math:
+            module, _, name = op.math.rpartition(".")
+            assert callable(getattr(importlib.import_module(module), name)), op.name
+        if op.sweet_spot is not None:
+            low, high = op.sweet_spot
+            assert op.min <= low < 0 < high <= op.max and op.why and op.failure_modes, op.name
+    dehaze = ops.get_op("dehaze")
+    assert (dehaze.stage, dehaze.min, dehaze.max) == ("local-editing", -100, 100)
+    assert dehaze.effect.metric == "haze" and dehaze.effect.polarity == -1.0
+    spot = load_profile("engine").sweet_spot("dehaze")       # the engine profile reads the registry's
+    assert (spot.low, spot.high, spot.why) == (*dehaze.sweet_spot, dehaze.why)

@@ -454,7 +454,7 @@ def test_bad_colour_shift_cast_is_a_profile_error(tmp_path):
     import yaml
     from profiles import ProfileError
     data = load_profile("engine").to_dict()
-    data["prompt_engineering"]["colour_shifts"]["casts"]["green"] = {"greenness": -20}
+    data["vocabulary"]["colour_shifts"]["casts"]["green"] = {"greenness": -20}
     path = tmp_path / "engine_bad.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     with pytest.raises(ProfileError, match=r"colour_shifts\.casts\.green"):

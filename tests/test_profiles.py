@@ -218,7 +218,7 @@ def test_magnitude_words_land_in_their_named_band():
     """A moderate move (the middle of 'moderate') scaled by each word lands in the word's band."""
     low, high = ops.MAGNITUDES["moderate"]
     reference = (low + high) / 2
-    words = load_profile("engine").prompt_engineering["magnitudes"]["words"]
+    words = load_profile("engine").vocabulary["magnitudes"]["words"]
     assert len(words) >= 8
     for word, entry in words.items():
         lo, hi = ops.MAGNITUDES[entry["level"]]
@@ -233,7 +233,7 @@ def test_fallback_warning_text_is_for_people():
 
 def test_engine_colour_shifts_cover_every_band_the_right_way():
     """"X towards Y": a cast for every band, its ops real, each pointing at its colour."""
-    pe = load_profile("engine").prompt_engineering
+    pe = load_profile("engine").vocabulary
     shifts = pe["colour_shifts"]
     low, high = ops.MAGNITUDES["moderate"]
     assert low <= shifts["hue"] <= high
@@ -249,7 +249,7 @@ def test_engine_colour_shifts_cover_every_band_the_right_way():
 
 
 def test_engine_implicit_tone_down_is_a_darkening_intent():
-    pe = load_profile("engine").prompt_engineering
+    pe = load_profile("engine").vocabulary
     name = pe["implicit_intents"]["tone_down"]
     assert pe["intent_translations"][name]["ops"]["exposure"] < 0
     assert "tone down" in pe["grammar"]["tone_down"]

@@ -1,7 +1,7 @@
 """Answers that change nothing: a reading of the photo, the recipe in words, what the agent can do.
 
 Pure functions over measurements (``pipeline.measure.image_stats``), an
-EditState and the profile's rules (``prompt_engineering.photo_reading``); the
+EditState and the profile's rules (``vocabulary.photo_reading``); the
 router's command handler (agent/service/chat.py) turns them into replies.
 """
 

@@ -15,7 +15,7 @@ Four kinds, as in the design documents, plus chat commands and generative reques
   suggestions as quick replies; nothing changes;
 - ``modification``: everything else goes to the planner.
 
-Every phrase is data (``prompt_engineering.router`` of the engine profile). A chat
+Every phrase is data (``vocabulary.router`` of the engine profile). A chat
 or command phrase must cover the whole message (the rest only filler words), so
 "undo the warmth and add contrast" is not mistaken for "undo". Phrases match with or
 without their apostrophes ("thats lovely" is "that's lovely"). A complaint said before
@@ -75,7 +75,7 @@ class Router:
     def __init__(self, profile: str | Profile = "engine", vocab: Vocabulary | None = None):
         self.profile = profile if isinstance(profile, Profile) else load_profile(profile)
         self.vocab = vocab or Vocabulary(self.profile)
-        pe = self.profile.prompt_engineering
+        pe = self.profile.vocabulary
         cfg: Mapping = pe.get("router") or {}
         self.filler = {t for w in cfg.get("filler") or () for t in _words(str(w))}
         # words small talk may have besides its phrases ("thanks, that's really lovely"), and only small talk

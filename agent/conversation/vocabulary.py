@@ -21,7 +21,7 @@ from profiles import Profile, ProfileError
 
 #: Longer messages are cut: a planner request is a sentence or two, not a document.
 MAX_MESSAGE_CHARS = 1000
-#: Words that carry no request of their own (profiles/vocabulary/words.yaml).
+#: Words that carry no request of their own (profiles/language/words.yaml).
 FILLER = word_lists()["filler"]
 
 
@@ -73,10 +73,10 @@ _CATEGORY_ORDER = ("relative", "rollback", "problem", "intent", "fix", "target",
 
 
 class Vocabulary:
-    """The engine profile's prompt_engineering section, compiled for matching."""
+    """The engine profile's vocabulary, compiled for matching."""
 
     def __init__(self, profile: Profile):
-        pe = profile.prompt_engineering
+        pe = profile.vocabulary
         self.profile = profile
         self.intents: dict[str, Intent] = {}
         for name, entry in (pe.get("intent_translations") or {}).items():
@@ -131,14 +131,14 @@ class Vocabulary:
         implicit = dict(pe.get("implicit_intents") or {})
         self.tone_down_intent = implicit.get("tone_down")
         if self.tone_down_intent is not None and self.tone_down_intent not in self.intents:
-            raise ProfileError(str(profile.path), "prompt_engineering.implicit_intents.tone_down",
+            raise ProfileError(str(profile.path), "vocabulary.implicit_intents.tone_down",
                                f"no intent called {self.tone_down_intent!r}")
         # "shift the oranges towards yellow" (a hue move), "shift the tint towards green" (a cast).
         shifts = dict(pe.get("colour_shifts") or {})
         self.shift_hue = int(shifts.get("hue", 0))
         self.casts: dict[str, tuple[tuple[str, int], ...]] = {}
         for band, moves in (shifts.get("casts") or {}).items():
-            where = f"prompt_engineering.colour_shifts.casts.{band}"
+            where = f"vocabulary.colour_shifts.casts.{band}"
             if band not in ops.BANDS:
                 raise ProfileError(str(profile.path), where, f"expected one of {', '.join(ops.BANDS)}")
             try:
@@ -161,7 +161,7 @@ class Vocabulary:
         for word, entry in (comp.get("problems") or {}).items():
             entry = dict(entry or {})
             fixes = tuple(entry.get("fix") or ())
-            where = f"prompt_engineering.complaints.problems.{word}"
+            where = f"vocabulary.complaints.problems.{word}"
             for f in fixes:
                 if f not in self.intents:
                     raise ProfileError(str(profile.path), where, f"no intent called {f!r}")
@@ -180,7 +180,7 @@ class Vocabulary:
         self.frames = {tuple(tokenize(w)) for w in comp.get("frames") or ()}
         self.object_fix = comp.get("object_fix")
         if self.object_fix is not None and self.object_fix not in self.intents:
-            raise ProfileError(str(profile.path), "prompt_engineering.complaints.object_fix",
+            raise ProfileError(str(profile.path), "vocabulary.complaints.object_fix",
                                f"no intent called {self.object_fix!r}")
         self.magnitude_damping = float(comp.get("magnitude_damping", 0.0))
         self.wishes = {tuple(tokenize(w)) for w in comp.get("wishes") or ()}
@@ -214,7 +214,7 @@ class Vocabulary:
         self.place_nouns = {str(k): str(v) for k, v in (guesses.get("nouns") or {}).items()}
         for t in [self.place_default, self.place_relation_target, *self.place_nouns.values()]:
             if t is not None and t not in self.targets:
-                raise ProfileError(str(profile.path), "prompt_engineering.place_guesses", f"no target called {t!r}")
+                raise ProfileError(str(profile.path), "vocabulary.place_guesses", f"no target called {t!r}")
         # "behind her": the places whose complement is the relation target (the subject, for the background)
         self.place_relation_of: set[str] = set()
         if self.place_relation_target:

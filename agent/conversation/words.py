@@ -3,7 +3,7 @@
 Every reader of a message — the router, the planners, the judge's reading, the
 executor's limits, the skill registry, the generative parser — takes its tokens
 and matches its phrases here, so a word means the same to all of them. The
-English word lists this module needs are data (``profiles/vocabulary/words.yaml``).
+English word lists this module needs are data (``profiles/language/words.yaml``).
 
 - :func:`tokenize`: lower case, curly quotes straight, letters joined by a hyphen
   split ("golden-hour" is "golden hour"), numbers kept whole ("+20", "50%"),
@@ -28,7 +28,7 @@ from typing import Any, Generic, Iterable, Iterator, Mapping, TypeVar
 
 import yaml
 
-WORDS_FILE = Path(__file__).resolve().parents[2] / "profiles" / "vocabulary" / "words.yaml"
+WORDS_FILE = Path(__file__).resolve().parents[2] / "profiles" / "language" / "words.yaml"
 
 _TOKEN = re.compile(r"[+-]?\d+(?:\.\d+)?%?(?![a-z])|[a-z0-9][a-z0-9&']*|[,;.!?:]")
 _NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?%?")
@@ -42,7 +42,7 @@ V = TypeVar("V")
 
 @lru_cache(maxsize=1)
 def word_lists() -> Mapping[str, frozenset[str]]:
-    """The English word lists of ``profiles/vocabulary/words.yaml``, each as a set of tokens."""
+    """The English word lists of ``profiles/language/words.yaml``, each as a set of tokens."""
     data = yaml.safe_load(WORDS_FILE.read_text(encoding="utf-8")) or {}
     return {name: frozenset(str(w).lower() for w in ws or ()) for name, ws in data.items()}
 

@@ -45,6 +45,7 @@ from agent.judging.scoring import score_reading
 from agent.planning.base import SubGoal
 from agent.judging.reading import Reading, read_attempt
 from pipeline import measure, ops
+from pipeline.ops import Effect
 from pipeline.masks import MaskSpecError, build_mask, describe_mask, normalize_mask_spec
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -101,62 +102,8 @@ DEFAULTS: dict[str, Any] = {
 
 # -- what each op moves ---------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Effect:
-    """How an op shows in the pixels.
-
-    ``metric`` names a function of (before, after, where) -> signed change in
-    ``unit``; ``full`` is the change expected at value 100 (absolute), or, when
-    ``relative`` names a base measurement, the share of that base (e.g. chroma
-    +100 saturation moves chroma by about half of what was there). ``noise``
-    is the change that means nothing.
-    """
-
-    metric: str
-    unit: str
-    full: float
-    relative: str | None = None
-    noise: float = 0.3
-    band: str | None = None
-    shown_as: str | None = None   # a metric a person reads better, shown in the text instead
-
-
-def _tone_effects() -> dict[str, Effect]:
-    return {
-        "exposure": Effect("lightness", "L*", 22.0),
-        "contrast": Effect("contrast", "contrast (L* spread)", 0.18, relative="contrast", noise=0.15),
-        "highlights": Effect("upper_tones", "highlight L*", 7.0),
-        "whites": Effect("top_tones", "white L*", 7.0, noise=0.2),
-        "shadows": Effect("lower_tones", "shadow L*", 9.0),
-        "blacks": Effect("bottom_tones", "black L*", 8.0, noise=0.2),
-        # White balance is judged on the grey pixels' balance (exposure and
-        # saturation barely move it) and shown to people as b* / a*.
-        "temperature": Effect("warm_balance", "warm/cool balance", 0.65, noise=0.01, shown_as="warmth"),
-        "tint": Effect("magenta_balance", "green/magenta balance", 0.22, noise=0.01, shown_as="tint"),
-        "saturation": Effect("chroma", "chroma", 0.6, relative="chroma"),
-        "vibrance": Effect("chroma", "chroma", 0.7, relative="muted_chroma", noise=0.2),
-        "clarity": Effect("texture", "texture", 0.45, relative="texture", noise=0.05),
-        "dehaze": Effect("haze", "haze (dark channel %)", 8.0, noise=0.2),
-        # fine detail in log units: 100 * ln(after / before); +69 = twice the detail energy
-        "sharpen": Effect("detail", "fine detail", 110.0, noise=3.0),
-    }
-
-
-def _band_effects() -> dict[str, Effect]:
-    out = {}
-    for band in ops.BANDS:
-        out[f"hue_{band}"] = Effect("band_hue", f"{band} hue (degrees)", 12.0, noise=0.5, band=band)
-        out[f"saturation_{band}"] = Effect("band_chroma", f"{band} chroma", 0.45,
-                                           relative="band_chroma", noise=0.3, band=band)
-        out[f"luminance_{band}"] = Effect("band_lightness", f"{band} L*", 12.0, relative="band_headroom",
-                                          noise=0.3, band=band)
-    return out
-
-
-#: op name -> Effect, for every op of the registry.
-EFFECTS: dict[str, Effect] = {**_tone_effects(), **_band_effects()}
-# Dehaze lowers the dark channel: its metric runs the other way.
-_POLARITY = {"dehaze": -1.0}
+#: op name -> Effect (declared with each op in the registry, pipeline/ops.py).
+EFFECTS: dict[str, Effect] = {o.name: o.effect for o in ops.OPS.values() if o.effect is not None}
 
 
 @dataclass
@@ -398,7 +345,7 @@ def check_sub_goal(goal: SubGoal, request: JudgeRequest, views: _Views, t: Mappi
     expected = scale * abs(moved) / 100.0
     if effect.band and band_share(views.before, effect.band, where) < float(t["min_band_share"]):
         expected = 0.0  # (almost) no colours of this band: nothing for the op to act on
-    signed = sign * _POLARITY.get(goal.op, 1.0) * change
+    signed = sign * effect.polarity * change
     shown_change = _change(effect.shown_as, views, where, full_mask, None) if effect.shown_as else None
     if shown_change is not None and shown_change * change < 0:
         shown_change = None   # the friendlier number disagrees with the one judged: show the judged one

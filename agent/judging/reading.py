@@ -32,7 +32,7 @@ import yaml
 from agent.conversation.words import SEPARATORS, PhraseTable, Speller, normalise, tokenize
 
 READING_FILE = Path(__file__).resolve().parents[2] / "profiles" / "_reading.yaml"
-#: The planner's profile: its complaint table (``prompt_engineering.complaints``) is read, not copied.
+#: The planner's profile: its complaint table (``vocabulary.complaints``) is read, not copied.
 ENGINE_FILE = READING_FILE.parent / "engine.yaml"
 PROPERTIES = ("L", "contrast", "chroma", "a", "b", "detail")
 SIZE_WORDS = ("slight", "plain", "strong")
@@ -211,18 +211,18 @@ def _intent_moves(intent: Mapping, op_properties: Mapping[str, Mapping[str, str]
 
 
 def _engine_section(engine_file: Path) -> Mapping:
-    """The planner profile's ``prompt_engineering`` section as the planner loads it (parsed once,
+    """The planner profile's ``vocabulary`` section as the planner loads it (parsed once,
     validated and cached by :func:`profiles.load_profile`); {} when there is none."""
     from profiles import ProfileError, load_profile  # here: profiles imports the op registry
 
     try:
-        return load_profile(engine_file).prompt_engineering
+        return load_profile(engine_file).vocabulary
     except ProfileError:
         return {}
 
 
 def _engine_complaints(op_properties: Mapping, pe: Mapping) -> tuple[dict[str, Quality], Quality | None]:
-    """The planner profile's complaint words (``prompt_engineering.complaints.problems``), each read
+    """The planner profile's complaint words (``vocabulary.complaints.problems``), each read
     as the fix it names: one alternative per fix intent, measured by its main op's property.
 
     Read from the profile, not copied, so a complaint the planner learns is one the judge reads.

@@ -149,7 +149,7 @@ def not_found_offer(what: str, specs: list[dict | None]) -> tuple[str, list[str]
     """
     from profiles import load_profile
 
-    targets = load_profile("engine").prompt_engineering.get("targets") or {}
+    targets = load_profile("engine").vocabulary.get("targets") or {}
     types = {(s or {}).get("type") for s in specs}
     places = []
     for entry in targets.values():

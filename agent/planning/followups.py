@@ -2,7 +2,7 @@
 
 A message is a follow-up when it names no quality, look, colour or op of its
 own and every word in it is a follow-up phrase, a magnitude, a place or
-filler (profile ``prompt_engineering.followups``). It then acts on the change
+filler (profile ``vocabulary.followups``). It then acts on the change
 that made the current version (:meth:`agent.conversation.dialogue.DialogueState.base_edit`):
 
 - repeat ("more", "again", "bit more"): the same moves again, times the

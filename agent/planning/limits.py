@@ -7,7 +7,7 @@ end up:
   outside it is clamped, always;
 - ``sweet_spot`` (where the local pipeline looks good, from the engine profile): a *relative* move
   ("much more saturated", three times) stops at the edge of the sweet spot — or where the op already
-  was, if it was past it — unless the person insists (``prompt_engineering.insist.words`` in the engine
+  was, if it was past it — unless the person insists (``vocabulary.insist.words`` in the engine
   profile: "I insist", "anyway", "all the way"...). Absolute values (a look, the person's own slider
   values) are deliberate and are not held.
 
@@ -39,7 +39,7 @@ def executor_profiles(planner: Any):
 
 def insists(message: str, engine) -> bool:
     """Does the person's message insist on going past the sweet spot? (the planner's own insist words)"""
-    words = (engine.prompt_engineering.get("insist") or {}).get("words") or ()
+    words = (engine.vocabulary.get("insist") or {}).get("words") or ()
     return PhraseTable((w, True) for w in words).has(tokenize(message or ""))
 
 

@@ -100,7 +100,7 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
 
 def _question(studio: "Studio", session_id: str, route: Route) -> TurnResult:
     vocab = studio.router.vocab
-    pe = studio.router.profile.prompt_engineering
+    pe = studio.router.profile.vocabulary
     if route.name == "capabilities":
         return _answered(studio, session_id, f"I edit tone and colour by what you say. I can do: {vocab.capabilities()} "
                          "Say \u201cundo\u201d, \u201cmore\u201d or \u201ctoo much\u201d at any time.",

@@ -38,7 +38,7 @@ _WORDS = word_lists()
 _CLAUSE_SPLIT = re.compile(r"\s*(?:;|" + "|".join(rf",?\s*\b{re.escape(w)}\b" for w in sorted(
     _WORDS["sequence_words"], key=len, reverse=True)) + r")\s*", re.IGNORECASE)
 _OPENER = re.compile(r"^(?:" + "|".join(map(re.escape, sorted(_WORDS["clause_openers"]))) + r")\s+", re.IGNORECASE)
-#: Words that ask for a skill by name ("use the film skill"): profiles/vocabulary/words.yaml.
+#: Words that ask for a skill by name ("use the film skill"): profiles/language/words.yaml.
 _SKILL_ASK = PhraseTable((w, True) for w in _WORDS["skill_asks"])
 
 
