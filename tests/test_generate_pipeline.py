@@ -12,7 +12,8 @@ torch = pytest.importorskip("torch", reason="torch is a dev requirement (require
 
 from pipeline.blobs import BlobStore  # noqa: E402
 from pipeline.generate import operations as gops  # noqa: E402
-from pipeline.generate.base import GenerationError, GenerationParams, NoBackend, backend_from_env  # noqa: E402
+from pipeline.generate.backends import backend_from_env  # noqa: E402
+from pipeline.generate.base import GenerationError, GenerationParams, NoBackend  # noqa: E402
 from pipeline.generate.diffusers_backend import DiffusersBackend  # noqa: E402
 from pipeline.generate.layers import GeneratedLayer  # noqa: E402
 from pipeline.render import RenderError, render  # noqa: E402

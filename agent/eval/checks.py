@@ -8,14 +8,16 @@ masks (HxW, 0..1).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import cv2
 import numpy as np
 
-from agent.eval.scenarios import Condition
 from pipeline.measure import analysis_copy, image_stats, lab, ssim
 from pipeline.ops import BANDS
+
+if TYPE_CHECKING:   # scenarios read the statistic names from here
+    from agent.eval.scenarios import Condition
 
 #: Whole-image statistics from pipeline.measure.image_stats (units: L* 0..100,
 #: a*/b*/chroma in Lab units, saturation and clip shares 0..1).

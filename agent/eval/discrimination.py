@@ -27,7 +27,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from agent.eval import checks
+import agent.eval.checks as checks
 from agent.eval.scenarios import Condition, load_photo
 
 #: A request of the labelled set: the message, the right ops (op -> value), where

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from agent.eval import checks
+import agent.eval.checks as checks
 from agent.eval.metrics import INSTRUCTION_ACTIONS, drift, latency_excluding_model
 from agent.eval.recording import RecordingJudge, RecordingPlanner
 from agent.eval.scenarios import Scenario, Step, load_photo

@@ -318,7 +318,7 @@ class Reading:
         if self.follow == "less":
             text = f"back towards the last version ({text}), not past it"
         if self.target:
-            text += f", on {_place_words(self.target)}"
+            text += f", on {place_words(self.target)}"
         return text
 
     def rubric(self) -> str:
@@ -327,7 +327,7 @@ class Reading:
         if self.expects:
             lines.append("Expected, judged from the pixels: " + self.describe() + ".")
             lines.append("Wrong direction, no visible change, a much stronger change than asked, or a change "
-                         "outside " + (_place_words(self.target) if self.target else "what was asked")
+                         "outside " + (place_words(self.target) if self.target else "what was asked")
                          + " must score low.")
         elif self.kind in ("chat", "question", "undo"):
             lines.append("No new edit is expected for this message.")
@@ -347,7 +347,7 @@ def _size_prefix(size: int) -> str:
     return {0: "a touch ", 1: "", 2: "much "}[size]
 
 
-def _place_words(target: str) -> str:
+def place_words(target: str) -> str:
     lex = load_lexicon()
     if target in lex.bands.values():
         return f"the {target}s"

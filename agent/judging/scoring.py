@@ -366,9 +366,9 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
 
 
 def _place(reading: Reading) -> str:
-    from agent.judging.reading import _place_words
+    from agent.judging.reading import place_words
 
-    return _place_words(reading.target) if reading.target else "the photo"
+    return place_words(reading.target) if reading.target else "the photo"
 
 
 def _verdict_sentences(checks: list[MoveCheck], reading: Reading, where: str, lex: Lexicon) -> list[str]:

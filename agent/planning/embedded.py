@@ -32,7 +32,8 @@ from dataclasses import replace
 from pipeline.state import WHOLE_FRAME_OPS
 from agent.planning.base import Plan, PlanRequest, SubGoal
 from agent.planning.followups import read_followup
-from agent.planning.grammar import Draft, Move, read_request
+from agent.planning.grammar import read_request
+from agent.planning.moves import Draft, Move
 from agent.conversation.vocabulary import Vocabulary, read_pieces
 from agent.conversation.words import find_phrases, tokenize
 from pipeline import ops

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from agent.planning.grammar import Draft, Move
+from agent.planning.moves import Draft, Move
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Problem, Vocabulary, read_pieces
 from agent.conversation.words import SEPARATORS, find_phrases, tokenize
 from pipeline import ops

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from agent.planning.base import PlanRequest
+from agent.planning.moves import Draft, Move
 from agent.conversation.clauses import (Clause, around, avoided_degree, guess_place, names_a_thing,
                                         read_complaints, split_clauses, trailing_also, unknown_places,
                                         unknown_words)
@@ -65,20 +66,6 @@ def _op_intent(op_name: str) -> Intent:
     o = ops.get_op(op_name)
     return Intent(name=f"op:{o.name}", label=o.label.lower(), kind="op", ops=((o.name, 20),),
                   doing=f"changing {o.label.lower()} of {{where}}")
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def _uses(vocab: Vocabulary, clause: Clause, after_complaint: bool = False) -> list[Use]:
@@ -192,53 +179,6 @@ def _towards_uses(vocab: Vocabulary, clause: Clause, notes: list[str]) -> list[U
     intent = Intent(name=f"cast:{goal}", label=f"towards {said}", kind="direct", ops=tuple(only or cast),
                     doing=f"shifting {{where}} towards {said}")
     return [replace(base, intent=intent)]
-
-
-# ---------------------------------------------------------------------------
-# Moves: what a plan is built from before merging
-# ---------------------------------------------------------------------------
-
-@dataclass
-class Move:
-    op: str
-    value: int
-    mode: str = "add"
-    target: dict | None = None
-    label: str = ""                      # the word that asked for it ("warmer", "Film style")
-    phrase: str = ""                     # reply phrase ("warming the image")
-    source: str = "message"              # message | feedback | style | signal | relative
-    order: int = 0                       # first mention
-    rank: int = 0                        # importance within its intent (0 = main op)
-    kind: str = ""                       # the intent's kind: direct, artistic, colour, tone, op
-    intent: str = ""                     # the profile intent behind it ("warmer"), for the dialogue state
-    complaint: bool = False              # the fix of a complaint ("it's a bit flat"), not a wish
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.op, _spec_key(self.target)
-
-
-def _spec_key(spec: Mapping | None) -> str:
-    return "" if spec is None else repr(sorted(normalize_mask_spec(spec).items()))
-
-
-@dataclass
-class Draft:
-    """Moves and notes collected from one text (the message or the feedback)."""
-
-    moves: list[Move] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    rollback: bool = False
-    objects: bool = False
-    understood_any: bool = False
-    relative_without_stats: list[str] = field(default_factory=list)
-    bare_targets: list[str] = field(default_factory=list)     # "the sky" with nothing to do to it
-    followup: dict = field(default_factory=dict)               # Plan.dialogue of a follow-up
-    unknown_places: list[str] = field(default_factory=list)   # "the cup": a place no mask can find
-    place_guess: str | None = None                             # the target standing in for it
-    missing_things: list[str] = field(default_factory=list)   # "the water" on a photo with no blue
-    missing_labels: list[str] = field(default_factory=list)   # what was asked of them ("darker")
 
 
 def _where(vocab: Vocabulary, target_name: str | None, band: str | None, spec: Mapping | None) -> str:
@@ -648,14 +588,6 @@ def _absent_things(vocab: Vocabulary, clause: Clause, stats: Mapping | None) -> 
 
 def _fix_key(use: Use) -> tuple:
     return use.intent.name, tuple(use.targets), tuple(use.bands)
-
-
-
-
-
-
-
-
 
 
 def _apply_uses(vocab: Vocabulary, uses: list[Use], state: EditState, order: int, source: str, draft: Draft,

@@ -42,7 +42,8 @@ from agent.loop.state import ActionRecord
 from agent.conversation.generative import vocabulary as generative_words
 from agent.service.records import TurnResult
 from pipeline.generate import operations as gen_ops
-from pipeline.generate.base import GenerationBackend, GenerationError, GenerationParams, NoBackend, backend_from_env
+from pipeline.generate.backends import backend_from_env
+from pipeline.generate.base import GenerationBackend, GenerationError, GenerationParams, NoBackend
 from pipeline.generate.layers import GeneratedLayer, composite
 from pipeline.state import EditState
 

@@ -38,7 +38,7 @@ from agent.errors import AtelierError, InvalidInput, SessionNotFound
 from agent.judging import default_judge
 from agent.loop.graph import build_graph
 from agent.planning import default_planner
-from agent.service import chat
+from agent.service.chat import handle as answer_without_planning
 from agent.service.endpoint import ModelEndpoint
 from agent.service.generation import GenerationDesk
 from agent.service.history import History
@@ -260,7 +260,7 @@ class Studio:
             route = self.router.route(text, generative=False)   # a heal the retouch stage does
         if route.kind != "modification":
             # small talk, questions and chat commands: answered before any planning (agent/conversation/router.py)
-            return chat.handle(self, session_id, route, text, progress)
+            return answer_without_planning(self, session_id, route, text, progress)
         with self.leases.leased(session_id):
             session = self.leases.session(session_id)
             if self.turns.pending(session) is not None:

@@ -13,7 +13,6 @@ in the local cache, a folder, or a ComfyUI checkpoint name).
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -132,31 +131,3 @@ def not_configured_message() -> str:
             "cannot run. Set ATELIER_GEN_BACKEND=diffusers with ATELIER_GEN_MODEL (an inpainting model in the local "
             "Hugging Face cache, or a folder), or ATELIER_GEN_BACKEND=comfyui with a ComfyUI server "
             "(ATELIER_COMFYUI_URL). Your photo is unchanged.")
-
-
-def backend_from_env(env: dict | None = None, **options: Any) -> GenerationBackend:
-    """The backend ``ATELIER_GEN_BACKEND`` / ``ATELIER_GEN_MODEL`` name (never loads a model here).
-
-    An unknown backend name or a missing model gives a :class:`NoBackend` whose
-    reason says what is wrong, so every request still answers at once.
-    """
-    env = os.environ if env is None else env
-    kind = (env.get(BACKEND_ENV) or "none").strip().lower()
-    model = (env.get(MODEL_ENV) or "").strip()
-    if kind not in BACKENDS:
-        return NoBackend(f"{BACKEND_ENV}={kind!r} is not a generation backend; use one of {', '.join(BACKENDS)}.")
-    if kind == "none":
-        return NoBackend()
-    from pipeline.generate.runtime import needs_gpu_message, on_cpu_space
-
-    if kind == "diffusers":
-        if on_cpu_space(env):
-            return NoBackend(needs_gpu_message())
-        if not model:
-            return NoBackend(f"{BACKEND_ENV}=diffusers needs {MODEL_ENV}: a model id in the local Hugging Face "
-                             "cache or a model folder. Your photo is unchanged.")
-        from pipeline.generate.diffusers_backend import DiffusersBackend
-        return DiffusersBackend(model, **{k: v for k, v in options.items() if k in ("idle_unload_s", "device")})
-    from pipeline.generate.comfyui import ComfyUIBackend
-    return ComfyUIBackend(env.get(COMFYUI_URL_ENV) or "http://127.0.0.1:8188", model=model,
-                          **{k: v for k, v in options.items() if k in ("timeout_s", "poll_s")})

@@ -1,0 +1,57 @@
+"""Moves: what a plan is built from before the planner merges them into sub-goals.
+
+A :class:`Move` is one op change asked by one reading (the message, the feedback, a look, a
+judge's signal); a :class:`Draft` collects the moves and notes of one text. The grammar and the
+follow-ups both produce them; the embedded planner merges them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from pipeline.masks import normalize_mask_spec
+
+
+@dataclass
+class Move:
+    op: str
+    value: int
+    mode: str = "add"
+    target: dict | None = None
+    label: str = ""                      # the word that asked for it ("warmer", "Film style")
+    phrase: str = ""                     # reply phrase ("warming the image")
+    source: str = "message"              # message | feedback | style | signal | relative
+    order: int = 0                       # first mention
+    rank: int = 0                        # importance within its intent (0 = main op)
+    kind: str = ""                       # the intent's kind: direct, artistic, colour, tone, op
+    intent: str = ""                     # the profile intent behind it ("warmer"), for the dialogue state
+    complaint: bool = False              # the fix of a complaint ("it's a bit flat"), not a wish
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.op, spec_key(self.target)
+
+
+def spec_key(spec: Mapping | None) -> str:
+    """A mask spec as a hashable key (canonical form), "" for the whole photo."""
+    return "" if spec is None else repr(sorted(normalize_mask_spec(spec).items()))
+
+
+@dataclass
+class Draft:
+    """Moves and notes collected from one text (the message or the feedback)."""
+
+    moves: list[Move] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    rollback: bool = False
+    objects: bool = False
+    understood_any: bool = False
+    relative_without_stats: list[str] = field(default_factory=list)
+    bare_targets: list[str] = field(default_factory=list)     # "the sky" with nothing to do to it
+    followup: dict = field(default_factory=dict)               # Plan.dialogue of a follow-up
+    unknown_places: list[str] = field(default_factory=list)   # "the cup": a place no mask can find
+    place_guess: str | None = None                             # the target standing in for it
+    missing_things: list[str] = field(default_factory=list)   # "the water" on a photo with no blue
+    missing_labels: list[str] = field(default_factory=list)   # what was asked of them ("darker")
