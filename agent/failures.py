@@ -123,6 +123,8 @@ def describe_failure(exc: BaseException) -> str:
     """
     import errno
 
+    from agent.config import AgentConfigError
+    from profiles import ProfileError
     from skills import SkillError
 
     if isinstance(exc, MemoryError):
@@ -130,11 +132,17 @@ def describe_failure(exc: BaseException) -> str:
                 "nothing was changed")
     if isinstance(exc, SkillError):
         return one_line(f"a skill file is broken: {exc}")
+    if isinstance(exc, ProfileError):   # a profile, or a skill file the engine profile reads its looks from
+        return one_line(f"a profile or skill file is broken: {exc}")
+    if isinstance(exc, AgentConfigError):
+        return one_line(f"the agent config is broken: {exc}")
     if _database_error(exc):
         text = str(getattr(exc, "orig", None) or exc).lower()
         if "not a database" in text or "malformed" in text or "corrupt" in text:
             return one_line(f"the session database cannot be read ({getattr(exc, 'orig', None) or exc}); "
                             "nothing was changed")
+        if "disk is full" in text or "no space left" in text:
+            return "the disk is full (the database could not write): nothing was saved; free some space and try again"
         if "locked" in text:
             return "the session database is busy (locked by another process); try again in a moment"
         first = str(getattr(exc, "orig", None) or exc).splitlines()[0] if str(exc) else type(exc).__name__
