@@ -34,6 +34,7 @@ import numpy as np
 from agent.config import REVIEW_MODES, AgentConfig, load_config
 from agent.errors import AtelierError, InvalidInput, SessionBusy, SessionNotFound
 from agent.graph import build_graph
+from agent.schema_quota import MAX_EXAMPLE_CHARS, SchemaQuota  # noqa: F401 - MAX_EXAMPLE_CHARS: a public name here
 from agent.state import ActionRecord, fresh_turn_state
 from agent.wording import compose_reply
 from agent.store import (AssetRecord, SessionRecord, Store, new_id, open_checkpointer,
@@ -50,8 +51,6 @@ _FORMAT_EXT = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "TIFF": "tif", "GIF"
 MAX_MESSAGE_CHARS = 2000
 #: Live slider previews kept per session (older ones are deleted as new ones are written).
 PREVIEWS_KEPT = 16
-#: Longest example output (JSON text) the schema generator accepts.
-MAX_EXAMPLE_CHARS = 20_000
 #: A progress callback: receives small dicts while a turn runs (see agent/progress.py).
 ProgressFn = Callable[[dict], None]
 _TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{20,128}$")
@@ -238,6 +237,7 @@ class Studio:
         # Output schemas (and the custom ones generate_schema writes): <root>/<agent>/[custom/]<name>.yaml
         self.schemas_root = Path(schemas_root).resolve() if schemas_root else None
         self._schema_lock = threading.Lock()
+        self.schema_quota = SchemaQuota.from_config(self.config)   # schemas.max_custom / max_per_visitor
         folder = sessions_dir or os.environ.get(SESSIONS_DIR_ENV) or self.config.sessions_path()
         self.sessions_dir = Path(folder).resolve()
         url = resolve_database_url(database_url, self.sessions_dir, self.config.database_file)
@@ -727,18 +727,19 @@ class Studio:
         except SchemaError as exc:
             raise InvalidInput(str(exc)) from None
 
-    def generate_schema(self, example: dict | str, *, agent: str, name: str, overwrite: bool = False) -> dict:
+    def generate_schema(self, example: dict | str, *, agent: str, name: str, overwrite: bool = False,
+                        visitor: str | None = None) -> dict:
         """Infer an output schema from one example output and save it as ``<agent>/custom/<name>.yaml``.
 
         ``example``: a JSON object, or its text. The new schema ``extends: default``
         when the example carries the agent's default fields, and always accepts its
         own example. Returns ``{"agent", "name", "path", "extends", "fields", "yaml"}``
         (``fields``: the names the schema adds). Bad JSON, a bad or taken name
-        (without ``overwrite``) or an example with nothing new raise InvalidInput.
+        (without ``overwrite``) or an example with nothing new raise InvalidInput, and so do the
+        bounds of :mod:`agent.schema_quota` (``visitor``: an anonymous browser session, counted).
         """
-        import json
-
-        from schemas import AGENTS, SchemaError, _NAME
+        from agent.schema_quota import parse_example
+        from schemas import AGENTS, SCHEMAS_DIR, SchemaError, _NAME
         from schemas.generate import generate_schema
 
         if agent not in AGENTS:
@@ -747,16 +748,7 @@ class Studio:
         if not isinstance(name, str) or not _NAME.match(name) or name == "default":
             raise InvalidInput(f"name: {name!r} is not a schema name: use 1-64 letters, digits, '-' and '_' "
                                "(starting with a letter or digit), and not 'default'")
-        if isinstance(example, str):
-            if len(example) > MAX_EXAMPLE_CHARS:
-                raise InvalidInput(f"example: too long ({len(example)} characters; at most {MAX_EXAMPLE_CHARS})")
-            if not example.strip():
-                raise InvalidInput("example: paste one example output as a JSON object")
-            try:
-                example = json.loads(example)
-            except json.JSONDecodeError as exc:
-                raise InvalidInput(f"example: not valid JSON ({exc.msg} at line {exc.lineno}, "
-                                   f"column {exc.colno})") from None
+        example = parse_example(example)
         if not isinstance(example, dict) or not example:
             kind = ("an empty object" if isinstance(example, dict) else "a list" if isinstance(example, list)
                     else "null" if example is None else "true/false" if isinstance(example, bool)
@@ -767,11 +759,13 @@ class Studio:
             if not overwrite and name in self.list_schemas(agent):
                 raise InvalidInput(f"name: a {agent} schema named {name!r} already exists; "
                                    "choose another name (or overwrite it)")
+            self.schema_quota.admit(visitor, (self.schemas_root or SCHEMAS_DIR) / agent / "custom", name)
             try:
                 path, doc = generate_schema(example, agent=agent, name=name, root=self.schemas_root,
                                             overwrite=overwrite, source="an example output")
             except SchemaError as exc:
                 raise InvalidInput(str(exc)) from None
+            self.schema_quota.record(visitor)
         return {"agent": agent, "name": name, "path": str(path), "extends": doc.get("extends"),
                 "fields": list(doc.get("fields") or {}), "yaml": path.read_text(encoding="utf-8")}
 
