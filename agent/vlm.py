@@ -479,7 +479,9 @@ class VLMClient:
         from openai import OpenAI
 
         from agent.deadline_http import deadline_http_client
+        from agent.redact import install_log_redaction
 
+        install_log_redaction()   # whatever the SDK or a caller logs about a failed request: no key in it
         self.settings = settings
         #: Shared with the other model-backed parts of a Studio (Studio replaces it with its own).
         self.circuit = circuit or ModelCircuit()

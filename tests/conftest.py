@@ -58,6 +58,16 @@ _TARGETS = {"sky": {"type": "sky"}, "top": {"type": "gradient", "start": [0.5, 0
             "shadows": {"type": "luminance", "low": 0.0, "high": 0.35}, "selection": {"type": "selection"}}
 
 
+def copy_shipped_schemas(dest: Path) -> Path:
+    """A private copy of ``schemas/`` (for ``Studio(schemas_root=...)``): schemas a test makes never land in the repo."""
+    shipped = Path(__file__).resolve().parents[1] / "schemas"
+    for p in shipped.rglob("*.yaml"):
+        target = dest / p.relative_to(shipped)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, target)
+    return dest
+
+
 def small_photo(name: str = "astronaut", long_side: int = 400) -> np.ndarray:
     """A real skimage.data photo as uint8 RGB, downscaled so tests stay fast."""
     img = getattr(skdata, name)()

@@ -150,6 +150,16 @@ def test_stdio_client_drives_a_session(tmp_path, photo):
     _check_studio_sees(sessions, sid)
 
 
+def stop(proc: subprocess.Popen) -> None:
+    """Stop a server the test launched: terminate, then kill if it does not go within 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def _wait_for_port(port: int, proc: subprocess.Popen, seconds: float = 60) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -177,10 +187,5 @@ def test_streamable_http_client_drives_a_session(tmp_path, photo):
 
         sid = run_async(main)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
     _check_studio_sees(sessions, sid)

@@ -19,7 +19,6 @@ import os
 import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anyio
@@ -29,7 +28,7 @@ from mcp import Client, StdioServerParameters
 from PIL import Image
 
 from pipeline.imageio import load_image, save_image
-from test_mcp import REPO, _env, _wait_for_port, roots_of, run_async
+from test_mcp import REPO, _env, _wait_for_port, roots_of, run_async, stop
 from tests.conftest import free_port, small_photo
 
 
@@ -153,15 +152,6 @@ def _serve(args: list[str], env: dict, log: Path) -> subprocess.Popen:
                                 stdout=subprocess.DEVNULL, stderr=fh)
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 def test_off_loopback_the_http_server_needs_a_bearer_token(tmp_path):
     photos = tmp_path / "photos"
     photos.mkdir()
@@ -198,7 +188,7 @@ def test_off_loopback_the_http_server_needs_a_bearer_token(tmp_path):
 
         assert run_async(main)
     finally:
-        _stop(proc)
+        stop(proc)
     log = (tmp_path / "mcp.log").read_text()
     assert "refused an MCP request" in log and token not in log
 
@@ -282,7 +272,7 @@ def test_failures_answer_one_line_and_the_cause_is_logged(tmp_path, small_disk):
 
         assert run_async(lambda: main(memory))
     finally:
-        _stop(proc)
+        stop(proc)
     log = log_file.read_text()
     assert "broken.yaml" in log and "No space left on device" in log and "MemoryError" in log
 

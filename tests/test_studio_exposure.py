@@ -10,18 +10,14 @@
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import httpx
 import pytest
 from playwright.sync_api import expect
 
-from conftest import free_port
+from conftest import copy_shipped_schemas, free_port
 from test_app_browser import TURN, open_studio, upload, wait_for_photo
 from ui import browser as browser_memory
 
-REPO = Path(__file__).resolve().parents[1]
 SECRET = "operator-secret-" + "s3cr3t" * 6
 
 
@@ -31,11 +27,7 @@ def server(tmp_path_factory):
     from agent.service import Studio
     from app import create_app
 
-    root = tmp_path_factory.mktemp("schemas")
-    for p in (REPO / "schemas").rglob("*.yaml"):
-        dest = root / p.relative_to(REPO / "schemas")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(p, dest)
+    root = copy_shipped_schemas(tmp_path_factory.mktemp("schemas"))
     sessions = tmp_path_factory.mktemp("sessions")
     config = load_config().with_overrides(max_custom_schemas=4, max_schemas_per_visitor=2)
     with pytest.MonkeyPatch.context() as mp:
