@@ -42,7 +42,7 @@ from pydantic import ValidationError
 
 from agent.errors import AtelierError, InvalidInput, SessionNotFound
 from agent.failures import describe_failure, one_line
-from agent.roots import FileRules, client_roots_allowed
+from agent.roots import FileRules, check_settings, client_roots_allowed
 
 log = logging.getLogger("atelier.mcp")
 
@@ -441,12 +441,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args(argv)
     _log_to_stderr()
+    try:
+        check_settings()   # a malformed ATELIER_MCP_CLIENT_ROOTS / ATELIER_MAX_UPLOAD stops the start, named
+        token = token_for(args.host) if args.http else None
+    except ValueError as exc:
+        print(f"python -m agent.mcp: {exc}", file=sys.stderr)
+        return 2
     if args.http:
-        try:
-            token = token_for(args.host)
-        except ValueError as exc:
-            print(f"python -m agent.mcp: {exc}", file=sys.stderr)
-            return 2
         serve_http(build_server(), args.host, args.port, token)
     else:
         build_server().run("stdio")

@@ -98,6 +98,12 @@ def client_roots_allowed(env: Mapping[str, str] | None = None) -> bool:
     return value == "allow"
 
 
+def check_settings(env: Mapping[str, str] | None = None) -> None:
+    """Raise ValueError naming the variable when ATELIER_MCP_CLIENT_ROOTS or ATELIER_MAX_UPLOAD is malformed."""
+    client_roots_allowed(env)
+    max_photo_bytes(env)
+
+
 def _resolved(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
@@ -224,7 +230,8 @@ class FileRules:
         """Write ``data`` to ``target`` atomically (temporary file, fsync, rename); never clobbers unless asked."""
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         try:
-            os.fchmod(fd, 0o644)   # an ordinary file for its owner's other tools (mkstemp makes it 0600)
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, 0o644)   # an ordinary file for its owner's other tools (mkstemp makes it 0600)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
                 fh.flush()
@@ -261,4 +268,4 @@ def _create_new(target: Path, data: bytes) -> None:
 
 
 __all__ = ["CLIENT_ROOTS_ENV", "DEFAULT_MAX_UPLOAD", "FileRules", "MAX_UPLOAD_ENV", "PathRefused", "ROOTS_ENV",
-           "client_roots_allowed", "env_roots", "max_photo_bytes", "parse_size", "root_from_uri"]
+           "check_settings", "client_roots_allowed", "env_roots", "max_photo_bytes", "parse_size", "root_from_uri"]

@@ -193,6 +193,13 @@ def test_off_loopback_the_http_server_needs_a_bearer_token(tmp_path):
     assert "refused an MCP request" in log and token not in log
 
 
+@pytest.mark.parametrize("variable, value", [("ATELIER_MCP_CLIENT_ROOTS", "maybe"), ("ATELIER_MAX_UPLOAD", "lots")])
+def test_a_malformed_setting_stops_the_start_and_is_named(tmp_path, variable, value):
+    done = subprocess.run([sys.executable, "-m", "agent.mcp"], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env=_env(tmp_path / "sessions", **{variable: value}), stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and variable in done.stderr and repr(value) in done.stderr
+
+
 def _vm_size(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmSize:"):
