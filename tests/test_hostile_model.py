@@ -58,7 +58,7 @@ def test_a_trickling_endpoint_ends_the_turn_at_the_deadline_and_opens_the_circui
         start = time.monotonic()
         first = studio.send_message(session.id, "make it warmer")
         took = time.monotonic() - start
-        assert took < 2 + 3, took              # the 2 s deadline (plus the render), not the trickle's minutes
+        assert took < 2 + 10, took             # the 2 s deadline (plus the render), not the trickle's minutes
         told = " ".join(first.warnings)
         assert "2 s deadline" in told and "built-in planner planned it instead" in told
         assert first.status == "auto_approved" and first.sub_goals   # the person still got the edit
@@ -71,7 +71,7 @@ def test_a_trickling_endpoint_ends_the_turn_at_the_deadline_and_opens_the_circui
 def test_two_trickling_turns_leave_the_studio_serving_others(studio_for, photo):
     with FakeOpenAIServer(model=MODEL) as server:
         server.responder = lambda r: Reply.trickle(PLAN, every_s=0.5)
-        studio = studio_for(server.base_url, turn_deadline_s=3)
+        studio = studio_for(server.base_url, turn_deadline_s=6)
         sessions = [studio.start_session(photo, review_mode="never") for _ in range(2)]
         ended: dict[int, float] = {}
         results = {}
@@ -93,12 +93,12 @@ def test_two_trickling_turns_leave_the_studio_serving_others(studio_for, photo):
             t.join(timeout=30)
         assert not any(t.is_alive() for t in threads), "a trickling turn outlived its deadline"
         assert served_at < min(ended.values())              # served during the trickle, not after it
-        assert max(ended.values()) - start < 3 + 4           # both ended at the deadline
+        assert max(ended.values()) - start < 6 + 10          # both ended at the deadline, not the trickle's minutes
         assert all(r.status == "auto_approved" and r.sub_goals for r in results.values())
-        # and after them the studio answers at once from the built-in planner (the circuit is open)
-        before = time.monotonic()
+        # and after them the studio answers from the built-in planner without calling the model (circuit open)
+        sent = len(server.requests)
         after = studio.send_message(other.id, "make it warmer")
-        assert after.status == "auto_approved" and time.monotonic() - before < 3
+        assert after.status == "auto_approved" and after.sub_goals and len(server.requests) == sent
 
 
 def _files_under(folder: Path) -> list[Path]:
