@@ -53,6 +53,8 @@ class AgentConfig:
     lease_ttl_s: float = 30.0
     lease_wait_s: float = 5.0
     memory_cap_mb: int = 2048
+    max_custom_schemas: int = 100
+    max_schemas_per_visitor: int = 5
     # Sections owned by their consumers and validated by them at load:
     # ``vlm:`` (agent.model.vlm.vlm_limits) and ``quality.judge:`` (the embedded judge's thresholds).
     vlm: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -102,6 +104,8 @@ _SPEC: dict[str, tuple[str, str, float | None, float | None]] = {
     "replicas.lease_ttl_s": ("lease_ttl_s", "float", 0.5, 3600),
     "replicas.lease_wait_s": ("lease_wait_s", "float", 0, 600),
     "replicas.memory_cap_mb": ("memory_cap_mb", "int", 64, 1 << 20),
+    "schemas.max_custom": ("max_custom_schemas", "int", 0, 100_000),
+    "schemas.max_per_visitor": ("max_schemas_per_visitor", "int", 0, 10_000),
 }
 _KEY_OF = {name: key for key, (name, *_rest) in _SPEC.items()}
 _KEY_OF.update(vlm="vlm", judge="quality.judge")

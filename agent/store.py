@@ -14,7 +14,14 @@ through ``ATELIER_DATABASE_URL``):
 Files live under ``<sessions_dir>/<session_id>/`` and are written atomically
 before the row that names them is committed. :func:`open_checkpointer` opens
 LangGraph's checkpoint saver next to the database (SqliteSaver, WAL), or
-PostgresSaver for a PostgreSQL URL.
+PostgresSaver for a PostgreSQL URL. On PostgreSQL both the store and the
+checkpointer use pools that check a connection before handing it out, so a
+database restart costs the calls made while it is down, and the next call after
+it is back works (a turn waiting for review included).
+
+Text that reaches a row (replies, plans, action records, summaries, notices) is
+passed through :func:`agent.redact.redact` first: no credential is ever stored,
+even one a model endpoint echoed into an error.
 
 The Store returns plain dataclass records, never live ORM objects, so callers
 on other threads never touch a closed SQLAlchemy session.
@@ -37,8 +44,15 @@ from sqlalchemy import (JSON, DateTime, Float, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 from agent.errors import AtelierError, SessionNotFound
+from agent.redact import redact, redact_data
 
 DATABASE_URL_ENV = "ATELIER_DATABASE_URL"
+#: PostgreSQL connections the checkpointer may hold (turns of different sessions run in parallel).
+CHECKPOINT_POOL_SIZE = 8
+#: Seconds a call waits for a working database connection before it fails with a clear error.
+POOL_WAIT_S = 10.0
+#: Seconds one connection attempt to PostgreSQL may take (a black-holed address must not hang a call).
+CONNECT_TIMEOUT_S = 5
 
 
 def utcnow() -> datetime:
@@ -240,7 +254,9 @@ class Store:
             self.engine = create_engine(database_url, connect_args={"timeout": 30})
             event.listen(self.engine, "connect", _sqlite_pragmas)
         else:
-            self.engine = create_engine(sqlalchemy_url(database_url), pool_pre_ping=True)
+            # pre-ping: a connection the server dropped (a restart) is replaced before use, not handed out
+            self.engine = create_engine(sqlalchemy_url(database_url), pool_pre_ping=True, pool_timeout=POOL_WAIT_S,
+                                        connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
         Base.metadata.create_all(self.engine)
         self._add_missing_columns()
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
@@ -311,9 +327,9 @@ class Store:
         """Create a session and its turn-0 asset (the untouched original) in one transaction."""
         asset_id = new_id()
         with self._sessions.begin() as db:
-            row = SessionRow(id=session_id, resume_token=resume_token, title=title, style=style,
+            row = SessionRow(id=session_id, resume_token=resume_token, title=redact(title), style=style,
                              review_mode=review_mode, original_path=original_path, width=width,
-                             height=height, head_asset_id=asset_id, settings=settings or {})
+                             height=height, head_asset_id=asset_id, settings=redact_data(settings or {}))
             db.add(row)
             db.flush()
             asset = AssetRow(id=asset_id, parent_id=None, session_id=session_id, turn=0,
@@ -345,6 +361,7 @@ class Store:
             return [_session_record(r) for r in rows]
 
     def update_session(self, session_id: str, **values: Any) -> None:
+        values = {k: (redact_data(v) if k in ("settings", "title") else v) for k, v in values.items()}
         values["updated_at"] = utcnow()
         with self._sessions.begin() as db:
             result = db.execute(update(SessionRow).where(SessionRow.id == session_id).values(**values))
@@ -408,7 +425,8 @@ class Store:
         with self._sessions.begin() as db:
             seq = db.scalar(select(func.coalesce(func.max(AssetRow.seq), 0)).where(AssetRow.session_id == session_id))
             row = AssetRow(id=asset_id or new_id(), parent_id=parent_id, session_id=session_id, turn=turn,
-                           state=state, summary=summary, scores=scores or {}, status=status, seq=int(seq) + 1)
+                           state=state, summary=redact(summary), scores=redact_data(scores or {}), status=status,
+                           seq=int(seq) + 1)
             db.add(row)
             db.flush()
             return _asset_record(row)
@@ -440,6 +458,7 @@ class Store:
         return chain[::-1]
 
     def set_asset_fields(self, asset_id: str, **values: Any) -> None:
+        values = {k: (v if k == "state" else redact_data(v)) for k, v in values.items()}
         with self._sessions.begin() as db:
             db.execute(update(AssetRow).where(AssetRow.id == asset_id).values(**values))
 
@@ -475,8 +494,8 @@ class Store:
                 return _turn_record(existing)
             for aid, status in statuses.items():
                 db.execute(update(AssetRow).where(AssetRow.id == aid).values(status=status))
-            row = TurnRow(session_id=session_id, turn=turn, message=message, plan=plan, outcome=outcome,
-                          reply=reply, action=action, asset_id=asset_id)
+            row = TurnRow(session_id=session_id, turn=turn, message=redact(message), plan=redact_data(plan),
+                          outcome=outcome, reply=redact(reply), action=redact_data(action), asset_id=asset_id)
             db.add(row)
             db.execute(update(SessionRow).where(SessionRow.id == session_id)
                        .values(head_asset_id=head_asset_id, active_thread=None, updated_at=utcnow()))
@@ -518,24 +537,34 @@ def open_checkpointer(database_url: str, sessions_dir: Path, checkpoints_file: s
 
     SQLite (the default): a SqliteSaver on ``<sessions_dir>/<checkpoints_file>``
     with one connection shared across threads (the saver serialises access with
-    its own lock) in WAL mode. PostgreSQL: a PostgresSaver, which needs the
-    optional ``langgraph-checkpoint-postgres`` package.
+    its own lock) in WAL mode. PostgreSQL: a PostgresSaver on a connection pool
+    that checks each connection before use (a restarted server costs no restart
+    of Atelier), which needs the ``langgraph-checkpoint-postgres`` package.
     """
     if is_postgres(database_url):
         try:
-            import psycopg
             from langgraph.checkpoint.postgres import PostgresSaver
             from psycopg.rows import dict_row
+            from psycopg_pool import ConnectionPool
         except ImportError:
             raise AtelierError(
                 "ATELIER_DATABASE_URL points at PostgreSQL, but langgraph-checkpoint-postgres is not "
                 "installed: pip install langgraph-checkpoint-postgres psycopg[binary]"
             ) from None
-        conn = psycopg.connect(libpq_url(database_url), autocommit=True, prepare_threshold=0,
-                               row_factory=dict_row)
-        saver = PostgresSaver(conn)
+        pool = ConnectionPool(
+            libpq_url(database_url), min_size=1, max_size=CHECKPOINT_POOL_SIZE, open=False,
+            name="atelier-checkpoints", check=ConnectionPool.check_connection,
+            timeout=POOL_WAIT_S, reconnect_timeout=POOL_WAIT_S,
+            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
+                    "connect_timeout": CONNECT_TIMEOUT_S})
+        try:
+            pool.open(wait=True, timeout=POOL_WAIT_S)
+        except Exception as exc:  # noqa: BLE001 - PoolTimeout hides the cause in the log; say it plainly
+            pool.close()
+            raise AtelierError(f"cannot reach the PostgreSQL database ({redact(str(exc))})") from None
+        saver = PostgresSaver(pool)
         saver.setup()
-        return saver, conn.close
+        return saver, pool.close
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     path = Path(sessions_dir) / checkpoints_file

@@ -19,7 +19,13 @@ A skill is data (the format is documented in docs/mcp.md, "Skills")::
 The shipped skills live here (``skills/*.yaml``); people add their own by
 dropping YAML files in the folder named by ``ATELIER_SKILLS_DIR`` (a user
 skill with a shipped name replaces it). A broken file is refused at load
-with :class:`SkillError` naming the file and the key. Looks (``kind: look``,
+with :class:`SkillError` naming the file and the key. Loading is bounded, so a
+hostile or mistaken file costs milliseconds, never minutes: at most
+:data:`MAX_FILE_BYTES` per file, :data:`MAX_FILES` files per folder,
+:data:`MAX_YAML_VALUES` values once YAML aliases are expanded (a "billion
+laughs" file is refused before it is built), nesting :data:`MAX_YAML_DEPTH`
+deep, :data:`MAX_SKILL_STEPS` steps per compound skill and ``depends_on`` chains
+:data:`MAX_CHAIN` long (checked without recursion). Looks (``kind: look``,
 global ``set`` values only) are what the engine profile offers as named
 styles: ``profiles`` fills its ``styles`` from :func:`looks`.
 
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import os
 import re
+import reprlib
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +54,15 @@ KINDS = ("look", "retouch", "compound")
 GATES = ("needs_face", "needs_sky", "colour_only")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,47}$")
 _TOP_KEYS = {"name", "kind", "order", "label", "description", "words", "gates", "adjust", "steps", "version", "author"}
+#: Bounds on what one skill file may cost to load (see the module docstring).
+MAX_FILE_BYTES = 64 * 1024
+MAX_FILES = 500
+MAX_YAML_VALUES = 5000
+MAX_YAML_DEPTH = 16
+MAX_SKILL_STEPS = 32
+MAX_CHAIN = 32
+_SHOW = reprlib.Repr()
+_SHOW.maxlevel, _SHOW.maxlist, _SHOW.maxdict, _SHOW.maxstring, _SHOW.maxother = 3, 6, 6, 60, 60
 
 __all__ = ["GATES", "KINDS", "SKILLS_DIR", "SKILLS_DIR_ENV", "Adjustment", "Skill", "SkillError", "SkillStep",
            "check_graph", "clear_skill_cache", "load_skill_file", "load_skills", "looks"]
@@ -56,6 +72,7 @@ class SkillError(ValueError):
     """A broken skill file or skill graph; ``file`` and ``key`` name the problem."""
 
     def __init__(self, file: str, key: str, problem: str):
+        problem = problem if len(problem) <= 300 else problem[:297] + "..."
         self.file, self.key, self.problem = file, key, problem
         super().__init__(f"{file}: {key}: {problem}" if key else f"{file}: {problem}")
 
@@ -153,16 +170,76 @@ def _adjustment(path: Path, key: str, raw: Any) -> Adjustment:
     return Adjustment(op=op.name, value=int(value), mode=mode, target=target)
 
 
-def load_skill_file(path: str | os.PathLike, *, user: bool = False) -> Skill:
-    """Read and check one skill file; :class:`SkillError` names the file and the key that is wrong."""
-    path = Path(path)
+def _check_nodes(path: Path, root: yaml.Node) -> None:
+    """Refuse a node graph that expands past MAX_YAML_VALUES values or MAX_YAML_DEPTH levels (or loops).
+
+    Counted on the composed graph with each shared (aliased) node's size remembered, so a file of
+    nested aliases is measured in microseconds, before anything is built from it.
+    """
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    open_nodes: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children = ([n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode)
+                    else list(node.value) if isinstance(node, yaml.SequenceNode) else [])
+        if not done:
+            if key in size:
+                continue
+            if key in open_nodes:
+                _fail(path, "", "a YAML alias refers to itself (a recursive structure)")
+            open_nodes.add(key)
+            stack.append((node, True))
+            stack.extend((c, False) for c in children)
+            continue
+        open_nodes.discard(key)
+        size[key] = 1 + sum(size[id(c)] for c in children)
+        depth[key] = 1 + max((depth[id(c)] for c in children), default=0)
+        if size[key] > MAX_YAML_VALUES:
+            _fail(path, "", f"the YAML expands to more than {MAX_YAML_VALUES} values (through aliases); "
+                            "a skill file is small data")
+        if depth[key] > MAX_YAML_DEPTH:
+            _fail(path, "", f"the YAML is nested more than {MAX_YAML_DEPTH} levels deep")
+
+
+def _read_yaml(path: Path) -> Any:
+    """The file's YAML data, within the size, expansion and depth bounds."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if not path.is_file():               # a FIFO or device named *.yaml must not block the loader
+            _fail(path, "", "not a regular file")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         _fail(path, "", f"cannot read the file ({exc.strerror})")
+    if len(raw) > MAX_FILE_BYTES:
+        _fail(path, "", f"larger than {MAX_FILE_BYTES // 1024} KB; a skill file is a few lines of YAML")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        _fail(path, "", "not UTF-8 text")
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_nodes(path, node)
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         _fail(path, "", f"not valid YAML{f' at line {mark.line + 1}' if mark else ''}")
+    except RecursionError:   # the composer recurses per level: absurd nesting ends here
+        _fail(path, "", f"the YAML is nested more than {MAX_YAML_DEPTH} levels deep")
+    finally:
+        loader.dispose()
+
+
+def load_skill_file(path: str | os.PathLike, *, user: bool = False) -> Skill:
+    """Read and check one skill file; :class:`SkillError` names the file and the key that is wrong."""
+    path = Path(path)
+    data = _read_yaml(path)
     if not isinstance(data, Mapping):
         _fail(path, "", "expected a mapping with name, kind, description and adjust or steps")
     unknown = set(data) - _TOP_KEYS
@@ -196,6 +273,8 @@ def load_skill_file(path: str | os.PathLike, *, user: bool = False) -> Skill:
             _fail(path, "adjust", "a compound skill lists steps (other skills), not adjustments")
         if not isinstance(steps, list) or not steps:
             _fail(path, "steps", "expected a list of {id, skill, depends_on}")
+        if len(steps) > MAX_SKILL_STEPS:
+            _fail(path, "steps", f"{len(steps)} steps; a compound skill has at most {MAX_SKILL_STEPS}")
         parsed_steps = tuple(_step(path, f"steps[{i}]", s) for i, s in enumerate(steps))
         check_graph(parsed_steps, where=str(path))
         parsed_adjust: tuple[Adjustment, ...] = ()
@@ -234,8 +313,13 @@ def _step(path: Path, key: str, raw: Any) -> SkillStep:
     return SkillStep(id=str(sid), skill=skill, depends_on=tuple(deps))
 
 
-def check_graph(steps: tuple[SkillStep, ...] | list[SkillStep], where: str = "skill graph") -> list[SkillStep]:
-    """The steps in an order that respects ``depends_on`` (stable); a cycle or unknown id raises SkillError."""
+def check_graph(steps: tuple[SkillStep, ...] | list[SkillStep], where: str = "skill graph",
+                max_chain: int = MAX_CHAIN) -> list[SkillStep]:
+    """The steps in an order that respects ``depends_on`` (stable).
+
+    A cycle, an unknown id or a ``depends_on`` chain longer than ``max_chain`` steps raises SkillError.
+    Iterative: a long chain is an error message, never a RecursionError.
+    """
     by_id: dict[str, SkillStep] = {}
     for i, s in enumerate(steps):
         if s.id in by_id:
@@ -247,21 +331,39 @@ def check_graph(steps: tuple[SkillStep, ...] | list[SkillStep], where: str = "sk
                 raise SkillError(where, f"steps[{i}].depends_on", f"no step with id {d!r}")
     order: list[SkillStep] = []
     state: dict[str, int] = {}      # 1 = visiting, 2 = done
+    chain: dict[str, int] = {}      # the longest depends_on chain ending at a step, in steps
 
-    def visit(s: SkillStep, path: tuple[str, ...]) -> None:
-        if state.get(s.id) == 2:
-            return
-        if state.get(s.id) == 1:
-            cycle = " -> ".join(path[path.index(s.id):] + (s.id,))
-            raise SkillError(where, "steps", f"depends_on has a cycle: {cycle}")
-        state[s.id] = 1
-        for d in s.depends_on:
-            visit(by_id[d], path + (s.id,))
-        state[s.id] = 2
-        order.append(s)
-
-    for s in steps:
-        visit(s, ())
+    for first in steps:
+        if state.get(first.id) == 2:
+            continue
+        path: list[str] = [first.id]                        # the ids being visited, outermost first
+        todo: list[tuple[SkillStep, int]] = [(first, 0)]    # (step, index of the next dependency to visit)
+        state[first.id] = 1
+        while todo:
+            s, i = todo[-1]
+            if i < len(s.depends_on):
+                todo[-1] = (s, i + 1)
+                d = by_id[s.depends_on[i]]
+                if state.get(d.id) == 2:
+                    continue
+                if state.get(d.id) == 1:
+                    cycle = " -> ".join(path[path.index(d.id):] + [d.id])
+                    raise SkillError(where, "steps", f"depends_on has a cycle: {cycle}")
+                if len(path) >= max_chain:
+                    raise SkillError(where, "steps", f"a depends_on chain longer than {max_chain} steps "
+                                                     f"(through {s.id!r})")
+                state[d.id] = 1
+                path.append(d.id)
+                todo.append((d, 0))
+                continue
+            todo.pop()
+            path.pop()
+            state[s.id] = 2
+            chain[s.id] = 1 + max((chain[d] for d in s.depends_on), default=0)
+            if chain[s.id] > max_chain:
+                raise SkillError(where, "steps", f"a depends_on chain longer than {max_chain} steps "
+                                                 f"(ending at {s.id!r})")
+            order.append(s)
     return order
 
 
@@ -305,7 +407,10 @@ def load_skills() -> dict[str, Skill]:
     found: dict[str, Skill] = {}
     for folder, user in folders:
         seen: dict[str, Path] = {}
-        for path in sorted(folder.glob("*.y*ml")):
+        files = sorted(folder.glob("*.y*ml"))
+        if len(files) > MAX_FILES:
+            raise SkillError(str(folder), "", f"{len(files)} skill files; a folder holds at most {MAX_FILES}")
+        for path in files:
             if path.suffix not in (".yaml", ".yml") or path.name.startswith("_"):
                 continue
             skill = load_skill_file(path, user=user)

@@ -58,6 +58,16 @@ _TARGETS = {"sky": {"type": "sky"}, "top": {"type": "gradient", "start": [0.5, 0
             "shadows": {"type": "luminance", "low": 0.0, "high": 0.35}, "selection": {"type": "selection"}}
 
 
+def copy_shipped_schemas(dest: Path) -> Path:
+    """A private copy of ``schemas/`` (for ``Studio(schemas_root=...)``): schemas a test makes never land in the repo."""
+    shipped = Path(__file__).resolve().parents[1] / "schemas"
+    for p in shipped.rglob("*.yaml"):
+        target = dest / p.relative_to(shipped)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, target)
+    return dest
+
+
 def small_photo(name: str = "astronaut", long_side: int = 400) -> np.ndarray:
     """A real skimage.data photo as uint8 RGB, downscaled so tests stay fast."""
     img = getattr(skdata, name)()
@@ -161,6 +171,11 @@ class PostgresCluster:
                          "--locale=C", "--no-sync")
         if done.returncode:
             pytest.fail(f"initdb failed: {done.stderr[-800:]}", pytrace=False)
+        self.start_server()
+        return self
+
+    def start_server(self) -> None:
+        """Start the server on the cluster's data and port (again, after :meth:`stop_server`)."""
         options = (f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.root} "
                    "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300")
         done = self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-o", options,
@@ -169,7 +184,10 @@ class PostgresCluster:
             log = (self.root / "server.log").read_text() if (self.root / "server.log").exists() else ""
             self.stop()
             pytest.fail(f"PostgreSQL did not start: {done.stderr[-400:]} {log[-800:]}", pytrace=False)
-        return self
+
+    def stop_server(self) -> None:
+        """Stop the server as a crash or an operator's restart would (connections cut); the data stays."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{database}"

@@ -11,7 +11,11 @@ fences or with prose, extra keys,
 truncation (``finish_reason="length"``), refusals, HTTP errors with
 ``Retry-After`` (429) or without (500), a hang past the client's timeout, a
 slow but valid answer, a garbage body that is not JSON, a dropped connection,
-and (:func:`refusing_base_url`) an address where nothing listens.
+a trickle (headers at once, then one byte of a valid answer every few seconds:
+no single read ever times out), a 400 that echoes the caller's request headers
+(``Authorization`` included) in its error, and (:func:`refusing_base_url`) an
+address where nothing listens. ``python -m tests.fake_openai_server --trickle``
+serves the trickle on its own (for ``scripts/measure_hostile.py`` and by hand).
 
     with FakeOpenAIServer() as server:
         server.script(Reply.json({"reply": "ok", ...}))
@@ -38,12 +42,14 @@ class Reply:
     finish_reason: str = "stop"
     refusal: str | None = None
     status: int = 200
-    headers: dict = field(default_factory=dict)
+    headers: dict = field(default_factory=dict)   # names in lower case
     error: str = ""           # error message for a non-200 status
     hang_s: float = 0.0       # wait this long before answering (released when the server stops)
     drop: bool = False        # close the connection without any answer
     raw: bytes | None = None  # send these bytes as the body instead of a chat completion
     tool_calls: list | None = None   # [(name, arguments dict or raw JSON text)]: an assistant tool-call turn
+    trickle_s: float = 0.0    # send the body one byte every trickle_s seconds (headers at once)
+    echo_headers: bool = False  # answer `status` with the request's headers in the error message
 
     # -- the replies tests need ---------------------------------------------
     @classmethod
@@ -94,6 +100,16 @@ class Reply:
         return cls(content=json.dumps(obj), hang_s=seconds)
 
     @classmethod
+    def trickle(cls, obj: Any, every_s: float = 2.0) -> "Reply":
+        """A valid answer whose body arrives one byte every ``every_s`` seconds (padded to take minutes)."""
+        return cls(content=json.dumps(obj) + " " * 400, trickle_s=every_s)
+
+    @classmethod
+    def echoing(cls, status: int = 400) -> "Reply":
+        """An error whose message repeats the caller's request headers, ``Authorization`` included."""
+        return cls(status=status, echo_headers=True, error="Invalid request")
+
+    @classmethod
     def garbage(cls) -> "Reply":
         """HTTP 200 whose body is not JSON at all (a proxy's error page, a broken server)."""
         return cls(raw=b"<html><body>502 upstream \x00\xff garbled</body></html>")
@@ -113,6 +129,7 @@ class Received:
 
     body: dict
     at: float                 # time.monotonic() on arrival
+    headers: dict = field(default_factory=dict)   # names in lower case
 
     @property
     def messages(self) -> list[dict]:
@@ -235,7 +252,14 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             self._send(400, {"error": {"message": "body is not JSON"}})
             return
-        reply = self.owner.next_reply(Received(body=body, at=time.monotonic()))
+        reply = self.owner.next_reply(Received(body=body, at=time.monotonic(), headers={k.lower(): v for k, v in self.headers.items()}))
+        if reply.echo_headers:
+            # Authorization first, as a proxy that complains about it would
+            items = sorted(self.headers.items(), key=lambda kv: kv[0].lower() != "authorization")
+            said = "; ".join(f"{k}: {v}" for k, v in items)
+            self._send(reply.status, {"error": {"message": f"{reply.error}. Request headers were: {said}",
+                                                "type": "invalid_request_error"}})
+            return
         if reply.hang_s:
             self.owner._release.wait(reply.hang_s)
         if reply.drop:
@@ -262,14 +286,34 @@ class _Handler(BaseHTTPRequestHandler):
                 {"id": f"call_{n}_{i}", "type": "function",
                  "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
                 for i, (name, args) in enumerate(reply.tool_calls)]
-        self._send(200, {
+        payload = {
             "id": f"chatcmpl-{len(self.owner.requests)}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", self.owner.model),
             "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
             "usage": {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150},
-        }, reply.headers)
+        }
+        if reply.trickle_s:
+            self._trickle(json.dumps(payload).encode(), reply.trickle_s)
+            return
+        self._send(200, payload, reply.headers)
+
+    def _trickle(self, data: bytes, every_s: float) -> None:
+        """Headers now, then the body one byte at a time (until it is sent, the client leaves or we stop)."""
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.flush()
+            for i in range(len(data)):
+                if self.owner._release.wait(every_s):
+                    return
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
+        except OSError:
+            pass  # the client gave up: what a deadline is for
 
     def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
         self._send_raw(status, json.dumps(payload).encode(), headers)
@@ -285,3 +329,27 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except OSError:
             pass  # the client gave up (timeout test); nothing to tell it
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve one hostile behaviour until interrupted: ``--trickle [SECONDS]`` or ``--echo``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tests.fake_openai_server")
+    parser.add_argument("--trickle", type=float, metavar="SECONDS", help="one byte of a valid answer every SECONDS")
+    parser.add_argument("--echo", action="store_true", help="answer 400 repeating the request headers")
+    args = parser.parse_args(argv)
+    with FakeOpenAIServer() as server:
+        answer = {"reply": "Warmer.", "understood": True, "sub_goals": [{"op": "temperature", "value": 20}]}
+        server.responder = (lambda r: Reply.echoing()) if args.echo else (
+            lambda r: Reply.trickle(answer, args.trickle or 2.0))
+        print(server.base_url, flush=True)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

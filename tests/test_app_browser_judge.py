@@ -11,7 +11,6 @@ lands in the repository.
 from __future__ import annotations
 
 import re
-import shutil
 import time
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from skimage import data as skdata
 
 from playwright.sync_api import expect
 
-from conftest import free_port
+from conftest import copy_shipped_schemas, free_port
 from test_app_browser import TURN, VIEWPORT, open_studio, upload, wait_for_photo
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,11 +53,7 @@ def server(tmp_path_factory):
     from agent.service import Studio
     from app import create_app
 
-    root = tmp_path_factory.mktemp("schemas")
-    for p in (REPO / "schemas").rglob("*.yaml"):
-        dest = root / p.relative_to(REPO / "schemas")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(p, dest)
+    root = copy_shipped_schemas(tmp_path_factory.mktemp("schemas"))
     sessions = tmp_path_factory.mktemp("sessions")
     studio = Studio(database_url=f"sqlite:///{sessions / 'atelier.db'}", sessions_dir=sessions,
                     planner=Slow(default_planner()), judge=Slow(default_judge()), schemas_root=root)

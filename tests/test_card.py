@@ -1,9 +1,14 @@
-"""The studio serves an A2A agent card at /.well-known/agent.json naming its skills and endpoints."""
+"""The studio serves an A2A agent card at /.well-known/agent.json naming its skills and endpoints.
+
+Its URLs come from ``ATELIER_PUBLIC_URL`` or the bound address, never from the request's Host header.
+"""
 
 from __future__ import annotations
 
 import json
 import urllib.request
+
+import httpx
 
 import pytest
 
@@ -40,3 +45,25 @@ def test_the_agent_card_names_skills_and_endpoints(studio_url, monkeypatch):
     # the studio itself still answers next to the card
     with urllib.request.urlopen(card["endpoints"]["studio"], timeout=30) as page:
         assert page.status == 200 and b"<html" in page.read(2000).lower()
+
+
+def test_the_card_never_takes_its_urls_from_the_host_header(studio_url, monkeypatch):
+    monkeypatch.delenv("ATELIER_PUBLIC_URL", raising=False)
+    forged = httpx.get(f"{studio_url}/.well-known/agent.json", headers={"Host": "evil.example:666"}, timeout=30)
+    card = forged.json()
+    assert "evil.example" not in forged.text
+    assert card["url"] == f"{studio_url}/" and card["endpoints"]["studio"] == f"{studio_url}/"   # the bound address
+
+    monkeypatch.setenv("ATELIER_PUBLIC_URL", "https://atelier.example.org")
+    behind_proxy = httpx.get(f"{studio_url}/.well-known/agent.json", headers={"Host": "evil.example"}, timeout=30)
+    card = behind_proxy.json()
+    assert card["url"] == "https://atelier.example.org/" and "evil.example" not in behind_proxy.text
+    assert card["endpoints"]["agent_card"] == "https://atelier.example.org/.well-known/agent.json"
+
+
+def test_a_malformed_public_url_is_refused_at_start(monkeypatch):
+    from agent.interfaces.card import card_routes
+
+    monkeypatch.setenv("ATELIER_PUBLIC_URL", "atelier.example.org/studio?x=1")
+    with pytest.raises(ValueError, match="ATELIER_PUBLIC_URL"):
+        card_routes()

@@ -3,6 +3,8 @@
 Each test opens a photo, edits, reviews, reads the history and exports, and sends bad calls (unknown session,
 missing argument, wrong type, unknown tool) that must answer ``ok: false`` with the reason and change nothing.
 The sessions live in a real SQLite file that a Studio in the test process reads too (the studio sees them).
+The photo's folder is an allowed root: declared by the stdio client (MCP roots), and through
+``ATELIER_MCP_ROOTS`` for the HTTP server (tests/test_mcp_security.py tries the rules themselves).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client, StdioServerParameters, types
 
 from agent.service import Studio
 from pipeline.imageio import load_image, save_image
@@ -39,10 +41,17 @@ def run_async(main):
         return pool.submit(anyio.run, main).result()
 
 
-def _env(sessions: Path) -> dict:
+def _env(sessions: Path, **extra: str) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATELIER_")}
-    env.update(ATELIER_SESSIONS_DIR=str(sessions), PYTHONPATH=str(REPO))
+    env.update(ATELIER_SESSIONS_DIR=str(sessions), PYTHONPATH=str(REPO), **extra)
     return env
+
+
+def roots_of(*folders: Path):
+    """A client's MCP roots callback declaring ``folders``."""
+    async def list_roots(context) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=f.resolve().as_uri(), name=f.name) for f in folders])
+    return list_roots
 
 
 async def _call(client: Client, tool: str, **arguments) -> dict:
@@ -134,11 +143,21 @@ def test_stdio_client_drives_a_session(tmp_path, photo):
                                    cwd=str(REPO))
 
     async def main() -> str:
-        async with Client(params, read_timeout_seconds=120) as client:
+        async with Client(params, read_timeout_seconds=120, list_roots_callback=roots_of(tmp_path)) as client:
             return await _conversation(client, photo, tmp_path)
 
     sid = run_async(main)
     _check_studio_sees(sessions, sid)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stop a server the test launched: terminate, then kill if it does not go within 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _wait_for_port(port: int, proc: subprocess.Popen, seconds: float = 60) -> None:
@@ -157,7 +176,8 @@ def test_streamable_http_client_drives_a_session(tmp_path, photo):
     sessions = tmp_path / "sessions"
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "agent.mcp", "--http", "--host", "127.0.0.1", "--port", str(port)],
-                            cwd=REPO, env=_env(sessions), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            cwd=REPO, env=_env(sessions, ATELIER_MCP_ROOTS=str(tmp_path)), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
     try:
         _wait_for_port(port, proc)
 
@@ -167,10 +187,5 @@ def test_streamable_http_client_drives_a_session(tmp_path, photo):
 
         sid = run_async(main)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
     _check_studio_sees(sessions, sid)

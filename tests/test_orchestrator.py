@@ -86,7 +86,8 @@ def photo(tmp_path) -> Path:
 
 def _env(tmp_path: Path, server: FakeOpenAIServer | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATELIER_")}
-    env.update(ATELIER_SESSIONS_DIR=str(tmp_path / "sessions"), PYTHONPATH=str(REPO))
+    # the photos live in tmp_path: an allowed root of the MCP file tools (the server runs in the repository)
+    env.update(ATELIER_SESSIONS_DIR=str(tmp_path / "sessions"), PYTHONPATH=str(REPO), ATELIER_MCP_ROOTS=str(tmp_path))
     if server is not None:
         env.update(ATELIER_ORCH_BASE_URL=server.base_url, ATELIER_ORCH_MODEL="scripted-agent",
                    ATELIER_ORCH_API_KEY="test")

@@ -1,10 +1,16 @@
 """What a browser remembers between visits: resume tokens, never session ids.
 
 ``gr.BrowserState`` keeps ``{"current": token | None, "tokens": [token, ...]}``
-in the browser's localStorage, encrypted with a server-side secret. The tokens
-are unguessable (``secrets.token_urlsafe`` in the service) and every one is
-validated with ``Studio.resume`` before it is used, so a forged or stale value
-just means "no session".
+in the browser's localStorage. The tokens are unguessable
+(``secrets.token_urlsafe`` in the service) and every one is validated with
+``Studio.resume`` before it is used, so a forged or stale value just means
+"no session": that, not the storage's encryption, is what protects a session.
+
+Gradio encrypts the stored value *in the browser*, so the key it is given is
+published to every visitor in the page's ``/config``. It is therefore never the
+secret itself: :func:`public_key` derives a key from it (HMAC-SHA256), stable
+across restarts and replicas that share the secret, from which the secret
+cannot be recovered.
 
 Settings (environment):
 
@@ -17,6 +23,8 @@ Settings (environment):
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import secrets
 from pathlib import Path
@@ -50,6 +58,11 @@ def browser_secret(sessions_dir: Path) -> str:
     with os.fdopen(fd, "w") as fh:
         fh.write(secret)
     return secret
+
+
+def public_key(secret: str) -> str:
+    """The key handed to ``gr.BrowserState`` (and so to every browser): derived from ``secret``, never it."""
+    return hmac.new(secret.encode(), b"atelier: gr.BrowserState key, v1", hashlib.sha256).hexdigest()
 
 
 def empty() -> dict:

@@ -55,8 +55,9 @@ def build_studio(studio: Any) -> gr.Blocks:
     review_default = getattr(getattr(studio, "config", None), "review_mode", None) or "below_auto_approve"
     with gr.Blocks(title="Atelier — photo studio", fill_width=True, delete_cache=(3600, 24 * 3600)) as demo:
         c: dict = {"demo": demo}
+        # /config publishes this key to every visitor: a key derived from the secret, never the secret
         c["browser"] = gr.BrowserState(browser.empty(), storage_key=browser.storage_key(),
-                                       secret=browser.browser_secret(sessions_dir_of(studio)))
+                                       secret=browser.public_key(browser.browser_secret(sessions_dir_of(studio))))
         c["sid"] = gr.State(None)            # validated session id (server side only)
         c["selected"] = gr.State(None)       # gallery asset shown instead of the head
         c["gallery_ids"] = gr.State([])      # asset ids in gallery order

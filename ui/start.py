@@ -152,10 +152,12 @@ def create_event_handlers(c: dict, sv: SessionView, *, demo_photos: list[Path]) 
         names = list(studio.list_schemas("quality"))
         return gr.update(choices=names, value=current if current in names else "default")
 
-    def make_schema(example, name, current):
+    def make_schema(example, name, current, request: gr.Request):
         name = (name or "").strip()
         try:
-            made = studio.generate_schema(example or "", agent="quality", name=name)
+            # an anonymous visitor is one browser session: schemas.max_per_visitor bounds what it makes
+            made = studio.generate_schema(example or "", agent="quality", name=name,
+                                          visitor=getattr(request, "session_hash", None) or "anonymous")
         except AtelierError as exc:
             return {c["schema_status"]: f"**Could not make that schema.** {html.escape(str(exc))}",
                     c["schema_yaml"]: gr.update(value="", visible=False),

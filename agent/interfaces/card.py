@@ -4,15 +4,21 @@ It names what Atelier can do — its skills (the looks and retouch recipes of th
 conversational editing) — and where to reach it: the studio in the browser, the Gradio API, and the
 MCP server (``python -m agent.mcp --http``, whose URL ``ATELIER_MCP_URL`` names; default
 ``http://127.0.0.1:8765/mcp``).
+
+Its URLs start from ``ATELIER_PUBLIC_URL`` (the address people reach the studio at, e.g. behind a
+proxy: ``https://atelier.example.org``), else from the address the server is bound to — never from
+the request's ``Host`` header, which any client can set to point the card's readers elsewhere.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Mapping
+from urllib.parse import urlsplit
 
 CARD_PATH = "/.well-known/agent.json"
 MCP_URL_ENV = "ATELIER_MCP_URL"
+PUBLIC_URL_ENV = "ATELIER_PUBLIC_URL"
 DEFAULT_MCP_URL = "http://127.0.0.1:8765/mcp"
 PROTOCOL_VERSION = "0.3.0"
 MCP_TOOLS = ["open_photo", "edit", "review", "history", "export", "list_skills", "apply_skill",
@@ -71,15 +77,45 @@ def agent_card(base_url: str, studio: Any = None) -> dict:
     }
 
 
+def configured_public_url(env: Mapping[str, str] | None = None) -> str | None:
+    """``ATELIER_PUBLIC_URL`` checked (an http(s) URL with a host), or None when unset; ValueError says why not."""
+    env = os.environ if env is None else env
+    url = (env.get(PUBLIC_URL_ENV) or "").strip()
+    if not url:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise ValueError(f"{PUBLIC_URL_ENV}: expected the studio's address like https://atelier.example.org, "
+                         f"got {url!r}")
+    return url.rstrip("/") + "/"
+
+
+def bound_url(scope: Mapping[str, Any]) -> str:
+    """The address the server socket is bound to (the ASGI ``server`` of the connection), as a base URL."""
+    host, port = scope.get("server") or ("127.0.0.1", 7860)
+    host = f"[{host}]" if ":" in str(host) else host
+    scheme = "https" if scope.get("scheme") in ("https", "wss") else "http"
+    return f"{scheme}://{host}:{port}/"
+
+
 def card_routes(studio: Any = None) -> list:
-    """FastAPI routes serving the card (for the studio's app: ``launch(app_kwargs={"routes": ...})``)."""
+    """FastAPI routes serving the card (for the studio's app: ``launch(app_kwargs={"routes": ...})``).
+
+    A malformed ``ATELIER_PUBLIC_URL`` is refused here, when the studio starts.
+    """
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
+    configured_public_url()
+
     async def serve(request) -> JSONResponse:
-        return JSONResponse(agent_card(str(request.base_url), studio))
+        try:
+            base = configured_public_url() or bound_url(request.scope)
+        except ValueError:
+            base = bound_url(request.scope)
+        return JSONResponse(agent_card(base, studio))
 
     return [Route(CARD_PATH, serve, methods=["GET"], include_in_schema=False)]
 
 
-__all__ = ["CARD_PATH", "agent_card", "card_routes"]
+__all__ = ["CARD_PATH", "PUBLIC_URL_ENV", "agent_card", "bound_url", "card_routes", "configured_public_url"]

@@ -12,26 +12,39 @@ The tools hold no logic of their own: each one calls one ``Studio`` method
 (the same API the studio UI and the CLI call, on the same database), so a
 session opened here shows up in the studio. Bad calls (unknown session,
 missing argument, wrong type, unknown tool) answer ``ok: false`` with the
-reason; nothing is changed. No image bytes travel unless a tool is asked
-for an inline preview (``return_inline_preview``).
+reason; nothing is changed. Failures nobody expected (a full disk, the
+database down, a broken skill file, memory running out) answer one line too
+(:func:`agent.loop.failures.describe_failure`), and the cause goes to the server's
+log (stderr). No image bytes travel unless a tool is asked for an inline
+preview (``return_inline_preview``).
+
+Safe to expose (docs/security.md): the file tools (``open_photo``, ``export``)
+work only inside the allowed roots of :mod:`agent.interfaces.roots` (the client's MCP
+roots plus ``ATELIER_MCP_ROOTS``; default the working directory), never on
+Atelier's own files; off loopback the HTTP server requires
+``ATELIER_MCP_TOKEN`` as a bearer token (:mod:`agent.interfaces.bearer`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
+import logging
 import sys
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Annotated, Any, Callable, Literal
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult, ListRootsResult, TextContent
 from pydantic import ValidationError
 
-from agent.errors import AtelierError, SessionNotFound
+from agent.errors import AtelierError, InvalidInput, SessionNotFound
+from agent.loop.failures import describe_failure, one_line
+from agent.interfaces.roots import FileRules, check_settings, client_roots_allowed
+
+log = logging.getLogger("atelier.mcp")
 
 SERVER_NAME = "atelier"
 NO_GENERATION = "no generation backend configured (set ATELIER_GEN_BACKEND to diffusers or comfyui)"
@@ -51,7 +64,15 @@ def ok(tool: str, data: Any) -> dict:
 
 
 def failed(tool: str, *errors: str) -> dict:
-    return {"ok": False, "tool": tool, "errors": [e for e in errors if e] or ["failed"]}
+    """The failure result: each reason on one line, credentials redacted."""
+    return {"ok": False, "tool": tool, "errors": [one_line(e, 500) for e in errors if e] or ["failed"]}
+
+
+def unexpected(tool: str, exc: BaseException) -> dict:
+    """A failure nobody planned for: one line to the client, the cause (with its traceback) in the log."""
+    reason = describe_failure(exc)
+    log.error("tool %s failed: %s", tool, reason, exc_info=(type(exc), exc, exc.__traceback__))
+    return failed(tool, reason)
 
 
 def as_call_result(result: dict) -> CallToolResult:
@@ -120,16 +141,33 @@ class AtelierTools:
         try:
             return ok(tool, fn())
         except SessionNotFound as exc:
-            return failed(tool, f"session_id: {exc}")
-        except AtelierError as exc:
-            return failed(tool, str(exc))
-        except (TypeError, ValueError) as exc:
-            return failed(tool, str(exc))
+            result = failed(tool, f"session_id: {exc}")
+        except (AtelierError, TypeError, ValueError) as exc:
+            from skills import SkillError
+
+            if isinstance(exc, SkillError):
+                return unexpected(tool, exc)
+            result = failed(tool, str(exc))
+        except Exception as exc:  # noqa: BLE001 - a full disk, a database that is down, MemoryError
+            return unexpected(tool, exc)
+        log.info("tool %s refused: %s", tool, "; ".join(result["errors"]))
+        return result
+
+    def file_rules(self, roots: Any = ()) -> FileRules:
+        """Where this call's paths may point: the client's ``roots`` (URIs), ``ATELIER_MCP_ROOTS``, Atelier's own files."""
+        private = getattr(self.studio, "private_paths", lambda: [])()
+        if not isinstance(roots, (list, tuple)) or not all(isinstance(r, str) for r in roots):
+            raise InvalidInput(f"roots: expected a list of file:// URIs, got {roots!r}")
+        return FileRules.build(client_uris=roots, private=private)
 
     # sessions and turns
-    def open_photo(self, path: str, style: str | None = None, review_mode: str | None = None) -> dict:
-        return self.call("open_photo", lambda: _session(
-            self.studio.start_session(path, style=style, review_mode=review_mode)))
+    def open_photo(self, path: str, style: str | None = None, review_mode: str | None = None,
+                   roots: Any = ()) -> dict:
+        """Read ``path`` under the file rules (roots, regular file, size cap) and open it as a session."""
+        def run() -> dict:
+            data, name = self.file_rules(roots).read_photo(path)
+            return _session(self.studio.start_session(data, filename=name, style=style, review_mode=review_mode))
+        return self.call("open_photo", run)
 
     def edit(self, session_id: str, message: str) -> dict:
         return self.call("edit", lambda: _turn(self.studio.send_message(session_id, message)))
@@ -144,10 +182,17 @@ class AtelierTools:
                                              "versions": [_version(a) for a in self.studio.history(session_id)]})
 
     def export(self, session_id: str, format: str = "jpeg", path: str | None = None,
-               long_side: int | None = None) -> dict:
-        return self.call("export", lambda: self._export(session_id, format, path, long_side))
+               long_side: int | None = None, overwrite: bool = False, roots: Any = ()) -> dict:
+        return self.call("export", lambda: self._export(session_id, format, path, long_side, overwrite, roots))
 
-    def _export(self, session_id: str, fmt: str, path: str | None, long_side: int | None) -> dict:
+    def _export(self, session_id: str, fmt: str, path: str | None, long_side: int | None, overwrite: bool,
+                roots: Any) -> dict:
+        if not isinstance(overwrite, bool):
+            raise InvalidInput(f"overwrite: expected true or false, got {overwrite!r}")
+        rules = None
+        if path is not None:
+            rules = self.file_rules(roots)
+            rules.allowed(path)           # a refused destination costs no render
         written = Path(self.studio.export(session_id, fmt=fmt))
         if long_side is not None:
             # a smaller copy: the same state rendered at long_side (renders never upscale)
@@ -159,19 +204,15 @@ class AtelierTools:
                                       f".{EXPORT_FORMATS[fmt.lower()]}")
             save_image(pixels, small, quality=self.studio.config.export_quality)
             written = small
-        if path:
-            dest = Path(path).expanduser()
-            if dest.is_dir():
-                dest = dest / written.name
-            if not dest.parent.is_dir():
-                raise AtelierError(f"path: the folder {str(dest.parent)!r} does not exist")
-            shutil.copyfile(written, dest)
-            written = dest
+        data = written.read_bytes()
+        if rules is not None:
+            target = rules.export_target(path, written.name, overwrite)
+            written = rules.write_file(data, target, overwrite)
         from pipeline.imageio import load_image
 
-        image = load_image(written.read_bytes())
+        image = load_image(data)
         return {"session_id": session_id, "path": str(written.resolve()), "format": fmt,
-                "width": image.width, "height": image.height, "bytes": written.stat().st_size}
+                "width": image.width, "height": image.height, "bytes": len(data)}
 
     # skills
     def list_skills(self) -> dict:
@@ -227,11 +268,29 @@ class AtelierMCP(MCPServer):
                 return as_call_result(failed(name, *_validation_errors(cause)))
             if isinstance(cause, AtelierError):
                 return as_call_result(failed(name, str(cause)))
-            text = str(exc)
             if self._tool_manager.get_tool(name) is None:
-                text = f"unknown tool {name!r}; tools: {', '.join(t.name for t in self._tool_manager.list_tools())}"
-            return as_call_result(failed(name, text))
+                tools = ", ".join(t.name for t in self._tool_manager.list_tools())
+                return as_call_result(failed(name, f"unknown tool {name!r}; tools: {tools}"))
+            return as_call_result(unexpected(name, cause or exc))
+        except Exception as exc:  # noqa: BLE001 - e.g. the client's roots could not be read
+            return as_call_result(unexpected(name, exc))
         return result
+
+
+def _client_roots(ctx: Context) -> ListRootsResult | ListRoots:
+    """The roots the client declares (asked once per call), or none when it has no roots capability."""
+    caps = ctx.client_capabilities
+    if caps is not None and caps.roots is not None and client_roots_allowed():
+        return ListRoots()
+    return ListRootsResult(roots=[])
+
+
+#: A tool parameter filled with the client's roots (not part of the tool's input schema).
+ClientRoots = Annotated[ListRootsResult, Resolve(_client_roots)]
+
+
+def _uris(roots: ListRootsResult) -> list[str]:
+    return [str(r.uri) for r in roots.roots]
 
 
 def build_server(studio_factory: Callable[[], Any] | None = None) -> AtelierMCP:
@@ -250,20 +309,25 @@ def build_server(studio_factory: Callable[[], Any] | None = None) -> AtelierMCP:
 
     async def run(method: str, **kwargs) -> CallToolResult:
         def call() -> dict:
-            return getattr(tools(), method)(**kwargs)
+            try:
+                box = tools()
+            except Exception as exc:  # noqa: BLE001 - the database or storage cannot be opened: say so, retry next call
+                return unexpected(method, exc)
+            return getattr(box, method)(**kwargs)
         return as_call_result(await anyio.to_thread.run_sync(call))
 
     server = AtelierMCP(name=SERVER_NAME, instructions=INSTRUCTIONS)
 
     @server.tool()
-    async def open_photo(path: str, style: str | None = None,
+    async def open_photo(path: str, roots: ClientRoots, style: str | None = None,
                          review_mode: Literal["always", "below_auto_approve", "never"] | None = None
                          ) -> CallToolResult:
         """Open a photo file (JPEG, PNG, TIFF, WebP, RAW) as a new editing session; returns its session_id.
 
-        style: an optional starting look (list_skills shows the looks); review_mode: when the agent stops for
-        your review (default below_auto_approve: only when it is unsure)."""
-        return await run("open_photo", path=path, style=style, review_mode=review_mode)
+        path: a regular file inside the allowed roots (your MCP roots, ATELIER_MCP_ROOTS, else the server's
+        working folder). style: an optional starting look (list_skills shows the looks); review_mode: when
+        the agent stops for your review (default below_auto_approve: only when it is unsure)."""
+        return await run("open_photo", path=path, style=style, review_mode=review_mode, roots=_uris(roots))
 
     @server.tool()
     async def edit(session_id: str, message: str) -> CallToolResult:
@@ -288,11 +352,14 @@ def build_server(studio_factory: Callable[[], Any] | None = None) -> AtelierMCP:
         return await run("history", session_id=session_id)
 
     @server.tool()
-    async def export(session_id: str, format: Literal["jpeg", "png", "tiff"] = "jpeg", path: str | None = None,
-                     long_side: int | None = None) -> CallToolResult:
+    async def export(session_id: str, roots: ClientRoots, format: Literal["jpeg", "png", "tiff"] = "jpeg",
+                     path: str | None = None, long_side: int | None = None,
+                     overwrite: bool = False) -> CallToolResult:
         """Write the current version as a file at full resolution (or long_side pixels, 16..16384) and return
-        its path; path: a file or folder to copy it to (default: the session's exports folder)."""
-        return await run("export", session_id=session_id, format=format, path=path, long_side=long_side)
+        its path; path: a file or folder inside the allowed roots to write it to (default: the session's
+        exports folder). An existing file is never replaced unless overwrite is true."""
+        return await run("export", session_id=session_id, format=format, path=path, long_side=long_side,
+                         overwrite=overwrite, roots=_uris(roots))
 
     @server.tool()
     async def list_skills() -> CallToolResult:
@@ -337,17 +404,53 @@ def build_server(studio_factory: Callable[[], Any] | None = None) -> AtelierMCP:
     return server
 
 
+def _log_to_stderr() -> None:
+    """Causes of failures go to stderr (stdout is the stdio transport), credentials redacted."""
+    from agent.redact import install_log_redaction
+
+    install_log_redaction()
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("mcp", "httpx", "httpx2", "uvicorn.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def serve_http(server: AtelierMCP, host: str, port: int, token: str | None) -> None:
+    """Streamable HTTP at ``/mcp``; behind :class:`agent.interfaces.bearer.BearerGate` when a token is given."""
+    import uvicorn
+
+    from agent.interfaces.bearer import BearerGate
+    from agent.redact import register_secret
+
+    app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
+    if token:
+        register_secret(token)
+        app = BearerGate(app, token)
+    log.info("MCP tools at http://%s:%d/mcp (%s)", host, port,
+             "bearer token required" if token else "loopback only, no token")
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
 def main(argv: list[str] | None = None) -> int:
+    from agent.interfaces.bearer import TOKEN_ENV, token_for
+
     parser = argparse.ArgumentParser(prog="python -m agent.mcp", description="Atelier's MCP server.")
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
-    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help=f"address to listen on; off loopback {TOKEN_ENV} is required (a bearer token)")
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args(argv)
-    server = build_server()
+    _log_to_stderr()
+    try:
+        check_settings()   # a malformed ATELIER_MCP_CLIENT_ROOTS / ATELIER_MAX_UPLOAD stops the start, named
+        token = token_for(args.host) if args.http else None
+    except ValueError as exc:
+        print(f"python -m agent.mcp: {exc}", file=sys.stderr)
+        return 2
     if args.http:
-        server.run("streamable-http", host=args.host, port=args.port, streamable_http_path="/mcp")
+        serve_http(build_server(), args.host, args.port, token)
     else:
-        server.run("stdio")
+        build_server().run("stdio")
     return 0
 
 

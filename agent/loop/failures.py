@@ -8,6 +8,13 @@ replans are the quality tiers' business (``quality.min_pass_score``), recorded t
 
 >>> classify(TimeoutError("read timed out"), "planner")
 'model_timeout'
+
+:func:`describe_failure` is the other half: the one line a person (or an MCP client) reads for an
+exception nobody expected — a full disk, a database that is down, a broken skill file, memory
+running out — while the cause goes to the server's log.
+
+>>> describe_failure(OSError(28, "No space left on device"))
+'the disk is full (No space left on device): nothing was saved; free some space and try again'
 """
 
 from __future__ import annotations
@@ -87,4 +94,70 @@ def classify(exc: BaseException, node: str) -> str:
     return "render_error"
 
 
-__all__ = ["DEFAULTS", "KINDS", "LABELS", "backoff_seconds", "classify", "failure_policy"]
+#: The longest one-line reason :func:`describe_failure` returns.
+MAX_REASON_CHARS = 300
+
+
+def one_line(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    """``text`` on one line, credentials redacted, at most ``limit`` characters."""
+    from agent.redact import redact
+
+    text = " ".join(redact(str(text)).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _database_error(exc: BaseException) -> bool:
+    import sqlite3
+
+    if isinstance(exc, sqlite3.Error):
+        return True
+    module = type(exc).__module__.split(".")[0]
+    return module in ("sqlalchemy", "psycopg", "psycopg_pool", "psycopg2")
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line for a person about an unexpected failure (the full cause belongs in the log).
+
+    Known causes get a plain reason: a full disk, a file that cannot be written, the database being
+    unreachable or unusable, memory running out, a broken skill file; anything else names its type.
+    """
+    import errno
+
+    from agent.config import AgentConfigError
+    from profiles import ProfileError
+    from skills import SkillError
+
+    if isinstance(exc, MemoryError):
+        return ("the server ran out of memory doing this (the photo or the request is too large for it); "
+                "nothing was changed")
+    if isinstance(exc, SkillError):
+        return one_line(f"a skill file is broken: {exc}")
+    if isinstance(exc, ProfileError):   # a profile, or a skill file the engine profile reads its looks from
+        return one_line(f"a profile or skill file is broken: {exc}")
+    if isinstance(exc, AgentConfigError):
+        return one_line(f"the agent config is broken: {exc}")
+    if _database_error(exc):
+        text = str(getattr(exc, "orig", None) or exc).lower()
+        if "not a database" in text or "malformed" in text or "corrupt" in text:
+            return one_line(f"the session database cannot be read ({getattr(exc, 'orig', None) or exc}); "
+                            "nothing was changed")
+        if "disk is full" in text or "no space left" in text:
+            return "the disk is full (the database could not write): nothing was saved; free some space and try again"
+        if "locked" in text:
+            return "the session database is busy (locked by another process); try again in a moment"
+        first = str(getattr(exc, "orig", None) or exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return one_line(f"the database is not reachable right now ({first}); nothing was changed, "
+                        "try again when it is back")
+    if isinstance(exc, OSError):
+        why = exc.strerror or str(exc) or type(exc).__name__
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return f"the disk is full ({why}): nothing was saved; free some space and try again"
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return one_line(f"a file could not be written or read ({why}); check the folder's permissions")
+        return one_line(f"a file operation failed ({why})")
+    return one_line(f"an unexpected error ({type(exc).__name__}) stopped this; nothing was changed and the "
+                    "server's log has the details")
+
+
+__all__ = ["DEFAULTS", "KINDS", "LABELS", "backoff_seconds", "classify", "describe_failure", "failure_policy",
+           "one_line"]

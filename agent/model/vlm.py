@@ -47,6 +47,7 @@ import numpy as np
 import yaml
 from PIL import Image
 
+from agent.redact import redact, register_secret
 from schemas import Schema
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -63,8 +64,8 @@ class VLMError(Exception):
     """The model could not produce a usable answer this turn. ``reason`` is a line for the person."""
 
     def __init__(self, reason: str):
-        self.reason = reason
-        super().__init__(reason)
+        self.reason = redact(reason)   # an endpoint may echo the caller's Authorization header back
+        super().__init__(self.reason)
 
 
 class ModelResting(VLMError):
@@ -89,13 +90,16 @@ class VLMSettings:
 
     base_url: str
     model: str
-    api_key: str = ""
+    api_key: str = field(default="", repr=False)   # never in a repr, a log line or a trace
     timeout_s: float = 60.0
     max_retries: int = 2
     turn_deadline_s: float = 60.0
     repair_attempts: int = 2
     temperature: float = 0.2
     max_tokens: int = 1500
+
+    def __post_init__(self) -> None:
+        register_secret(self.api_key)   # redacted from every error text, log and row from now on
 
     @property
     def where(self) -> str:
@@ -474,6 +478,10 @@ class VLMClient:
                  circuit: ModelCircuit | None = None):
         from openai import OpenAI
 
+        from agent.model.deadline_http import deadline_http_client
+        from agent.redact import install_log_redaction
+
+        install_log_redaction()   # whatever the SDK or a caller logs about a failed request: no key in it
         self.settings = settings
         #: Shared with the other model-backed parts of a Studio (Studio replaces it with its own).
         self.circuit = circuit or ModelCircuit()
@@ -484,6 +492,9 @@ class VLMClient:
             api_key=settings.api_key or "not-needed",  # local servers ignore it; the SDK requires one
             timeout=settings.timeout_s,
             max_retries=0,
+            # every socket operation ends by the request's wall-clock deadline: a trickling server
+            # cannot stretch a request past timeout_s or the turn past its deadline
+            http_client=deadline_http_client(timeout=settings.timeout_s),
         )
 
     @classmethod
@@ -542,6 +553,8 @@ class VLMClient:
                   deadline_s: float) -> Any:
         import openai
 
+        from agent.model.deadline_http import wall_clock_deadline
+
         s = self.settings
         tries = 0
         while True:
@@ -557,9 +570,11 @@ class VLMClient:
                 kwargs["response_format"] = response_format
             wait = None
             try:
-                return self._openai.chat.completions.create(**kwargs)
+                # wall clock, not per read: timeout_s for this request, and never past the turn's deadline
+                with wall_clock_deadline(min(deadline, time.monotonic() + s.timeout_s)):
+                    return self._openai.chat.completions.create(**kwargs)
             except openai.APITimeoutError:
-                # a hung server: waiting again would only spend the rest of the turn
+                # a hung or trickling server: waiting again would only spend the rest of the turn
                 self._trip(f"the model server did not answer within {s.timeout_s:g} s" if s.timeout_s <= remaining
                            else f"the model server did not answer within this turn's {deadline_s:g} s deadline")
             except openai.APIConnectionError as exc:

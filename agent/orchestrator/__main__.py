@@ -7,6 +7,7 @@ import json
 import shlex
 import sys
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 import anyio
 
@@ -52,9 +53,12 @@ async def _main(args) -> int:
     tracer = Tracer(trace_file, args.trace_level, echo=sys.stderr if args.trace else None)
     say = (lambda line: print(line, flush=True)) if args.verbose or args.mode == "chat" else None
     command = shlex.split(args.mcp_cmd) if args.mcp_cmd else None
+    conversations = load_conversations(args.conversations) if args.mode == "eval" else []
+    # MCP roots: the person's working folder, and the folders of the eval's photos
+    roots = [Path.cwd()] + [Path(c["photo"]).parent for c in conversations if c.get("photo")]
     try:
         async with AsyncExitStack() as stack:
-            tools = await ToolBox.connect(stack, args.mcp_transport, args.mcp_url, command)
+            tools = await ToolBox.connect(stack, args.mcp_transport, args.mcp_url, command, roots=roots)
 
             async def fresh() -> Orchestrator:
                 orch = Orchestrator(model_client, endpoint.model, tools, settings, tracer)
@@ -62,8 +66,7 @@ async def _main(args) -> int:
                 return orch
 
             if args.mode == "eval":
-                records = [await run_conversation(fresh, conv, verbose=say)
-                           for conv in load_conversations(args.conversations)]
+                records = [await run_conversation(fresh, conv, verbose=say) for conv in conversations]
                 report = summary(records, tracer.records)
                 if args.json:
                     print(json.dumps({"summary": report, "conversations": records}, indent=2, default=str))

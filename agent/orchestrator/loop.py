@@ -94,11 +94,20 @@ class ToolBox:
     @classmethod
     async def connect(cls, stack: AsyncExitStack, transport: str = "stdio", url: str | None = None,
                       command: list[str] | None = None, env: dict | None = None,
-                      timeout_s: float = 300) -> "ToolBox":
-        """stdio: launch ``command`` (default ``python -m agent.mcp``); streamable-http: connect to ``url``."""
+                      timeout_s: float = 300, roots: list[Path] | None = None) -> "ToolBox":
+        """stdio: launch ``command`` (default ``python -m agent.mcp``); streamable-http: connect to ``url``.
+
+        ``roots``: the folders this client declares as MCP roots, where the file tools may read and write
+        (default: the working folder of the person running it).
+        """
         import sys
 
-        from mcp import Client, StdioServerParameters
+        from mcp import Client, StdioServerParameters, types
+
+        folders = [Path(f).resolve() for f in (roots if roots is not None else [Path.cwd()])]
+
+        async def list_roots(context) -> types.ListRootsResult:
+            return types.ListRootsResult(roots=[types.Root(uri=f.as_uri(), name=f.name or "/") for f in folders])
 
         if transport == "stdio":
             cmd = command or [sys.executable, "-m", "agent.mcp"]
@@ -111,7 +120,8 @@ class ToolBox:
             server = url
         else:
             raise ValueError(f"mcp transport: expected stdio or streamable-http, got {transport!r}")
-        client = await stack.enter_async_context(Client(server, read_timeout_seconds=timeout_s))
+        client = await stack.enter_async_context(Client(server, read_timeout_seconds=timeout_s,
+                                                        list_roots_callback=list_roots))
         box = cls(client)
         for tool in (await client.list_tools()).tools:
             schema = dict(tool.input_schema or {"type": "object"})

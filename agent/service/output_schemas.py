@@ -7,16 +7,13 @@ for the inference.
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 
 from agent.errors import InvalidInput
-from schemas import AGENTS, SCHEMA_NAME, SchemaError, check_schema_name, list_schemas
+from agent.service.schema_quota import SchemaQuota, parse_example
+from schemas import AGENTS, SCHEMA_NAME, SCHEMAS_DIR, SchemaError, check_schema_name, list_schemas
 from schemas.generate import generate_schema
-
-#: Longest example output (JSON text) the schema generator accepts.
-MAX_EXAMPLE_CHARS = 20_000
 
 
 def _kind_of(example) -> str:
@@ -29,8 +26,9 @@ def _kind_of(example) -> str:
 class OutputSchemas:
     """The planner, executor and quality schemas under one root (None: the shipped ``schemas/``)."""
 
-    def __init__(self, root: Path | None):
+    def __init__(self, root: Path | None, quota: SchemaQuota):
         self.root = root
+        self.quota = quota          # schemas.max_custom / max_per_visitor
         self._lock = threading.Lock()
 
     def check(self, agent: str, name: str | None) -> str:
@@ -49,7 +47,8 @@ class OutputSchemas:
         except SchemaError as exc:
             raise InvalidInput(str(exc)) from None
 
-    def generate(self, example: dict | str, *, agent: str, name: str, overwrite: bool = False) -> dict:
+    def generate(self, example: dict | str, *, agent: str, name: str, overwrite: bool = False,
+                 visitor: str | None = None) -> dict:
         """Infer a schema from one example output and save it (see Studio.generate_schema)."""
         if agent not in AGENTS:
             raise InvalidInput(f"agent: expected one of {', '.join(AGENTS)}, got {agent!r}")
@@ -57,26 +56,19 @@ class OutputSchemas:
         if not isinstance(name, str) or not SCHEMA_NAME.match(name) or name == "default":
             raise InvalidInput(f"name: {name!r} is not a schema name: use 1-64 letters, digits, '-' and '_' "
                                "(starting with a letter or digit), and not 'default'")
-        if isinstance(example, str):
-            if len(example) > MAX_EXAMPLE_CHARS:
-                raise InvalidInput(f"example: too long ({len(example)} characters; at most {MAX_EXAMPLE_CHARS})")
-            if not example.strip():
-                raise InvalidInput("example: paste one example output as a JSON object")
-            try:
-                example = json.loads(example)
-            except json.JSONDecodeError as exc:
-                raise InvalidInput(f"example: not valid JSON ({exc.msg} at line {exc.lineno}, "
-                                   f"column {exc.colno})") from None
+        example = parse_example(example)
         if not isinstance(example, dict) or not example:
             raise InvalidInput(f"example: expected a JSON object with at least one field, got {_kind_of(example)}")
         with self._lock:
             if not overwrite and name in self.names(agent):
                 raise InvalidInput(f"name: a {agent} schema named {name!r} already exists; "
                                    "choose another name (or overwrite it)")
+            self.quota.admit(visitor, (self.root or SCHEMAS_DIR) / agent / "custom", name)
             try:
                 path, doc = generate_schema(example, agent=agent, name=name, root=self.root,
                                             overwrite=overwrite, source="an example output")
             except SchemaError as exc:
                 raise InvalidInput(str(exc)) from None
+            self.quota.record(visitor)
         return {"agent": agent, "name": name, "path": str(path), "extends": doc.get("extends"),
                 "fields": list(doc.get("fields") or {}), "yaml": path.read_text(encoding="utf-8")}

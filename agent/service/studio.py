@@ -47,6 +47,7 @@ from agent.service.output_schemas import OutputSchemas
 from agent.service.records import (TURN_KINDS, AssetInfo, ProgressFn, ReviewPayload, SessionInfo,
                                    TurnResult)
 from agent.service.renders import EXPORT_FORMATS, Renders
+from agent.service.schema_quota import MAX_EXAMPLE_CHARS, SchemaQuota
 from agent.service.selections import Selections
 from agent.service.sessions import Sessions
 from agent.service.sliders import Sliders, check_together, check_values
@@ -77,7 +78,7 @@ class Studio:
         self.config = config or load_config()
         # Output schemas (and the custom ones generate_schema writes): <root>/<agent>/[custom/]<name>.yaml
         self.schemas_root = Path(schemas_root).resolve() if schemas_root else None
-        self.schemas = OutputSchemas(self.schemas_root)
+        self.schemas = OutputSchemas(self.schemas_root, SchemaQuota.from_config(self.config))
         folder = sessions_dir or os.environ.get(SESSIONS_DIR_ENV) or self.config.sessions_path()
         self.sessions_dir = Path(folder).resolve()
         url = resolve_database_url(database_url, self.sessions_dir, self.config.database_file)
@@ -229,16 +230,18 @@ class Studio:
         """Names of the output schemas ``agent`` ("planner", "executor", "quality") can use, "default" first."""
         return self.schemas.names(agent)
 
-    def generate_schema(self, example: dict | str, *, agent: str, name: str, overwrite: bool = False) -> dict:
+    def generate_schema(self, example: dict | str, *, agent: str, name: str, overwrite: bool = False,
+                        visitor: str | None = None) -> dict:
         """Infer an output schema from one example output and save it as ``<agent>/custom/<name>.yaml``.
 
         ``example``: a JSON object, or its text. The new schema ``extends: default``
         when the example carries the agent's default fields, and always accepts its
         own example. Returns ``{"agent", "name", "path", "extends", "fields", "yaml"}``
         (``fields``: the names the schema adds). Bad JSON, a bad or taken name
-        (without ``overwrite``) or an example with nothing new raise InvalidInput.
+        (without ``overwrite``) or an example with nothing new raise InvalidInput, and so do the
+        bounds of :mod:`agent.service.schema_quota` (``visitor``: an anonymous browser session, counted).
         """
-        return self.schemas.generate(example, agent=agent, name=name, overwrite=overwrite)
+        return self.schemas.generate(example, agent=agent, name=name, overwrite=overwrite, visitor=visitor)
 
     # -- turns --------------------------------------------------------------------------
     def send_message(self, session_id: str, text: str, *, progress: ProgressFn | None = None) -> TurnResult:
@@ -481,7 +484,7 @@ def apply_recipe(photo: Any, state: EditState, *, fmt: str = "jpeg", quality: in
                  renderer: Renderer | None = None) -> bytes:
     """Render ``state`` (a recipe) on a photo without a session: encoded bytes in ``fmt``.
 
-    ``photo``: a path or the file's bytes. The batch path (``agent.batch --state/--style``);
+    ``photo``: a path or the file's bytes. The batch path (``python -m agent.batch --state/--style``);
     same pixels as a session's export of the same state. A bad photo raises InvalidInput.
     """
     ext = EXPORT_FORMATS.get(str(fmt).lower())
@@ -496,5 +499,5 @@ def apply_recipe(photo: Any, state: EditState, *, fmt: str = "jpeg", quality: in
     return encode_image(np.ascontiguousarray(pixels), {"jpg": "jpeg", "tif": "tiff"}.get(ext, ext), quality=quality)
 
 
-__all__ = ["AssetInfo", "AtelierError", "InvalidInput", "ReviewPayload", "SessionInfo", "SessionNotFound",
-           "Studio", "TURN_KINDS", "TurnResult", "apply_recipe"]
+__all__ = ["AssetInfo", "AtelierError", "InvalidInput", "MAX_EXAMPLE_CHARS", "ReviewPayload", "SessionInfo",
+           "SessionNotFound", "Studio", "TURN_KINDS", "TurnResult", "apply_recipe"]
