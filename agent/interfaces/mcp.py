@@ -196,7 +196,7 @@ class AtelierTools:
         written = Path(self.studio.export(session_id, fmt=fmt))
         if long_side is not None:
             # a smaller copy: the same state rendered at long_side (renders never upscale)
-            from agent.service import EXPORT_FORMATS
+            from agent.service.renders import EXPORT_FORMATS
             from pipeline.imageio import save_image
 
             pixels = self.studio.render(session_id, long_side=long_side)

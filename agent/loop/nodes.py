@@ -21,7 +21,7 @@ import time
 from typing import Any, Callable
 
 from langgraph.errors import GraphBubbleUp
-from langgraph.types import interrupt
+from langgraph.types import Overwrite, interrupt
 
 from agent.config import AgentConfig
 from agent.loop.context_folding import AssetContext, fold_context_for_prompt
@@ -64,7 +64,7 @@ def guarded(node_name: str):
                 kind = "the plan was not valid" if isinstance(exc, PlanError) else f"{node_name} failed"
                 message = f"{kind}: {_person_message(exc)}"
                 failure = {"kind": classify_failure(exc, node_name), "node": node_name, "message": message}
-                return {"error": message, "errors": list(state.get("errors") or []) + [message],
+                return {"error": message, "errors": [message],
                         "failure": failure}
         return run
     return wrap
@@ -268,12 +268,10 @@ class TurnNodes:
             # The judge found no place for the edit ("no face found") or nothing was asked, and the
             # replan came back the same: say it once, don't make the same version again.
             return {"repeat_plan": True, "retries": self.config.max_retries_per_sub_goal, "error": None,
-                    "warnings": list(state.get("warnings") or []) + ["the new plan was the same as the last; "
-                                                                     "kept the last attempt"]}
-        warnings = list(state.get("warnings") or [])
-        warnings += [n for n in plan.notes if isinstance(n, str) and n not in warnings]  # e.g. a held conflict, a fallback
+                    "warnings": ["the new plan was the same as the last; kept the last attempt"]}
+        warnings = [n for n in plan.notes if isinstance(n, str)]  # e.g. a held conflict, a fallback
         limit = self.config.max_sub_goals
-        details = dict(state.get("details") or {})
+        details: dict[str, Any] = {}
         if plan.source == "skills":  # a skill plan: its steps come from checked skill files (skills.max_steps)
             from agent.skills import skills_settings
             limit = max(limit, skills_settings(self.config)["max_steps"])
@@ -391,11 +389,10 @@ class TurnNodes:
                              status="pending", asset_id=asset_id)
         status_of = {s.step: s.status for s in steps}
         rows = [dict(g.to_dict(), status=status_of.get(i + 1, "applied")) for i, g in enumerate(goals)]
-        details = dict(state.get("details") or {})
-        details["executor"] = {"steps": [s.to_dict() for s in steps]}  # schemas/executor/default.yaml
+        details = {"executor": {"steps": [s.to_dict() for s in steps]}}  # schemas/executor/default.yaml
         extra = {"reply": reply} if person_modified else {}
         if not person_modified and held_lines:
-            extra["warnings"] = warnings + held_lines
+            extra["warnings"] = Overwrite(warnings + held_lines)   # the planner's guesses give way to what was held
         # Healing and portrait ops say honestly what they could not find (no face, no dust, no teeth).
         notes = retouch_notes(self.renderer, source, new_state, goals, self.config.proxy_long_side)
         if notes:
@@ -444,12 +441,9 @@ class TurnNodes:
         result.score = min(1.0, max(0.0, float(result.score)))
         scores = result.to_dict()
         self.store.set_asset_fields(state["asset_id"], scores=scores)
-        warnings = list(state.get("warnings") or []) + [w for w in result.warnings if w not in (state.get("warnings") or [])]
-        details = dict(state.get("details") or {})
         tier = review_tier(result.score, self.config, quality_floor_of(self.judge))
-        details["review_tier"] = tier["tier"]
-        details["tiers"] = list(details.get("tiers") or []) + [tier]
-        return {"assessment": scores, "warnings": warnings, "error": None, "details": details}
+        return {"assessment": scores, "warnings": list(result.warnings), "error": None,
+                "details": {"review_tier": tier["tier"], "tiers": [tier]}}
 
     def human_review(self, state: AgentState) -> dict:
         """Pause for the person. Re-runs from the top on resume, so it does nothing but ask."""
@@ -462,12 +456,10 @@ class TurnNodes:
         error = state.get("error") or "something went wrong"
         failure = dict(state.get("failure") or {"kind": "render_error"})
         kind = failure.get("kind", "render_error")
-        details = dict(state.get("details") or {})
-        counts = dict(details.get("failure_counts") or {})
+        counts = dict((state.get("details") or {}).get("failure_counts") or {})
         counts[kind] = counts.get(kind, 0) + 1
         policy = failure_policy(self.config)
-        details["failure_counts"] = counts
-        details["failures"] = list(details.get("failures") or []) + [dict(failure, attempt=counts[kind])]
+        details = {"failure_counts": counts, "failures": [dict(failure, attempt=counts[kind])]}
         if attempts > self.config.max_error_retries or counts[kind] > policy[kind]["retries"]:
             return {"error_retries": attempts, "error": None, "status": "failed", "details": details,
                     "reply": f"I couldn't finish that edit ({error}). Your photo is unchanged."}
@@ -485,9 +477,9 @@ class TurnNodes:
         candidate = state.get("asset_id")
         assessment = state.get("assessment") or {}
         reply = state.get("reply") or ""
-        details = dict(state.get("details") or {})
+        details: dict[str, Any] = {}
         if status not in ("failed", "not_understood") and not review and candidate \
-                and details.get("review_tier") == "reject":
+                and (state.get("details") or {}).get("review_tier") == "reject":
             # review mode "never" after the replans were spent: kept (nobody to ask), on record as below the bar
             details["failure"] = "quality_below_bar"
         if status in ("failed", "not_understood"):

@@ -18,8 +18,9 @@ Records:
 
 from __future__ import annotations
 
+import operator
 from dataclasses import asdict, dataclass
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 from agent.planning.base import SubGoal
 from pipeline.masks import describe_mask
@@ -96,6 +97,27 @@ class ActionRecord:
         return f"T{self.turn}:{self.outcome}"
 
 
+def add_new(old: list | None, new: list | None) -> list:
+    """A list channel that appends what is not there yet (warnings are said once).
+
+    A node that must take some back returns ``langgraph.types.Overwrite(list)`` instead."""
+    out = list(old or [])
+    out += [x for x in new or () if x not in out]
+    return out
+
+
+#: Lists inside ``details`` that grow through the turn (a judge's tier per candidate, each failure).
+DETAILS_LOGS = ("tiers", "failures")
+
+
+def merge_details(old: dict | None, new: dict | None) -> dict:
+    """The turn's details: a node returns only the keys it sets; the logs of :data:`DETAILS_LOGS` grow."""
+    out = dict(old or {})
+    for key, value in (new or {}).items():
+        out[key] = list(out.get(key) or []) + list(value or []) if key in DETAILS_LOGS else value
+    return out
+
+
 class AgentState(TypedDict, total=False):
     """The graph state of one turn (one LangGraph thread per turn of a session).
 
@@ -119,7 +141,7 @@ class AgentState(TypedDict, total=False):
     assessment: dict | None          # Assessment.to_dict() of the latest candidate
     retries: int                     # automatic replans after a low score, this turn
     error_retries: int               # error_handler round trips, this turn
-    errors: list[str]                # every error this turn, oldest first
+    errors: Annotated[list[str], operator.add]   # every error this turn, oldest first
     error: str | None                # the error the error_handler has to deal with now
     feedback: str | None             # what the planner should take into account when replanning
     replan_feedback: str | None      # the person's own words when they sent a plan back: the judge reads them
@@ -131,9 +153,9 @@ class AgentState(TypedDict, total=False):
     rollback_asset_id: str | None
     status: str                      # "running", then one of OUTCOMES
     reply: str
-    warnings: list[str]
+    warnings: Annotated[list[str], add_new]
     failure: dict | None             # the latest failure: {"kind": agent.loop.failures.KINDS, "node", "message"}
-    details: dict                    # the turn's details: skills trace, review tier(s), failures by kind
+    details: Annotated[dict, merge_details]   # the turn's details: skills trace, review tier(s), failures by kind
     repeat_plan: bool                # an automatic replan came back with the same plan: stop replanning
 
 

@@ -13,7 +13,8 @@ import os
 import queue
 import sys
 import threading
-from collections import OrderedDict
+
+from cachetools import LRUCache
 
 from agent.config import AgentConfig
 from agent.store import Store
@@ -55,7 +56,8 @@ class PhotoSources:
 
     def __init__(self, store: Store, renderer: Renderer, config: AgentConfig):
         self.store, self.renderer, self.config = store, renderer, config
-        self._sources: OrderedDict[str, SourceImage] = OrderedDict()
+        # least recently used first out, at most images.source_cache_sessions of them
+        self._sources: LRUCache[str, SourceImage] = LRUCache(maxsize=max(1, config.source_cache_sessions))
         self._lock = threading.Lock()
         #: Photos whose content regions are found in the background; made on first use.
         self._warm_jobs: queue.SimpleQueue | None = None
@@ -64,7 +66,6 @@ class PhotoSources:
         """The decoded original of a session (a small LRU: decoding is the slow part)."""
         with self._lock:
             if session_id in self._sources:
-                self._sources.move_to_end(session_id)
                 return self._sources[session_id]
         session = self.store.get_session(session_id)
         loaded = load_image(self.store.read_original(session), max_pixels=self.config.max_upload_pixels,
@@ -77,12 +78,10 @@ class PhotoSources:
         """Keep a decoded original, within images.source_cache_sessions and images.source_cache_bytes."""
         with self._lock:
             self._sources[session_id] = source
-            self._sources.move_to_end(session_id)
             # a source also keeps up to 4 resized copies: count it as 1.5x its pixels
             held = sum(int(s.pixels.nbytes * 1.5) for s in self._sources.values())
-            while len(self._sources) > 1 and (len(self._sources) > self.config.source_cache_sessions
-                                              or held > self.config.source_cache_bytes):
-                _, dropped = self._sources.popitem(last=False)
+            while len(self._sources) > 1 and held > self.config.source_cache_bytes:
+                _, dropped = self._sources.popitem()          # the least recently used
                 held -= int(dropped.pixels.nbytes * 1.5)
 
     def held(self) -> dict[str, int]:
