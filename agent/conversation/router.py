@@ -30,8 +30,9 @@ from typing import Any, Mapping
 
 from agent.conversation.clauses import read_complaints, split_clauses
 from agent.conversation.generative import GenerativeRequest, parse_generative
+from agent.conversation.going_back import GoingBack, GoingBackReader, split_requests
 from agent.conversation.vocabulary import Vocabulary, read_pieces
-from agent.conversation.words import SEPARATORS, find_phrases, plain_words, tokenize
+from agent.conversation.words import SEPARATORS, find_phrases, plain_words, tokenize, word_lists
 from pipeline import ops
 from profiles import Profile, load_profile
 
@@ -58,6 +59,7 @@ class Route:
     reply: str = ""
     quick_replies: list[str] = field(default_factory=list)
     request: GenerativeRequest | None = None     # kind "generation": what to generate
+    going_back: list[GoingBack] = field(default_factory=list)   # name "going_back": readings, first found wins
 
 
 def _words(text: str) -> list[str]:
@@ -67,6 +69,15 @@ def _words(text: str) -> list[str]:
 
 def _table(words) -> dict[tuple[str, ...], Any]:
     return {tuple(_words(str(w))): True for w in words or () if _words(str(w))}
+
+
+#: Words that, with a question word, ask what was done ("what did you actually change just then?").
+_DONE_WORDS = frozenset({"changed", "did", "done", "edited", "adjusted", "tweaked", "applied", "altered", "fixed"})
+#: Pieces of the planner's vocabulary that name something to change (not "it", a magnitude, a comma).
+_CHANGE_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band", "target", "rollback", "reset",
+                  "set", "increase", "reduce", "avoid", "objects")
+#: Follow-up tables of the planner's vocabulary: a message that says one of these is about the photo.
+_FOLLOW_TABLES = ("repeat", "pull_back", "fractions", "repeat_but", "insist_words")
 
 
 class Router:
@@ -100,10 +111,22 @@ class Router:
         q = dict(cfg.get("questions") or {})
         self.questions = {name: _table(q.get(name)) for name in ("evaluation", "exploration", "capabilities")}
         self.capabilities_replies = [str(x) for x in cfg.get("capabilities_quick_replies") or ()]
+        self.going_back = GoingBackReader(self.vocab, dict(cfg.get("going_back") or {}),
+                                          self.numbers, self.change_names)
+        remark = dict(cfg.get("remark") or {})
+        self.remark_reply = str(remark.get("reply") or "Tell me what you'd like to change.")
+        self.remark_replies = [str(q) for q in remark.get("quick_replies") or ()]
         # how a question opens: one table, the longest opening wins ("do you think it needs" > "do you think")
         self.openings: dict[tuple[str, ...], str] = {}
         for kind, key in (("evaluation", "question_starts"), ("exploration", "advice_starts"), ("request", "request_starts")):
             self.openings.update({k: kind for k in _table(cfg.get(key))})
+        # how a sentence is said (profiles/language/words.yaml): questions, requests, interjections
+        w = word_lists()
+        self.question_words, self.auxiliaries = w["question_words"], w["question_auxiliaries"]
+        self.subjects, self.interjections = w["question_subjects"], w["interjections"]
+        self.suggestions = _table(w["suggestion_openers"])
+        self.modals, self.request_subjects = w["request_modals"], w["request_subjects"]
+        self.be_subjects, self.request_verbs = w["request_be_subjects"], w["request_verbs"]
 
     # -- helpers --------------------------------------------------------------------
     def _rest(self, tokens: list[str], *found: list[tuple[int, int, Any]]) -> list[str]:
@@ -151,6 +174,17 @@ class Router:
         command = self._command(tokens, said) or self._after_complaint(tokens, said)
         if command is not None:
             return command
+        backs = self.going_back.read(text)
+        if backs and self.question_kind(tokens) is None and self._only_going_back(said):
+            # "scrap the purple", "back to the first warm version": found among the versions by the service
+            return Route("command", "going_back", going_back=backs)
+        asked = self.question_kind(tokens)
+        if asked is not None:
+            # "is this shot too dark or is it just my screen", "would it look better in b&w do you reckon":
+            # asked, not requested; whatever edit it names is offered as a quick reply, never made
+            kind = {"what_changed": "command", "capabilities": "exploration"}.get(asked, asked)
+            offered = [p.key for p in read_pieces(self.vocab, said) if p.category in ("intent", "fix")]
+            return Route(kind, asked, words=offered)
         rest = self.vocab.strip_preamble(text)
         if rest != text:
             # "perfect, export it", "thanks! undo the last one": the chat first, then the request
@@ -164,7 +198,90 @@ class Router:
             if hits and (not edits or asks):
                 kind = "evaluation" if name == "evaluation" else "exploration"
                 return Route(kind, name)
+        if not self._about_the_photo(said, pieces) and not self._requests(words):
+            # "morning! lovely old ruin this, took it on holiday": said to me, nothing to change
+            return Route("chat", "remark", reply=self.remark_reply, quick_replies=self.remark_replies)
         return Route("modification")
+
+    # -- how it is said ------------------------------------------------------------
+    def _after_interjections(self, words: list[str]) -> list[str]:
+        """``words`` after the interjections a message may open with ("hmm ok so, ...")."""
+        i = 0
+        while i < len(words) and words[i] in self.interjections:
+            i += 1
+        return words[i:]
+
+    def question_kind(self, tokens: list[str]) -> str | None:
+        """The kind of question the first clause that says something asks, or None for no question.
+
+        A question opens with a question word ("what's the badge?", "why so dark") or an auxiliary and
+        its subject ("is it too dark", "does the cat look grey to you", "would this look better in b&w").
+        A modal and "you" ask for something to be done ("can you make it warmer?"), and so does
+        "could it be less blue"; "how about warmer" suggests. Kinds: ``what_changed``,
+        ``capabilities``, ``exploration`` (advice), ``evaluation``.
+        """
+        clauses, current = [], []
+        for t in tokens:
+            if t in SEPARATORS:
+                if current:
+                    clauses.append(current)
+                current = []
+            else:
+                current.append(t)
+        if current:
+            clauses.append(current)
+        for clause in clauses:
+            words = self._after_interjections(clause)
+            if not words:
+                continue               # "hmm." says nothing: the next clause is what is asked
+            if find_phrases(words[:5], self.suggestions) and find_phrases(words[:5], self.suggestions)[0][0] == 0:
+                return None            # "how about warmer", "is it possible to brighten it"
+            first, second = words[0], words[1] if len(words) > 1 else ""
+            if first in self.question_words:
+                if find_phrases(words, self.questions["capabilities"]):
+                    return "capabilities"
+                if first in ("what", "what's", "whats", "which") and _DONE_WORDS & set(words) \
+                        and {"you", "u", "we"} & set(words):
+                    return "what_changed"
+                if find_phrases(words, self.questions["exploration"]):
+                    return "exploration"
+                return "evaluation"
+            if first in self.auxiliaries and second:
+                if first in self.modals and second in self.request_subjects:
+                    return None        # "can you make it warmer", "would you brighten the sky"
+                if first in self.modals and second in self.be_subjects and len(words) > 2 and words[2] == "be":
+                    return None        # "could it be less blue"
+                if second in self.subjects or second in self.request_subjects:
+                    advice = find_phrases(words, self.openings) and \
+                        find_phrases(words, self.openings)[0][2] == "exploration"
+                    return "exploration" if advice or first in ("should", "would") else "evaluation"
+            return None
+        return None
+
+    def _only_going_back(self, said: list[str]) -> bool:
+        """Whether the clauses besides the going-back ones ask for nothing new ("nah that washes it all out,
+        take it back", "i miss the blue"); "skip that. darken the background" asks for an edit, so it is one."""
+        reader = self.going_back
+        for clause in split_requests(said, self.request_verbs):
+            if not (reader.strong.find(clause) or reader.weak.find(clause)) and self._requests(plain_words(clause)):
+                return False
+        return True
+
+    def _about_the_photo(self, said: list[str], pieces) -> bool:
+        """Whether a message names anything to change: a quality, a place, an op, a follow-up, a command word."""
+        if any(p.category in _CHANGE_PIECES for p in pieces):
+            return True
+        return any(find_phrases(said, getattr(self.vocab, table)) for table in _FOLLOW_TABLES)
+
+    def _requests(self, words: list[str]) -> bool:
+        """Whether a clause opens with a request ("add a moon", "can you put her on a beach", "please rebuild it")."""
+        opening = self._after_interjections(words)
+        for w in opening[:4]:
+            if w in self.request_verbs:
+                return True
+            if w not in self.modals and w not in self.request_subjects and w not in self.filler:
+                return False
+        return False
 
     def _opening(self, words: list[str]) -> str | None:
         """How a question opens, after leading filler ("hmm, is it too dark?"): the openings table's kind."""

@@ -41,8 +41,9 @@ def _answered(studio: "Studio", session_id: str, reply: str, *, kind: str, quick
                       kind=kind, quick_replies=list(quick_replies)[:3], export_path=export_path)
 
 
-def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=None) -> TurnResult:
-    """Act on ``route`` for the session (the caller holds no lock; the Studio methods take it)."""
+def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=None) -> TurnResult | None:
+    """Act on ``route`` for the session (the caller holds no lock; the Studio methods take it); None when
+    the message turned out to be an edit for the planner after all."""
     session = studio.leases.session(session_id)
     if route.kind == "chat":
         return _answered(studio, session_id, route.reply or "OK.", kind="chat", quick_replies=route.quick_replies)
@@ -93,6 +94,8 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
         return _answered(studio, session_id, str(exc)[:1].upper() + str(exc)[1:] + ".", kind="command")
     if name == "back_before":
         return _back_before(studio, session_id, route, progress, text)
+    if name == "going_back":
+        return _going_back(studio, session_id, route, progress, text)
     if name == "reset":
         return _reset(studio, session_id, route, text, progress)
     return _answered(studio, session_id, "I'm not sure what to do with that.", kind="command")
@@ -115,9 +118,15 @@ def _question(studio: "Studio", session_id: str, route: Route) -> TurnResult:
         suggest = suggest or [str(x) for x in pe.get("photo_reading_default_suggestions") or ()]
         why = f" ({'; '.join(says)})" if says else ""
         return _answered(studio, session_id, f"I would try: {', '.join(s.lower() for s in suggest[:3])}{why}.",
-                         kind="question", quick_replies=suggest)
+                         kind="question", quick_replies=_offered(vocab, route) + suggest)
     reply, suggest = evaluation_reply(stats, rules, str(pe.get("photo_reading_good") or "It looks balanced."), state)
-    return _answered(studio, session_id, reply, kind="question", quick_replies=suggest)
+    return _answered(studio, session_id, reply, kind="question", quick_replies=_offered(vocab, route) + suggest)
+
+
+def _offered(vocab, route: Route) -> list[str]:
+    """The edits a question named ("would it look better in black and white?"), offered as quick replies."""
+    labels = [vocab.intents[k].label for k in route.words if k in vocab.intents]
+    return [label[:1].upper() + label[1:] for label in dict.fromkeys(labels)]
 
 
 def _back_before(studio: "Studio", session_id: str, route: Route, progress, text: str = "") -> TurnResult:
@@ -140,6 +149,29 @@ def _back_before(studio: "Studio", session_id: str, route: Route, progress, text
                          "history, so nothing changed.", kind="command", quick_replies=["What did you change?", "Undo"])
     steps = len(edits) - edits.index(found)
     return studio.undo(session_id, steps=steps, progress=progress, said=text or None)
+
+
+def _going_back(studio: "Studio", session_id: str, route: Route, progress, text: str) -> TurnResult | None:
+    """"scrap the purple", "back to the first warm version": the version found among the head path's edits,
+    reached by undo (bit-exact). None when only a weak verb was said and no change matches ("remove the dust"
+    is a retouch for the planner)."""
+    state = dialogue_state(studio.store, session_id)
+    reader = studio.router.going_back
+    for back in route.going_back:
+        steps = reader.find_version(back, state)
+        if steps is not None:
+            try:
+                return studio.undo(session_id, steps=steps, progress=progress, said=text)
+            except InvalidInput as exc:
+                return _answered(studio, session_id, str(exc)[:1].upper() + str(exc)[1:] + ".", kind="command")
+    if not any(back.strong for back in route.going_back):
+        return None
+    if not state.edits:
+        return _answered(studio, session_id, "This is already the original photo; nothing to go back to.",
+                         kind="command")
+    return _answered(studio, session_id, "I couldn't tell which version you mean, so nothing changed. "
+                     "Say \u201cundo\u201d for the last change, or pick a version in the history.",
+                     kind="clarify", quick_replies=["Undo", "What did you change?", "Back to the original"])
 
 
 def _reset(studio: "Studio", session_id: str, route: Route, text: str, progress) -> TurnResult:

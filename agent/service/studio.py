@@ -263,7 +263,9 @@ class Studio:
             route = self.router.route(text, generative=False)   # a heal the retouch stage does
         if route.kind != "modification":
             # small talk, questions and chat commands: answered before any planning (agent/conversation/router.py)
-            return answer_without_planning(self, session_id, route, text, progress)
+            answered = answer_without_planning(self, session_id, route, text, progress)
+            if answered is not None:
+                return answered
         with self.leases.leased(session_id):
             session = self.leases.session(session_id)
             if self.turns.pending(session) is not None:

@@ -1,0 +1,300 @@
+"""Going back, said any way: one reading of "back to X" that finds X among the versions.
+
+People say it many ways: "scrap that", "nah, take it back to before the brightening",
+"back to the first warm version", "the sunny warm one without the extra colour was nicer, go
+back to that", "undo both the face brightening steps", "give me the original back", "ditch the
+texture stuff". :func:`read_going_back` reads such a message into a :class:`GoingBack` — what
+kind of version it points at and the words that name it — using the router's ``going_back``
+table (profiles/engine/router.yaml) and the planner's vocabulary; :func:`find_version` finds
+that version on the head path of a :class:`~agent.conversation.dialogue.DialogueState` by what
+each edit named (its looks and qualities, its ops, its places, its words) and when it was made.
+
+Going back moves the head to an earlier version, bit-exact; it never makes a new edit. A partial
+take-back ("bring back a hint of colour", "pull it back halfway") is not going back: it is the
+planner's follow-up.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from agent.conversation.dialogue import DialogueState, TurnMoves
+from agent.conversation.vocabulary import Vocabulary, read_pieces
+from agent.conversation.words import SEPARATORS, PhraseTable, find_phrases, tokenize, word_lists
+
+#: What a going-back message points at.
+KINDS = ("last", "steps", "original", "change", "before", "version")
+
+
+@dataclass
+class GoingBack:
+    """A reading of a going-back message.
+
+    ``kind``: "last" (the last change: "scrap that"), "steps" (``steps`` changes: "undo both"),
+    "original", "change" (undo the named change: "ditch the texture stuff"), "before" (the version
+    before the named change: "back to before the brightening"), "version" (a version described by
+    what it had: "the first warm one", "the warm one without the extra colour").
+    ``named``: the words naming the change or what the version had; ``without``: what it lacked;
+    ``before``: a change the version came before; ``first``: the earliest such version, not the latest.
+    ``strong``: said with a word that only means going back (undo, revert, back to); a weak verb
+    ("remove", "get rid of") goes back only when it names a change that was made.
+    """
+
+    kind: str
+    steps: int = 1
+    named: list[str] = field(default_factory=list)
+    without: list[str] = field(default_factory=list)
+    before: list[str] = field(default_factory=list)
+    first: bool = False
+    strong: bool = True
+    whole: bool = False         # "all the colour boosting", "the texture stuff altogether": the whole run
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "steps": self.steps, "named": self.named, "without": self.without,
+                "before": self.before, "first": self.first, "strong": self.strong, "whole": self.whole}
+
+
+class GoingBackReader:
+    """The router's ``going_back`` table compiled once, with the planner's vocabulary to name changes."""
+
+    def __init__(self, vocab: Vocabulary, table: Mapping, numbers: Mapping[tuple[str, ...], int],
+                 change_names: Mapping[str, frozenset[str]]):
+        self.vocab = vocab
+
+        def phrases(key: str) -> PhraseTable:
+            return PhraseTable((str(w), key) for w in table.get(key) or ())
+
+        self.strong, self.weak = phrases("strong_verbs"), phrases("weak_verbs")
+        self.original, self.versions = phrases("original"), phrases("versions")
+        self.first, self.before = phrases("first"), phrases("before")
+        self.without, self.last = phrases("without"), phrases("last")
+        self.partial = phrases("partial")
+        self.keep = phrases("keep")
+        self.whole = phrases("whole")
+        # "brightening", "warmed": a word no table has, heard as the quality whose word shares its stem
+        self.stem_intents: dict[str, str] = {}
+        for name, entry in (vocab.profile.vocabulary.get("intent_translations") or {}).items():
+            for w in entry.get("words") or ():
+                if " " not in str(w).strip():
+                    self.stem_intents.setdefault(_stem(str(w)), name)
+        self.noise = {t for w in table.get("noise") or () for t in tokenize(str(w))}
+        self.numbers = numbers
+        self.request_verbs = word_lists()["request_verbs"]
+        self.change_names = change_names
+
+    # -- reading --------------------------------------------------------------------
+    def read(self, text: str) -> list[GoingBack]:
+        """Every going-back reading in ``text``, one per clause that has one, in order (a complaint or chat may
+        come before it: "forget the lamp. get rid of all the colour boosting"); the service takes the first
+        whose version it finds."""
+        clauses = split_requests(tokenize(text), self.request_verbs)
+        out: list[GoingBack] = []
+        for i, clause in enumerate(clauses):
+            found = self._read_clause(clause)
+            if found is None:
+                continue
+            # "the sunny warm one without the extra colour was nicer, go back to that": described before
+            if found.kind == "last" and i > 0 and self.versions.find(clauses[i - 1]):
+                described = self._read_clause(clauses[i - 1], said_back=True)
+                if described is not None and described.kind == "version":
+                    found = described
+            out.append(found)
+        return out
+
+    def _read_clause(self, words: list[str], said_back: bool = False) -> GoingBack | None:
+        strong = self.strong.find(words)
+        weak = self.weak.find(words)
+        if not strong and not weak and not said_back:
+            return None
+        if self.original.find(words):
+            return GoingBack("original", strong=True)
+        markers = sorted([(s, n, "before") for s, n, _ in self.before.find(words)]
+                         + [(s, n, "without") for s, n, _ in self.without.find(words)]
+                         + [(s, n, "keep") for s, n, _ in self.keep.find(words)])
+        first_marker = markers[0][0] if markers else len(words)
+        asked = words[:first_marker]     # what is asked, not how the version is described after "before"
+        if self.partial.find(asked) or any(p.category == "magnitude" for p in read_pieces(self.vocab, asked)) \
+                or any(find_phrases(asked, table) for table in (self.vocab.pull_back, self.vocab.fractions,
+                                                                self.vocab.repeat_but)):
+            return None         # "bring back a hint of colour", "too much, dial it back": a follow-up
+        verbs = sorted((s, n) for s, n, _ in strong + weak)
+        if verbs:
+            vs, vn = verbs[-1] if verbs[-1][0] < first_marker else verbs[0]
+            after = self._named(words[vs + vn:first_marker])
+            before_verb = self._named(words[:vs]) if verbs[0][0] < first_marker else []
+            # "back to the first warm version", "scrap the purple"; else "put the colour back"
+            named = after or before_verb
+        else:
+            named = self._named(words[:first_marker])
+        parts: dict[str, list[str]] = {"before": [], "without": []}
+        for k, (s, n, kind) in enumerate(markers):
+            end = markers[k + 1][0] if k + 1 < len(markers) else len(words)
+            if kind in parts:
+                parts[kind] += self._named(words[s + n:end])
+        described = self.versions.find(words) or self.first.find(words) or said_back
+        if described and (named or parts["without"] or parts["before"]):
+            return GoingBack("version", named=named, without=parts["without"], before=parts["before"],
+                             first=bool(self.first.find(words)), strong=True)
+        if parts["before"] and named:
+            return GoingBack("version", named=named, before=parts["before"], strong=True)
+        if parts["before"]:
+            return GoingBack("before", before=parts["before"], strong=True)
+        count = self._count(words)
+        if count is not None:
+            return GoingBack("steps", steps=count, named=named, strong=bool(strong))
+        if named:
+            return GoingBack("change", named=named, strong=bool(strong), whole=bool(self.whole.find(words)))
+        if strong or self.last.find(words):
+            return GoingBack("last", strong=bool(strong))
+        return None
+
+    def _count(self, words: list[str]) -> int | None:
+        hits = find_phrases(words, self.numbers)
+        digits = [int(w) for w in words if w.isdigit()]
+        if hits:
+            return int(hits[-1][2])
+        if digits:
+            return digits[-1]
+        if "both" in words:
+            return 2
+        return None
+
+    def _named(self, words: Iterable[str]) -> list[str]:
+        """The words that name a change: content words, not the table's noise ("the stuff", "one", "it")."""
+        return [w for w in words if w not in self.noise and w not in SEPARATORS and not w.isdigit()
+                and not self.versions.find([w]) and not self.last.find([w]) and not self.first.find([w])]
+
+    # -- finding --------------------------------------------------------------------
+    def matches(self, edit: TurnMoves, words: list[str]) -> bool:
+        """Whether ``edit`` is the change ``words`` name: a look or quality it named, an op it moved
+        (or the kind of change: "the colour stuff"), a place it worked on, or a word of what was said."""
+        if not words:
+            return False
+        pieces = read_pieces(self.vocab, list(words))
+        intents = {p.key for p in pieces if p.category in ("intent", "fix")}
+        intents |= {self.stem_intents[_stem(p.text)] for p in pieces
+                    if p.category == "word" and _stem(p.text) in self.stem_intents}
+        problems = [self.vocab.problems[p.key] for p in pieces if p.category == "problem" and p.key in self.vocab.problems]
+        intents |= {f for pr in problems for f in pr.fixes}
+        ops_named = {p.key for p in pieces if p.category == "op"}
+        for name in intents:
+            if name in self.vocab.intents:
+                ops_named |= {op for op, _ in self.vocab.intents[name].ops[:2]}
+        bands = {p.key for p in pieces if p.category == "band"}
+        ops_named |= {pattern.format(band=b) for b in bands for pattern in self.vocab.band_ops.values()}
+        for w in words:
+            ops_named |= set(self.change_names.get(w, ()))
+        targets = {p.key for p in pieces if p.category == "target"}
+        if intents & set(edit.intents):
+            return True
+        if any(c.op in ops_named for c in edit.changes) and (not targets or self._on(edit, targets)):
+            return True
+        if targets and not intents and not ops_named and self._on(edit, targets):
+            return True
+        said = {_stem(w) for w in tokenize(" ".join([edit.message, *edit.labels, *edit.intents]))}
+        content = [_stem(w) for w in words if len(w) > 3]
+        # most of the words were said with it ("where the green was sorted" after "sickly green. fix?")
+        return bool(content) and 2 * sum(w in said for w in content) >= len(content)
+
+    def _on(self, edit: TurnMoves, targets: set[str]) -> bool:
+        kinds = {(self.vocab.targets.get(t) or {}).get("type") for t in targets}
+        return any(c.target and (c.target.get("type") in kinds or
+                                 (c.target.get("mask") or {}).get("type") in kinds) for c in edit.changes)
+
+    def find_version(self, back: GoingBack, state: DialogueState) -> int | None:
+        """How many steps back the head must go (1..len(edits)), or None when no such version is there."""
+        edits = state.edits
+        n = len(edits)
+        if n == 0:
+            return None
+        if back.kind == "original":
+            return n
+        if back.kind == "last":
+            return 1
+        if back.kind == "steps":
+            if back.named:
+                run = self._last_run(edits, back.named)
+                if run is None:
+                    return None
+                start, end = run
+                return min(back.steps, n) if end == n - 1 else None
+            return min(back.steps, n)
+        if back.kind in ("change", "before"):
+            words = back.named if back.kind == "change" else back.before
+            run = self._last_run(edits, words)
+            if run is None:
+                return None
+            start, end = run
+            if back.kind == "change":
+                if end != n - 1:
+                    return None      # undoing a change in the middle would undo the later ones too
+                return n - start if back.whole else n - end
+            return n - start
+        # a version described by what it had (and lacked), the latest such unless "first"
+        limit = n - 1           # the head itself is not "going back"
+        if back.before:
+            first_before = next((i for i, e in enumerate(edits) if self.matches(e, back.before)), None)
+            if first_before is None:
+                return None
+            limit = min(limit, first_before)      # versions 0..first_before (the one before that change)
+        candidates = []
+        for k in range(0, limit + 1):            # version k = after edits[0..k-1]
+            made = edits[:k]
+            has = not back.named or any(self.matches(e, back.named) for e in made)
+            lacks = not back.without or not any(self.matches(e, back.without) for e in made)
+            if has and lacks and (k > 0 or not back.named):
+                candidates.append(k)
+        if not candidates:
+            return None
+        if back.first and back.named:
+            # "the first warm version": right after the first change that made it warm
+            k = min(candidates)
+        else:
+            k = max(candidates)
+        return n - k if n - k >= 1 else None
+
+    def _last_run(self, edits: list[TurnMoves], words: list[str]) -> tuple[int, int] | None:
+        """(first, last) index of the most recent unbroken run of edits that ``words`` name."""
+        end = next((i for i in range(len(edits) - 1, -1, -1) if self.matches(edits[i], words)), None)
+        if end is None:
+            return None
+        start = end
+        while start > 0 and self.matches(edits[start - 1], words):
+            start -= 1
+        return start, end
+
+
+_JOINS = frozenset({"and", "then", "also", "plus"})
+
+
+def split_requests(tokens: list[str], request_verbs: frozenset[str] = frozenset()) -> list[list[str]]:
+    """Clauses: split at punctuation, and at "and" / "then" before a request verb ("undo the warmth and add
+    contrast" is two requests)."""
+    out, current = [], []
+    for i, t in enumerate(tokens):
+        if t in SEPARATORS or (t in _JOINS and i + 1 < len(tokens) and tokens[i + 1] in request_verbs and current):
+            if current:
+                out.append(current)
+            current = []
+        else:
+            current.append(t)
+    if current:
+        out.append(current)
+    return out
+
+
+_SUFFIXES = ("ening", "ing", "ed", "er", "est", "ness", "en", "es", "s", "y")
+
+
+def _stem(word: str) -> str:
+    """A crude stem, enough to hear "brightening" in "brighten" and "warmer" in "warm"."""
+    w = re.sub(r"[^a-z]", "", word.lower())
+    for suffix in _SUFFIXES:
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            return w[: -len(suffix)]
+    return w
+
+
+__all__ = ["GoingBack", "GoingBackReader", "KINDS"]
