@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from agent.conversation.words import (SEPARATORS, Speller, is_number, plain_words, token_spans, tokenize,
-                                     word_lists)
+from agent.conversation.words import (SEPARATORS, PhraseTable, Speller, is_number, plain_words, token_spans,
+                                     tokenize, word_lists)
 from pipeline import ops
 from pipeline.masks import describe_mask, normalize_mask_spec
 from profiles import Profile, ProfileError
@@ -212,6 +212,10 @@ class Vocabulary:
         self.place_relations = {tuple(tokenize(w)): True for w in guesses.get("relations") or ()}
         self.place_relation_target = guesses.get("relation_target")
         self.place_nouns = {str(k): str(v) for k, v in (guesses.get("nouns") or {}).items()}
+        # "that lamp", "this bit": a thing pointed at, not a kind of place a region can stand in for
+        self.pointing_words = {t for w in guesses.get("pointing") or () for t in tokenize(str(w))}
+        # "go ahead and guess": the person lets the planner put a request on its best guess for a place
+        self.go_ahead = PhraseTable((str(w), True) for w in guesses.get("go_ahead") or ())
         for t in [self.place_default, self.place_relation_target, *self.place_nouns.values()]:
             if t is not None and t not in self.targets:
                 raise ProfileError(str(profile.path), "vocabulary.place_guesses", f"no target called {t!r}")
@@ -243,6 +247,10 @@ class Vocabulary:
                             | {t for k in (*self.repeat, *self.pull_back, *self.fractions, *self.retarget) for t in k}
                             | self.statements | _router_words(router) | self.spelling_extra)
         self.speller = Speller.from_profile(self.known_words, fixes)
+
+    def says_go_ahead(self, text: str) -> bool:
+        """Whether ``text`` tells the planner to go ahead and guess ("just guess", "your best guess")."""
+        return self.go_ahead.has(tokenize(text))
 
     def place(self, name: str) -> tuple[dict, str]:
         """A named target's mask spec and the words for it ("the sky", "the top of the frame")."""

@@ -282,7 +282,9 @@ class EmbeddedPlanner:
             draft = read_request(vocab, message, request, "message")
         guessed = ""
         if draft.unknown_places and not any(m.target for m in draft.moves):
-            if not draft.place_guess:
+            # a thing named that no finder knows: ask, with the request kept for "the whole thing then";
+            # guess only a general stand-in ("the floor" is the bottom) or when told to go ahead
+            if not draft.place_guess or not (self._stands_in(draft) or vocab.says_go_ahead(message)):
                 return self._unknown_place(draft)
             draft, guessed = self._on_guessed_place(draft)
         notes = list(draft.notes)
@@ -374,21 +376,33 @@ class EmbeddedPlanner:
         return Plan(sub_goals=[], reply=reply, understood=False, source=self.name, kind="clarify",
                     quick_replies=replies, labels=list(draft.missing_labels[:1]))
 
+    def _stands_in(self, draft: Draft) -> bool:
+        """Whether the unknown place is a general thing a region stands in for ("the floor": the bottom of
+        the frame), not one particular thing pointed at ("that lamp", "the pillar in the middle")."""
+        place = draft.unknown_places[0].split()
+        noun = place[-1]
+        pointed = place[0] in self.vocab.pointing_words
+        return not pointed and (noun in self.vocab.place_nouns or noun.rstrip("s") in self.vocab.place_nouns)
+
     def _unknown_place(self, draft: Draft) -> Plan:
-        """"brighten the cup" with no way to find a cup: say so and offer what can be done."""
+        """"brighten the lamp" with no way to find a lamp: ask, change nothing, and keep the request so
+        "the whole thing then", "on the selection" or "go ahead" finishes it."""
         place = draft.unknown_places[0]
         labels = list(dict.fromkeys(m.label for m in draft.moves if m.label)) or ["the change"]
         what = labels[0]
-        replies = [f"{what.capitalize()} overall", f"{what.capitalize()} on the subject"]
-        selection = self.vocab.targets.get("selection")
-        tail = ""
-        if selection is not None:
+        replies = [f"{what.capitalize()} overall"]
+        if "selection" in self.vocab.targets:
             replies.append(f"{what.capitalize()} on the selection")
-            tail = " Or paint over it to select it, then pick \u201con the selection\u201d."
-        reply = (f"I can't find \u201c{place}\u201d in this photo by myself, so I haven't changed anything. "
-                 f"Should I make it {what} overall, or only the subject?{tail}")
+        if draft.place_guess:
+            replies.append("Go ahead and guess")
+        reply = (f"I can't find \u201c{place}\u201d by myself, so I haven't changed anything yet. "
+                 f"Click it or paint over it and say \u201con the selection\u201d \u2014 or should I make it "
+                 f"{what} overall?")
+        pending = [{"op": m.op, "value": m.value, "mode": m.mode} for m in draft.moves
+                   if m.target is None and (m.value or m.mode == "set")]
         return Plan(sub_goals=[], reply=reply, understood=False, source=self.name, kind="clarify",
-                    quick_replies=replies, labels=labels)
+                    quick_replies=replies, labels=labels,
+                    dialogue={"move": "not_found", "unmet": pending, "guess": draft.place_guess} if pending else {})
 
     # -- parts -------------------------------------------------------------
     def _style_moves(self, request: PlanRequest, notes: list[str]) -> list[Move]:

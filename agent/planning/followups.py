@@ -26,12 +26,15 @@ from dataclasses import dataclass, field
 
 from agent.planning.moves import Draft, Move
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Problem, Vocabulary, read_pieces
-from agent.conversation.words import SEPARATORS, find_phrases, tokenize
+from agent.conversation.clauses import DETERMINERS
+from agent.conversation.words import SEPARATORS, find_phrases, tokenize, word_lists
 from pipeline import ops
 from pipeline.masks import normalize_mask_spec
 from pipeline.state import EditState
 
 #: Pieces that make a message a request of its own rather than a follow-up.
+#: Sounds that open a message and say nothing (profiles/language/words.yaml).
+INTERJECTIONS = word_lists()["interjections"]
 _ANCHORS = ("intent", "fix", "problem", "op", "relative", "band", "towards", "objects", "reset", "set")
 #: Pieces a follow-up may carry.
 _CARRIED = ("magnitude", "increase", "reduce", "separator", "global", "target", "avoid", "rollback")
@@ -148,15 +151,28 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     pull = find_phrases(tokens, vocab.pull_back)
     fractions = find_phrases(tokens, vocab.fractions)
     retarget = find_phrases(tokens, vocab.retarget)
+    insisted = find_phrases(tokens, vocab.insist_words)     # "more, i insist": the repeat, past the sweet spot
     covered: set[int] = set()
-    for found in (repeat, pull, fractions, retarget):
+    for found in (repeat, pull, fractions, retarget, insisted):
         for pos, n, _ in found:
             covered.update(range(pos, pos + n))
     for p in pieces:
         if p.category in _CARRIED:
             covered.update(range(p.pos, p.pos + len(p.text.split())))
+    dialogue = getattr(request, "dialogue", None)
+    unmet = list(getattr(dialogue, "unmet", None) or [])
+    if unmet and not (repeat or pull or fractions):
+        # the last turn asked where ("I can't find the lamp"): "the whole thing then", "go ahead and guess"
+        if any(p.category == "global" for p in pieces) and not any(p.category == "target" for p in pieces):
+            return _finish_unmet(vocab, unmet, list(getattr(dialogue, "unmet_labels", None) or []), [None])
+        guess = getattr(dialogue, "unmet_guess", None)
+        if guess and vocab.says_go_ahead(message):
+            return _finish_unmet(vocab, unmet, list(getattr(dialogue, "unmet_labels", None) or []), [guess])
+    # hesitations ("erm", "ooh", "whoa") and words no table knows ("crunchy") say nothing new; a word
+    # after "the" names a place ("a bit more on the lamp"), which the grammar reads
     leftover = [t for i, t in enumerate(tokens) if i not in covered and t not in FILLER
-                and t not in vocab.chatter and t not in SEPARATORS]
+                and t not in vocab.chatter and t not in SEPARATORS and t not in INTERJECTIONS
+                and (t in vocab.known_words or (i > 0 and tokens[i - 1] in DETERMINERS))]
     if leftover:
         return None
     # magnitude words said besides the follow-up phrase ("way too much"), not inside it ("too far")
@@ -185,8 +201,6 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         wants_less = not wants_more
     if not (wants_less or wants_more or targets):    # a place alone after a change: "and the sky"
         return None
-    dialogue = getattr(request, "dialogue", None)
-    unmet = list(getattr(dialogue, "unmet", None) or [])
     if targets and unmet and not (wants_less or wants_more):
         return _finish_unmet(vocab, unmet, list(getattr(dialogue, "unmet_labels", None) or []), targets)
     base = dialogue.base_edit() if dialogue is not None else None
@@ -249,12 +263,13 @@ def _repeat_moves(vocab: Vocabulary, base, scale: float, only=None) -> list[Move
     return moves
 
 
-def _finish_unmet(vocab: Vocabulary, unmet: list[dict], labels: list[str], targets: list[str]) -> FollowUp:
-    """"use the top of the frame then": the last request, that found no place, on the place named now."""
+def _finish_unmet(vocab: Vocabulary, unmet: list[dict], labels: list[str], targets: list[str | None]) -> FollowUp:
+    """"use the top of the frame then": the last request, that found no place, on the place named now
+    (None: the whole photo, "just do the whole thing then")."""
     moves = []
     what = "\u201c" + ", ".join(labels[:2]) + "\u201d" if labels else "what you asked"
     for t in targets:
-        spec, place = vocab.place(t)
+        spec, place = vocab.place(t) if t is not None else (None, "the whole photo")
         for rank, g in enumerate(unmet):
             if g.get("op") not in ops.OPS or ops.get_op(g["op"]).stage == "geometry":
                 continue
@@ -262,7 +277,7 @@ def _finish_unmet(vocab: Vocabulary, unmet: list[dict], labels: list[str], targe
                               labels[0] if labels else f"on {place}", f"doing {what} on {place}",
                               "followup", 0, rank, "followup"))
     return FollowUp(moves=[m for m in moves if m.value or m.mode == "set"], labels=list(labels),
-                    dialogue={"move": "finish_unmet", "targets": targets})
+                    dialogue={"move": "finish_unmet", "targets": [t for t in targets if t]})
 
 
 def _repeat_but(vocab: Vocabulary, tokens: list[str], repeat: list) -> float | None:

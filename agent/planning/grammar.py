@@ -401,6 +401,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
     fixed: set[tuple] = set()       # (fix intent, places) already planned for a complaint in this message
     previous_span, previous_order = (0, 0), order0     # the moves of the last clause that asked for something
     complained = False                                  # the clause before said what is wrong
+    topic: list[str] = []                               # a thing said in a clause of its own, asked about next
     for ci, clause in enumerate(clauses):
         order = order0 + ci * 100
         if not previous_uses:
@@ -441,14 +442,19 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         pointed = said_global + [p for p in clause.of("word") if p.text in vocab.back_references]
         refers_back = bool(pointed) and bool(previous_targets) and not targets and not bands \
             and all(p.text in vocab.back_references for p in said_global)
-        is_global = bool(said_global) and not refers_back
+        is_global = bool(said_global) and not refers_back and not (
+            topic and all(p.text in vocab.back_references for p in said_global))   # "that lamp, can it be ..."
         soft = clause.joined == "soft"
         if uses and not targets and not is_global and (soft or refers_back) and previous_targets:
             for u in uses:                       # "make the sky darker and bluer": bluer is the sky too
                 u.targets = list(previous_targets)
+            said_first = [c for c in draft.skipped if c == clauses[ci - 1].text] if ci else []
+            for c in said_first:                 # the place said on its own was not skipped after all
+                draft.skipped.remove(c)
+                draft.bare_targets = []
         if not uses and targets and clause.of("protect") and previous_span[1] > previous_span[0]:
-            # "warmer but keep the skin natural": the change is taken back on that place
-            draft.moves += _protect_moves(vocab, draft.moves[previous_span[0]:previous_span[1]], targets, order)
+            # "warmer but keep the skin natural": the change goes everywhere but that place
+            draft.moves = _protect_moves(vocab, draft.moves, targets)     # every change asked so far
             draft.understood_any = True
             continue
         if not uses and (targets or bands):
@@ -499,15 +505,21 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             elif targets:
                 draft.skipped.append(clause.text)
                 draft.bare_targets += [vocab.target_labels.get(t) or t for t in targets]
+                previous_targets = list(targets)       # "the sky, make it darker": "it" is the sky
             elif not clause.of("relative") and (clause.content_words or clause.of("increase", "objects")):
-                draft.skipped.append(clause.text)
+                # "that building with the wavy balconies, can it be less blue": a thing said first,
+                # the request about it next
+                topic = unknown_places(vocab, clause) or topic
+                if not topic:
+                    draft.skipped.append(clause.text)
             continue
         if clause.of("objects"):
             draft.objects = True
         places: list[str] = []
-        if not targets and not bands and not is_global and not all(u.bands for u in uses):
-            # ("the suit is too orange": the colour finds the thing, no place to guess)
-            places = unknown_places(vocab, clause)
+        if not targets and not is_global and (topic or not bands and not all(u.bands for u in uses)):
+            # ("the suit is too orange": the colour finds the thing, no place to guess; a thing said
+            # first and pointed at is asked about whatever the request)
+            places = unknown_places(vocab, clause) or topic
             draft.unknown_places += places
             if places:
                 draft.place_guess = guess_place(vocab, clause.text, places[0])
@@ -550,15 +562,22 @@ def _excepted(vocab: Vocabulary, clause: Clause) -> dict[str, str]:
             if p.pos > marks[0].pos and f"all_but_{p.key}" in vocab.targets}
 
 
-def _protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str], order: int) -> list[Move]:
-    """The whole-image moves of the clause before, taken back on each place named (a local layer)."""
+def _protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str]) -> list[Move]:
+    """The whole-image moves of the clause before, put on everything but the places named (one local
+    layer on their complement), so the protected places do not move at all."""
+    specs, places = zip(*(vocab.place(t) for t in targets))
+    if len(specs) == 1:
+        outside = normalize_mask_spec(dict(specs[0], invert=not specs[0].get("invert")))
+    else:
+        outside = normalize_mask_spec({"type": "invert", "mask": {"type": "union", "masks": list(specs)}})
+    kept = " and ".join(places)
     out = []
-    for t in targets:
-        spec, place = vocab.place(t)
-        for rank, m in enumerate(moves):
-            if m.target is None and m.mode == "add" and m.value and ops.get_op(m.op).stage != "geometry":
-                out.append(Move(m.op, -m.value, "add", spec, f"keep {place}", f"keeping {place} as it was",
-                                m.source, order, rank, m.kind, m.intent))
+    for m in moves:
+        if m.target is None and m.value and ops.get_op(m.op).stage not in ("geometry", "finishing"):
+            out.append(replace(m, target=outside,
+                               phrase=m.phrase.replace("the image", f"everything but {kept}")))
+        else:
+            out.append(m)
     return out
 
 
