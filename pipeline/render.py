@@ -297,11 +297,61 @@ def compile_lut(*stages: Mapping[str, int]) -> np.ndarray:
 _COORD_COLUMNS = tuple(np.ascontiguousarray(_COORD_TABLE[:, 0, c]) for c in range(3))
 
 
-def lut_coordinates(img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Fixed-point remap maps that look each pixel of ``img`` up in a LUT image."""
+#: Rows per strip of a LUT pass. A strip's coordinates and 16-bit result stay in the CPU's caches, and
+#: no pass allocates more than its output: memory is the input plus the output, at any photo size.
+STRIP_ROWS = 32
+
+
+def _strips(height: int, rows: int = STRIP_ROWS):
+    for y in range(0, height, rows):
+        yield slice(y, min(height, y + rows))
+
+
+def _coordinates_into(img: np.ndarray, xy: np.ndarray | None = None, frac: np.ndarray | None = None):
     # Split the 8-bit channels first: a quarter of the memory traffic of splitting float32 positions.
-    r, g, b = (cv2.LUT(c, t) for c, t in zip(cv2.split(np.ascontiguousarray(img)), _COORD_COLUMNS))
-    return cv2.convertMaps(cv2.add(r, g), b, cv2.CV_16SC2)
+    r, g, b = (cv2.LUT(c, t) for c, t in zip(cv2.split(img), _COORD_COLUMNS))
+    return cv2.convertMaps(cv2.add(r, g), b, cv2.CV_16SC2, dstmap1=xy, dstmap2=frac)
+
+
+def lut_coordinates(img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Fixed-point remap maps that look each pixel of ``img`` up in a LUT image
+    (int16 HxWx2 and uint16 HxW: 6 bytes per pixel)."""
+    img = np.ascontiguousarray(img)
+    h, w = img.shape[:2]
+    xy, frac = np.empty((h, w, 2), np.int16), np.empty((h, w), np.uint16)
+    for s in _strips(h):
+        _coordinates_into(img[s], xy[s], frac[s])
+    return xy, frac
+
+
+def _remap_into(lut: np.ndarray, xy: np.ndarray, frac: np.ndarray, out: np.ndarray) -> None:
+    looked = cv2.remap(lut, xy, frac, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    if looked.dtype == np.uint16:
+        cv2.convertScaleAbs(looked, dst=out, alpha=1.0 / 257.0)
+    else:
+        out[...] = looked
+
+
+def apply_lut(lut: np.ndarray, coords: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """One pass: every pixel through the LUT (bilinear in red/blue, exact in green), uint8 HxWx3."""
+    xy, frac = coords
+    out = np.empty(frac.shape + (3,), np.uint8)
+    for s in _strips(frac.shape[0]):
+        _remap_into(lut, xy[s], frac[s], out[s])
+    return out
+
+
+def apply_lut_image(lut: np.ndarray, img: np.ndarray,
+                    keep: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """``apply_lut(lut, lut_coordinates(img))`` in one pass of strips, without the full-size coordinates
+    (6 bytes a pixel) unless ``keep`` (arrays shaped like :func:`lut_coordinates`' result) asks to fill them."""
+    img = np.ascontiguousarray(img)
+    h, w = img.shape[:2]
+    out = np.empty((h, w, 3), np.uint8)
+    for s in _strips(h):
+        xy, frac = _coordinates_into(img[s], *((keep[0][s], keep[1][s]) if keep is not None else ()))
+        _remap_into(lut, xy, frac, out[s])
+    return out
 
 
 #: Side of the tiles in which :func:`patched_coordinates` recomputes coordinates.
@@ -329,12 +379,6 @@ def patched_coordinates(img: np.ndarray, ref: np.ndarray, ref_coords: tuple[np.n
     return xy, frac
 
 
-def apply_lut(lut: np.ndarray, coords: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """One pass: every pixel through the LUT (bilinear in red/blue, exact in green)."""
-    out = cv2.remap(lut, coords[0], coords[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-    return cv2.convertScaleAbs(out, alpha=1.0 / 257.0) if out.dtype == np.uint16 else out
-
-
 _WARP16 = None
 
 
@@ -344,6 +388,13 @@ def apply_lut_deep(lut: np.ndarray, img: np.ndarray) -> np.ndarray:
     global _WARP16
     if _WARP16 is None:
         _WARP16 = ((LUT_POINTS - 1) * _warp(np.arange(65536) / 65535.0)).astype(np.float32)
+    out = np.empty(img.shape[:2] + (3,), np.uint16)
+    for s in _strips(img.shape[0]):  # float temporaries of a strip only (a whole 49 MP frame would need 2 GB)
+        out[s] = _lut_deep_strip(lut, img[s])
+    return out
+
+
+def _lut_deep_strip(lut: np.ndarray, img: np.ndarray) -> np.ndarray:
     r = _WARP16[img[..., 0]]
     b = _WARP16[img[..., 2]]
     g = img[..., 1].astype(np.float32) * np.float32(255.0 / 65535.0)
@@ -504,6 +555,28 @@ class Renderer:
         key = (source.digest, frame.matrix.tobytes(), frame.width, frame.height, size, "coords")
         return self.coords.get_or_create(key, lambda: self._framed_coords(source, frame, size))
 
+    def _lut_pass(self, source: SourceImage, size: tuple[int, int], frame: Frame | None, base: np.ndarray,
+                  lut: np.ndarray) -> tuple[np.ndarray, tuple | None]:
+        """``lut`` applied to ``base`` (the original at ``size`` through ``frame``), and the coordinates
+        used when they are kept. Coordinates (6 bytes a pixel) are cached per photo and size when the
+        cache can hold them, so a re-render is one remap; a size too big to keep (a full-size export)
+        is done in one pass of strips that never holds them whole."""
+        key = (source.digest, size) if frame is None else \
+            (source.digest, frame.matrix.tobytes(), frame.width, frame.height, size, "coords")
+        coords = self.coords.get(key)
+        if coords is not None:
+            return apply_lut(lut, coords), coords
+        if 6 * size[0] * size[1] > self.coords.max_bytes:
+            return apply_lut_image(lut, base), None
+        if frame is not None:
+            coords = self._coords(source, size, frame)
+            return apply_lut(lut, coords), coords
+        # a new photo: its coordinates are computed strip by strip in the same pass that applies the LUT
+        coords = (np.empty(size + (2,), np.int16), np.empty(size, np.uint16))
+        out = apply_lut_image(lut, base, coords)
+        self.coords.put(key, coords)
+        return out, coords
+
     def _framed_coords(self, source: SourceImage, frame: Frame, size: tuple[int, int]):
         """LUT coordinates of a framed base. A crop, quarter turn or flip at full resolution
         shows the original's own pixels, so its coordinates are the original's, sliced and
@@ -564,11 +637,15 @@ class Renderer:
         if g_pixel:
             lut = self.lut(g_pixel)
             deep = apply_lut_deep(lut, deep)
-            base8 = apply_lut(lut, lut_coordinates(base8))
-        residual = out8.astype(np.int32) - base8.astype(np.int32)
-        if not residual.any():
+            base8 = apply_lut_image(lut, base8)
+        if np.array_equal(out8, base8):
             return np.ascontiguousarray(deep)
-        return np.clip(deep.astype(np.int32) + residual * 257, 0, 65535).astype(np.uint16)
+        out = np.empty_like(deep)
+        for s in _strips(out.shape[0]):  # int32 temporaries of a strip only
+            residual = cv2.subtract(out8[s], base8[s], dtype=cv2.CV_32S)
+            np.clip(deep[s].astype(np.int32) + residual * 257, 0, 65535, out=residual)
+            out[s] = residual
+        return out
 
     def alpha_for(self, source: SourceImage, state: EditState, long_side: int | None = None) -> np.ndarray | None:
         """The original's transparency in the frame of ``state`` at ``long_side`` (None: opaque)."""
@@ -699,12 +776,16 @@ class Renderer:
         if state.is_identity:
             return base
         retouched = self._retouched_base(source, state, size, frame)
+        coords = None
         if retouched is not None:
             base, coords = retouched
-        else:
-            coords = self._coords(source, size, frame)
         g_pixel = _pixel_settings(state.settings)
-        out = apply_lut(self.lut(g_pixel), coords) if g_pixel else base
+        if not g_pixel:
+            out = base
+        elif coords is not None:
+            out = apply_lut(self.lut(g_pixel), coords)
+        else:
+            out, coords = self._lut_pass(source, size, frame, base, self.lut(g_pixel))
         masks: list[np.ndarray | None] = []
         fresh = True  # is `out` still LUT(base)? then a layer is one composite LUT on cached coordinates
         for layer in state.layers:
@@ -723,9 +804,10 @@ class Renderer:
             if not l_pixel:
                 continue
             if fresh:
-                layer_img = apply_lut(self.lut(g_pixel, l_pixel) if g_pixel else self.lut(l_pixel), coords)
+                lut = self.lut(g_pixel, l_pixel) if g_pixel else self.lut(l_pixel)
+                layer_img = apply_lut(lut, coords) if coords is not None else apply_lut_image(lut, base)
             else:
-                layer_img = apply_lut(self.lut(l_pixel), lut_coordinates(out))
+                layer_img = apply_lut_image(self.lut(l_pixel), out)
             out = blend(out, layer_img, mask)
             fresh = False
         finish = _finish_settings(state.settings)
