@@ -143,22 +143,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    renderer = Renderer()
+    # Each photo is rendered once: no render, coordinate or mask is worth keeping (the LUTs, kept
+    # apart, serve the whole folder's recipe). Memory stays at the photo and its result.
+    renderer = Renderer(max_cache_bytes=0)
     failures = 0
     for inp, out in jobs:
         try:
-            loaded = load_image(inp, alpha="keep")
+            # a RAW wanted small is developed at half size (what --long-side 1600 previews need)
+            loaded = load_image(inp, alpha="keep", draft_long_side=args.long_side)
         except ImageLoadError as exc:
             print(f"skipped {inp.name}: {exc}", file=sys.stderr)
             failures += 1
             continue
-        source = SourceImage.from_loaded(loaded)
+        source, notices = SourceImage.from_loaded(loaded), loaded.notices
+        del loaded
         fmt = format_for_path(out)
         pixels = export_pixels(renderer, source, state, args.long_side, fmt)
         exif = None if args.strip_metadata else export_exif(source.exif, drop_gps=not args.keep_gps)
+        del source  # encode with only the result in memory
         out.parent.mkdir(parents=True, exist_ok=True)
         save_image(pixels, out, fmt, quality=args.quality, icc=srgb_icc(), exif=exif)
-        for notice in loaded.notices:
+        for notice in notices:
             print(f"note ({inp.name}): {notice}", file=sys.stderr)
         print(json.dumps({"input": str(inp), "output": str(out), "width": int(pixels.shape[1]),
                           "height": int(pixels.shape[0]), "state": state.to_dict()}))

@@ -48,7 +48,7 @@ from typing import Callable, Hashable, Mapping
 import cv2
 import numpy as np
 
-from pipeline import ops
+from pipeline import admission, ops
 from pipeline.adjust import apply_pixel_ops
 from pipeline import healing, portrait
 from pipeline.finishing import apply_denoise, apply_finish
@@ -143,11 +143,13 @@ class SourceImage:
     """An untouched original: uint8 RGB pixels plus a content digest.
 
     Resized copies (proxies) are cached on the object, so a session's many
-    proxy renders share one resize.
+    proxy renders share one resize. The digest (the key of every cache) is
+    computed when first asked for: a one-shot render that caches nothing never
+    hashes the photo.
     """
 
     pixels: np.ndarray
-    digest: str
+    _digest: str | None = field(default=None, repr=False)
     _sizes: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     #: uint16 HxWx3 sRGB of a 16-bit PNG / TIFF or a developed RAW (``pixels`` is its 8-bit rounding).
@@ -157,29 +159,50 @@ class SourceImage:
     #: the file's EXIF block, for exports that keep metadata.
     exif: bytes | None = field(default=None, repr=False)
 
+    @property
+    def digest(self) -> str:
+        """Content digest (hex): of the 16-bit pixels for a 16-bit original (two may round to the
+        same 8 bits), with the transparency mixed in when there is one."""
+        if self._digest is None:
+            digest = image_digest(self.deep if self.deep is not None else self.pixels)
+            if self.alpha is not None:
+                digest = image_digest(np.dstack([self.pixels, self.alpha]))[:16] + digest[16:]
+            self._digest = digest
+        return self._digest
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this original holds: its pixels, 16-bit pixels, transparency and resized copies."""
+        with self._lock:
+            sizes = sum(a.nbytes for a in self._sizes.values())
+        return self.pixels.nbytes + sizes + sum(a.nbytes for a in (self.deep, self.alpha) if a is not None)
+
     @classmethod
     def from_loaded(cls, loaded) -> "SourceImage":
-        """From a :class:`pipeline.imageio.LoadedImage` (loaded with ``alpha="keep"`` to keep transparency)."""
+        """From a :class:`pipeline.imageio.LoadedImage` (loaded with ``alpha="keep"`` to keep transparency).
+
+        The loaded arrays are taken over, not copied (they become read-only): a 49 MP 16-bit
+        original is held once, not three times.
+        """
         arr = np.asarray(loaded.pixels)
-        rgb = arr[:, :, :3] if arr.ndim == 3 and arr.shape[2] == 4 else arr
-        source = cls.from_array(rgb)
-        if arr.ndim == 3 and arr.shape[2] == 4 and (arr[:, :, 3] < 255).any():
-            source.alpha = _frozen(np.ascontiguousarray(arr[:, :, 3]).copy())
-        if getattr(loaded, "deep", None) is not None:
-            source.deep = _frozen(np.ascontiguousarray(loaded.deep).copy())
-            source.digest = image_digest(source.deep)  # two 16-bit photos may round to the same 8 bits
-        if source.alpha is not None:
-            source.digest = image_digest(np.dstack([source.pixels, source.alpha]))[:16] + source.digest[16:]
+        rgba = arr.ndim == 3 and arr.shape[2] == 4
+        source = cls.from_array(arr[:, :, :3] if rgba else arr, copy=False)
+        deep = getattr(loaded, "deep", None)
+        if deep is not None:
+            source.deep = _frozen(np.ascontiguousarray(deep))
+        if rgba and (arr[:, :, 3] < 255).any():
+            source.alpha = _frozen(np.ascontiguousarray(arr[:, :, 3]))
         source.exif = getattr(loaded, "exif", None)
         return source
 
     @classmethod
-    def from_array(cls, pixels: np.ndarray) -> "SourceImage":
+    def from_array(cls, pixels: np.ndarray, *, copy: bool = True) -> "SourceImage":
+        """From uint8 RGB pixels (HxWx3). ``copy=False`` takes a C-contiguous array over as it is
+        (it is made read-only)."""
         arr = np.asarray(pixels)
         if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3 or arr.shape[0] < 1 or arr.shape[1] < 1:
             raise RenderError(f"expected a uint8 RGB image of shape (H, W, 3), got {arr.dtype} {arr.shape}")
-        arr = _frozen(np.ascontiguousarray(arr).copy())
-        return cls(pixels=arr, digest=image_digest(arr))
+        return cls(pixels=_frozen(np.array(arr, order="C", copy=True) if copy else np.ascontiguousarray(arr)))
 
     @property
     def height(self) -> int:
@@ -561,13 +584,13 @@ class Renderer:
         used when they are kept. Coordinates (6 bytes a pixel) are cached per photo and size when the
         cache can hold them, so a re-render is one remap; a size too big to keep (a full-size export)
         is done in one pass of strips that never holds them whole."""
+        if 6 * size[0] * size[1] > self.coords.max_bytes:
+            return apply_lut_image(lut, base), None
         key = (source.digest, size) if frame is None else \
             (source.digest, frame.matrix.tobytes(), frame.width, frame.height, size, "coords")
         coords = self.coords.get(key)
         if coords is not None:
             return apply_lut(lut, coords), coords
-        if 6 * size[0] * size[1] > self.coords.max_bytes:
-            return apply_lut_image(lut, base), None
         if frame is not None:
             coords = self._coords(source, size, frame)
             return apply_lut(lut, coords), coords
@@ -606,13 +629,15 @@ class Renderer:
         except ValueError as exc:
             raise RenderError(str(exc)) from None
         size = frame.size_at(long_side) if frame else source.size_for(long_side)
-        key = (source.digest, state.key(), size)
-        cached = self.renders.get(key)
+        key = (source.digest, state.key(), size) if self.renders.max_bytes else None
+        cached = self.renders.get(key) if key else None
         if cached is not None:
             return cached
-        out = self._render(source, state, size, frame)
+        with admission.reserve(admission.render_bytes(*size), what="a render"):  # large ones queue
+            out = self._render(source, state, size, frame)
         out = _frozen(out) if out is not source.resized(size) else out
-        self.renders.put(key, out)
+        if key:
+            self.renders.put(key, out)
         return out
 
     # -- 16 bits and transparency (export of 16-bit / RAW / PNG-with-alpha originals) ---------------
@@ -620,6 +645,11 @@ class Renderer:
         """uint16 RGB render of ``state``: the 16-bit original through the tone/colour LUT at
         16-bit precision, plus whatever the 8-bit pipeline did beyond the LUT (retouch, layers,
         detail, finishing) added as its difference. Without a 16-bit original: the 8-bit render x 257."""
+        with admission.reserve(admission.render_bytes(*self.output_size(source, state, long_side), deep=True),
+                               what="a 16-bit render"):
+            return self._render_deep(source, state, long_side)
+
+    def _render_deep(self, source: SourceImage, state: EditState, long_side: int | None) -> np.ndarray:
         out8 = self.render(source, state, long_side)
         frame = self.frame(source, state)
         if source.deep is None:
