@@ -63,11 +63,12 @@ class MemoryBudget:
         self.waited = 0
 
     def configure(self, capacity: int | None, timeout_s: float | None = None) -> None:
-        """Resize the budget (None: no limit); waiting jobs are reconsidered at once."""
+        """Resize the budget (None: no limit) and restart its peak; waiting jobs are reconsidered at once."""
         if capacity is not None and capacity < 1:
             raise ValueError(f"capacity must be a positive number of bytes or None, got {capacity!r}")
         with self._cond:
             self.capacity = capacity
+            self.peak_in_use = self.in_use
             if timeout_s is not None:
                 self.timeout_s = float(timeout_s)
             self._cond.notify_all()

@@ -330,10 +330,35 @@ def _strips(height: int, rows: int = STRIP_ROWS):
         yield slice(y, min(height, y + rows))
 
 
-def _coordinates_into(img: np.ndarray, xy: np.ndarray | None = None, frac: np.ndarray | None = None):
-    # Split the 8-bit channels first: a quarter of the memory traffic of splitting float32 positions.
-    r, g, b = (cv2.LUT(c, t) for c, t in zip(cv2.split(img), _COORD_COLUMNS))
-    return cv2.convertMaps(cv2.add(r, g), b, cv2.CV_16SC2, dstmap1=xy, dstmap2=frac)
+class _StripWork:
+    """The buffers one strip of a LUT pass works in, made once per pass: a fresh buffer per strip
+    would be fresh pages from the OS each time (page faults: as much system time as the work)."""
+
+    def __init__(self, width: int, lut: np.ndarray | None = None):
+        n = STRIP_ROWS
+        self.planes = [np.empty((n, width), np.uint8) for _ in range(3)]
+        self.positions = [np.empty((n, width), np.float32) for _ in range(3)]
+        self.xy, self.frac = np.empty((n, width, 2), np.int16), np.empty((n, width), np.uint16)
+        self.looked = None if lut is None else np.empty((n, width, lut.shape[2]), lut.dtype)
+
+    def coordinates(self, img: np.ndarray, xy: np.ndarray | None = None, frac: np.ndarray | None = None):
+        """LUT coordinates of a strip, into ``xy`` / ``frac`` (default: this work's own buffers)."""
+        rows = img.shape[0]
+        # Split the 8-bit channels first: a quarter of the memory traffic of splitting float32 positions.
+        planes = cv2.split(img, [p[:rows] for p in self.planes])
+        r, g, b = (cv2.LUT(c, t, dst=p[:rows]) for c, t, p in zip(planes, _COORD_COLUMNS, self.positions))
+        cv2.add(r, g, dst=r)
+        return cv2.convertMaps(r, b, cv2.CV_16SC2, dstmap1=self.xy[:rows] if xy is None else xy,
+                               dstmap2=self.frac[:rows] if frac is None else frac)
+
+    def remap(self, lut: np.ndarray, xy: np.ndarray, frac: np.ndarray, out: np.ndarray) -> None:
+        """The LUT looked up at a strip's coordinates, rounded to 8 bits into ``out``."""
+        looked = cv2.remap(lut, xy, frac, cv2.INTER_LINEAR, dst=self.looked[:xy.shape[0]],
+                           borderMode=cv2.BORDER_REPLICATE)
+        if looked.dtype == np.uint16:
+            cv2.convertScaleAbs(looked, dst=out, alpha=1.0 / 257.0)
+        else:
+            out[...] = looked
 
 
 def lut_coordinates(img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -342,25 +367,19 @@ def lut_coordinates(img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     img = np.ascontiguousarray(img)
     h, w = img.shape[:2]
     xy, frac = np.empty((h, w, 2), np.int16), np.empty((h, w), np.uint16)
+    work = _StripWork(w)
     for s in _strips(h):
-        _coordinates_into(img[s], xy[s], frac[s])
+        work.coordinates(img[s], xy[s], frac[s])
     return xy, frac
-
-
-def _remap_into(lut: np.ndarray, xy: np.ndarray, frac: np.ndarray, out: np.ndarray) -> None:
-    looked = cv2.remap(lut, xy, frac, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-    if looked.dtype == np.uint16:
-        cv2.convertScaleAbs(looked, dst=out, alpha=1.0 / 257.0)
-    else:
-        out[...] = looked
 
 
 def apply_lut(lut: np.ndarray, coords: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     """One pass: every pixel through the LUT (bilinear in red/blue, exact in green), uint8 HxWx3."""
     xy, frac = coords
     out = np.empty(frac.shape + (3,), np.uint8)
+    work = _StripWork(frac.shape[1], lut)
     for s in _strips(frac.shape[0]):
-        _remap_into(lut, xy[s], frac[s], out[s])
+        work.remap(lut, xy[s], frac[s], out[s])
     return out
 
 
@@ -371,9 +390,10 @@ def apply_lut_image(lut: np.ndarray, img: np.ndarray,
     img = np.ascontiguousarray(img)
     h, w = img.shape[:2]
     out = np.empty((h, w, 3), np.uint8)
+    work = _StripWork(w, lut)
     for s in _strips(h):
-        xy, frac = _coordinates_into(img[s], *((keep[0][s], keep[1][s]) if keep is not None else ()))
-        _remap_into(lut, xy, frac, out[s])
+        xy, frac = work.coordinates(img[s], *((keep[0][s], keep[1][s]) if keep is not None else ()))
+        work.remap(lut, xy, frac, out[s])
     return out
 
 
