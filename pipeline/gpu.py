@@ -171,10 +171,11 @@ class TorchRenderer(Renderer):
 
     def _lut(self, *stages: Mapping[str, int]):
         key = ("lut",) + tuple(tuple(sorted(s.items())) for s in stages)
-        return self._cached(key, lambda: self.upload(self.lut(*stages).astype(np.float32)).reshape(-1, 3))
+        return self._cached(key, lambda: self.upload(self.table(*stages)).reshape(-1, 3))
 
     def apply_lut(self, lut_flat, img):
-        """uint8 (H, W, 3) through a flattened LUT image, as ``cv2.remap`` + ``convertScaleAbs`` do it."""
+        """uint8 (H, W, 3) through a flattened float32 LUT image (0..255), as ``cv2.remap`` + ``convertScaleAbs``
+        do it (the same four weights, summed in the same order: bit-exact on torch's CPU device)."""
         torch = self.torch
         r, g, b = img[..., 0].long(), img[..., 1].long(), img[..., 2].long()
         x = torch.round((self._rpos[r] + self._gpos[g]) * 32.0).long()   # cv2.convertMaps: 1/32 fixed point
@@ -187,9 +188,8 @@ class TorchRenderer(Renderer):
         y0, y1 = yi.clamp(0, LUT_POINTS - 1), (yi + 1).clamp(0, LUT_POINTS - 1)
         v00, v01 = lut_flat[y0 * width + x0], lut_flat[y0 * width + x1]
         v10, v11 = lut_flat[y1 * width + x0], lut_flat[y1 * width + x1]
-        v = (v00 * (1 - fx) + v01 * fx) * (1 - fy) + (v10 * (1 - fx) + v11 * fx) * fy
-        v16 = torch.round(v).clamp(0, 65535)
-        return torch.round(v16 / 257.0).clamp(0, 255).to(torch.uint8)
+        v = v00 * ((1 - fx) * (1 - fy)) + v01 * (fx * (1 - fy)) + v10 * ((1 - fx) * fy) + v11 * (fx * fy)
+        return torch.round(v).clamp(0, 255).to(torch.uint8)
 
     def blend(self, under, over, mask):
         """cv2.blendLinear(under, over, 1 - m, m) on the device."""
