@@ -360,6 +360,13 @@ def run(rounds: int = 3, width: int = 4000, height: int = 3000, render_size: tup
                         "raw_full_ratio_vs_rawpy": 1.0}}
 
 
+def _mark(value: float, target: float | None, unit: str = "") -> str:
+    """"  ok" or "  MISSED (target <= N)" after a figure; nothing without a target."""
+    if target is None:
+        return ""
+    return "  ok" if value <= target else f"  MISSED (target <= {target}{unit})"
+
+
 def print_table(p: dict) -> None:
     """The peers' figures as a table (see ``run``)."""
     t = p["targets"]
@@ -378,10 +385,9 @@ def print_table(p: dict) -> None:
             mark = ""
             peer, target = checks[job["key"]]
             if row["tool"].startswith(peer):
-                mark = "  ok" if row["ratio"] <= target else f"  MISSED (target <= {target})"
+                mark = _mark(row["ratio"], target)
             if row["tool"].startswith("Atelier") and job["key"] == "jpeg":
-                mark = "  ok" if row["peak_rss_mb"] <= t["jpeg_peak_rss_mb"] else \
-                    f"  MISSED (target <= {t['jpeg_peak_rss_mb']} MB)"
+                mark = _mark(row["peak_rss_mb"], t["jpeg_peak_rss_mb"], " MB")
             print(f"    {row['tool']:<42} {row['cpu_s']:>7.2f} {row['wall_s']:>7.2f} {row['peak_rss_mb']:>8.0f} "
                   f"{ratio}{mark}")
     m = p["per_megapixel"]
@@ -389,16 +395,14 @@ def print_table(p: dict) -> None:
     for row in m["rows"]:
         print(f"    {_mp(row['megapixels']):>5} MP  {row['cpu_s']:>6.2f} s CPU ({row['cpu_s_per_mp']:.3f} s/MP)"
               f"  {row['peak_rss_mb']:>6.0f} MB peak")
-    mark = "  ok" if m["memory_mb_per_mp"] <= m["targets"]["memory_mb_per_mp"] else \
-        f"  MISSED (target <= {m['targets']['memory_mb_per_mp']})"
+    mark = _mark(m["memory_mb_per_mp"], m["targets"]["memory_mb_per_mp"])
     print(f"    memory per extra megapixel {m['memory_mb_per_mp']:>6} MB{mark}; "
           f"CPU per extra megapixel {m['cpu_s_per_mp_marginal']} s")
     q = p["in_process"]
     tq = q["targets"]
 
     def row(label, value, unit, target=None):
-        mark = "" if target is None else ("  ok" if value <= target else f"  MISSED (target <= {target})")
-        print(f"    {label:<52} {value:>8} {unit}{mark}")
+        print(f"    {label:<52} {value:>8} {unit}{_mark(value, target)}")
     print(f"\n  In process, {q['size']} photo:")
     row("cold first render of a new photo (wall)", q["cold_first_render_wall_ms"], "ms", tq["cold_first_render_wall_ms"])
     row("  the same, CPU time of all threads", q["cold_first_render_cpu_ms"], "ms")
