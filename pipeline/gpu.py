@@ -38,7 +38,7 @@ import numpy as np
 
 from pipeline import ops
 from pipeline.render import (_COORD_TABLE, LUT_POINTS, Renderer, SourceImage, _pixel_settings, _spatial_settings)
-from pipeline.spatial import _MIDTONES, WORK_SIDE, _transmission
+from pipeline.spatial import _MIDTONES, CLARITY_SIDE, DEHAZE_SIDE, _transmission
 from pipeline.state import EditState
 
 RENDER_DEVICE_ENV = "ATELIER_RENDER_DEVICE"
@@ -236,7 +236,7 @@ class TorchRenderer(Renderer):
         return up[0, 0] if small.ndim == 2 else up[0].permute(1, 2, 0)
 
     def clarity(self, img, value: float):
-        small = self.downscale(img, WORK_SIDE)
+        small = self.downscale(img, CLARITY_SIDE)
         blur = cv2.GaussianBlur(small, (0, 0), 0.02 * max(small.shape[:2]))
         blur_up = self.torch.round(self.upscale(blur, tuple(img.shape[:2])))  # cv2 resizes uint8 to uint8
         amount = (self._midtones[self.gray(img)] * np.float32(value / 100.0 * 0.8)).unsqueeze(-1)
@@ -244,7 +244,7 @@ class TorchRenderer(Renderer):
         return self.torch.round(pushed).clamp(0, 255).to(self.torch.uint8)
 
     def dehaze(self, img, value: float):
-        small = self.downscale(img, 480)
+        small = self.downscale(img, DEHAZE_SIDE)
         t, airlight = _transmission(small)
         a = abs(value) / 100.0
         if value > 0:
