@@ -244,3 +244,12 @@ print(json.dumps({{"peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 """)["peak_mb"]
     (mp0, rss0), (mp1, rss1) = sorted(sizes.items())
     assert (rss1 - rss0) / (mp1 - mp0) <= 12, sizes
+
+
+def test_apply_develops_a_cropped_raw_in_full_even_when_wanted_small(tmp_path):
+    from pipeline.apply import main
+
+    write_cfa_dng(small_photo("coffee", 600), tmp_path / "shot.dng")
+    assert main([str(tmp_path / "shot.dng"), str(tmp_path / "crop.png"), "--long-side", "250",
+                 "--set", "crop=0.25,0.25,0.75,0.75"]) == 0
+    assert cv2.imread(str(tmp_path / "crop.png"), cv2.IMREAD_UNCHANGED).shape[:2] == (167, 250)
