@@ -14,7 +14,9 @@ registry's scale (-100..100 for sliders; see ``--list-ops``) and override
 - ``straighten=auto``: level the horizon by line detection (``auto_straighten=1``);
 - ``curve_points=IN:OUT,IN:OUT,...``: a point curve on 0..255.
 
-RAW files (DNG, CR2, CR3, NEF, ARW, RAF, ORF) are developed on the way in;
+RAW files (DNG, CR2, CR3, NEF, ARW, RAF, ORF) are developed on the way in (at
+half size, without demosaicing, when ``--long-side`` asks for no more than that and
+nothing is cropped or turned);
 16-bit originals stay 16-bit in PNG / TIFF outputs, transparency is kept
 (PNG, TIFF, WebP), the sRGB profile is embedded and EXIF is kept without the
 GPS position (``--strip-metadata``, ``--keep-gps``).
@@ -33,7 +35,7 @@ from pipeline import ops
 from pipeline.geometry import GeometryError, crop_insets
 from pipeline.export import export_pixels
 from pipeline.imageio import ImageLoadError, export_exif, format_for_path, load_image, save_image, srgb_icc
-from pipeline.render import Renderer, SourceImage
+from pipeline.render import Renderer, SourceImage, geometry_settings
 from pipeline.state import EditState, EditStateError
 
 
@@ -143,22 +145,29 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    renderer = Renderer()
+    # Each photo is rendered once: no render, coordinate or mask is worth keeping (the LUTs, kept
+    # apart, serve the whole folder's recipe). Memory stays at the photo and its result.
+    renderer = Renderer(max_cache_bytes=0)
+    # a RAW wanted small is developed at half size (what --long-side 1600 previews need); not under a
+    # crop or a turn, whose frame at that size may need more of the sensor than half of it
+    draft = args.long_side if not geometry_settings(state.settings) else None
     failures = 0
     for inp, out in jobs:
         try:
-            loaded = load_image(inp, alpha="keep")
+            loaded = load_image(inp, alpha="keep", draft_long_side=draft)
         except ImageLoadError as exc:
             print(f"skipped {inp.name}: {exc}", file=sys.stderr)
             failures += 1
             continue
-        source = SourceImage.from_loaded(loaded)
+        source, notices = SourceImage.from_loaded(loaded), loaded.notices
+        del loaded
         fmt = format_for_path(out)
         pixels = export_pixels(renderer, source, state, args.long_side, fmt)
         exif = None if args.strip_metadata else export_exif(source.exif, drop_gps=not args.keep_gps)
+        del source  # encode with only the result in memory
         out.parent.mkdir(parents=True, exist_ok=True)
         save_image(pixels, out, fmt, quality=args.quality, icc=srgb_icc(), exif=exif)
-        for notice in loaded.notices:
+        for notice in notices:
             print(f"note ({inp.name}): {notice}", file=sys.stderr)
         print(json.dumps({"input": str(inp), "output": str(out), "width": int(pixels.shape[1]),
                           "height": int(pixels.shape[0]), "state": state.to_dict()}))

@@ -319,7 +319,7 @@ def run_retouch(runs: int, width: int = 3840, height: int = 2160) -> dict:
         write_cfa_dng(raw_photo, path)
 
         def first_preview(i: int) -> None:
-            loaded = load_image(path)
+            loaded = load_image(path, draft_long_side=1600)  # the first look: a half-size develop
             src = SourceImage.from_loaded(loaded)
             preview = Renderer().render(src, EditState(), long_side=1600)
             encode_image(preview, "png")
@@ -593,32 +593,33 @@ def _print_retouch_peers(p: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipeline.bench", description="Atelier render benchmark")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    parser.add_argument("--runs", type=int, default=5, help="runs per timing (median reported; default 5)")
-    parser.add_argument("--size", default="3840x2160", help="photo size WIDTHxHEIGHT (default 3840x2160)")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="runs per timing (median reported; default 5; with --peers: rotated rounds, default 3)")
+    parser.add_argument("--size", default=None,
+                        help="photo size WIDTHxHEIGHT (default 3840x2160; with --peers the JPEG job's photo, "
+                             "default 4000x3000, and the in-process figures at that size)")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto", "torch-cpu"],
                         help="also measure the torch render path there (auto: cuda when present; default cpu only)")
     parser.add_argument("--batch", type=int, default=8, help="photos in the batch-throughput run (default 8)")
-    parser.add_argument("--peers", action="store_true",
-                        help="also measure against peer libraries (retouch: cv2.inpaint, skimage; straighten residuals)")
     parser.add_argument("--generate", action="store_true",
                         help="also time a generation with random weights (seconds per step, peak VRAM)")
+    parser.add_argument("--peers", action="store_true",
+                        help="only Atelier next to its peers, each in its own process where it is a whole program: "
+                             "Pillow and numpy scripts, rawpy, darktable-cli and rawtherapee-cli when installed "
+                             "(CPU, peak RSS, ratios); removal against cv2.inpaint and skimage, straighten residuals")
     args = parser.parse_args(argv)
     try:
-        width, height = (int(v) for v in args.size.lower().split("x"))
+        width, height = (int(v) for v in (args.size or "3840x2160").lower().split("x"))
         if width < 16 or height < 16:
             raise ValueError
     except ValueError:
         parser.error(f"--size: expected WIDTHxHEIGHT of at least 16x16, got {args.size!r}")
     if args.peers:
-        peers = run_retouch_peers(max(1, args.runs))
-        if args.json:
-            print(json.dumps({"retouch_peers": peers}, indent=2))
-        else:
-            _print_retouch_peers(peers)
-        return 0
-    result = run(max(1, args.runs), width, height)
+        return run_peers(args, None if args.size is None else (width, height))
+    runs = max(1, args.runs or 5)
+    result = run(runs, width, height)
     if args.device != "cpu":
-        result["device"] = run_device(args.device, max(1, args.runs), width, height, max(1, args.batch))
+        result["device"] = run_device(args.device, runs, width, height, max(1, args.batch))
     if args.generate:
         result["generation"] = run_generation(args.device)
     if args.json:
@@ -629,6 +630,24 @@ def main(argv: list[str] | None = None) -> int:
             _print_device(result["device"])
         if "generation" in result:
             _print_generation(result["generation"])
+    return 0
+
+
+def run_peers(args, size: tuple[int, int] | None) -> int:
+    """``--peers``: Atelier's one-shot edits, RAW develops, memory per megapixel, cold render, proxy drags
+    and LUT methods next to their peers (pipeline/peers.py). ``--runs`` is the number of rotated rounds
+    (default 3 here)."""
+    from pipeline import peers
+
+    w, h = size or (4000, 3000)
+    rounds = max(1, args.runs or 3)
+    result = {"peers": peers.run(rounds=rounds, width=w, height=h, render_size=size or (3840, 2160)),
+              "retouch_peers": run_retouch_peers(rounds)}
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        peers.print_table(result["peers"])
+        _print_retouch_peers(result["retouch_peers"])
     return 0
 
 

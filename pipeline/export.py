@@ -22,12 +22,13 @@ _NAMES = {"jpg": "jpeg", "jpeg": "jpeg", "png": "png", "tif": "tiff", "tiff": "t
 
 
 def export_pixels(renderer, source, state, long_side: int | None, fmt: str) -> np.ndarray:
-    """The pixels an export of ``state`` holds: uint8 or uint16, RGB or RGBA (see the module doc)."""
+    """The pixels an export of ``state`` holds: uint8 or uint16, RGB or RGBA (see the module doc);
+    possibly the renderer's own read-only array (no copy of a full-size frame is made to encode it)."""
     fmt = _NAMES[str(fmt).lower()]
     if source.deep is not None and fmt in ("png", "tiff"):
         pixels = renderer.render_deep(source, state, long_side)
     else:
-        pixels = np.array(renderer.render(source, state, long_side))
+        pixels = renderer.render(source, state, long_side)
     alpha = renderer.alpha_for(source, state, long_side)
     if alpha is None:
         return pixels

@@ -38,7 +38,7 @@ import numpy as np
 
 from pipeline import ops
 from pipeline.render import (_COORD_TABLE, LUT_POINTS, Renderer, SourceImage, _pixel_settings, _spatial_settings)
-from pipeline.spatial import _MIDTONES, WORK_SIDE, _transmission
+from pipeline.spatial import _MIDTONES, CLARITY_SIDE, DEHAZE_SIDE, _transmission
 from pipeline.state import EditState
 
 RENDER_DEVICE_ENV = "ATELIER_RENDER_DEVICE"
@@ -171,10 +171,11 @@ class TorchRenderer(Renderer):
 
     def _lut(self, *stages: Mapping[str, int]):
         key = ("lut",) + tuple(tuple(sorted(s.items())) for s in stages)
-        return self._cached(key, lambda: self.upload(self.lut(*stages).astype(np.float32)).reshape(-1, 3))
+        return self._cached(key, lambda: self.upload(self.table(*stages)).reshape(-1, 3))
 
     def apply_lut(self, lut_flat, img):
-        """uint8 (H, W, 3) through a flattened LUT image, as ``cv2.remap`` + ``convertScaleAbs`` do it."""
+        """uint8 (H, W, 3) through a flattened float32 LUT image (0..255), as ``cv2.remap`` + ``convertScaleAbs``
+        do it (the same four weights, summed in the same order: bit-exact on torch's CPU device)."""
         torch = self.torch
         r, g, b = img[..., 0].long(), img[..., 1].long(), img[..., 2].long()
         x = torch.round((self._rpos[r] + self._gpos[g]) * 32.0).long()   # cv2.convertMaps: 1/32 fixed point
@@ -187,9 +188,8 @@ class TorchRenderer(Renderer):
         y0, y1 = yi.clamp(0, LUT_POINTS - 1), (yi + 1).clamp(0, LUT_POINTS - 1)
         v00, v01 = lut_flat[y0 * width + x0], lut_flat[y0 * width + x1]
         v10, v11 = lut_flat[y1 * width + x0], lut_flat[y1 * width + x1]
-        v = (v00 * (1 - fx) + v01 * fx) * (1 - fy) + (v10 * (1 - fx) + v11 * fx) * fy
-        v16 = torch.round(v).clamp(0, 65535)
-        return torch.round(v16 / 257.0).clamp(0, 255).to(torch.uint8)
+        v = v00 * ((1 - fx) * (1 - fy)) + v01 * (fx * (1 - fy)) + v10 * ((1 - fx) * fy) + v11 * (fx * fy)
+        return torch.round(v).clamp(0, 255).to(torch.uint8)
 
     def blend(self, under, over, mask):
         """cv2.blendLinear(under, over, 1 - m, m) on the device."""
@@ -236,7 +236,7 @@ class TorchRenderer(Renderer):
         return up[0, 0] if small.ndim == 2 else up[0].permute(1, 2, 0)
 
     def clarity(self, img, value: float):
-        small = self.downscale(img, WORK_SIDE)
+        small = self.downscale(img, CLARITY_SIDE)
         blur = cv2.GaussianBlur(small, (0, 0), 0.02 * max(small.shape[:2]))
         blur_up = self.torch.round(self.upscale(blur, tuple(img.shape[:2])))  # cv2 resizes uint8 to uint8
         amount = (self._midtones[self.gray(img)] * np.float32(value / 100.0 * 0.8)).unsqueeze(-1)
@@ -244,7 +244,7 @@ class TorchRenderer(Renderer):
         return self.torch.round(pushed).clamp(0, 255).to(self.torch.uint8)
 
     def dehaze(self, img, value: float):
-        small = self.downscale(img, 480)
+        small = self.downscale(img, DEHAZE_SIDE)
         t, airlight = _transmission(small)
         a = abs(value) / 100.0
         if value > 0:

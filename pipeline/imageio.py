@@ -48,6 +48,7 @@ import cv2
 import numpy as np
 from PIL import ExifTags, Image, ImageCms, ImageFile, ImageOps, UnidentifiedImageError
 
+from pipeline import admission
 from pipeline.raw import RAW_SUFFIXES, RawError, develop, looks_like_raw, raw_size
 from pipeline.raw import to_8bit as raw_to_8bit
 
@@ -129,7 +130,8 @@ class LoadedImage:
     ("RGB", "CMYK", "P", "I;16", ...). ``bit_depth``: bits per channel in the
     file (1, 8, 16 or 32). ``deep``: uint16 HxWx3 sRGB for 16-bit PNG / TIFF
     files and developed RAWs (``pixels`` is then its rounding to 8 bits), else
-    None. ``exif``: the file's EXIF block (bytes) when it has one.
+    None. ``exif``: the file's EXIF block (bytes) when it has one. ``draft``: the
+    pixels are a quick half-size develop of a RAW (``load_image(draft_long_side=)``).
     """
 
     pixels: np.ndarray
@@ -142,6 +144,7 @@ class LoadedImage:
     bit_depth: int = 8
     deep: np.ndarray | None = None
     exif: bytes | None = None
+    draft: bool = False
 
     @property
     def megapixels(self) -> float:
@@ -158,6 +161,7 @@ def load_image(
     alpha: str = "flatten",
     background: tuple[int, int, int] = (255, 255, 255),
     name: str | None = None,
+    draft_long_side: int | None = None,
 ) -> LoadedImage:
     """Open a photo from a path or from bytes, safely, as 8-bit sRGB pixels.
 
@@ -168,7 +172,14 @@ def load_image(
     transparency onto ``background`` (RGB, 0..255 each, default white) and
     returns HxWx3; ``"keep"`` returns HxWx4 RGBA for sources with alpha.
     ``name``: the file name of uploaded bytes (tells RAW formats without a
-    signature, such as NEF and ARW, from plain TIFF).
+    signature, such as NEF and ARW, from plain TIFF). ``draft_long_side``: the
+    photo is wanted at this long side or less (a first preview): a RAW file whose
+    half-size develop still covers it is developed at half size (a quarter of the
+    work; ``draft`` is then True and a later load without it gives full quality).
+
+    Decoding reserves its estimated peak memory from :mod:`pipeline.admission`
+    first (read from the header), so concurrent large decodes queue instead of
+    stacking up.
 
     Raises :class:`ImageLoadError` for anything a person could have uploaded
     wrong; ``ValueError``/``TypeError`` for bad arguments.
@@ -179,9 +190,9 @@ def load_image(
         if not data:
             raise ImageLoadError("The file is empty.", reason="empty")
         if looks_like_raw(data[:65536], name):
-            return _load_raw(data, name, max_pixels)
+            return _load_raw(data, name, max_pixels, draft_long_side)
         with _WatchedBytes(data) as fp:
-            return _with_depth(_decode(fp, name, max_pixels, alpha, tuple(background)), lambda: data)
+            return _decode(fp, name, max_pixels, alpha, tuple(background), lambda: data)
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         name = path.name
@@ -198,9 +209,8 @@ def load_image(
                 raise ImageLoadError("The file is empty.", reason="empty")
             if looks_like_raw(fp.peek(65536)[:65536], name):
                 raw.seek(0)
-                return _load_raw(raw.readall(), name, max_pixels)
-            loaded = _decode(fp, name, max_pixels, alpha, tuple(background))
-        return _with_depth(loaded, path.read_bytes)
+                return _load_raw(raw.readall(), name, max_pixels, draft_long_side)
+            return _decode(fp, name, max_pixels, alpha, tuple(background), path.read_bytes)
     raise TypeError(f"source must be a path or bytes, not {type(source).__name__}")
 
 
@@ -239,29 +249,37 @@ class _WatchedReader(_EndOfDataWatch, io.BufferedReader):
     pass
 
 
-def _decode(fp, name: str | None, max_pixels: int, alpha: str, background: tuple) -> LoadedImage:
+def _decode(fp, name: str | None, max_pixels: int, alpha: str, background: tuple,
+            read: "Callable[[], bytes]") -> LoadedImage:
     im = _open_lazily(fp, name, max_pixels)
     with im:
-        fmt = "JPEG" if im.format == "MPO" else im.format
         width, height = im.size
         if width == 0 or height == 0:
             raise ImageLoadError(f"The image has no pixels ({width} x {height}).", reason="zero_size")
         _check_pixel_count(width, height, max_pixels)
-
-        notices: list[str] = []
-        source_mode = im.mode
         bit_depth = _bit_depth(im)
-        frames = _decode_fully(im, fp)
-        if frames:
-            notices.append(frames)
+        with admission.reserve(admission.decode_bytes(width, height, bit_depth), what=f"opening {name or 'a photo'}"):
+            return _with_depth(_decode_pixels(im, fp, alpha, background, bit_depth), read)
 
-        orientation = _orientation(im)
-        icc = im.info.get("icc_profile")
-        exif = _exif_bytes(im)
-        if orientation in range(2, 9):
-            im = ImageOps.exif_transpose(im)
-            notices.append("Rotated upright from EXIF orientation.")
-        rgb, alpha_channel, mode_notices = _to_rgb8(im, source_mode, bit_depth, icc)
+
+def _decode_pixels(im: Image.Image, fp, alpha: str, background: tuple, bit_depth: int) -> LoadedImage:
+    direct = _decode_with_opencv(im, fp, alpha, bit_depth)
+    if direct is not None:
+        return direct
+    fmt = "JPEG" if im.format == "MPO" else im.format
+    notices: list[str] = []
+    source_mode = im.mode
+    frames = _decode_fully(im, fp)
+    if frames:
+        notices.append(frames)
+
+    orientation = _orientation(im)
+    icc = im.info.get("icc_profile")
+    exif = _exif_bytes(im)
+    if orientation in range(2, 9):
+        im = ImageOps.exif_transpose(im)
+        notices.append("Rotated upright from EXIF orientation.")
+    rgb, alpha_channel, mode_notices = _to_rgb8(im, source_mode, bit_depth, icc)
     notices.extend(mode_notices)
 
     has_alpha = alpha_channel is not None
@@ -290,6 +308,110 @@ def _decode(fp, name: str | None, max_pixels: int, alpha: str, background: tuple
     )
 
 
+# --------------------------------------------------------------------------- OpenCV's direct decode
+
+# EXIF orientation (2..8) -> the transform that makes the pixels upright (as ImageOps.exif_transpose does).
+_UPRIGHT = {
+    2: lambda a: cv2.flip(a, 1),
+    3: lambda a: cv2.rotate(a, cv2.ROTATE_180),
+    4: lambda a: cv2.flip(a, 0),
+    5: cv2.transpose,
+    6: lambda a: cv2.rotate(a, cv2.ROTATE_90_CLOCKWISE),
+    7: lambda a: cv2.rotate(cv2.transpose(a), cv2.ROTATE_180),
+    8: lambda a: cv2.rotate(a, cv2.ROTATE_90_COUNTERCLOCKWISE),
+}
+
+_PNG_END = b"IEND\xaeB`\x82"
+
+
+def _decode_with_opencv(im: Image.Image, fp, alpha: str, bit_depth: int) -> LoadedImage | None:
+    """The common files decoded by OpenCV straight into the arrays Atelier keeps, or None for Pillow's path.
+
+    An RGB or grey JPEG (8-bit, no profile or an sRGB one, complete up to its end marker) decodes into
+    one uint8 RGB array: the same pixels as Pillow (both are libjpeg-turbo), a third of the CPU, and none
+    of Pillow's 4-byte-a-pixel buffer and its two copies. A 16-bit PNG / TIFF (RGB, RGBA or grey, no
+    rotation, profile or flattening to do) decodes once into the 16-bit array; the 8-bit pixels are its
+    rounding. Anything unusual (and any file OpenCV cannot read whole) takes Pillow's path, which checks
+    it and says what is wrong.
+    """
+    fmt = im.format
+    if fmt == "JPEG" and bit_depth == 8 and im.mode in ("RGB", "L"):
+        deep = False
+    elif fmt in ("PNG", "TIFF") and bit_depth == 16 and im.mode in ("RGB", "RGBA", "I;16", "I;16B") \
+            and "transparency" not in im.info:
+        deep = True
+    else:
+        return None
+    icc = im.info.get("icc_profile")
+    if icc and not _is_srgb(icc):
+        return None
+    fp.seek(0)
+    data = fp.read()
+    if (fmt == "JPEG" and not data.endswith(b"\xff\xd9")) or (fmt == "PNG" and not data.endswith(_PNG_END)):
+        return None  # truncated (or trailing data): OpenCV would pad it silently, Pillow refuses it
+    no_exif = fmt == "PNG" and "exif" not in im.info  # (Pillow's getexif would decode every pixel to look)
+    if no_exif and _png_chunk(data, b"eXIf"):
+        return None  # EXIF after the pixels: Pillow's path reads it
+    orientation = 1 if no_exif else _orientation(im)
+    if deep and orientation in range(2, 9):
+        return None
+    try:
+        frames = _frame_count_hint(im)
+    except Exception:  # a damaged later frame: Pillow's path says so
+        return None
+    flags = (cv2.IMREAD_UNCHANGED if deep else cv2.IMREAD_COLOR_RGB) | cv2.IMREAD_IGNORE_ORIENTATION
+    arr = cv2.imdecode(np.frombuffer(data, np.uint8), flags)
+    del data
+    width, height = im.size
+    if arr is None or arr.shape[:2] != (height, width) or arr.dtype != (np.uint16 if deep else np.uint8):
+        return None
+    notices = [frames] if frames else []
+    exif = None if no_exif else _exif_bytes(im)
+    if not deep:
+        if orientation in _UPRIGHT:
+            arr = _UPRIGHT[orientation](arr)
+            notices.append("Rotated upright from EXIF orientation.")
+        return LoadedImage(pixels=arr, format=fmt, width=arr.shape[1], height=arr.shape[0], notices=notices,
+                           source_mode=im.mode, bit_depth=8, exif=exif)
+    channels = 1 if arr.ndim == 2 else arr.shape[2]
+    if channels != {"RGB": 3, "RGBA": 4}.get(im.mode, 1):
+        return None
+    alpha8 = None
+    if channels == 4:
+        alpha8 = (arr[:, :, 3] >> 8).astype(np.uint8)  # Pillow keeps the high byte of a 16-bit alpha
+        if alpha == "flatten" and (alpha8 < 255).any():
+            return None  # flattening is done on the 8-bit pixels, by Pillow's path
+        arr = cv2.cvtColor(arr, cv2.COLOR_BGRA2RGB)
+    elif channels == 3:
+        cv2.cvtColor(arr, cv2.COLOR_BGR2RGB, dst=arr)
+    else:
+        arr = cv2.merge([arr, arr, arr])
+    rgb8 = raw_to_8bit(arr)
+    pixels = np.dstack([rgb8, alpha8]) if alpha8 is not None and alpha == "keep" else rgb8
+    notices.append("16-bit image: kept at 16 bits for rendering and export.")
+    return LoadedImage(pixels=pixels, format=fmt, width=width, height=height, notices=notices,
+                       has_alpha=alpha8 is not None, source_mode=im.mode, bit_depth=16, deep=arr, exif=exif)
+
+
+def _png_chunk(data: bytes, kind: bytes) -> bool:
+    """Does a PNG hold a chunk of ``kind`` (walked from the chunk headers, nothing decoded)?"""
+    pos = 8
+    while pos + 8 <= len(data):
+        if data[pos + 4:pos + 8] == kind:
+            return True
+        pos += 12 + int.from_bytes(data[pos:pos + 4], "big")
+    return False
+
+
+def _is_srgb(icc: bytes) -> bool:
+    """Is an embedded profile one whose pixels need no conversion (an sRGB profile)?"""
+    try:
+        profile = ImageCms.ImageCmsProfile(io.BytesIO(icc))
+        return profile.profile.xcolor_space.strip() == "RGB" and "srgb" in _profile_name(profile).lower()
+    except (ImageCms.PyCMSError, OSError, ValueError, AttributeError):
+        return False
+
+
 # --------------------------------------------------------------------------- RAW, 16 bits, EXIF
 
 _RAW_FORMAT_BY_MAGIC = ((b"FUJIFILMCCD-RAW", "RAF"), (b"IIRO", "ORF"), (b"IIRS", "ORF"), (b"MMOR", "ORF"))
@@ -308,21 +430,26 @@ def _raw_format(data: bytes, name: str | None) -> str:
     return "DNG"
 
 
-def _load_raw(data: bytes, name: str | None, max_pixels: int) -> LoadedImage:
-    """Develop a RAW file (pipeline.raw) to 16-bit sRGB; the 8-bit pixels are its rounding."""
+def _load_raw(data: bytes, name: str | None, max_pixels: int, draft_long_side: int | None = None) -> LoadedImage:
+    """Develop a RAW file (pipeline.raw) to 16-bit sRGB; the 8-bit pixels are its rounding.
+    At half size when ``draft_long_side`` is no more than half the developed long side."""
     fmt = _raw_format(data, name)
     try:
         width, height = raw_size(data)
         if width == 0 or height == 0:
             raise ImageLoadError(f"The RAW file has no pixels ({width} x {height}).", reason="zero_size")
         _check_pixel_count(width, height, max_pixels)
-        deep = develop(data)
+        draft = draft_long_side is not None and 0 < draft_long_side <= max(width, height) // 2
+        with admission.reserve(admission.decode_bytes(width, height, 16, raw=True) // (4 if draft else 1),
+                               what=f"developing {name or 'a RAW file'}"):
+            deep = develop(data, half_size=draft)
+            pixels = raw_to_8bit(deep)
     except RawError as exc:
         raise ImageLoadError(str(exc), reason="damaged") from None
-    pixels = raw_to_8bit(deep)
+    how = "at half size for a first look" if draft else "to 16 bits"
     return LoadedImage(pixels=pixels, format=fmt, width=pixels.shape[1], height=pixels.shape[0],
-                       notices=[f"{fmt} RAW developed to 16 bits with the camera's white balance."],
-                       source_mode="RAW", bit_depth=16, deep=deep, exif=None)
+                       notices=[f"{fmt} RAW developed {how} with the camera's white balance."],
+                       source_mode="RAW", bit_depth=16, deep=deep, exif=None, draft=draft)
 
 
 def _with_depth(loaded: LoadedImage, read: "Callable[[], bytes]") -> LoadedImage:
@@ -332,7 +459,7 @@ def _with_depth(loaded: LoadedImage, read: "Callable[[], bytes]") -> LoadedImage
     (EXIF rotation, an ICC conversion, flattening transparency): then ``pixels``
     become the rounding of ``deep`` and the two always agree.
     """
-    if loaded.bit_depth != 16 or loaded.format not in ("PNG", "TIFF"):
+    if loaded.bit_depth != 16 or loaded.format not in ("PNG", "TIFF") or loaded.deep is not None:
         return loaded
     if any(("converted to sRGB" in n) or ("Rotated" in n) or ("flattened" in n) for n in loaded.notices):
         return loaded

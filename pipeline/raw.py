@@ -80,16 +80,21 @@ def raw_size(data: bytes) -> tuple[int, int]:
         raise RawError(_message(exc)) from None
 
 
-def develop(data: bytes, *, fast: bool = True) -> np.ndarray:
-    """Develop RAW bytes to an upright uint16 sRGB image (HxWx3), camera white balance as shot."""
+def develop(data: bytes, *, fast: bool = True, half_size: bool = False) -> np.ndarray:
+    """Develop RAW bytes to an upright uint16 sRGB image (HxWx3), camera white balance as shot.
+
+    ``half_size``: each 2x2 block of the sensor becomes one pixel (its red, the mean of its two greens,
+    its blue): half the width and height, no demosaicing, a quarter of the work; what a first preview
+    needs (the same colours as the full develop, which export uses).
+    """
     rawpy = _rawpy()
     try:
         with rawpy.imread(io.BytesIO(data)) as r:
             bayer = r.num_colors == 3 and r.raw_pattern is not None and r.raw_pattern.shape == (2, 2)
             if fast and bayer:
-                return _fast_develop(r)
+                return _fast_develop(r, half_size)
             out = r.postprocess(use_camera_wb=True, output_bps=16, no_auto_bright=True, gamma=(2.4, 12.92),
-                                demosaic_algorithm=rawpy.DemosaicAlgorithm.LINEAR,
+                                demosaic_algorithm=rawpy.DemosaicAlgorithm.LINEAR, half_size=half_size,
                                 output_color=rawpy.ColorSpace.sRGB)
             return np.ascontiguousarray(out)
     except RawError:
@@ -128,8 +133,9 @@ def _srgb_curve16() -> np.ndarray:
 _CURVE = None
 
 
-def _fast_develop(r) -> np.ndarray:
-    """Bayer RAW -> uint16 sRGB: all in OpenCV's 16-bit paths (demosaic, one 3x3 transform, a curve)."""
+def _fast_develop(r, half_size: bool = False) -> np.ndarray:
+    """Bayer RAW -> uint16 sRGB: all in OpenCV's 16-bit paths (demosaic, one 3x3 transform, a curve),
+    in place where it can be (the peak is the sensor data plus one 16-bit RGB frame)."""
     global _CURVE
     desc = r.color_desc.decode()
     pattern = "".join(desc[i] for i in r.raw_pattern.ravel())
@@ -146,30 +152,44 @@ def _fast_develop(r) -> np.ndarray:
     wb = wb / wb[1]
     if black > 0:
         raw = cv2.subtract(np.ascontiguousarray(raw), black)
-    rgb = cv2.cvtColor(np.ascontiguousarray(raw), _CV_BAYER[pattern])
-    # White balance, camera RGB -> linear sRGB (LibRaw's rgb_cam) and the 0..white -> 0..65535
-    # scale folded into one matrix, applied with saturation at 16 bits.
+    if half_size:
+        rgb = _half_size_rgb(raw, pattern)
+    else:
+        rgb = cv2.cvtColor(np.ascontiguousarray(raw), _CV_BAYER[pattern])
+    del raw
+    # White balance, camera RGB -> linear sRGB (LibRaw's rgb_cam) and the 0..white -> 0..65535 scale
+    # folded into one matrix, applied in place with saturation at 16 bits.
     m = np.asarray(r.color_matrix, np.float32)[:, :3]
     if not np.isfinite(m).all() or abs(float(m.sum())) < 1e-6:
         m = np.eye(3, dtype=np.float32)
     full = (m * wb[None, :]) * np.float32(65535.0 / max(1.0, white - black))
-    lin = cv2.transform(rgb, full)
+    cv2.transform(rgb, full, dst=rgb)
     if _CURVE is None:
         _CURVE = _srgb_curve16()
-    out = _CURVE[lin]
+    for y in range(0, rgb.shape[0], 64):  # the tone curve in place, a band at a time (no second frame)
+        rgb[y:y + 64] = _CURVE[rgb[y:y + 64]]
     flip = int(r.sizes.flip)
     if flip == 3:
-        out = out[::-1, ::-1]
-    elif flip == 5:
-        out = np.rot90(out, 1)
-    elif flip == 6:
-        out = np.rot90(out, -1)
-    return np.ascontiguousarray(out)
+        return cv2.rotate(rgb, cv2.ROTATE_180)
+    if flip == 5:
+        return cv2.rotate(rgb, cv2.ROTATE_90_COUNTERCLOCKWISE)
+    if flip == 6:
+        return cv2.rotate(rgb, cv2.ROTATE_90_CLOCKWISE)
+    return rgb
+
+
+def _half_size_rgb(raw: np.ndarray, pattern: str) -> np.ndarray:
+    """One RGB pixel per 2x2 sensor block (red, mean of the greens, blue), uint16."""
+    sites = {(i, j): pattern[2 * i + j] for i in (0, 1) for j in (0, 1)}
+    planes = {c: [np.ascontiguousarray(raw[i::2, j::2]) for (i, j), k in sites.items() if k == c] for c in "RGB"}
+    green = cv2.addWeighted(planes["G"][0], 0.5, planes["G"][1], 0.5, 0.0)
+    return cv2.merge([planes["R"][0], green, planes["B"][0]])
 
 
 def to_8bit(deep: np.ndarray) -> np.ndarray:
-    """uint16 -> uint8, rounded to nearest (65535 -> 255)."""
-    return ((deep.astype(np.uint32) + 128) // 257).astype(np.uint8)
+    """uint16 -> uint8, rounded to nearest (65535 -> 255): ``(v + 128) // 257``, in one OpenCV pass
+    (no 32-bit temporaries: 12 bytes a pixel less at the peak)."""
+    return cv2.convertScaleAbs(np.ascontiguousarray(deep), alpha=1.0 / 257.0)
 
 
 #: XYZ (D65) -> linear sRGB, the colour matrix of :func:`write_cfa_dng`'s make-believe camera.
