@@ -398,7 +398,7 @@ def run_device(device: str, runs: int = 5, width: int = 3840, height: int = 2160
     big_size = (big.height, big.width)
     out["global_8k_ms"] = round(timed(lambda i: dev.render_tensor(big, glob, big_size), runs), 2)
     out["full_turn_8k_ms"] = round(timed(lambda i: dev.render_tensor(big, full, big_size), runs), 2)
-    del big
+    big = None   # freed before the batch run
     # batch: one recipe over `batch` different photos (shifted copies), uploaded once as a session would
     photos = [SourceImage.from_array(np.ascontiguousarray(np.roll(photo, 97 * k, axis=1))) for k in range(batch)]
     for p in photos:

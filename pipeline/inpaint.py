@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import cv2
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.linalg import splu
 
 #: Holes with at most this many pixels are solved exactly (sparse LU, a few ms).
 DIRECT_PIXELS = 3000
@@ -70,6 +68,10 @@ def biharmonic_fill(window: np.ndarray, hole: np.ndarray, _depth: int = 0, order
 def _direct(window: np.ndarray, hole: np.ndarray, order: int = 2) -> np.ndarray:
     """Exact fill: minimise the squared Laplacian around the hole (``order=2``) or the squared
     gradient (``order=1``: the Laplacian is 0 on the hole) over the hole's pixels."""
+    # SciPy only here: a one-shot edit with no removal never loads it (pipeline.apply starts fast)
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import splu
+
     h, w = hole.shape
     chans = window.reshape(h * w, -1).astype(np.float64)
     unknown = np.flatnonzero(hole.ravel())
