@@ -136,11 +136,11 @@ class GoingBackReader:
         described = self.versions.find(words) or self.first.find(words) or said_back
         if described and (named or parts["without"] or parts["before"]):
             return GoingBack("version", named=named, without=parts["without"], before=parts["before"],
-                             first=bool(self.first.find(words)), strong=True)
+                             first=bool(self.first.find(words)), strong=bool(strong) or said_back)
         if parts["before"] and named:
-            return GoingBack("version", named=named, before=parts["before"], strong=True)
+            return GoingBack("version", named=named, before=parts["before"], strong=bool(strong))
         if parts["before"]:
-            return GoingBack("before", before=parts["before"], strong=True)
+            return GoingBack("before", before=parts["before"], strong=bool(strong))
         count = self._count(words)
         if count is not None:
             return GoingBack("steps", steps=count, named=named, strong=bool(strong))

@@ -249,6 +249,8 @@ class Router:
             if first in self.auxiliaries and second:
                 if first in self.modals and second in self.request_subjects:
                     return None        # "can you make it warmer", "would you brighten the sky"
+                if first == "do" and second not in self.request_subjects and second not in ("i", "they"):
+                    return None        # "do that again", "do it on the whole pic": do, not a question
                 if first in self.modals and second in self.be_subjects and len(words) > 2 and words[2] == "be":
                     return None        # "could it be less blue"
                 if second in self.subjects or second in self.request_subjects:
