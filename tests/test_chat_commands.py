@@ -142,7 +142,9 @@ def test_router_kinds(text, kind, name):
     ("its too yellow now, undo that", "command", "undo"), ("that's way too much, go back", "command", "undo"),
     # a complaint with no request stays a complaint; a request before a history step is not only a reason
     ("its so dark", "modification", ""), ("that's too dark", "modification", ""),
-    ("warmer, then undo", "modification", ""), ("like the first time", "modification", ""),
+    ("warmer, then undo", "modification", ""),
+    # a remark that names nothing to change is answered as small talk, never planned
+    ("like the first time", "chat", "remark"),
 ])
 def test_more_ways_to_say_chat_questions_and_history_steps(text, kind, name):
     route = Router().route(text)

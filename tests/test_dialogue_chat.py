@@ -335,13 +335,15 @@ def test_a_clause_that_only_says_how_much_scales_the_one_before(planner, text, p
     assert said.keys() == full.keys() and all(0 < abs(said[k]) < abs(full[k]) for k in said)
 
 
-def test_keep_a_place_takes_the_change_back_there(studio):
+def test_keep_a_place_keeps_it_out_of_the_change(studio):
     info = studio.start_session(small_photo("rocket"))
     sky_spec = {"type": "gradient", "start": [0.5, 0.0], "end": [0.5, 0.3]}
     r = studio.send_message(info.id, "brighter but leave the sky alone")
     state = studio.head(info.id).state
-    assert r.asset_id and state["settings"]["exposure"] > 0
-    assert [l["settings"]["exposure"] for l in state["layers"]] == [-state["settings"]["exposure"]]
+    # the change goes on everything but the sky: one layer on the sky's complement, nothing global
+    assert r.asset_id and not state["settings"].get("exposure")
+    [layer] = state["layers"]
+    assert layer["settings"]["exposure"] > 0 and layer["mask"]["type"] == "sky" and layer["mask"].get("invert")
     before, after = (studio.render(info.id, a, long_side=256) for a in (info.head_asset_id, None))
     top = build_mask(sky_spec, before, before.shape[:2])
     bottom = 1.0 - build_mask({"type": "gradient", "start": [0.5, 1.0], "end": [0.5, 0.7]}, before, before.shape[:2])

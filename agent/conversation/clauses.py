@@ -20,6 +20,13 @@ DETERMINERS = word_lists()["place_determiners"]
 #: Words that end a place's name: "the table around the cup" names the table; "the helmet is
 #: too dark", "the coffee looks flat": the verb after the thing ends it too.
 PLACE_ENDS = word_lists()["place_ends"]
+#: Said before a thing, these make it why, not where: "orange from the lamp", "because of the window".
+CAUSES = word_lists()["cause_words"]
+#: After a thing, these locate one particular thing: "the pillar in the middle", "the papers under the cat".
+LOCATING = word_lists()["locating_words"]
+#: A person's part ("her nose") is one particular thing; size words ("the little bowl") make it one too.
+PERSONS = word_lists()["person_determiners"]
+SIZES = word_lists()["size_words"]
 
 
 @dataclass
@@ -37,6 +44,17 @@ class Clause:
     @property
     def content_words(self) -> list[str]:
         return [p.text for p in self.pieces if p.category == "word" and p.text not in FILLER]
+
+
+def sizes_in_names(pieces: list[Piece]) -> list[Piece]:
+    """"that little sugar bowl", "the big tree": a size word between a determiner and a thing names the
+    thing; it says nothing of how much to change."""
+    out = list(pieces)
+    for i, p in enumerate(pieces):
+        if p.category == "magnitude" and 0 < i < len(pieces) - 1 and pieces[i - 1].text in DETERMINERS \
+                and pieces[i + 1].category == "word" and pieces[i + 1].text not in PLACE_ENDS:
+            out[i] = Piece("word", p.text, p.text, p.pos)
+    return out
 
 
 def split_clauses(pieces: list[Piece]) -> list[Clause]:
@@ -152,29 +170,57 @@ def names_a_thing(vocab: Vocabulary, clause: Clause, pos: int) -> bool:
     return bool(unknown_words(vocab, clause, before=pos))
 
 
-def unknown_places(vocab: Vocabulary, clause: Clause) -> list[str]:
+@dataclass(frozen=True)
+class NamedPlace:
+    """A place named that no table knows ("the cup"). ``specific``: one particular thing, pointed at
+    ("that lamp"), sized ("the little bowl"), a part of a person ("her nose") or located ("the pillar in
+    the middle", "the papers under the cat"): asked about, never guessed."""
+
+    text: str
+    specific: bool
+
+
+def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
     """Places named with a determiner that no target or mask knows ("brighten the cup").
 
     The noun is the last word of the run after the determiner ("the fine detail" ->
-    detail), which ends at a preposition ("the table around the cup" -> table).
+    detail), which ends at a preposition ("the table around the cup" -> table). A thing said as a
+    cause ("orange from the lamp") is not where the change goes.
     """
     out = []
     pieces = clause.pieces
     for i, det in enumerate(pieces):
-        if det.category != "word" or det.text not in DETERMINERS:
+        # "her nose": "her" may be read as the person (a target); what follows is a part of her
+        if det.text not in DETERMINERS or (det.category != "word" and det.text not in PERSONS):
             continue
-        run = []
+        if i > 0 and pieces[i - 1].text in CAUSES:
+            continue                # "everything's orange from the lamp": why, not where
+        run, sized = [], False
+        end = i + 1
         for p in pieces[i + 1:]:
+            if p.category == "magnitude" and not run:
+                sized = True        # "that little sugar bowl": a size word inside the thing's name
+                end += 1
+                continue
             if p.category != "word" or p.text in DETERMINERS or p.text in PLACE_ENDS:
                 break
             run.append(p.text)
+            end += 1
         if not run:
             continue
         noun = run[-1]
         if noun in FILLER or noun in vocab.chatter or noun in vocab.not_places:
             continue
-        out.append(" ".join([det.text] + run))
+        located = end + 1 < len(pieces) and pieces[end].text in LOCATING and pieces[end + 1].category != "global"
+        specific = (det.text in vocab.pointing_words or det.text in PERSONS or sized or located
+                    or bool(SIZES & set(run)))
+        out.append(NamedPlace(" ".join([det.text] + run), specific))
     return out
+
+
+def unknown_places(vocab: Vocabulary, clause: Clause) -> list[str]:
+    """The words of :func:`named_places` ("the cup")."""
+    return [p.text for p in named_places(vocab, clause)]
 
 
 def guess_place(vocab: Vocabulary, clause_text: str, place: str) -> str | None:

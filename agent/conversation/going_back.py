@@ -106,6 +106,10 @@ class GoingBackReader:
     def _read_clause(self, words: list[str], said_back: bool = False) -> GoingBack | None:
         strong = self.strong.find(words)
         weak = self.weak.find(words)
+        # "remove the haze", "clean up the spots": the verb is part of a request the planner knows
+        asked = {i for p in read_pieces(self.vocab, words) if p.category in ("intent", "fix")
+                 for i in range(p.pos, p.pos + len(p.text.split()))}
+        weak = [(s, n, v) for s, n, v in weak if not asked & set(range(s, s + n))]
         if not strong and not weak and not said_back:
             return None
         if self.original.find(words):
@@ -115,9 +119,8 @@ class GoingBackReader:
                          + [(s, n, "keep") for s, n, _ in self.keep.find(words)])
         first_marker = markers[0][0] if markers else len(words)
         asked = words[:first_marker]     # what is asked, not how the version is described after "before"
-        if self.partial.find(asked) or any(p.category == "magnitude" for p in read_pieces(self.vocab, asked)) \
-                or any(find_phrases(asked, table) for table in (self.vocab.pull_back, self.vocab.fractions,
-                                                                self.vocab.repeat_but)):
+        if self.partial.find(asked) or any(find_phrases(asked, table) for table in (
+                self.vocab.pull_back, self.vocab.fractions, self.vocab.repeat_but)):
             return None         # "bring back a hint of colour", "too much, dial it back": a follow-up
         verbs = sorted((s, n) for s, n, _ in strong + weak)
         if verbs:
@@ -243,7 +246,9 @@ class GoingBackReader:
         for k in range(0, limit + 1):            # version k = after edits[0..k-1]
             made = edits[:k]
             has = not back.named or any(self.matches(e, back.named) for e in made)
-            lacks = not back.without or not any(self.matches(e, back.without) for e in made)
+            # "the warm one without the extra colour": the warm change itself is not the colour it lacks
+            lacks = not back.without or not any(self.matches(e, back.without) and not self.matches(e, back.named)
+                                                for e in made)
             if has and lacks and (k > 0 or not back.named):
                 candidates.append(k)
         if not candidates:

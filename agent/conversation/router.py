@@ -76,6 +76,9 @@ _DONE_WORDS = frozenset({"changed", "did", "done", "edited", "adjusted", "tweake
 #: Pieces of the planner's vocabulary that name something to change (not "it", a magnitude, a comma).
 _CHANGE_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band", "target", "rollback", "reset",
                   "set", "increase", "reduce", "avoid", "objects")
+#: Words a request may open with before its verb ("please just warm it", "can you now crop it").
+_POLITE = frozenset({"please", "pls", "plz", "just", "now", "then", "and", "also", "so", "kindly", "maybe",
+                     "perhaps", "quickly", "mind", "go", "try", "to"})
 #: Follow-up tables of the planner's vocabulary: a message that says one of these is about the photo.
 _FOLLOW_TABLES = ("repeat", "pull_back", "fractions", "repeat_but", "insist_words")
 
@@ -127,6 +130,7 @@ class Router:
         self.suggestions = _table(w["suggestion_openers"])
         self.modals, self.request_subjects = w["request_modals"], w["request_subjects"]
         self.be_subjects, self.request_verbs = w["request_be_subjects"], w["request_verbs"]
+        self.statement_verbs = w["statement_verbs"]
 
     # -- helpers --------------------------------------------------------------------
     def _rest(self, tokens: list[str], *found: list[tuple[int, int, Any]]) -> list[str]:
@@ -159,7 +163,7 @@ class Router:
         opening = self._opening(words) if asks else None
         if opening in ("evaluation", "exploration"):
             # "is the sky too dark?", "too warm?", "should i make it brighter?": asked, not requested
-            return Route(opening, opening)
+            return Route(opening, opening, words=self._offered(said))
         # chat: only chat phrases and filler
         chat_hits = {name: find_phrases(tokens, table) for name, (table, _, _) in self.chat.items()}
         for name in self.strict_chat & set(chat_hits):
@@ -183,8 +187,7 @@ class Router:
             # "is this shot too dark or is it just my screen", "would it look better in b&w do you reckon":
             # asked, not requested; whatever edit it names is offered as a quick reply, never made
             kind = {"what_changed": "command", "capabilities": "exploration"}.get(asked, asked)
-            offered = [p.key for p in read_pieces(self.vocab, said) if p.category in ("intent", "fix")]
-            return Route(kind, asked, words=offered)
+            return Route(kind, asked, words=self._offered(said))
         rest = self.vocab.strip_preamble(text)
         if rest != text:
             # "perfect, export it", "thanks! undo the last one": the chat first, then the request
@@ -198,8 +201,8 @@ class Router:
             if hits and (not edits or asks):
                 kind = "evaluation" if name == "evaluation" else "exploration"
                 return Route(kind, name)
-        if not self._about_the_photo(said, pieces) and not self._requests(words):
-            # "morning! lovely old ruin this, took it on holiday": said to me, nothing to change
+        if (not self._about_the_photo(said, pieces) or self._states(words, pieces)) and not self._requests(words):
+            # "morning! lovely old ruin this, took it on holiday", "this is my dog": said to me, nothing to change
             return Route("chat", "remark", reply=self.remark_reply, quick_replies=self.remark_replies)
         return Route("modification")
 
@@ -260,20 +263,44 @@ class Router:
             return None
         return None
 
+    def _offered(self, said: list[str]) -> list[str]:
+        """The intents a question names ("would it look better in black and white?"), to offer them."""
+        return [p.key for p in read_pieces(self.vocab, said) if p.category in ("intent", "fix")]
+
     def _only_going_back(self, said: list[str]) -> bool:
         """Whether the clauses besides the going-back ones ask for nothing new ("nah that washes it all out,
         take it back", "i miss the blue"); "skip that. darken the background" asks for an edit, so it is one."""
         reader = self.going_back
         for clause in split_requests(said, self.request_verbs):
-            if not (reader.strong.find(clause) or reader.weak.find(clause)) and self._requests(plain_words(clause)):
+            if reader.strong.find(clause) or reader.weak.find(clause):
+                continue
+            if self._requests(plain_words(clause)):
                 return False
+            opening = [p for p in read_pieces(self.vocab, self._after_interjections(clause)) if p.category != "global"]
+            if opening and opening[0].category in ("intent", "increase", "op", "set"):
+                return False            # "warmer, then undo": a request said first
         return True
 
     def _about_the_photo(self, said: list[str], pieces) -> bool:
         """Whether a message names anything to change: a quality, a place, an op, a follow-up, a command word."""
         if any(p.category in _CHANGE_PIECES for p in pieces):
             return True
+        if any(p.category == "global" and len(p.text.split()) > 1 or p.text in ("overall", "everything")
+               for p in pieces):
+            return True             # "just the whole thing then": where the last request should go
         return any(find_phrases(said, getattr(self.vocab, table)) for table in _FOLLOW_TABLES)
+
+    def _states(self, words: list[str], pieces) -> bool:
+        """Whether a message only tells me something: it opens with a statement verb ("took this at the
+        wedding", "shot it on my phone") or names a thing with nothing to do to it ("this is my dog"),
+        and says nothing of degree ("too", "more", "less") or of a quality."""
+        if any(p.category in ("increase", "reduce", "problem", "fix", "op", "band", "relative", "towards")
+               for p in pieces):
+            return False
+        opening = [w for w in self._after_interjections(words) if w not in ("i", "we", "just")]
+        told = bool(opening) and opening[0] in self.statement_verbs
+        only_places = any(p.category == "target" for p in pieces) and not any(p.category == "intent" for p in pieces)
+        return told or (only_places and bool(opening) and opening[0] in ("this", "that", "it's", "its", "thats", "that's"))
 
     def _requests(self, words: list[str]) -> bool:
         """Whether a clause opens with a request ("add a moon", "can you put her on a beach", "please rebuild it")."""
@@ -281,7 +308,7 @@ class Router:
         for w in opening[:4]:
             if w in self.request_verbs:
                 return True
-            if w not in self.modals and w not in self.request_subjects and w not in self.filler:
+            if w not in self.modals and w not in self.request_subjects and w not in _POLITE:
                 return False
         return False
 

@@ -242,10 +242,17 @@ class Vocabulary:
                 if toks and toks not in self.phrases:
                     self.phrases[toks] = (cat, key)
         self.longest = max((len(t) for t in self.phrases), default=1)
+        # "brightening", "softened", "cools": a quality word in another form, heard as that quality
+        self.inflected: dict[str, tuple[str, Any]] = {}
+        for key, hit in self.phrases.items():
+            if len(key) == 1 and hit[0] in ("intent", "fix") and key[0].isalpha():
+                for form in _inflections(key[0]):
+                    if (form,) not in self.phrases:
+                        self.inflected.setdefault(form, hit)
         self.known_words = ({t for phrase in self.phrases for t in phrase} | FILLER | self.chatter | self.not_places
                             | {t for f in self.frames for t in f} | {t for f in self.wishes for t in f}
                             | {t for k in (*self.repeat, *self.pull_back, *self.fractions, *self.retarget) for t in k}
-                            | self.statements | _router_words(router) | self.spelling_extra)
+                            | self.statements | _router_words(router) | self.spelling_extra | set(self.inflected))
         self.speller = Speller.from_profile(self.known_words, fixes)
 
     def says_go_ahead(self, text: str) -> bool:
@@ -376,6 +383,17 @@ def read_pieces(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
                 i += n
                 break
         else:
-            pieces.append(Piece("word", tok, tok, i))
+            hit = vocab.inflected.get(tok)
+            pieces.append(Piece(hit[0], hit[1], tok, i) if hit else Piece("word", tok, tok, i))
             i += 1
     return pieces
+
+
+def _inflections(word: str) -> set[str]:
+    """Other forms of a verb or adjective: "brighten" -> "brightening", "brightened", "brightens"."""
+    forms = {word + "s", word + "ing", word + "ed"}
+    if word.endswith("e"):
+        forms |= {word[:-1] + "ing", word + "d"}
+    if len(word) >= 3 and word[-1] not in "aeiouwxy" and word[-2] in "aeiou" and word[-3] not in "aeiou":
+        forms |= {word + word[-1] + "ing", word + word[-1] + "ed"}      # "dim" -> "dimming"
+    return forms

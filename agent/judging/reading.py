@@ -94,6 +94,7 @@ class Lexicon:
     filler: frozenset[str] = frozenset()     # the engine's followups.filler ("please", "ok"): words that add nothing
     avoid: tuple[str, ...] = ()              # the engine's grammar.avoid ("don't")
     avoid_degree: tuple[str, ...] = ()       # ... and avoid_degree: "don't make it so yellow" is "not so yellow"
+    protect: tuple[str, ...] = ()            # the engine's grammar.protect + except: "but leave her face alone"
     speller: Speller | None = None           # typing slips of the words above put right ("brigther")
 
     def size_of(self, prop: str, size: int) -> float:
@@ -187,6 +188,8 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         filler=frozenset(t for w in efu.get("filler") or () for t in _tokens(_norm(str(w)))),
         avoid=tuple(_norm(str(w)) for w in (engine.get("grammar") or {}).get("avoid") or ()),
         avoid_degree=tuple(_norm(str(w)) for w in (engine.get("grammar") or {}).get("avoid_degree") or ()),
+        protect=tuple(_norm(str(w)) for key in ("protect", "except")
+                      for w in (engine.get("grammar") or {}).get(key) or ()),
     )
     # the words every table knows, and the planner profile's real words never to be "corrected"
     spelling = engine.get("spelling") or {}
@@ -347,8 +350,17 @@ def _size_prefix(size: int) -> str:
     return {0: "a touch ", 1: "", 2: "much "}[size]
 
 
+def _protected(tokens: Sequence[str], lex: Lexicon) -> bool:
+    """Whether the place named is one to keep ("but keep the sky as it is", "except her face"): a protect
+    word within a few words before a place, after something was asked."""
+    places = [s for s, _, _ in _find_phrases(tokens, list(lex.targets))]
+    return any(0 <= s2 - e <= 3 and s > 0 for s, e, _ in _find_phrases(tokens, lex.protect) for s2 in places)
+
+
 def place_words(target: str) -> str:
     lex = load_lexicon()
+    if target.startswith("everything but "):
+        return target
     if target in lex.bands.values():
         return f"the {target}s"
     return f"the {target}"
@@ -575,6 +587,9 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     target, mask = _target(tokens, lex, used | in_tools, in_tools)
     if _has(tokens, lex.global_words):
         target, mask = None, None
+    if target is not None and mask is not None and _protected(tokens, lex):
+        # "warm it up but leave her face alone": the change goes everywhere but there, and there holds
+        target, mask = f"everything but {place_words(target)}", dict(mask, invert=not mask.get("invert"))
     if set(tokens) <= lex.chat | {"there", "so", "much", "very", "you", "anyway", "all", "that", "it", "is",
                                    "this", "looks", "now", "again"} and set(tokens) & lex.chat:
         return Reading(message, "chat")      # "cool", "thanks!", "nice, thank you"

@@ -169,6 +169,15 @@ def not_found_offer(what: str, specs: list[dict | None]) -> tuple[str, list[str]
     return f"I can {doing} {where}{paint}.", replies[:3]
 
 
+def _message_judged(state: AgentState) -> str:
+    """What the judge reads this turn asked: the message, or for "the whole thing then" after a place
+    could not be found, the request it finishes there ("warmer on the whole photo")."""
+    dialogue = (state.get("plan") or {}).get("dialogue") or {}
+    if dialogue.get("move") == "finish_unmet" and dialogue.get("asked"):
+        return str(dialogue["asked"])
+    return state["message"]
+
+
 class TurnNodes:
     """The six nodes of one Studio's graph, sharing injected dependencies."""
 
@@ -429,7 +438,7 @@ class TurnNodes:
             original=original_img, current=current_img, sub_goals=goals, state=candidate,
             previous_state=previous, previous=previous_img, masks=masks,
             # the person's own slider values are what they asked for: no request to read against
-            message="" if state.get("person_modified") else state["message"],
+            message="" if state.get("person_modified") else _message_judged(state),
             feedback="" if state.get("person_modified") else str(state.get("replan_feedback") or ""),
             schema=str(session.settings.get("quality_schema", "default")), schema_root=self.schemas_root,
             history=history, before_last=before_last,

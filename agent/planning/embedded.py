@@ -284,7 +284,7 @@ class EmbeddedPlanner:
         if draft.unknown_places and not any(m.target for m in draft.moves):
             # a thing named that no finder knows: ask, with the request kept for "the whole thing then";
             # guess only a general stand-in ("the floor" is the bottom) or when told to go ahead
-            if not draft.place_guess or not (self._stands_in(draft) or vocab.says_go_ahead(message)):
+            if not draft.place_guess or (draft.specific_place and not vocab.says_go_ahead(message)):
                 return self._unknown_place(draft)
             draft, guessed = self._on_guessed_place(draft)
         notes = list(draft.notes)
@@ -375,14 +375,6 @@ class EmbeddedPlanner:
                  f"Should I make it {what} overall instead?{tail}")
         return Plan(sub_goals=[], reply=reply, understood=False, source=self.name, kind="clarify",
                     quick_replies=replies, labels=list(draft.missing_labels[:1]))
-
-    def _stands_in(self, draft: Draft) -> bool:
-        """Whether the unknown place is a general thing a region stands in for ("the floor": the bottom of
-        the frame), not one particular thing pointed at ("that lamp", "the pillar in the middle")."""
-        place = draft.unknown_places[0].split()
-        noun = place[-1]
-        pointed = place[0] in self.vocab.pointing_words
-        return not pointed and (noun in self.vocab.place_nouns or noun.rstrip("s") in self.vocab.place_nouns)
 
     def _unknown_place(self, draft: Draft) -> Plan:
         """"brighten the lamp" with no way to find a lamp: ask, change nothing, and keep the request so

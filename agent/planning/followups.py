@@ -276,8 +276,10 @@ def _finish_unmet(vocab: Vocabulary, unmet: list[dict], labels: list[str], targe
             moves.append(Move(g["op"], int(g.get("value") or 0), str(g.get("mode") or "add"), spec,
                               labels[0] if labels else f"on {place}", f"doing {what} on {place}",
                               "followup", 0, rank, "followup"))
+    places = [vocab.place(t)[1] if t is not None else "the whole photo" for t in targets]
+    asked = f"{', '.join(labels[:2]) or 'the same'} on {' and '.join(places)}"
     return FollowUp(moves=[m for m in moves if m.value or m.mode == "set"], labels=list(labels),
-                    dialogue={"move": "finish_unmet", "targets": [t for t in targets if t]})
+                    dialogue={"move": "finish_unmet", "targets": [t for t in targets if t], "asked": asked})
 
 
 def _repeat_but(vocab: Vocabulary, tokens: list[str], repeat: list) -> float | None:

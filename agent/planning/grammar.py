@@ -13,8 +13,8 @@ from typing import Mapping
 
 from agent.planning.base import PlanRequest
 from agent.planning.moves import Draft, Move
-from agent.conversation.clauses import (Clause, around, avoided_degree, guess_place, names_a_thing,
-                                        read_complaints, split_clauses, trailing_also, unknown_places,
+from agent.conversation.clauses import (PERSONS, Clause, around, avoided_degree, guess_place, names_a_thing,
+                                        named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import MAX_MESSAGE_CHARS, Intent, Piece, Vocabulary, read_pieces
 from agent.conversation.words import tokenize
@@ -395,13 +395,14 @@ def _relative_moves(vocab: Vocabulary, name: str, stats: Mapping, order: int, dr
 def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order0: int = 0) -> Draft:
     draft = Draft()
     tokens = tokenize(text[:MAX_MESSAGE_CHARS])
-    clauses = [around(vocab, c) for c in split_clauses(read_pieces(vocab, tokens))]
+    clauses = [around(vocab, c) for c in split_clauses(sizes_in_names(read_pieces(vocab, tokens)))]
     previous_uses: list[Use] = []
     previous_targets: list[str] = []
     fixed: set[tuple] = set()       # (fix intent, places) already planned for a complaint in this message
     previous_span, previous_order = (0, 0), order0     # the moves of the last clause that asked for something
     complained = False                                  # the clause before said what is wrong
     topic: list[str] = []                               # a thing said in a clause of its own, asked about next
+    topic_specific = False
     for ci, clause in enumerate(clauses):
         order = order0 + ci * 100
         if not previous_uses:
@@ -495,6 +496,11 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             previous_span = (start, len(draft.moves))
             continue
         if not uses:
+            named = named_places(vocab, clause)
+            if named and not clause.of("rollback", "reset", "objects", "relative"):
+                # "the papers under the cat look grubby, can you clean them up": a thing said first,
+                # the request about it next
+                topic, topic_specific = [p.text for p in named], any(p.specific for p in named)
             if clause.of("rollback") or (clause.of("reset") and not clause.content_words):
                 draft.rollback = True
             elif clause.of("objects") or (clause.of("reset") and targets):
@@ -507,22 +513,28 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                 draft.bare_targets += [vocab.target_labels.get(t) or t for t in targets]
                 previous_targets = list(targets)       # "the sky, make it darker": "it" is the sky
             elif not clause.of("relative") and (clause.content_words or clause.of("increase", "objects")):
-                # "that building with the wavy balconies, can it be less blue": a thing said first,
-                # the request about it next
-                topic = unknown_places(vocab, clause) or topic
-                if not topic:
+                if not named:
                     draft.skipped.append(clause.text)
             continue
         if clause.of("objects"):
             draft.objects = True
         places: list[str] = []
-        if not targets and not is_global and (topic or not bands and not all(u.bands for u in uses)):
-            # ("the suit is too orange": the colour finds the thing, no place to guess; a thing said
-            # first and pointed at is asked about whatever the request)
-            places = unknown_places(vocab, clause) or topic
+        named = named_places(vocab, clause) if not is_global else []
+        specific = any(p.specific for p in named) or (bool(topic) and not named and topic_specific)
+        # a place found only by position ("in the middle"), or the person whose part is named ("her nose")
+        positional = all((vocab.targets.get(t) or {}).get("type") in ("radial", "gradient") for t in targets) \
+            or any(p.text.split()[0] in PERSONS for p in named if p.specific)
+        if (not targets or (specific and positional)) and not is_global \
+                and (topic or specific or not bands and not all(u.bands for u in uses)):
+            # ("the suit is too orange": the colour finds the thing, no place to guess; one particular
+            # thing, said first or pointed at, is asked about whatever the request)
+            places = [p.text for p in named] or topic
             draft.unknown_places += places
+            draft.specific_place = draft.specific_place or specific
             if places:
                 draft.place_guess = guess_place(vocab, clause.text, places[0])
+            if places and targets:
+                uses = [replace(u, targets=[]) for u in uses]     # "in the middle" only locates the thing
         # "flat and dull", "dark and murky": one complaint said twice; its fix is planned once
         draft.understood_any = True
         uses = [u for u in uses if not (u.problem or u.fixes) or _fix_key(u) not in fixed]

@@ -1,0 +1,156 @@
+"""Words others write (issue 22), read from how they are said rather than from a phrase list.
+
+The sentences here are my own, not the held-out dialogues': questions that never edit, remarks that
+are answered, going back said any way (found among the versions by what each edit named), a named
+place no finder knows (asked about, the request kept), constraints (the protected place does not move),
+and follow-ups with hesitations. Each test drives the real Studio on a real SQLite file and photo.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import skimage.data
+
+from agent.conversation.router import Router
+from pipeline.masks import build_mask
+from pipeline.measure import image_stats
+
+
+@pytest.fixture(scope="module")
+def router():
+    return Router()
+
+
+@pytest.mark.parametrize("message,kind", [
+    ("is the horizon a bit wonky or is it me", "evaluation"),
+    ("does her dress look too saturated to you", "evaluation"),
+    ("would it work better as a square crop?", "exploration"),
+    ("should I warm it up", "exploration"),
+    ("what on earth is that thing in the corner?", "evaluation"),
+    ("what did you just do to it", "command"),
+    ("hmm. is it a tad dark", "evaluation"),
+])
+def test_questions_are_read_from_how_they_are_said(router, message, kind):
+    assert router.route(message).kind == kind
+
+
+@pytest.mark.parametrize("message", [
+    "can you make it a little warmer?", "could you lift the shadows", "would you mind brightening it",
+    "could it be less green", "how about a bit more punch", "do the same to the sky", "is it possible to cool it",
+])
+def test_polite_requests_are_not_questions(router, message):
+    assert router.route(message).kind == "modification"
+
+
+@pytest.mark.parametrize("message", [
+    "took this at my cousin's wedding last summer", "good evening! long day", "this is my dog rufus",
+])
+def test_a_remark_that_asks_nothing_is_answered_not_edited(router, message):
+    route = router.route(message)
+    assert route.kind == "chat" and route.reply
+
+
+@pytest.mark.parametrize("message,kind", [
+    ("nope, bin that", "last"),
+    ("lose the blue stuff", "change"),
+    ("can we go back to before the contrast boost", "before"),
+    ("return to the very first cool version", "version"),
+    ("the bright one without the extra contrast was better, back to that", "version"),
+    ("give me the unedited one back", "original"),
+])
+def test_going_back_is_read_in_other_words(router, message, kind):
+    route = router.route(message)
+    assert (route.name == "going_back" and route.going_back[0].kind == kind) or \
+        (kind == "before" and route.name == "back_before")     # the older command reads that one too
+
+
+@pytest.mark.parametrize("message", [
+    "bring back a touch of colour", "ease it back a little", "remove the dust spots", "cool it down a touch",
+])
+def test_partial_take_backs_and_retouches_are_not_going_back(router, message):
+    route = router.route(message)
+    assert route.name != "going_back" or not any(b.strong for b in route.going_back)
+
+
+# -- through the studio ------------------------------------------------------------------------
+
+@pytest.fixture
+def studio(tmp_path):
+    from agent.service import Studio
+
+    with Studio(database_url=f"sqlite:///{tmp_path / 'a.db'}", sessions_dir=tmp_path) as s:
+        yield s
+
+
+@pytest.fixture
+def coffee():
+    return np.ascontiguousarray(skimage.data.coffee()[::2, ::2])
+
+
+def _b(studio, sid) -> float:
+    return image_stats(studio.render(sid, long_side=256))["b_mean"]
+
+
+def test_a_question_never_changes_the_photo(studio, coffee):
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "warmer")
+    before = studio.render(sid, long_side=256)
+    result = studio.send_message(sid, "does it look a bit too orange now or is it my monitor")
+    assert result.kind == "question" and result.status == "answered"
+    assert np.array_equal(before, studio.render(sid, long_side=256))
+
+
+def test_a_question_that_names_an_edit_offers_it(studio, coffee):
+    sid = studio.start_session(coffee).id
+    result = studio.send_message(sid, "would it look nicer in black and white do you think?")
+    assert result.status == "answered" and any("black and white" in q.lower() for q in result.quick_replies)
+
+
+def test_going_back_to_a_version_described_by_how_it_looked(studio, coffee):
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "cooler")
+    cool = studio.head(sid).id
+    studio.send_message(sid, "more contrast")
+    studio.send_message(sid, "brighter")
+    result = studio.send_message(sid, "hmm, the cool one before all the contrast was nicer, take me back to that")
+    assert result.status == "rolled_back" and studio.head(sid).id == cool
+
+
+def test_scrapping_a_named_change_undoes_just_that_change(studio, coffee):
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "brighter")
+    bright = studio.head(sid).id
+    studio.send_message(sid, "more saturated")
+    result = studio.send_message(sid, "nah, lose the saturation")
+    assert result.status == "rolled_back" and studio.head(sid).id == bright
+
+
+def test_a_place_no_finder_knows_is_asked_about_and_then_done_where_told(studio, coffee):
+    sid = studio.start_session(coffee).id
+    original = studio.head(sid).id
+    asked = studio.send_message(sid, "make that little sugar bowl warmer")
+    assert asked.kind == "clarify" and "?" in asked.reply and studio.head(sid).id == original
+    b0 = _b(studio, sid)
+    done = studio.send_message(sid, "ok just the whole thing then")
+    assert done.status == "auto_approved" and _b(studio, sid) > b0 + 1
+
+
+def test_a_protected_place_does_not_move(studio):
+    photo = np.ascontiguousarray(skimage.data.astronaut()[::2, ::2])
+    sid = studio.start_session(photo).id
+    studio.send_message(sid, "warm it up but leave her face alone")
+    face = build_mask({"type": "face"}, photo, photo.shape[:2]) > 0.9
+    after = studio.render(sid, long_side=None)
+    assert face.any()
+    # the face keeps its colour (within a level), the rest warms
+    assert np.abs(after[face].astype(int) - photo[face].astype(int)).mean() < 1.0
+    assert image_stats(after, (~face).astype(np.float32))["b_mean"] > image_stats(photo, (~face).astype(np.float32))["b_mean"] + 1
+
+
+def test_a_follow_up_after_a_hesitation(studio, coffee):
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "warmer")
+    b1 = _b(studio, sid)
+    result = studio.send_message(sid, "ummm yeah... a bit more of that")
+    assert result.status == "auto_approved" and _b(studio, sid) > b1 + 0.5
