@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Mapping
 
 import yaml
-from annotated_types import Ge, Gt, Le, Lt
+from annotated_types import Ge, Le
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
@@ -392,15 +392,11 @@ def _model_at(loc: tuple) -> Any:
     return model if isinstance(model, type) and issubclass(model, BaseModel) else None
 
 
-def _range(info: Any) -> tuple[Any, Any, str]:
-    lo = hi = None
-    for m in getattr(info, "metadata", ()):
-        if isinstance(m, (Ge, Gt)):
-            lo = m.ge if isinstance(m, Ge) else m.gt
-        elif isinstance(m, (Le, Lt)):
-            hi = m.le if isinstance(m, Le) else m.lt
-    text = f"{lo}..{hi}" if lo is not None and hi is not None else f">= {lo}" if lo is not None else ""
-    return lo, hi, text
+def _range(info: Any) -> str:
+    """'1..20', '>= 0' or '' for a field's declared bounds."""
+    lo = next((m.ge for m in getattr(info, "metadata", ()) if isinstance(m, Ge)), None)
+    hi = next((m.le for m in getattr(info, "metadata", ()) if isinstance(m, Le)), None)
+    return f"{lo}..{hi}" if lo is not None and hi is not None else f">= {lo}" if lo is not None else ""
 
 
 def _problem(err: Mapping[str, Any]) -> str:
@@ -411,7 +407,7 @@ def _problem(err: Mapping[str, Any]) -> str:
     info = owner.model_fields.get(loc[-1]) if owner is not None and loc else None
     key = ".".join(map(str, loc + ((ctx["key"],) if "key" in ctx else ())))
     what = "a whole number" if getattr(info, "annotation", None) is int else "a number"
-    lo, hi, span = _range(info)
+    span = _range(info)
     if kind == "extra_forbidden":
         return f"{key}: unknown key; expected one of {', '.join(owner.model_fields)}"
     if kind in ("model_type", "dict_type", "model_attributes_type"):
@@ -424,7 +420,7 @@ def _problem(err: Mapping[str, Any]) -> str:
         return f"{key}: expected {what} {span}".rstrip() + f", got {value!r}"
     if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         template = getattr(owner, "OUT_OF_RANGE", Section.OUT_OF_RANGE)
-        return f"{key}: " + template.format(value=value, range=span, what=what, lo=lo, hi=hi)
+        return f"{key}: " + template.format(value=value, range=span, what=what)
     text = err["msg"]
     return f"{key}: {text}" if key else text
 

@@ -197,8 +197,10 @@ class FieldSpec(BaseModel):
 
 _SPECS = TypeAdapter(dict[str, FieldSpec])
 
-_SPEC_WORDS = {"literal_error": "expected one of {choices}, got {value!r}", "bool_type": "expected true or false, got {value!r}",
-               "string_type": "expected text", "dict_type": "expected a mapping", "model_type": "expected a mapping"}
+#: How a spec's pydantic errors read (the rest read as pydantic or the validators word them).
+_SPEC_WORDS = {"literal_error": "expected one of {choices}, got {value!r}",
+               "bool_type": "expected true or false, got {value!r}", "string_type": "expected text",
+               "dict_type": "expected a mapping", "model_type": "expected a mapping"}
 
 
 def _spec_problems(exc: ValidationError, where: str) -> str:
@@ -359,8 +361,9 @@ def _spec_at(root: FieldSpec, loc: tuple) -> FieldSpec | None:
 
 
 def _type_fits(spec: FieldSpec, value: Any) -> bool:
-    return {"string": isinstance(value, str), "boolean": isinstance(value, bool),
-            "number": _is_number(value), "integer": _is_number(value) and float(value).is_integer()}.get(spec.type, True)
+    fits = {"string": isinstance(value, str), "boolean": isinstance(value, bool), "number": _is_number(value),
+            "integer": _is_number(value) and float(value).is_integer()}
+    return fits.get(spec.type, True)
 
 
 def _wrong_type(spec: FieldSpec, value: Any) -> str:
@@ -477,8 +480,10 @@ class Schema:
         """The problems of one field's value alone (``name`` is one of :attr:`fields`)."""
         spec = self.fields[name]
         ann = _annotation(spec, (name,))
-        strict = ConfigDict(strict=True, allow_inf_nan=False)
-        adapter = TypeAdapter(ann) if isinstance(ann, type) and issubclass(ann, BaseModel) else TypeAdapter(ann, config=strict)
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            adapter = TypeAdapter(ann)  # an object field: its model has its own config
+        else:
+            adapter = TypeAdapter(ann, config=ConfigDict(strict=True, allow_inf_nan=False))
         try:
             adapter.validate_python(value)
         except ValidationError as exc:
