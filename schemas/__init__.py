@@ -26,6 +26,8 @@ what the agent can do: ``op`` accepts only a name from the op registry
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
 import re
 import threading
@@ -499,6 +501,11 @@ class Schema:
 
     def json_schema(self) -> dict:
         """JSON Schema (draft 2020-12) of this contract, for servers with a JSON-schema mode."""
+        return copy.deepcopy(self._json_schema)
+
+    @functools.cached_property
+    def _json_schema(self) -> dict:
+        # generated once per loaded schema (about a millisecond); every model request sends it
         return self.model.model_json_schema(schema_generator=_ContractJsonSchema)
 
     def custom_field_names(self) -> list[str]:
