@@ -7,11 +7,15 @@ description. A person reshapes an agent's output by adding a file under
 
 - :func:`load_schema` resolves ``custom/<name>`` -> ``<name>`` and merges the
   ``extends`` chain down to ``default``; an unknown name is a clear
-  :class:`SchemaError` listing the names that exist.
-- :meth:`Schema.validate` returns every problem as a line naming the bad
-  field (``sub_goals[2].op: unknown op 'glow'``); :meth:`Schema.check` raises
+  :class:`SchemaError` listing the names that exist. Each field's spec is a
+  :class:`FieldSpec` (a pydantic model, so a malformed file names its field).
+- The loaded :class:`Schema` is a pydantic model built from those fields
+  (``Schema.model``, with ``create_model``): :meth:`Schema.validate` returns
+  every problem as a line naming the bad field
+  (``sub_goals[2].op: unknown op 'glow'``); :meth:`Schema.check` raises
   :class:`SchemaValidationError` with all of them.
-- :meth:`Schema.prompt_text` and :meth:`Schema.json_schema` are what a VLM sees.
+- :meth:`Schema.prompt_text` and :meth:`Schema.json_schema` (the model's
+  ``model_json_schema()``) are what a VLM sees.
 - :func:`fill_custom_fields` lets a judge without a model fill what it can
   measure and mark the rest as not assessed (None).
 
@@ -22,14 +26,20 @@ what the agent can do: ``op`` accepts only a name from the op registry
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
 import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Literal, Mapping, Optional
 
 import yaml
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError,
+                      ValidationInfo, WithJsonSchema, create_model, field_validator, model_validator)
+from pydantic.json_schema import GenerateJsonSchema
+from pydantic_core import PydanticCustomError
 
 from pipeline import ops
 from pipeline.masks import MaskSpecError, mask_json_schema, normalize_mask_spec
@@ -45,11 +55,6 @@ FIELD_TYPES: tuple[str, ...] = (
     "string", "number", "integer", "boolean", "object", "array", "op", "mask_spec", "any",
 )
 
-_FIELD_KEYS = {
-    "type", "required", "nullable", "description", "minimum", "maximum", "enum",
-    "pattern", "max_length", "fields", "items", "min_items", "max_items", "additional_fields",
-}
-_SCHEMA_KEYS = {"agent", "name", "description", "extends", "fields", "additional_fields"}
 #: A schema name: 1-64 letters, digits, "-" and "_", starting with a letter or digit.
 SCHEMA_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 #: Longest text a string field accepts unless the schema says otherwise (a model's essay is a fault).
@@ -68,25 +73,101 @@ class SchemaValidationError(ValueError):
         super().__init__(f"{schema_label}: " + "; ".join(problems))
 
 
-@dataclass(frozen=True)
-class Field:
-    """One field of a schema. Ranges are inclusive; ``items`` describes list entries."""
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
-    name: str
-    type: str = "any"
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+# ---------------------------------------------------------------------------
+# a field as a schema file declares it
+# ---------------------------------------------------------------------------
+
+def _a_number(value: Any) -> Any:
+    if value is not None and not _is_number(value):
+        raise PydanticCustomError("spec", f"expected a number, got {value!r}")
+    return value
+
+
+def _a_count(value: Any) -> Any:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+        raise PydanticCustomError("spec", f"expected a whole number >= 0, got {value!r}")
+    return value
+
+
+def _choices(value: Any) -> Any:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or not all(isinstance(v, (str, int, float)) for v in value):
+        raise PydanticCustomError("spec", f"expected a non-empty list of names or numbers, got {value!r}")
+    return tuple(value)
+
+
+def _a_pattern(value: Any) -> Any:
+    try:
+        value is None or re.compile(value)
+    except (re.error, TypeError) as exc:
+        raise PydanticCustomError("spec", f"not a valid regular expression ({exc})") from None
+    return value
+
+
+#: A bound as written (0 stays 0, so the JSON schema reads as the file does).
+_Bound = Annotated[Optional[float | int], BeforeValidator(_a_number)]
+_Count = Annotated[Optional[int], BeforeValidator(_a_count)]
+
+
+class FieldSpec(BaseModel):
+    """One field of a schema file. Ranges are inclusive; ``items`` describes list entries."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    type: Literal[FIELD_TYPES] = "any"
     required: bool = False
     nullable: bool = False
     description: str = ""
-    minimum: float | None = None
-    maximum: float | None = None
-    enum: tuple | None = None
-    pattern: str | None = None
-    max_length: int | None = None
-    fields: dict = field(default_factory=dict)      # name -> Field, for objects
-    items: "Field | None" = None                    # for arrays
-    min_items: int | None = None
-    max_items: int | None = None
-    additional_fields: bool = False                 # objects: accept keys not listed
+    minimum: _Bound = None
+    maximum: _Bound = None
+    enum: Annotated[Optional[tuple], BeforeValidator(_choices)] = None
+    pattern: Annotated[Optional[str], AfterValidator(_a_pattern)] = None
+    max_length: _Count = None
+    fields: dict[str, FieldSpec] = Field(default_factory=dict)      # for objects
+    items: Optional[FieldSpec] = None                               # for arrays
+    min_items: _Count = None
+    max_items: _Count = None
+    additional_fields: bool = False                                 # objects: accept keys not listed
+
+    @field_validator("description")
+    @classmethod
+    def _trimmed(cls, text: str) -> str:
+        return text.strip()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_mapping(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise PydanticCustomError("spec", f"expected a mapping with at least 'type', got {data!r}")
+        if data.get("fields") is None and "fields" in data:
+            data = {**data, "fields": {}}  # an empty ``fields:`` line
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "FieldSpec":
+        if self.minimum is not None and self.maximum is not None and self.minimum > self.maximum:
+            raise PydanticCustomError("spec", f"minimum {self.minimum} is above maximum {self.maximum}")
+        if self.fields and self.type != "object":
+            raise PydanticCustomError("spec", "only an object field has fields (type is {type})",
+                                      {"key": "fields", "type": self.type})
+        if self.items is not None and self.type != "array":
+            raise PydanticCustomError("spec", "only an array field has items (type is {type})",
+                                      {"key": "items", "type": self.type})
+        return self
 
     # -- what a person (and a model) reads ------------------------------
     def type_phrase(self) -> str:
@@ -116,20 +197,259 @@ class Field:
         return text
 
 
-def _fmt(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else str(x)
+_SPECS = TypeAdapter(dict[str, FieldSpec])
 
+#: How a spec's pydantic errors read (the rest read as pydantic or the validators word them).
+_SPEC_WORDS = {"literal_error": "expected one of {choices}, got {value!r}",
+               "bool_type": "expected true or false, got {value!r}", "string_type": "expected text",
+               "dict_type": "expected a mapping", "model_type": "expected a mapping"}
+
+
+def _spec_problems(exc: ValidationError, where: str) -> str:
+    """What is wrong with a file's field specs: ``<file>: fields.<name>.<key>: <problem>``."""
+    lines, unknown = [], {}
+    for err in exc.errors(include_url=False):
+        loc = ("fields",) + tuple(map(str, err["loc"]))
+        if err["type"] == "extra_forbidden":
+            unknown.setdefault(".".join(loc[:-1]), []).append(loc[-1])
+            continue
+        ctx = err.get("ctx") or {}
+        key = ".".join(loc + ((ctx["key"],) if "key" in ctx else ()))
+        template = _SPEC_WORDS.get(err["type"])
+        text = err["msg"] if template is None else template.format(
+            value=err["input"], choices=", ".join(FIELD_TYPES))
+        lines.append(f"{where}: {key}: {text}")
+    lines += [f"{where}: {path}: unknown key(s) {', '.join(sorted(names))}" for path, names in unknown.items()]
+    return "; ".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# the pydantic model of a schema: what validates a reply and what a model sees
+# ---------------------------------------------------------------------------
+
+#: Stands for the mask spec's JSON schema until :meth:`Schema.json_schema` links ``#/$defs/mask``.
+_MASK_MARK = "x-atelier-mask-spec"
+#: Stands for the field's label in a mask spec's message (pipeline.masks names the place it is given).
+_HERE = "\x00here\x00"
+
+
+def _whole(value: Any) -> Any:
+    # a model may write 20.0 for 20; a fraction stays a float and the strict int check refuses it
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _op_name(value: Any) -> Any:
+    try:
+        ops.get_op(value)
+    except ops.OpError as exc:
+        raise PydanticCustomError("op", str(exc)) from None
+    return value
+
+
+def _mask_spec(value: Any) -> Any:
+    try:
+        normalize_mask_spec(value, _HERE)
+    except MaskSpecError as exc:
+        raise PydanticCustomError("mask", str(exc)) from None
+    return value
+
+
+def _text_checks(limit: int, pattern: str | None):
+    def check(text: str) -> str:
+        if len(text) > limit:
+            raise PydanticCustomError("text", f"text of {len(text)} characters, at most {limit} allowed")
+        if pattern and not re.fullmatch(pattern, text):
+            raise PydanticCustomError("text", f"{_show(text)} does not match the pattern {pattern}")
+        return text
+    return check
+
+
+def _annotation(spec: FieldSpec, path: tuple[str, ...]) -> Any:
+    """The pydantic type of one field: its checks, and the JSON schema a model sees."""
+    t = spec.type
+    if spec.enum:
+        ann: Any = Literal[spec.enum]
+    elif t == "string":
+        # the length limit is checked, not sent: a model's JSON-schema grammar stays as small as the file
+        json_schema = {"type": "string", **({"pattern": spec.pattern} if spec.pattern else {})}
+        ann = Annotated[str, AfterValidator(_text_checks(spec.max_length or DEFAULT_MAX_LENGTH, spec.pattern)),
+                        WithJsonSchema(json_schema)]
+    elif t == "number":
+        ann = Annotated[float, Field(ge=spec.minimum, le=spec.maximum)]
+    elif t == "integer":
+        ann = Annotated[int, Field(ge=spec.minimum, le=spec.maximum), BeforeValidator(_whole)]
+    elif t == "boolean":
+        ann = bool
+    elif t == "op":
+        ann = Annotated[Any, AfterValidator(_op_name), WithJsonSchema({"type": "string", "enum": list(ops.OP_NAMES)})]
+    elif t == "mask_spec":
+        ann = Annotated[Any, AfterValidator(_mask_spec), WithJsonSchema({_MASK_MARK: True})]
+    elif t == "object":
+        ann = _model(spec.fields, spec.additional_fields, path) if spec.fields else dict
+    elif t == "array":
+        inner = _annotation(spec.items, path + ("items",)) if spec.items is not None else Any
+        if spec.items is not None and spec.items.description:
+            inner = Annotated[inner, Field(description=spec.items.description)]
+        ann = Annotated[list[inner], Field(min_length=spec.min_items, max_length=spec.max_items)]
+    else:
+        ann = Any
+    return Optional[ann] if spec.nullable and t != "any" else ann
+
+
+def _model(specs: Mapping[str, FieldSpec], additional: bool, path: tuple[str, ...],
+           title: str | None = None) -> type[BaseModel]:
+    """A pydantic model of an object's fields (python names f0, f1...: a field may be called anything)."""
+    config = ConfigDict(extra="allow" if additional else "forbid", strict=True, allow_inf_nan=False)
+    fields = {f"f{i}": (_annotation(spec, path + (name,)),
+                        Field(... if spec.required else None, alias=name, description=spec.description or None))
+              for i, (name, spec) in enumerate(specs.items())}
+    return create_model(title or "_".join(path), __config__=config, **fields)
+
+
+class _ContractJsonSchema(GenerateJsonSchema):
+    """JSON schema as a schema file reads: objects written in place (servers turn it into a grammar; a
+    file's objects are a tree), no generated titles, no ``default: null`` for optional fields, and
+    mask specs as ``#/$defs/mask`` (pipeline.masks.mask_json_schema)."""
+
+    def field_title_should_be_set(self, schema) -> bool:
+        return False
+
+    def default_schema(self, schema) -> dict:
+        return self.generate_inner(schema["schema"])
+
+    def generate(self, schema, mode="validation") -> dict:
+        out = super().generate(schema, mode)
+        objects = out.pop("$defs", {})
+        masks = [False]
+
+        def in_place(node: Any) -> Any:
+            if isinstance(node, list):
+                return [in_place(v) for v in node]
+            if not isinstance(node, dict):
+                return node
+            if node.pop(_MASK_MARK, None):
+                masks[0] = True
+                node = {"$ref": "#/$defs/mask", **node}
+            elif "$ref" in node:
+                body = dict(objects[node["$ref"].rsplit("/", 1)[-1]])
+                body.pop("title", None)
+                node = {**body, **{k: v for k, v in node.items() if k != "$ref"}}
+            return {k: in_place(v) for k, v in node.items()}
+
+        out = in_place(out)
+        if masks[0]:
+            out = {"$defs": mask_json_schema()["$defs"], **out}
+        return out
+
+
+# ---------------------------------------------------------------------------
+# problems a person reads
+# ---------------------------------------------------------------------------
+
+def _label(path: tuple) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _spec_at(root: FieldSpec, loc: tuple) -> FieldSpec | None:
+    spec: FieldSpec | None = root
+    for part in loc:
+        if spec is None:
+            return None
+        spec = spec.items if isinstance(part, int) else spec.fields.get(part)
+    return spec
+
+
+def _type_fits(spec: FieldSpec, value: Any) -> bool:
+    fits = {"string": isinstance(value, str), "boolean": isinstance(value, bool), "number": _is_number(value),
+            "integer": _is_number(value) and float(value).is_integer()}
+    return fits.get(spec.type, True)
+
+
+def _wrong_type(spec: FieldSpec, value: Any) -> str:
+    t = spec.type
+    if value is None:
+        return f"expected {spec.type_phrase()}, got null"
+    if t == "string":
+        return f"expected text, got {_show(value)}"
+    if t == "boolean":
+        return f"expected true or false, got {_show(value)}"
+    if t == "object":
+        return f"expected an object, got {_show(value)}"
+    if t == "array":
+        return f"expected a list, got {_show(value)}"
+    if t == "integer" and _is_number(value):
+        return f"expected a whole number, got {_show(value)}"
+    return f"expected {spec.type_phrase()}, got {_show(value)}"
+
+
+_TYPE_ERRORS = {"string_type", "bool_type", "int_type", "float_type", "finite_number", "int_from_float",
+                "dict_type", "model_type", "list_type"}
+
+
+def _data_problem(err: Mapping[str, Any], root: FieldSpec, prefix: tuple) -> str:
+    """The line for one pydantic error, naming the field (``sub_goals[1].value: 400 is outside -359..359``)."""
+    loc, kind, value = tuple(err["loc"]), err["type"], err["input"]
+    spec = _spec_at(root, loc) or FieldSpec()
+    label = _label(prefix + loc) or "(top level)"
+    if kind == "mask":
+        return err["msg"].replace(_HERE, label)  # pipeline.masks names the spec's own bad key
+    if kind == "missing":
+        text = f"required ({spec.description or spec.type_phrase()})"
+    elif kind in _TYPE_ERRORS or (value is None and not spec.nullable and spec.type != "any"):
+        text = _wrong_type(spec, value)
+    elif kind == "literal_error":
+        text = (f"{_show(value)} is not one of {', '.join(map(str, spec.enum))}" if _type_fits(spec, value)
+                else _wrong_type(spec, value))
+    elif kind in ("greater_than_equal", "less_than_equal"):
+        lo = _fmt(spec.minimum) if spec.minimum is not None else "-inf"
+        hi = _fmt(spec.maximum) if spec.maximum is not None else "inf"
+        text = f"{_show(value)} is outside {lo}..{hi}"
+    elif kind == "too_short":
+        text = f"{len(value)} item(s), at least {spec.min_items} needed"
+    elif kind == "too_long":
+        text = f"{len(value)} items, at most {spec.max_items} allowed"
+    else:
+        text = err["msg"]
+    return f"{label}: {text}"
+
+
+def _data_problems(exc: ValidationError, root: FieldSpec, prefix: tuple = ()) -> list[str]:
+    """One line per problem; an object's unknown keys share one line."""
+    lines: list[str] = []
+    unknown: dict[tuple, list[str]] = {}
+    for err in exc.errors(include_url=False):
+        if err["type"] == "extra_forbidden":
+            unknown.setdefault(tuple(err["loc"][:-1]), []).append(str(err["loc"][-1]))
+        else:
+            lines.append(_data_problem(err, root, prefix))
+    for where, names in unknown.items():
+        spec = _spec_at(root, where) or FieldSpec()
+        lines.append(f"{_label(prefix + where) or '(top level)'}: unknown field(s) {', '.join(names)}; "
+                     f"allowed: {', '.join(spec.fields)}")
+    return lines
+
+
+# ---------------------------------------------------------------------------
+# a resolved schema
+# ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Schema:
-    """A resolved schema (inheritance merged). ``chain`` lists the files, child first."""
+    """A resolved schema (inheritance merged). ``chain`` lists the files, child first.
+
+    ``model`` is the pydantic model of its fields: it validates a reply and gives the JSON schema.
+    """
 
     agent: str
     name: str
     description: str
-    fields: dict                                  # name -> Field, in file order
+    fields: dict                                  # name -> FieldSpec, in file order
     chain: tuple = ()
     additional_fields: bool = False
+    model: type[BaseModel] = field(default=None, repr=False, compare=False)
 
     @property
     def label(self) -> str:
@@ -139,14 +459,17 @@ class Schema:
     def required(self) -> list[str]:
         return [n for n, f in self.fields.items() if f.required]
 
+    def _root(self) -> FieldSpec:
+        return FieldSpec(type="object", fields=self.fields, additional_fields=self.additional_fields)
+
     # -- validation -----------------------------------------------------
     def validate(self, data: Any) -> list[str]:
         """Every problem with ``data``, one line each naming the field; [] when valid."""
-        problems: list[str] = []
-        root = Field(name="", type="object", fields=self.fields,
-                     additional_fields=self.additional_fields)
-        _check(root, data, "", problems)
-        return problems
+        try:
+            self.model.model_validate(data)
+        except ValidationError as exc:
+            return _data_problems(exc, self._root())
+        return []
 
     def check(self, data: Any) -> dict:
         """Return ``data`` if it validates, else raise :class:`SchemaValidationError`."""
@@ -154,6 +477,20 @@ class Schema:
         if problems:
             raise SchemaValidationError(self.label, problems)
         return data
+
+    def field_problems(self, name: str, value: Any) -> list[str]:
+        """The problems of one field's value alone (``name`` is one of :attr:`fields`)."""
+        spec = self.fields[name]
+        ann = _annotation(spec, (name,))
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            adapter = TypeAdapter(ann)  # an object field: its model has its own config
+        else:
+            adapter = TypeAdapter(ann, config=ConfigDict(strict=True, allow_inf_nan=False))
+        try:
+            adapter.validate_python(value)
+        except ValidationError as exc:
+            return _data_problems(exc, spec, (name,))
+        return []
 
     # -- what a model sees ----------------------------------------------
     def prompt_text(self) -> str:
@@ -164,13 +501,12 @@ class Schema:
 
     def json_schema(self) -> dict:
         """JSON Schema (draft 2020-12) of this contract, for servers with a JSON-schema mode."""
-        defs: dict = {}
-        root = Field(name="", type="object", fields=self.fields, additional_fields=self.additional_fields)
-        out = _to_json_schema(root, defs)
-        if defs:
-            out = {"$defs": defs, **out}
-        out["title"] = f"{self.agent}_{self.name}"
-        return out
+        return copy.deepcopy(self._json_schema)
+
+    @functools.cached_property
+    def _json_schema(self) -> dict:
+        # generated once per loaded schema (about a millisecond); every model request sends it
+        return self.model.model_json_schema(schema_generator=_ContractJsonSchema)
 
     def custom_field_names(self) -> list[str]:
         """Fields this schema has beyond the agent's default schema (e.g. composition_score)."""
@@ -190,106 +526,7 @@ def _root_of(schema: Schema) -> Path | None:
     return p.parent
 
 
-# ---------------------------------------------------------------------------
-# validation
-# ---------------------------------------------------------------------------
-
-def _where(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _check(f: Field, value: Any, path: str, problems: list[str]) -> None:
-    label = path or "(top level)"
-    if value is None:
-        if not f.nullable and f.type != "any":
-            problems.append(f"{label}: expected {f.type_phrase()}, got null")
-        return
-    t = f.type
-    if t == "string":
-        if not isinstance(value, str):
-            problems.append(f"{label}: expected text, got {_show(value)}")
-            return
-        limit = f.max_length or DEFAULT_MAX_LENGTH
-        if len(value) > limit:
-            problems.append(f"{label}: text of {len(value)} characters, at most {limit} allowed")
-        if f.pattern and not re.fullmatch(f.pattern, value):
-            problems.append(f"{label}: {_show(value)} does not match the pattern {f.pattern}")
-    elif t in ("number", "integer"):
-        if not _is_number(value):
-            problems.append(f"{label}: expected {f.type_phrase()}, got {_show(value)}")
-            return
-        if t == "integer" and not float(value).is_integer():
-            problems.append(f"{label}: expected a whole number, got {_show(value)}")
-            return
-        if (f.minimum is not None and value < f.minimum) or (f.maximum is not None and value > f.maximum):
-            lo = _fmt(f.minimum) if f.minimum is not None else "-inf"
-            hi = _fmt(f.maximum) if f.maximum is not None else "inf"
-            problems.append(f"{label}: {_show(value)} is outside {lo}..{hi}")
-    elif t == "boolean":
-        if not isinstance(value, bool):
-            problems.append(f"{label}: expected true or false, got {_show(value)}")
-            return
-    elif t == "op":
-        try:
-            ops.get_op(value)
-        except ops.OpError as exc:
-            problems.append(f"{label}: {exc}")
-        return
-    elif t == "mask_spec":
-        try:
-            normalize_mask_spec(value, label)
-        except MaskSpecError as exc:
-            problems.append(str(exc))
-        return
-    elif t == "object":
-        if not isinstance(value, Mapping):
-            problems.append(f"{label}: expected an object, got {_show(value)}")
-            return
-        if f.fields:
-            for name, sub in f.fields.items():
-                if name not in value:
-                    if sub.required:
-                        problems.append(f"{_where(path, name)}: required ({sub.description or sub.type_phrase()})")
-                    continue
-                _check(sub, value[name], _where(path, name), problems)
-            if not f.additional_fields:
-                unknown = [k for k in value if k not in f.fields]
-                if unknown:
-                    allowed = ", ".join(f.fields)
-                    problems.append(
-                        f"{label}: unknown field(s) {', '.join(map(str, unknown))}; "
-                        f"allowed: {allowed}"
-                    )
-    elif t == "array":
-        if not isinstance(value, list):
-            problems.append(f"{label}: expected a list, got {_show(value)}")
-            return
-        if f.min_items is not None and len(value) < f.min_items:
-            problems.append(f"{label}: {len(value)} item(s), at least {f.min_items} needed")
-        if f.max_items is not None and len(value) > f.max_items:
-            problems.append(f"{label}: {len(value)} items, at most {f.max_items} allowed")
-            return  # a huge list would drown the real problem in per-item noise
-        if f.items is not None:
-            for i, item in enumerate(value):
-                _check(f.items, item, f"{label}[{i}]", problems)
-    if f.enum and value not in f.enum:
-        problems.append(f"{label}: {_show(value)} is not one of {', '.join(map(str, f.enum))}")
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-# ---------------------------------------------------------------------------
-# description for prompts, JSON Schema
-# ---------------------------------------------------------------------------
-
-def _describe(fields: Mapping[str, Field], lines: list[str], depth: int) -> None:
+def _describe(fields: Mapping[str, FieldSpec], lines: list[str], depth: int) -> None:
     pad = "  " * depth
     for name, f in fields.items():
         need = "required" if f.required else "optional"
@@ -301,53 +538,40 @@ def _describe(fields: Mapping[str, Field], lines: list[str], depth: int) -> None
             _describe(f.items.fields, lines, depth + 1)
 
 
-def _to_json_schema(f: Field, defs: dict) -> dict:
-    t = f.type
-    if t == "op":
-        out: dict = {"type": "string", "enum": list(ops.OP_NAMES)}
-    elif t == "mask_spec":
-        m = mask_json_schema()
-        defs.update(m["$defs"])
-        out = {"$ref": m["$ref"]}
-    elif t == "object":
-        out = {"type": "object"}
-        if f.fields:
-            out["properties"] = {n: _to_json_schema(s, defs) for n, s in f.fields.items()}
-            out["required"] = [n for n, s in f.fields.items() if s.required]
-            out["additionalProperties"] = bool(f.additional_fields)
-    elif t == "array":
-        out = {"type": "array"}
-        if f.items is not None:
-            out["items"] = _to_json_schema(f.items, defs)
-        if f.min_items is not None:
-            out["minItems"] = f.min_items
-        if f.max_items is not None:
-            out["maxItems"] = f.max_items
-    elif t == "any":
-        out = {}
-    else:
-        out = {"type": t}
-        if f.minimum is not None:
-            out["minimum"] = f.minimum
-        if f.maximum is not None:
-            out["maximum"] = f.maximum
-        if f.pattern:
-            out["pattern"] = f.pattern
-    if f.enum:
-        out["enum"] = list(f.enum)
-    if f.description:
-        out["description"] = f.description
-    if f.nullable and out:
-        if "$ref" in out:
-            out = {"anyOf": [out, {"type": "null"}]}
-        elif isinstance(out.get("type"), str):
-            out["type"] = [out["type"], "null"]
-    return out
-
-
 # ---------------------------------------------------------------------------
 # loading
 # ---------------------------------------------------------------------------
+
+class SchemaFile(BaseModel):
+    """The top of one schema file; its ``fields`` are merged down the ``extends`` chain, then checked."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: Optional[str] = None
+    name: Optional[str] = None
+    description: Optional[str] = None
+    extends: Optional[str] = None
+    fields: Optional[dict] = None                  # field name -> FieldSpec
+    additional_fields: bool = False
+
+    @model_validator(mode="after")
+    def _in_its_folder(self, info: ValidationInfo) -> "SchemaFile":
+        folder = (info.context or {}).get("agent")
+        if self.agent is not None and folder is not None and self.agent != folder:
+            raise PydanticCustomError("file", f"agent: says {self.agent!r} but lives under {folder}/")
+        return self
+
+
+def _file_problems(exc: ValidationError, where: str) -> str:
+    unknown = [str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden"]
+    if unknown:
+        return (f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
+                f"expected {', '.join(sorted(SchemaFile.model_fields))}")
+    err = exc.errors(include_url=False)[0]
+    if err["loc"] == ("fields",):
+        return f"{where}: fields: expected a mapping of field name -> spec"
+    return f"{where}: " + (f"{err['loc'][0]}: {err['msg']}" if err["loc"] else err["msg"])
+
 
 _cache: dict[tuple, tuple[tuple, Schema]] = {}
 _cache_lock = threading.Lock()
@@ -471,89 +695,30 @@ def _merge_fields(parent: Mapping, child: Mapping) -> dict:
 
 
 def _build(agent: str, name: str, chain: list[Path]) -> Schema:
-    raws = [_read(p) for p in chain]
-    for p, raw in zip(chain, raws):
-        unknown = set(raw) - _SCHEMA_KEYS
-        if unknown:
-            raise SchemaError(f"{_rel(p)}: unknown key(s) {', '.join(sorted(unknown))}; "
-                              f"expected {', '.join(sorted(_SCHEMA_KEYS))}")
-        if raw.get("agent", agent) != agent:
-            raise SchemaError(f"{_rel(p)}: agent: says {raw.get('agent')!r} but lives under {agent}/")
-        if not isinstance(raw.get("fields", {}), Mapping):
-            raise SchemaError(f"{_rel(p)}: fields: expected a mapping of field name -> spec")
+    files = []
+    for p in chain:
+        try:
+            files.append(SchemaFile.model_validate(_read(p), context={"agent": agent}))
+        except ValidationError as exc:
+            raise SchemaError(_file_problems(exc, _rel(p))) from None
     merged: dict = {}
-    for raw in reversed(raws):
-        merged = _merge_fields(merged, raw.get("fields") or {})
+    for f in reversed(files):
+        merged = _merge_fields(merged, f.fields or {})
     where = _rel(chain[0])
-    fields = {n: _parse_field(n, spec, f"{where}: fields.{n}") for n, spec in merged.items()}
+    try:
+        fields = _SPECS.validate_python(merged)
+    except ValidationError as exc:
+        raise SchemaError(_spec_problems(exc, where)) from None
     if not fields:
         raise SchemaError(f"{where}: fields: a schema needs at least one field")
     return Schema(
         agent=agent,
         name=name,
-        description=str(raws[0].get("description") or ""),
+        description=files[0].description or "",
         fields=fields,
         chain=tuple(str(p) for p in chain),
-        additional_fields=bool(raws[0].get("additional_fields", False)),
-    )
-
-
-def _parse_field(name: str, spec: Any, where: str) -> Field:
-    if not isinstance(spec, Mapping):
-        raise SchemaError(f"{where}: expected a mapping with at least 'type', got {spec!r}")
-    unknown = set(spec) - _FIELD_KEYS
-    if unknown:
-        raise SchemaError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
-    t = spec.get("type", "any")
-    if t not in FIELD_TYPES:
-        raise SchemaError(f"{where}.type: expected one of {', '.join(FIELD_TYPES)}, got {t!r}")
-    for key in ("minimum", "maximum"):
-        if key in spec and not _is_number(spec[key]):
-            raise SchemaError(f"{where}.{key}: expected a number, got {spec[key]!r}")
-    if spec.get("minimum") is not None and spec.get("maximum") is not None and spec["minimum"] > spec["maximum"]:
-        raise SchemaError(f"{where}: minimum {spec['minimum']} is above maximum {spec['maximum']}")
-    for key in ("required", "nullable", "additional_fields"):
-        if key in spec and not isinstance(spec[key], bool):
-            raise SchemaError(f"{where}.{key}: expected true or false, got {spec[key]!r}")
-    for key in ("min_items", "max_items", "max_length"):
-        if key in spec and (not isinstance(spec[key], int) or isinstance(spec[key], bool) or spec[key] < 0):
-            raise SchemaError(f"{where}.{key}: expected a whole number >= 0, got {spec[key]!r}")
-    enum = spec.get("enum")
-    if enum is not None and (not isinstance(enum, list) or not enum):
-        raise SchemaError(f"{where}.enum: expected a non-empty list, got {enum!r}")
-    pattern = spec.get("pattern")
-    if pattern is not None:
-        try:
-            re.compile(pattern)
-        except (re.error, TypeError) as exc:
-            raise SchemaError(f"{where}.pattern: not a valid regular expression ({exc})") from None
-    sub_fields = spec.get("fields") or {}
-    if not isinstance(sub_fields, Mapping):
-        raise SchemaError(f"{where}.fields: expected a mapping")
-    if sub_fields and t != "object":
-        raise SchemaError(f"{where}.fields: only an object field has fields (type is {t})")
-    items = spec.get("items")
-    if items is not None and t != "array":
-        raise SchemaError(f"{where}.items: only an array field has items (type is {t})")
-    desc = spec.get("description", "")
-    if not isinstance(desc, str):
-        raise SchemaError(f"{where}.description: expected text")
-    return Field(
-        name=name,
-        type=t,
-        required=bool(spec.get("required", False)),
-        nullable=bool(spec.get("nullable", False)),
-        description=desc.strip(),
-        minimum=spec.get("minimum"),
-        maximum=spec.get("maximum"),
-        enum=tuple(enum) if enum else None,
-        pattern=pattern,
-        max_length=spec.get("max_length"),
-        fields={n: _parse_field(n, s, f"{where}.fields.{n}") for n, s in sub_fields.items()},
-        items=_parse_field("items", items, f"{where}.items") if items is not None else None,
-        min_items=spec.get("min_items"),
-        max_items=spec.get("max_items"),
-        additional_fields=bool(spec.get("additional_fields", False)),
+        additional_fields=files[0].additional_fields,
+        model=_model(fields, files[0].additional_fields, (), title=f"{agent}_{name}"),
     )
 
 
@@ -576,8 +741,7 @@ def fill_custom_fields(schema: Schema, measured: Mapping[str, Any], *,
         f = schema.fields[name]
         value = measured.get(name)
         if value is not None:
-            problems: list[str] = []
-            _check(f, value, name, problems)
+            problems = schema.field_problems(name, value)
             if problems:
                 warnings.append(f"{name}: measured value rejected ({problems[0]}); not assessed")
                 value = None

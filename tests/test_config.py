@@ -1,6 +1,10 @@
-"""configs/agent_config.yaml: every number in one validated file, sections owned by their consumers."""
+"""configs/agent_config.yaml: every number in one validated file, each section a typed model the rooms read."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +28,12 @@ def test_the_shipped_config_loads_with_its_vlm_limits():
     ({"vlm": {"patience": 3}}, "vlm.patience: unknown key"),
     ({"quality": {"judge": {"strictness": 1}}}, "quality.judge: unknown key(s) strictness"),
     ({"images": {"warm_on_upload": "yes"}}, "images.warm_on_upload: expected true or false"),
+    ({"quality": {"judge": {"weights": {"compliance": -1}}}},
+     "quality.judge.weights.compliance: expected a number >= 0, got -1"),
+    ({"skills": {"sky_share": 2}}, "skills.sky_share: expected a number 0..1, got 2"),
+    ({"orchestrator": {"max_tool_calls": 2.5}}, "orchestrator.max_tool_calls: expected a whole number 1..100, got 2.5"),
+    ({"failures": {"quality_below_bar": {"retries": 1}}}, "replans are planning.max_retries_per_sub_goal"),
+    ({"paths": {"sessions_dir": " "}}, "paths.sessions_dir: expected a non-empty path"),
 ])
 def test_a_bad_value_is_refused_naming_its_key(raw, message):
     with pytest.raises(AgentConfigError) as exc:
@@ -35,3 +45,29 @@ def test_judge_thresholds_from_the_config_reach_the_judge():
     config = config_from_mapping({"quality": {"judge": {"visible_fraction": 0.5}}})
     assert EmbeddedJudge(config=config).thresholds["visible_fraction"] == 0.5
     assert EmbeddedJudge(config=load_config()).thresholds["visible_fraction"] != 0.5
+
+
+def test_overrides_are_checked_like_the_file():
+    config = load_config()
+    never = config.with_overrides(review_mode="never")
+    assert never.review_mode == "never" and never.quality == config.quality and never.vlm == config.vlm
+    with pytest.raises(AgentConfigError, match="unknown config key"):
+        config.with_overrides(reveiw_mode="never")
+    with pytest.raises(AgentConfigError, match=r"replicas\.lease_ttl_s: 0\.1 is outside 0\.5\.\.3600"):
+        config.with_overrides(lease_ttl_s=0.1)
+
+
+def test_a_failure_kind_given_in_part_keeps_its_own_defaults():
+    failures = config_from_mapping({"failures": {"model_timeout": {"retries": 3}}}).failures
+    assert (failures.model_timeout.retries, failures.model_timeout.backoff_s) == (3, 1.0)
+    assert failures.render_error.retries == 1 and failures.max_backoff_s == 30
+
+
+def test_loading_the_config_loads_no_room_of_the_agent():
+    """The config is the bottom layer: it checks every section itself, so no room imports back into it."""
+    code = "import sys; from agent.config import load_config; load_config(); " \
+           "print(sorted(m for m in sys.modules if m.startswith('agent.')))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['agent.config']"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import skimage.data
 
-from agent.planning.base import PlanRequest, SubGoal
+from agent.planning.base import PlanError, PlanRequest, SubGoal
 from agent.planning.embedded import EmbeddedPlanner
 from pipeline import ops
 from pipeline.measure import image_stats
@@ -381,6 +381,17 @@ def test_plan_serialises(planner):
     assert data["source"] == "embedded" and data["understood"] is True
     for raw in data["sub_goals"]:
         SubGoal.from_dict(raw)
+
+
+def test_a_sub_goal_from_outside_is_checked_and_every_problem_named():
+    with pytest.raises(PlanError) as err:
+        SubGoal.from_dict({"op": "exposure", "value": 5, "mode": "multiply", "shell": "rm"}, "sub_goals[0]")
+    assert "sub_goals[0]: unknown field(s) shell" in str(err.value)
+    assert "sub_goals[0].mode: expected 'add' or 'set', got 'multiply'" in str(err.value)
+    with pytest.raises(ValueError):
+        SubGoal("exposure", 10, "multiply")          # built in code, the field types are still checked
+    g = SubGoal.from_dict({"op": "exposure", "value": 20.0, "id": 7, "stage": "tone", "description": None})
+    assert (g.value, g.id, g.description, g.to_dict()["stage"]) == (20, "7", "", ops.get_op("exposure").stage)
 
 
 def test_replan_reads_the_embedded_judges_scoped_diagnoses(planner):

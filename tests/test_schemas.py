@@ -177,6 +177,8 @@ def test_json_schema_export_agrees_with_the_validator():
     assert list(validator.iter_errors(GOOD_PLAN)) == []
     bad = {**GOOD_PLAN, "sub_goals": [{"op": "glow", "value": 5}]}
     assert list(validator.iter_errors(bad)) and planner.validate(bad)
+    far = {**GOOD_PLAN, "sub_goals": [{"op": "exposure", "value": 400}]}
+    assert list(validator.iter_errors(far)) and planner.validate(far)
     cinema = jsonschema.Draft202012Validator(load_schema("quality", "cinematographer").json_schema())
     assert list(cinema.iter_errors({"score": 0.5, "assessment": "ok", "composition_score": 0.4})) == []
     assert list(cinema.iter_errors({"score": 0.5, "assessment": "ok"}))   # composition_score required
@@ -244,3 +246,25 @@ def test_generator_refuses_examples_it_cannot_use(schema_root: Path):
     with pytest.raises(SchemaError, match="not 'default'"):
         generate_schema({"a": 1}, agent="quality", name="default", root=schema_root)
     assert not (schema_root / "quality" / "custom" / "same.yaml").exists()
+
+
+def test_json_schema_and_validator_both_accept_null_where_a_field_allows_it():
+    executor = load_schema("executor")
+    step = {"step": 1, "op": "exposure", "mode": "add", "value": 10, "requested": 10, "before": 0, "after": 10,
+            "clamped": False, "status": "applied", "target": None, "limit": None}
+    assert executor.validate({"steps": [step]}) == []
+    validator = jsonschema.Draft202012Validator(executor.json_schema())
+    assert list(validator.iter_errors({"steps": [step]})) == []
+    assert list(validator.iter_errors({"steps": [{**step, "limit": "luck"}]}))
+
+
+def test_a_custom_field_may_have_any_name(schema_root: Path):
+    (schema_root / "quality" / "custom" / "names.yaml").write_text(yaml.safe_dump({
+        "extends": "default", "fields": {
+            "copy": {"type": "string", "required": True, "description": "a caption"},
+            "model_config": {"type": "number", "minimum": 0, "maximum": 1}}}))
+    names = load_schema("quality", "names", root=schema_root)
+    ok = {"score": 0.5, "assessment": "ok", "copy": "Summer sale", "model_config": 0.5}
+    assert names.validate(ok) == []
+    assert names.validate({**ok, "model_config": 2}) == ["model_config: 2 is outside 0..1"]
+    assert names.json_schema()["properties"]["copy"] == {"type": "string", "description": "a caption"}

@@ -35,11 +35,11 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from agent.config import DEFAULT_CONFIG_PATH, JudgeSettings
 from agent.judging.base import Assessment, JudgeRequest
 from agent.judging.scoring import score_reading
 from agent.planning.base import SubGoal
@@ -48,56 +48,13 @@ from pipeline import measure, ops
 from pipeline.ops import Effect
 from pipeline.masks import MaskSpecError, build_mask, describe_mask, normalize_mask_spec
 
-_REPO_ROOT = Path(__file__).resolve().parents[2]
-_CONFIG_FILE = _REPO_ROOT / "configs" / "agent_config.yaml"
 
 #: The problems a judge may name (``too_weak`` and ``wrong_direction`` carry ``:<op>``).
 DIAGNOSES = ("too_weak", "wrong_direction", "highlights_clipped", "shadows_crushed",
              "oversaturated", "banding", "local_spill", "channel_clipped", "target_not_found", "not_asked")
 
-#: Documented defaults. Shares are fractions of the image (0..1), ΔE in Lab units.
-DEFAULTS: dict[str, Any] = {
-    # How the dimensions combine into the score (renormalised over those that apply).
-    "weights": {"compliance": 0.5, "preservation": 0.2, "technical": 0.3},
-    # A sub-goal's change must reach this share of the change expected for its
-    # value to count as visible; below it the sub-goal is "too weak".
-    "visible_fraction": 0.35,
-    # A move against the asked direction larger than this share of the expected
-    # change (and than the metric's noise) is "wrong direction", not just weak.
-    "wrong_fraction": 0.15,
-    # Newly blown highlights / crushed shadows: diagnosed above `tolerance`,
-    # full penalty at `bad`. Doubled when a sub-goal asked for brighter whites
-    # or deeper blacks (the person asked for some of it).
-    "clip_tolerance": 0.03, "clip_bad": 0.25,
-    "crush_tolerance": 0.03, "crush_bad": 0.25,
-    # New pure-colour (gamut-clipped) area.
-    "oversaturation_tolerance": 0.06, "oversaturation_bad": 0.35,
-    # Banding: the mean spacing of used tone levels grew by this factor and is
-    # at least `banding_min_step` levels (a smooth photo uses every level: 1.0).
-    "banding_ratio": 1.8, "banding_min_step": 3.0,
-    # Penalty weights of each technical problem at full severity.
-    "technical_weights": {"highlights": 0.6, "shadows": 0.6, "oversaturation": 0.5, "banding": 0.5,
-                          "channels": 0.4},
-    # Preservation outside local masks: SSIM at or above `ssim_good` is perfect,
-    # at `ssim_floor` it scores 0; ΔE up to `delta_e_good` is perfect, at
-    # `delta_e_bad` 0. Spill is diagnosed below `spill_ssim` or above `spill_delta_e`.
-    "ssim_good": 0.97, "ssim_floor": 0.6, "delta_e_good": 1.0, "delta_e_bad": 8.0,
-    "spill_ssim": 0.9, "spill_delta_e": 2.5,
-    # A band op on a photo where the band covers less than this share has nothing to act on.
-    "min_band_share": 0.003,
-    # Pixels with mask weight below this are "outside" (feathered edges are neither).
-    "outside_below": 0.05,
-    # Per colour channel: a channel newly at 254-255 on this share of the image is
-    # "clipped" (a red that loses its texture), full penalty at `channel_clip_bad`.
-    "channel_clip_tolerance": 0.03, "channel_clip_bad": 0.2,
-    # With a reading of the request: a compliance below `fail_below` caps the score at
-    # `fail_cap` (under min_pass_score 0.6, so the agent replans or asks), one below
-    # `doubt_below` caps it at `doubt_cap` (under auto_approve 0.85: the person decides).
-    "fail_below": 0.5, "fail_cap": 0.45, "doubt_below": 0.8, "doubt_cap": 0.8,
-    # Per-op expected change at value 100, in the metric's units (see EFFECTS);
-    # calibrated on the renderer with astronaut, coffee, chelsea and rocket.
-    "gains": {},
-}
+#: Documented defaults, with their ranges: agent.config.JudgeSettings (``quality.judge:`` in the config).
+DEFAULTS: dict[str, Any] = JudgeSettings().model_dump()
 
 
 # -- what each op moves ---------------------------------------------------------------
@@ -575,6 +532,8 @@ def _section(source: Any, *path: str) -> Mapping | None:
         if source is None:
             return None
         source = source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
+    if isinstance(source, JudgeSettings):
+        return source.model_dump(exclude_unset=True)  # only what the config sets overrides the profile
     return source if isinstance(source, Mapping) else None
 
 
@@ -605,7 +564,7 @@ def _sweet_spots() -> dict:
 def _file_thresholds() -> Mapping | None:
     try:
         import yaml
-        with open(_CONFIG_FILE, encoding="utf-8") as fh:
+        with open(DEFAULT_CONFIG_PATH, encoding="utf-8") as fh:
             return _section(yaml.safe_load(fh), "quality", "judge")
     except (OSError, ValueError, ImportError):
         return None

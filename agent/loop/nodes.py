@@ -282,8 +282,7 @@ class TurnNodes:
         limit = self.config.max_sub_goals
         details: dict[str, Any] = {}
         if plan.source == "skills":  # a skill plan: its steps come from checked skill files (skills.max_steps)
-            from agent.skills import skills_settings
-            limit = max(limit, skills_settings(self.config)["max_steps"])
+            limit = max(limit, self.config.skills.max_steps)
             details["skills"] = plan.fields.get("skills")
         if len(goals) > limit:
             warnings.append(f"the plan had {len(goals)} steps; kept the first {limit}")
@@ -469,7 +468,7 @@ class TurnNodes:
         counts[kind] = counts.get(kind, 0) + 1
         policy = failure_policy(self.config)
         details = {"failure_counts": counts, "failures": [dict(failure, attempt=counts[kind])]}
-        if attempts > self.config.max_error_retries or counts[kind] > policy[kind]["retries"]:
+        if attempts > self.config.max_error_retries or counts[kind] > policy.budget(kind).retries:
             return {"error_retries": attempts, "error": None, "status": "failed", "details": details,
                     "reply": f"I couldn't finish that edit ({error}). Your photo is unchanged."}
         wait = backoff_seconds(policy, kind, counts[kind])

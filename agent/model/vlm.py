@@ -48,10 +48,8 @@ import yaml
 from PIL import Image
 
 from agent.redact import redact, register_secret
+from agent.config import DEFAULT_CONFIG_PATH, AgentConfig, VLMLimits, load_section
 from schemas import Schema
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-CONFIG_PATH = REPO_ROOT / "configs" / "agent_config.yaml"
 
 ENV_BASE_URL = "ATELIER_VLM_BASE_URL"
 ENV_MODEL = "ATELIER_VLM_MODEL"
@@ -76,6 +74,10 @@ class ModelResting(VLMError):
 # settings
 # ---------------------------------------------------------------------------
 
+#: The ``vlm:`` section's defaults (agent.config.VLMLimits, with their ranges).
+_DEFAULTS = VLMLimits()
+
+
 @dataclass(frozen=True)
 class VLMSettings:
     """Where the model is and how long we wait for it. Times in seconds.
@@ -91,12 +93,12 @@ class VLMSettings:
     base_url: str
     model: str
     api_key: str = field(default="", repr=False)   # never in a repr, a log line or a trace
-    timeout_s: float = 60.0
-    max_retries: int = 2
-    turn_deadline_s: float = 60.0
-    repair_attempts: int = 2
-    temperature: float = 0.2
-    max_tokens: int = 1500
+    timeout_s: float = _DEFAULTS.timeout_s
+    max_retries: int = _DEFAULTS.max_retries
+    turn_deadline_s: float = _DEFAULTS.turn_deadline_s
+    repair_attempts: int = _DEFAULTS.repair_attempts
+    temperature: float = _DEFAULTS.temperature
+    max_tokens: int = _DEFAULTS.max_tokens
 
     def __post_init__(self) -> None:
         register_secret(self.api_key)   # redacted from every error text, log and row from now on
@@ -119,50 +121,29 @@ class VLMSettings:
         return cls(base_url=base_url, model=model, api_key=(env.get(ENV_API_KEY) or "").strip(), **limits)
 
 
-#: Defaults for the ``vlm:`` config section, with the range each key accepts.
-_LIMITS: dict[str, tuple[type, float, float]] = {
-    "timeout_s": (float, 0.1, 600),
-    "max_retries": (int, 0, 10),
-    "turn_deadline_s": (float, 0.5, 3600),
-    "repair_attempts": (int, 0, 10),
-    "temperature": (float, 0, 2),
-    "max_tokens": (int, 64, 32768),
-    "circuit_cooldown_s": (float, 0, 86400),
-}
-
 #: Keys of the ``vlm:`` section that are not request settings (read by the Studio's circuit).
 _CIRCUIT_KEYS = ("circuit_cooldown_s",)
-DEFAULT_COOLDOWN_S = 120.0
+DEFAULT_COOLDOWN_S = _DEFAULTS.circuit_cooldown_s
 
 
 def vlm_limits(config: Any = None) -> dict:
-    """The ``vlm:`` limits: from an AgentConfig with ``vlm_*`` attributes, a mapping, or the YAML file.
+    """The ``vlm:`` limits set in an AgentConfig, a mapping (``{"vlm": {...}}`` or the section), or the YAML file.
 
-    Unknown keys and out-of-range values raise ValueError naming ``vlm.<key>``.
+    Only the keys the section sets (the rest are :class:`agent.config.VLMLimits` defaults). Unknown
+    keys and out-of-range values raise ValueError naming ``vlm.<key>``.
     """
-    raw: Mapping = {}
+    if isinstance(config, AgentConfig):
+        return config.vlm.model_dump(exclude_unset=True)
+    raw: Any = {}
     if isinstance(config, Mapping):
         raw = config.get("vlm", config) or {}
-    elif isinstance(getattr(config, "vlm", None), Mapping):
-        raw = config.vlm
-    elif config is not None and any(hasattr(config, f"vlm_{k}") for k in _LIMITS):
-        raw = {k: getattr(config, f"vlm_{k}") for k in _LIMITS if hasattr(config, f"vlm_{k}")}
-    elif CONFIG_PATH.is_file():
+    elif DEFAULT_CONFIG_PATH.is_file():
         try:
-            doc = yaml.safe_load(CONFIG_PATH.read_text(encoding="utf-8")) or {}
+            doc = yaml.safe_load(DEFAULT_CONFIG_PATH.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError:
             doc = {}  # the config loader reports a broken file; the VLM keeps its defaults
         raw = doc.get("vlm") or {} if isinstance(doc, Mapping) else {}
-    out: dict = {}
-    for key, value in raw.items():
-        if key not in _LIMITS:
-            raise ValueError(f"vlm.{key}: unknown key; expected one of {', '.join(_LIMITS)}")
-        kind, lo, hi = _LIMITS[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
-            raise ValueError(f"vlm.{key}: expected a number {lo}..{hi}, got {value!r}")
-        out[key] = kind(value)
-    return out
-
+    return load_section("vlm", raw).model_dump(exclude_unset=True)
 
 
 # ---------------------------------------------------------------------------

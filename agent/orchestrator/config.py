@@ -11,29 +11,19 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-DEFAULTS: dict[str, float] = {"max_tool_calls": 8, "max_invalid_retries": 2, "model_timeout_s": 60.0,
-                              "temperature": 0.0, "max_tokens": 800}
-_LIMITS = {"max_tool_calls": (1, 100, int), "max_invalid_retries": (0, 20, int),
-           "model_timeout_s": (0.1, 3600, float), "temperature": (0.0, 2.0, float), "max_tokens": (16, 32768, int)}
+from agent.config import OrchestratorSettings, load_section
+
 ENV = {"base_url": ("ATELIER_ORCH_BASE_URL", "ATELIER_VLM_BASE_URL"),
        "model": ("ATELIER_ORCH_MODEL", "ATELIER_VLM_MODEL"),
        "api_key": ("ATELIER_ORCH_API_KEY", "ATELIER_VLM_API_KEY")}
 
 
-def orchestrator_settings(raw: Mapping[str, Any] | None = None, **overrides: Any) -> dict:
-    """DEFAULTS < ``raw`` (the config section) < ``overrides`` (None = not given); ValueError names the key."""
-    out = dict(DEFAULTS)
-    for source in (dict(raw or {}), {k: v for k, v in overrides.items() if v is not None}):
-        for key, value in source.items():
-            if key not in _LIMITS:
-                raise ValueError(f"orchestrator.{key}: unknown key; expected some of {', '.join(_LIMITS)}")
-            lo, hi, kind = _LIMITS[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi \
-                    or (kind is int and value != int(value)):
-                what = "a whole number" if kind is int else "a number"
-                raise ValueError(f"orchestrator.{key}: expected {what} {lo}..{hi}, got {value!r}")
-            out[key] = kind(value)
-    return out
+def orchestrator_settings(raw: OrchestratorSettings | Mapping[str, Any] | None = None, **overrides: Any) -> dict:
+    """Defaults < ``raw`` (the config section) < ``overrides`` (None = not given), checked by
+    agent.config.OrchestratorSettings; ValueError names the key."""
+    base = raw.model_dump(exclude_unset=True) if isinstance(raw, OrchestratorSettings) else dict(raw or {})
+    given = {k: v for k, v in overrides.items() if v is not None}
+    return load_section("orchestrator", {**base, **given}).model_dump()
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ class SchemaQuota:
 
     @classmethod
     def from_config(cls, config: Any) -> "SchemaQuota":
-        return cls(getattr(config, "max_custom_schemas", 100), getattr(config, "max_schemas_per_visitor", 5))
+        return cls(config.schemas.max_custom, config.schemas.max_per_visitor)
 
     def admit(self, visitor: str | None, custom_folder: Path, name: str) -> None:
         """Raise InvalidInput when ``visitor`` may not make another schema in ``custom_folder`` now."""

@@ -25,13 +25,14 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from agent.config import AgentConfig, SkillSettings
 from agent.conversation.words import SEPARATORS, PhraseTable, find_phrases, tokenize, word_lists
 from skills import GATES, Skill, SkillError, SkillStep, check_graph, load_skills
 
 __all__ = ["ImageFacts", "Selection", "SkillPlanner", "TaskPlan", "gate_failures", "plan_tasks", "run_tasks",
            "select_skill", "split_request"]
 
-DEFAULTS = {"min_confidence": 0.5, "max_steps": 16, "colour_chroma": 6.0, "sky_share": 0.04}
+DEFAULTS = SkillSettings().model_dump()
 _GATE_WORDS = {"needs_face": "a face", "needs_sky": "a sky", "colour_only": "a colour photo"}
 _WORDS = word_lists()
 #: "clean up her skin, then give it a film look": the words that put one task after another.
@@ -43,20 +44,8 @@ _SKILL_ASK = PhraseTable((w, True) for w in _WORDS["skill_asks"])
 
 
 def skills_settings(config: Any = None) -> dict:
-    """``skills:`` settings of the agent config (DEFAULTS where unset); raises ValueError for bad ones."""
-    raw = dict(getattr(config, "skills", None) or {}) if config is not None else {}
-    unknown = set(raw) - set(DEFAULTS)
-    if unknown:
-        raise ValueError(f"skills: unknown key(s) {', '.join(sorted(unknown))}; expected some of {', '.join(DEFAULTS)}")
-    out = dict(DEFAULTS)
-    for key, value in raw.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise ValueError(f"skills.{key}: expected a number >= 0, got {value!r}")
-        out[key] = value
-    if not 0 <= out["min_confidence"] <= 1:
-        raise ValueError(f"skills.min_confidence: expected 0..1, got {out['min_confidence']!r}")
-    out["max_steps"] = int(out["max_steps"])
-    return out
+    """``skills:`` settings of an AgentConfig (agent.config.SkillSettings, checked at load); DEFAULTS without one."""
+    return config.skills.model_dump() if isinstance(config, AgentConfig) else dict(DEFAULTS)
 
 
 # -- facts and gates --------------------------------------------------------------------------------
