@@ -382,7 +382,7 @@ class AgentConfig(BaseModel):
 
 #: Flat name -> the section that holds it (``min_pass_score`` -> ``quality``).
 _SECTION_OF: dict[str, str] = {
-    name: section for section in ("planning", "quality", "review", "context", "images", "paths", "replicas")
+    name: section for section in ("planning", "quality", "review", "context", "images", "paths", "replicas", "schemas")
     for name in AgentConfig.model_fields[section].annotation.model_fields
 }
 

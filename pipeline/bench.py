@@ -44,29 +44,13 @@ import cv2
 import numpy as np
 from skimage import data
 
-from pipeline.adjust import apply_pixel_ops
 from pipeline.imageio import encode_image
 from pipeline.render import Renderer, SourceImage, apply_lut, compile_lut, lut_coordinates
 from pipeline.state import EditState
+from pipeline.workload import GLOBAL_STACK, LOCAL_LAYER, bench_photo, naive_render
 
-#: A photographer's global stack touching every per-pixel stage.
-GLOBAL_STACK = {
-    "exposure": 20, "contrast": 25, "highlights": -30, "shadows": 25, "whites": 10, "blacks": -10,
-    "temperature": 15, "tint": 5, "saturation": 10, "vibrance": 20,
-    "hue_orange": -10, "saturation_blue": 30, "luminance_green": -20,
-}
-#: The local layer of the full turn: darken and cool the top of the frame (a graduated filter).
-LOCAL_LAYER = {"mask": {"type": "gradient", "start": [0.5, 0.0], "end": [0.5, 0.6]},
-               "settings": {"exposure": -25, "temperature": -10, "saturation": 10}}
 #: The published agent's CPU time per 4K render (numpy half), for context only.
 PUBLISHED_AGENT_4K_S = 33.0
-
-
-def bench_photo(width: int = 3840, height: int = 2160) -> np.ndarray:
-    """scikit-image's coffee photo, centre-cropped to the target aspect and upscaled."""
-    from pipeline.retouch_peers import photo
-
-    return photo("coffee", width, height)
 
 
 def _stack(run: int, extra: dict | None = None) -> dict:
@@ -81,14 +65,6 @@ def _median_ms(fn, runs: int) -> tuple[float, list[float]]:
         fn(i)
         times.append((time.perf_counter() - t) * 1000.0)
     return statistics.median(times), times
-
-
-def naive_render(img: np.ndarray, settings: dict) -> np.ndarray:
-    """The baseline and the exact reference at once: the same per-pixel math
-    run over every pixel in float numpy, one full-image pass per adjustment
-    (exposure, contrast, tone curve, white balance, colour), no LUT."""
-    out = apply_pixel_ops(img.astype(np.float32) / 255.0, settings)
-    return np.clip(out * 255.0 + 0.5, 0, 255).astype(np.uint8)
 
 
 def run(runs: int = 5, width: int = 3840, height: int = 2160) -> dict:

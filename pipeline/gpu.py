@@ -37,8 +37,8 @@ import cv2
 import numpy as np
 
 from pipeline import ops
-from pipeline.render import (_COORD_TABLE, LUT_POINTS, Renderer, SourceImage, _pixel_settings, _spatial_settings)
-from pipeline.spatial import _MIDTONES, CLARITY_SIDE, DEHAZE_SIDE, _transmission
+from pipeline.render import (COORD_TABLE, LUT_POINTS, Renderer, SourceImage, pixel_settings, spatial_settings)
+from pipeline.spatial import MIDTONES, CLARITY_SIDE, DEHAZE_SIDE, transmission
 from pipeline.state import EditState
 
 RENDER_DEVICE_ENV = "ATELIER_RENDER_DEVICE"
@@ -118,9 +118,9 @@ class TorchRenderer(Renderer):
 
         self.torch = torch
         self.device = torch.device(device)
-        t = torch.from_numpy(_COORD_TABLE.reshape(256, 3).copy()).to(self.device)
+        t = torch.from_numpy(COORD_TABLE.reshape(256, 3).copy()).to(self.device)
         self._rpos, self._gpos, self._bpos = t[:, 0].contiguous(), t[:, 1].contiguous(), t[:, 2].contiguous()
-        self._midtones = torch.from_numpy(_MIDTONES.reshape(256).copy()).to(self.device)
+        self._midtones = torch.from_numpy(MIDTONES.reshape(256).copy()).to(self.device)
         self._gray = torch.tensor([4899, 9617, 1868], dtype=torch.int32, device=self.device)
         self._tensors: OrderedDict = OrderedDict()
         self._area: dict = {}
@@ -245,7 +245,7 @@ class TorchRenderer(Renderer):
 
     def dehaze(self, img, value: float):
         small = self.downscale(img, DEHAZE_SIDE)
-        t, airlight = _transmission(small)
+        t, airlight = transmission(small)
         a = abs(value) / 100.0
         if value > 0:
             gain_small = 1.0 / np.maximum(1.0 - a * (1.0 - t), 0.3)
@@ -296,7 +296,7 @@ class TorchRenderer(Renderer):
     def render_tensor(self, source: SourceImage, state: EditState, size: tuple[int, int]):
         """The render as a uint8 (H, W, 3) tensor on the device (no download: for batches)."""
         base = self._device_base(source, size)
-        g_pixel = _pixel_settings(state.settings)
+        g_pixel = pixel_settings(state.settings)
         out = self.apply_lut(self._lut(g_pixel), base) if g_pixel else base
         masks: list[Any] = []
         fresh = True
@@ -306,7 +306,7 @@ class TorchRenderer(Renderer):
                 continue
             mask = self._mask(source, layer, size)
             masks.append(mask)
-            l_pixel = _pixel_settings(layer.settings)
+            l_pixel = pixel_settings(layer.settings)
             if not l_pixel:
                 continue
             if fresh:
@@ -316,9 +316,9 @@ class TorchRenderer(Renderer):
                 layer_img = self.apply_lut(self._lut(l_pixel), out)
             out = self.blend(out, layer_img, mask)
             fresh = False
-        out = self.spatial(out, _spatial_settings(state.settings))
+        out = self.spatial(out, spatial_settings(state.settings))
         for layer, mask in zip(state.layers, masks):
-            l_spatial = _spatial_settings(layer.settings)
+            l_spatial = spatial_settings(layer.settings)
             if l_spatial and mask is not None:
                 out = self.blend(out, self.spatial(out, l_spatial), mask)
         return out

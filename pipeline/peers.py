@@ -94,7 +94,7 @@ im.save(dst, quality=92)
 
 
 def _noisy_photo(width: int, height: int, seed: int = 0) -> np.ndarray:
-    from pipeline.bench import bench_photo
+    from pipeline.workload import bench_photo
 
     img = bench_photo(width, height)
     noise = np.random.default_rng(seed).normal(0, 3, img.shape).astype(np.int16)
@@ -254,7 +254,7 @@ def _in_process(width: int, height: int, rounds: int) -> dict:
     """Cold first render, proxy drags and the ways to apply a 3D LUT, on the main benchmark's photo."""
     from PIL import Image, ImageFilter
 
-    from pipeline.bench import GLOBAL_STACK, bench_photo, naive_render
+    from pipeline.workload import GLOBAL_STACK, bench_photo, naive_render
     from pipeline.render import Renderer, SourceImage, apply_lut, apply_lut_image, compile_lut, lut_coordinates
     from pipeline.state import EditState
 

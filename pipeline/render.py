@@ -281,7 +281,7 @@ def _green_resampler(green: int = GREEN_SAMPLES) -> tuple[np.ndarray, np.ndarray
 
 _GREEN_INDEX, _GREEN_WEIGHT = _green_resampler()
 # 8-bit value -> LUT image coordinate, per channel (red, green, blue).
-_COORD_TABLE = np.stack(
+COORD_TABLE = np.stack(
     [
         (LUT_POINTS - 1) * _warp(np.arange(256) / 255.0),
         LUT_POINTS * np.arange(256, dtype=np.float64),
@@ -317,7 +317,7 @@ def compile_lut(*stages: Mapping[str, int]) -> np.ndarray:
 
 
 # The same table, one contiguous column per channel (red, green, blue).
-_COORD_COLUMNS = tuple(np.ascontiguousarray(_COORD_TABLE[:, 0, c]) for c in range(3))
+_COORD_COLUMNS = tuple(np.ascontiguousarray(COORD_TABLE[:, 0, c]) for c in range(3))
 
 
 #: Rows per strip of a LUT pass. A strip's coordinates and 16-bit result stay in the CPU's caches, and
@@ -456,11 +456,11 @@ def _lut_deep_strip(lut: np.ndarray, img: np.ndarray) -> np.ndarray:
     return np.clip(lo + (hi - lo) * frac + 0.5, 0, 65535).astype(np.uint16)
 
 
-def _pixel_settings(settings: Mapping[str, int]) -> dict[str, int]:
+def pixel_settings(settings: Mapping[str, int]) -> dict[str, int]:
     return {k: v for k, v in settings.items() if v and ops.OPS[k].kind == "pixel"}
 
 
-def _spatial_settings(settings: Mapping[str, int]) -> dict[str, int]:
+def spatial_settings(settings: Mapping[str, int]) -> dict[str, int]:
     return {k: v for k, v in settings.items() if v and ops.OPS[k].kind == "spatial"}
 
 
@@ -699,7 +699,7 @@ class Renderer:
             size = frame.size_at(long_side)
             deep = framed(source.deep, frame, size)
             base8 = self._base(source, frame, size)
-        g_pixel = _pixel_settings(state.settings)
+        g_pixel = pixel_settings(state.settings)
         if g_pixel:
             deep = apply_lut_deep(self.lut(g_pixel), deep)
             base8 = apply_lut_image(self.table(g_pixel), base8)
@@ -847,9 +847,9 @@ class Renderer:
         base = self._base(source, frame, size)
         if state.is_identity:
             return base
-        g_pixel = _pixel_settings(state.settings)
+        g_pixel = pixel_settings(state.settings)
         # No colour or tone op anywhere: no LUT pass, so no LUT coordinates to build or patch.
-        needs_lut = bool(g_pixel) or any(_pixel_settings(layer.settings) for layer in state.layers)
+        needs_lut = bool(g_pixel) or any(pixel_settings(layer.settings) for layer in state.layers)
         retouched = self._retouched_base(source, state, size, frame, coords=needs_lut)
         coords = None
         if retouched is not None:
@@ -863,7 +863,7 @@ class Renderer:
         masks: list[np.ndarray | None] = []
         fresh = True  # is `out` still LUT(base)? then a layer is one composite LUT on cached coordinates
         for layer in state.layers:
-            if not (_pixel_settings(layer.settings) or _spatial_settings(layer.settings)
+            if not (pixel_settings(layer.settings) or spatial_settings(layer.settings)
                     or _finish_settings(layer.settings)):
                 masks.append(None)  # empty, or a retouch-only layer (remove): done in the retouch stage
                 continue
@@ -874,7 +874,7 @@ class Renderer:
             if layer.opacity != 1.0:
                 mask = mask * np.float32(layer.opacity)
             masks.append(mask)
-            l_pixel = _pixel_settings(layer.settings)
+            l_pixel = pixel_settings(layer.settings)
             if not l_pixel:
                 continue
             if fresh:
@@ -890,9 +890,9 @@ class Renderer:
             l_finish = _finish_settings(layer.settings)
             if l_finish and mask is not None:
                 out = blend(out, apply_denoise(out, l_finish), mask)
-        out = apply_spatial_ops(out, _spatial_settings(state.settings))
+        out = apply_spatial_ops(out, spatial_settings(state.settings))
         for layer, mask in zip(state.layers, masks):
-            l_spatial = _spatial_settings(layer.settings)
+            l_spatial = spatial_settings(layer.settings)
             if l_spatial and mask is not None:
                 out = blend(out, apply_spatial_ops(out, l_spatial), mask)
         return apply_finish(out, finish)
@@ -926,13 +926,13 @@ def render_exact(original: np.ndarray, state: EditState, long_side: int | None =
             f = apply_pixel_ops(f, s)
         return np.clip(f * 255.0 + 0.5, 0, 255).astype(np.uint8)
 
-    g_pixel = _pixel_settings(state.settings)
+    g_pixel = pixel_settings(state.settings)
     out = exact(base, g_pixel) if g_pixel else base
     masks = []
     for layer in state.layers:
         mask = renderer.mask_for(source, layer.mask, state, long_side, layer.feather) * np.float32(layer.opacity)
         masks.append(mask)
-        l_pixel = _pixel_settings(layer.settings)
+        l_pixel = pixel_settings(layer.settings)
         if l_pixel:
             out = blend(out, exact(out, l_pixel), mask)
     finish = _finish_settings(state.settings)
@@ -941,9 +941,9 @@ def render_exact(original: np.ndarray, state: EditState, long_side: int | None =
         l_finish = _finish_settings(layer.settings)
         if l_finish:
             out = blend(out, apply_denoise(out, l_finish), mask)
-    out = apply_spatial_ops(out, _spatial_settings(state.settings))
+    out = apply_spatial_ops(out, spatial_settings(state.settings))
     for layer, mask in zip(state.layers, masks):
-        l_spatial = _spatial_settings(layer.settings)
+        l_spatial = spatial_settings(layer.settings)
         if l_spatial:
             out = blend(out, apply_spatial_ops(out, l_spatial), mask)
     return apply_finish(out, finish)

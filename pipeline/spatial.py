@@ -35,7 +35,7 @@ def _upscaled(x: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
 
 
 # Midtone weight per 8-bit luma: 1 at mid-grey, 0 at black and white.
-_MIDTONES = (1.0 - (np.arange(256, dtype=np.float32) / 127.5 - 1.0) ** 2).reshape(256, 1)
+MIDTONES = (1.0 - (np.arange(256, dtype=np.float32) / 127.5 - 1.0) ** 2).reshape(256, 1)
 
 
 def _push_from(img: np.ndarray, reference: np.ndarray, amount: np.ndarray) -> np.ndarray:
@@ -59,7 +59,7 @@ def clarity(img: np.ndarray, value: float) -> np.ndarray:
     small = _downscaled(img, CLARITY_SIDE)
     blur = cv2.GaussianBlur(small, (0, 0), 0.02 * max(small.shape[:2]))
     y = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
-    amount = cv2.LUT(y, _MIDTONES * np.float32(value / 100.0 * 0.8))
+    amount = cv2.LUT(y, MIDTONES * np.float32(value / 100.0 * 0.8))
     return _push_from(img, _upscaled(blur, img.shape[:2]), amount)
 
 
@@ -77,7 +77,7 @@ def sharpen(img: np.ndarray, value: float) -> np.ndarray:
     return cv2.addWeighted(img, 1.0 - a, blur, a, 0)
 
 
-def _transmission(img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def transmission(img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Dark-channel-prior transmission map (small, float32) and airlight (RGB 0..1)."""
     small = _downscaled(img, DEHAZE_SIDE).astype(np.float32) / 255.0
     patch = max(3, round(max(small.shape[:2]) * 0.03)) | 1
@@ -101,7 +101,7 @@ def dehaze(img: np.ndarray, value: float) -> np.ndarray:
     """
     if not value:
         return img
-    t, airlight = _transmission(img)
+    t, airlight = transmission(img)
     a = abs(value) / 100.0
     if value > 0:
         # Recover the scene: J = A + (I - A) / t.

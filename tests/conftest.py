@@ -14,7 +14,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Callable

@@ -21,7 +21,7 @@ from skimage import data as skdata
 from playwright.sync_api import expect
 
 from conftest import copy_shipped_schemas, free_port
-from test_app_browser import TURN, VIEWPORT, open_studio, upload, wait_for_photo
+from test_app_browser import TURN, open_studio, upload, wait_for_photo
 
 REPO = Path(__file__).resolve().parents[1]
 DELAY_S = 1.5   # long enough for a loaded browser to render each stage it is sent

@@ -15,7 +15,6 @@ from pipeline.generate import operations as gops  # noqa: E402
 from pipeline.generate.backends import backend_from_env  # noqa: E402
 from pipeline.generate.base import GenerationError, GenerationParams, NoBackend  # noqa: E402
 from pipeline.generate.diffusers_backend import DiffusersBackend  # noqa: E402
-from pipeline.generate.layers import GeneratedLayer  # noqa: E402
 from pipeline.render import RenderError, render  # noqa: E402
 from pipeline.state import EditState, EditStateError  # noqa: E402
 from tests.conftest import small_photo  # noqa: E402

@@ -29,7 +29,7 @@ def server(tmp_path_factory):
 
     root = copy_shipped_schemas(tmp_path_factory.mktemp("schemas"))
     sessions = tmp_path_factory.mktemp("sessions")
-    config = load_config().with_overrides(max_custom_schemas=4, max_schemas_per_visitor=2)
+    config = load_config().with_overrides(max_custom=4, max_per_visitor=2)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ATELIER_BROWSER_SECRET", SECRET)
         studio = Studio(database_url=f"sqlite:///{sessions / 'atelier.db'}", sessions_dir=sessions,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 
 from agent.judging.base import Assessment, Judge, JudgeRequest
-from agent.model.vlm import ModelBacked, ModelResting, VLMClient, VLMError
+from agent.model.vlm import ModelBacked, ModelResting, VLMError
 from schemas import Schema, load_schema
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ import logging
 from typing import Any
 
 from agent.planning.base import Plan, Planner, PlanError, PlanRequest, SubGoal
-from agent.model.vlm import ModelBacked, ModelResting, VLMClient, VLMError, VLMProfile
+from agent.model.vlm import ModelBacked, ModelResting, VLMError, VLMProfile
 from pipeline import ops
 from schemas import Schema, load_schema
 

@@ -44,7 +44,7 @@ from agent.service.records import TurnResult
 from pipeline.generate import operations as gen_ops
 from pipeline.generate.backends import backend_from_env
 from pipeline.generate.base import GenerationBackend, GenerationError, GenerationParams, NoBackend
-from pipeline.generate.layers import GeneratedLayer, composite
+from pipeline.generate.layers import GeneratedLayer
 from pipeline.state import EditState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -373,7 +373,6 @@ class GenerationDesk:
                 generative_words()["plain_retries"]:
             return None  # "try again" after an ordinary edit is the planner's
         started = time.perf_counter()
-        quick: list[str] = []
         try:
             if isinstance(self.backend, NoBackend):
                 self._run(None)
