@@ -181,7 +181,9 @@ def test_change_words_read_like_a_photographer():
              "layers": [{"mask": {"type": "sky"}, "settings": {"exposure": -20}}]}
     assert views.change_words(before, after, TABLE) == "cooler, sky: darker"
     assert views.change_words(after, after, TABLE) == "no change"
-    assert views.change_words({}, {"settings": {"grain": 30}}, TABLE) == "grain +30"   # an op without words
+    # an op's words come from the registry; one without a word for a way reads as a person says it
+    assert views.change_words({}, {"settings": {"grain": 30}}, TABLE) == "heavy grain"   # the registry's words
+    assert views.change_words({"settings": {"grain": 50}}, {"settings": {}}, TABLE) == "no grain"
 
 
 def test_widgets_come_from_the_rows_and_unknown_kinds_never_crash():
@@ -231,7 +233,7 @@ def test_review_commands_read_as_words():
            {"role": "user", "content": "/modify exposure=30"}, {"role": "assistant", "content": ""}]
     assert views.chat_messages(log) == [{"role": "user", "content": "_Rolled back_"},
                                         {"role": "assistant", "content": "Rolled back."},
-                                        {"role": "user", "content": "_Modified: exposure=30_"}]
+                                        {"role": "user", "content": "_Modified: Exposure +30_"}]
 
 
 def test_the_progress_line_lights_the_current_step():

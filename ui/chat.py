@@ -4,7 +4,10 @@ A turn is a generator handler: it shows the message at once, then one update
 per progress event from ``Studio.send_message(..., progress=...)`` (the stage
 line with a bar under the chat, the working bubble's text, and the sub-goals
 in the right column as they are planned, applied and judged), then the
-finished turn.
+finished turn. Answers that make no version (questions, small talk, "what did
+you change?") stay in the chat like any reply; a chat export ("export it as a
+PNG") fills the download box. Afterwards the keyboard focus is back in the
+message box (on a desktop), and on a phone the reply is scrolled into view.
 """
 
 from __future__ import annotations
@@ -14,6 +17,21 @@ import gradio as gr
 from ui import views
 from ui.session_view import (QUICK_POOL, SessionView, as_dict, progress_updates, run_with_progress, view_outputs,
                              view_updates)
+
+#: Runs in the browser after each message: the focus back in the message box (desktop; a phone would pop
+#: its keyboard over the reply), and on a phone the newest reply scrolled into view.
+AFTER_SEND_JS = """() => {
+  const phone = window.matchMedia('(max-width: 720px)').matches;
+  const settle = (tries) => {
+    const box = document.querySelector('#instruction textarea');
+    if (!box || box.disabled) { if (tries < 50) setTimeout(() => settle(tries + 1), 100); return; }
+    if (!phone) { box.focus({preventScroll: true}); return; }
+    const replies = document.querySelectorAll('#chat [data-testid=bot]');
+    const last = replies[replies.length - 1];
+    if (last) last.scrollIntoView({block: 'nearest'});
+  };
+  setTimeout(() => settle(0), 50);
+}"""
 
 #: The first progress line, shown before the graph reports anything.
 FIRST_EVENT = {"stage": "planner", "status": "running", "message": "Planning…", "fraction": 0.02, "sub_goals": []}
@@ -85,8 +103,8 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
     outputs = view_outputs(c) + [c["notice"]]
     for trigger in (c["send"].click, c["instruction"].submit):
         trigger(run_turn, [c["instruction"], c["sid"], c["chat"]], outputs, concurrency_id="studio",
-                api_visibility="private", show_progress="hidden")
+                api_visibility="private", show_progress="hidden").then(None, js=AFTER_SEND_JS)
     # A quick reply sends its own words, like typing them.
     for button in c["quick_replies"]:
         button.click(run_turn, [button, c["sid"], c["chat"]], outputs, concurrency_id="studio",
-                     api_visibility="private", show_progress="hidden")
+                     api_visibility="private", show_progress="hidden").then(None, js=AFTER_SEND_JS)

@@ -1,9 +1,11 @@
 """The review panel, shown while a turn waits: approve, modify, roll back, replan.
 
 The person may also just keep talking (the next message keeps the version
-under review). Modify uses the Adjustments panel's sliders, which move the
-version under review with the same live preview; the button takes the focus
-there (to the first op the turn touched).
+under review). Modify opens the Adjustments panel's sliders on the version
+under review (shown again if another version was being looked at), unfolds the
+stage of the first op the turn touched and puts the focus on its slider; they
+move that version with the same live preview. A replan's feedback shows in the
+chat before the new plan's reply.
 """
 
 from __future__ import annotations
@@ -15,19 +17,19 @@ from ui.session_view import SessionView, as_dict, progress_updates, run_with_pro
 
 #: Runs in the browser on Modify: open the stage that holds the first touched op and focus its slider.
 FOCUS_SLIDER_JS = """() => {
-  const [stage, name] = ((document.querySelector('#modify-target textarea, #modify-target input') || {}).value || '|').split('|');
+  const [stage, id] = ((document.querySelector('#modify-target textarea, #modify-target input') || {}).value || '|').split('|');
   const focus = (tries) => {
-    const box = document.getElementById('adj-' + name);
-    const range = box && box.querySelector('input[type=range]');
+    const box = document.getElementById(id);
+    const range = box && box.querySelector('input[type=range]:not([disabled]), select, input:not([disabled])');
     if (range) { range.focus(); range.scrollIntoView({block: 'center'}); return; }
-    if (tries > 20) return;
+    if (tries > 40) return;
+    if (tries === 10 && !box) {   // the fold is still closed: open it
+      const acc = document.getElementById(stage === 'local-layers' ? 'local-layers' : 'stage-' + stage);
+      const toggle = acc && acc.querySelector('button, .label-wrap');
+      if (toggle) toggle.click();
+    }
     setTimeout(() => focus(tries + 1), 100);
   };
-  if (!document.getElementById('adj-' + name)) {
-    const acc = document.getElementById('stage-' + stage);
-    const toggle = acc && acc.querySelector('button, .label-wrap');
-    if (toggle) toggle.click();
-  }
   focus(0);
 }"""
 
@@ -93,9 +95,20 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
             return
         yield from act(sid, "replan", feedback=feedback)
 
-    def open_modify():
-        return {c["notice"]: "Move the sliders under Adjustments: the photo follows live, and releasing one "
-                             "applies it to this turn (it is judged again)."}
+    def open_modify(sid):
+        """The sliders on the version under review: shown again, its stage unfolded (the page script focuses)."""
+        if not sid:
+            return {c["notice"]: "Start with a photo first."}
+        view = sv.build(sid)           # nothing selected: the version under review is the one shown
+        if not view.pending:
+            return {c["notice"]: "Nothing is waiting for your review; move any slider to change the photo."}
+        out = view_updates(c, view, sv)
+        stage = str(out[c["modify_target"]]).split("|")[0]
+        if stage in c["adj_stages"]:
+            out[c["adj_stages"][stage]] = gr.update(open=True)
+        out[c["notice"]] = ("Move a slider: the photo follows live, and letting go applies it to this version "
+                            "(it is judged again).")
+        return out
 
     outputs = view_outputs(c) + [c["notice"]]
     common = dict(concurrency_id="studio", api_visibility="private", show_progress="minimal",
@@ -103,4 +116,5 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
     c["approve"].click(approve, [c["sid"]], outputs, **common)
     c["rollback"].click(rollback, [c["sid"]], outputs, **common)
     c["replan"].click(replan, [c["sid"], c["replan_feedback"]], outputs, **common)
-    c["modify"].click(open_modify, None, [c["notice"]], js=FOCUS_SLIDER_JS, queue=False, api_visibility="private")
+    c["modify"].click(open_modify, [c["sid"]], outputs + list(c["adj_stages"].values()), concurrency_id="view",
+                      api_visibility="private", show_progress="hidden").then(None, js=FOCUS_SLIDER_JS)
