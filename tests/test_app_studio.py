@@ -221,7 +221,7 @@ def test_keep_talking_while_a_turn_waits_then_undo_and_redo_bit_exact(server, br
     expect(page.locator("#send")).to_be_enabled()
     send(page, "and brighter")
     expect(panel).to_be_visible()                       # the new turn waits for its own decision
-    expect(panel).to_contain_text("Turn 2")
+    expect(panel).to_contain_text("Version 2 is waiting")
     shown = wait_captions(page, 3)
     assert shown[1].startswith("1 · ") and "current" in shown[1], shown
     assert shown[2].startswith("2 · ") and "in review" in shown[2], shown

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gradio as gr
 
-from ui import views
 from ui.session_view import SessionView, as_dict, progress_updates, run_with_progress, view_outputs, view_updates
 
 #: Runs in the browser on Modify: open the stage that holds the first touched op and focus its slider.
