@@ -9,40 +9,18 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from PIL import Image
 
 from playwright.sync_api import expect
 
-from conftest import free_port
-from test_app_studio import (TURN, captions, choose_review_mode, open_page, pick_demo, send, settled,
-                             slider_value, wait_captions)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    from agent.config import load_config
-    from agent.service import Studio
-    from app import create_app
-
-    sessions = tmp_path_factory.mktemp("sessions")
-    studio = Studio(database_url=f"sqlite:///{sessions / 'atelier.db'}", sessions_dir=sessions,
-                    config=load_config().with_overrides(review_mode="never"))
-    demo, options = create_app(studio)
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **options)
-    yield f"http://127.0.0.1:{port}/", studio
-    demo.close()
-    studio.close()
+# the studio on a free port, review mode "never" (its fixture, one server per module)
+from test_app_studio import server  # noqa: F401
+from test_app_studio import (TURN, captions, choose_review_mode, open_page, pick_demo, send, session_of, settled,
+                             slider_value, under_review, wait_captions)
 
 
 def bubbles(page, who: str) -> list[str]:
     return [t.strip() for t in page.locator(f"#chat [data-testid={who}]").all_inner_texts()]
-
-
-def session_of(studio, title: str) -> str:
-    """The newest session of that photo (the one the page just started)."""
-    return max((s for s in studio.list_sessions() if s.title == title), key=lambda s: s.created_at).id
 
 
 # -- 1: questions, greetings and chat commands stay answered -----------------------------------------
@@ -129,19 +107,15 @@ def test_one_numbering_everywhere_in_the_words_people_use(server, browser, tmp_p
 def test_modify_opens_the_sliders_on_the_version_under_review(server, browser):
     url, _ = server
     context, page = open_page(browser, url)
-    choose_review_mode(page, "Always ask me")
-    pick_demo(page, "chelsea")
-    send(page, "warmer please")
-    panel = page.locator("#review-panel")
-    expect(panel).to_be_visible(timeout=TURN)
+    under_review(page, "chelsea", "warmer please")
     # Looking at the original from the history first...
     page.locator("#gallery button.thumbnail-item").nth(0).click()
     expect(page.locator("#score")).to_contain_text("Current: the original", timeout=TURN)
     # ...Modify brings back the version under review with its sliders, the turn's own in focus.
     page.locator("#modify").click()
     expect(page.locator("#score")).to_contain_text("Reviewing: version 1", timeout=TURN)
-    page.wait_for_function("() => document.activeElement.closest('[id^=adj-]')?.id === 'adj-temperature'",
-                           timeout=TURN)
+    page.wait_for_function("() => document.activeElement.closest('[id^=adj-]')?.id === 'adj-temperature'"
+                           " && document.activeElement.type === 'range'", timeout=TURN)
     focused = page.locator("#adj-temperature input[type=range]")
     expect(focused).to_be_enabled()
     assert slider_value(page, "temperature") > 0
@@ -149,13 +123,9 @@ def test_modify_opens_the_sliders_on_the_version_under_review(server, browser):
 
 
 def test_replan_feedback_shows_in_the_chat_and_changes_the_result(server, browser):
-    url, studio = server
+    url, _ = server
     context, page = open_page(browser, url)
-    choose_review_mode(page, "Always ask me")
-    pick_demo(page, "rocket")
-    send(page, "make it warmer")
-    panel = page.locator("#review-panel")
-    expect(panel).to_be_visible(timeout=TURN)
+    panel = under_review(page, "rocket", "make it warmer")
     warm = slider_value(page, "temperature")
     assert warm > 0
     page.locator("#replan-feedback textarea").fill("much cooler instead")

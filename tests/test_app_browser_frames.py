@@ -22,33 +22,12 @@ from skimage import data as skdata
 
 from playwright.sync_api import expect
 
-from conftest import free_port
 from pipeline import selections
 from pipeline.state import EditState
+# the studio on a free port, review mode "never" (its fixture, one server per module)
+from test_app_studio import server  # noqa: F401
 from test_app_studio import (PHONE, TURN, after_src, captions, no_sideways_scroll, open_page, pick_demo, pixels,
-                             send, settled, shot, slider_value, wait_captions, wait_for_photo)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    from agent.config import load_config
-    from agent.service import Studio
-    from app import create_app
-
-    sessions = tmp_path_factory.mktemp("sessions")
-    studio = Studio(database_url=f"sqlite:///{sessions / 'atelier.db'}", sessions_dir=sessions,
-                    config=load_config().with_overrides(review_mode="never"))
-    demo, options = create_app(studio)
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **options)
-    yield f"http://127.0.0.1:{port}/", studio
-    demo.close()
-    studio.close()
-
-
-def session_of(studio, title: str) -> str:
-    """The newest session of that photo (the one the page just started)."""
-    return max((s for s in studio.list_sessions() if s.title == title), key=lambda s: s.created_at).id
+                             send, session_of, settled, shot, slider_value, wait_captions, wait_for_photo)
 
 
 def natural_size(page, selector: str, index: int = 0) -> tuple[int, int]:

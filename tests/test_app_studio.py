@@ -84,6 +84,21 @@ def shot(page, name: str) -> None:
         Path(folder) / f"{name}.png", optimize=True)
 
 
+def session_of(studio, title: str) -> str:
+    """The newest session of that photo (the one the page just started)."""
+    return max((s for s in studio.list_sessions() if s.title == title), key=lambda s: s.created_at).id
+
+
+def under_review(page, photo: str, words: str):
+    """A demo photo with "Always ask me", and ``words`` sent: the review panel, once it shows."""
+    choose_review_mode(page, "Always ask me")
+    pick_demo(page, photo)
+    send(page, words)
+    panel = page.locator("#review-panel")
+    expect(panel).to_be_visible(timeout=TURN)
+    return panel
+
+
 def pick_demo(page, name: str) -> None:
     names = [t.strip().lower() for t in page.locator("#demo-photos .caption-label").all_inner_texts()]
     page.locator("#demo-photos button.thumbnail-item").nth(names.index(name)).click()

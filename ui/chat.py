@@ -25,6 +25,10 @@ AFTER_SEND_JS = """() => {
   const settle = (tries) => {
     const box = document.querySelector('#instruction textarea');
     if (!box || box.disabled) { if (tries < 50) setTimeout(() => settle(tries + 1), 100); return; }
+    // the person may have moved on already (Modify, a slider, the history): never take the focus back
+    const here = document.activeElement;
+    const idle = !here || here === document.body || here.closest('#send, #instruction, #quick-replies');
+    if (!idle) return;
     if (!phone) { box.focus({preventScroll: true}); return; }
     const replies = document.querySelectorAll('#chat [data-testid=bot]');
     const last = replies[replies.length - 1];

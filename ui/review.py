@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import gradio as gr
 
-from ui.session_view import SessionView, as_dict, progress_updates, run_with_progress, view_outputs, view_updates
+from ui.session_view import SessionView, as_dict, run_action, view_outputs, view_updates
 
 #: Runs in the browser on Modify: open the stage that holds the first touched op and focus its slider.
 FOCUS_SLIDER_JS = """() => {
   const [stage, id] = ((document.querySelector('#modify-target textarea, #modify-target input') || {}).value || '|').split('|');
   const focus = (tries) => {
     const box = document.getElementById(id);
-    const range = box && box.querySelector('input[type=range]:not([disabled]), select, input:not([disabled])');
+    const range = box && (box.querySelector('input[type=range]:not([disabled])') || box.querySelector('input:not([disabled])'));
     if (range) { range.focus(); range.scrollIntoView({block: 'center'}); return; }
     if (tries > 40) return;
     if (tries === 10 && !box) {   // the fold is still closed: open it
@@ -50,8 +50,6 @@ def create_ui(c: dict) -> None:
 
 
 def create_event_handlers(c: dict, sv: SessionView) -> None:
-    from agent.service import AtelierError
-
     studio = sv.studio
 
     def act(sid, action, **kwargs):
@@ -59,22 +57,8 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
         if not sid:
             yield {c["notice"]: "Start with a photo first."}
             return
-        result = None
-        for kind, item in run_with_progress(lambda progress: studio.review(sid, action, progress=progress, **kwargs)):
-            if kind == "event":
-                yield progress_updates(c, sv, item)
-            elif kind == "error":
-                if not isinstance(item, AtelierError):
-                    raise item
-                # Nothing changed in the session; say why and leave the panel as it is.
-                gr.Warning(str(item))
-                yield {c["notice"]: str(item), c["turn_progress"]: gr.update(value="", visible=False)}
-                return
-            else:
-                result = as_dict(item)
-        out = view_updates(c, sv.build(sid, turn_result=result), sv)
-        out[c["notice"]] = "  \n".join(f"⚠️ {w}" for w in result.get("warnings") or [])
-        yield out
+        # a failed action changed nothing in the session: its message, and the panel as it is
+        yield from run_action(c, sv, sid, lambda progress: studio.review(sid, action, progress=progress, **kwargs))
 
     def approve(sid):
         yield from act(sid, "approve")

@@ -228,6 +228,30 @@ def run_with_progress(call: Callable[..., Any]) -> Iterator[tuple[str, Any]]:
             return
 
 
+def run_action(c: Mapping[str, Any], sv: SessionView, session_id: str, call: Callable[..., Any],
+               failed: Callable[[Exception], str] = str) -> Iterator[dict]:
+    """Run ``call(progress=...)`` (a Studio write that may run a turn) for a generator handler: one update
+    per progress event, then the whole view with the turn's warnings. An ``AtelierError`` becomes a notice
+    (``failed(error)``) and the panels stay as they were (nothing changed in the session)."""
+    from agent.service import AtelierError
+
+    result = None
+    for kind, item in run_with_progress(call):
+        if kind == "event":
+            yield progress_updates(c, sv, item)
+        elif kind == "error":
+            if not isinstance(item, AtelierError):
+                raise item
+            gr.Warning(str(item))
+            yield {c["notice"]: failed(item), c["turn_progress"]: gr.update(value="", visible=False)}
+            return
+        else:
+            result = as_dict(item)
+    out = view_updates(c, sv.build(session_id, turn_result=result), sv)
+    out[c["notice"]] = "  \n".join(f"⚠️ {w}" for w in result.get("warnings") or [])
+    yield out
+
+
 def progress_updates(c: Mapping[str, Any], sv: SessionView, event: Mapping[str, Any]) -> dict:
     """A progress event -> the live progress line and the turn's sub-goals as they execute."""
     rows = list(event.get("sub_goals") or [])

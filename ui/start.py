@@ -19,7 +19,7 @@ import html
 import gradio as gr
 
 from ui import browser, views
-from ui.session_view import SessionView, as_dict, progress_updates, run_with_progress, view_outputs, view_updates
+from ui.session_view import SessionView, as_dict, run_action, view_outputs, view_updates
 
 
 #: What the example box shows before anything is pasted.
@@ -137,23 +137,9 @@ def create_event_handlers(c: dict, sv: SessionView, *, demo_photos: list[Path]) 
         if not style:
             return
         # The look is a version of its own (version 1); the person's words after it are followed as said.
-        result = None
-        for kind, item in run_with_progress(lambda progress: studio.apply_skill(info["id"], style,
-                                                                                progress=progress)):
-            if kind == "event":
-                yield progress_updates(c, sv, item)
-            elif kind == "error":
-                if not isinstance(item, AtelierError):
-                    raise item
-                gr.Warning(str(item))
-                yield {c["notice"]: f"The look could not be applied: {item}",
-                       c["turn_progress"]: gr.update(value="", visible=False)}
-                return
-            else:
-                result = as_dict(item)
-        done = view_updates(c, sv.build(info["id"], turn_result=result), sv)
-        done[c["notice"]] = "  \n".join(f"⚠️ {w}" for w in result.get("warnings") or [])
-        yield done
+        yield from run_action(c, sv, info["id"], lambda progress: studio.apply_skill(info["id"], style,
+                                                                                    progress=progress),
+                              failed=lambda exc: f"The look could not be applied: {exc}")
 
     def start_from_upload(path, style, review_mode, quality_schema, browser_value):
         if not path:

@@ -135,7 +135,7 @@ class Renders:
         if before:
             state = in_frame_of(EditState(), state)
         session = self.store.get_session(session_id)
-        tag = f"{state.key()[:24]}-{canonical_side(session.width, session.height, side)}"
+        tag = f"{asset.id}-{canonical_side(session.width, session.height, side)}{'-before' if before else ''}"
         path = self.store.session_dir(session_id) / "views" / f"{tag}.jpg"
         if not path.exists():
             save_image(self.shown(self.sources.get(session_id), state, side), path, quality=VIEW_QUALITY)
