@@ -40,7 +40,7 @@ def choose_look(page, name: str) -> None:
     expect(page.locator("#style input")).to_have_value(name)
 
 
-# -- 2 (and the docs' screenshots): a selection after a crop, with a look and a question ----------------
+# -- 2 (and the docs' screenshots): a selection after a crop, with a look and a question ---------------
 
 @pytest.mark.parametrize("size", ["desktop", "phone"])
 def test_a_selection_after_a_crop_is_made_on_the_picture_shown(server, browser, size):
@@ -49,7 +49,6 @@ def test_a_selection_after_a_crop_is_made_on_the_picture_shown(server, browser, 
     choose_look(page, "Golden hour")
     pick_demo(page, "rocket")
     wait_captions(page, 2)                                     # the look: version 1
-    send(page, "what can you do?")
     send(page, "crop it 16:9")
     wait_captions(page, 3)
     sid = session_of(studio, "rocket.jpg")
@@ -79,6 +78,8 @@ def test_a_selection_after_a_crop_is_made_on_the_picture_shown(server, browser, 
     gain = (after - before).mean(axis=2)
     assert inside.any() and gain[inside].mean() > 3 * max(0.5, abs(gain[~inside].mean())), \
         (gain[inside].mean(), gain[~inside].mean())
+    send(page, "how does it look?")                           # a question: answered, no version
+    assert len(captions(page)) == 4
     if size == "phone":
         no_sideways_scroll(page)
     page.evaluate("() => window.scrollTo(0, 0)")

@@ -105,10 +105,10 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
         yield out
 
     outputs = view_outputs(c) + [c["notice"]]
+    # always_last: a message sent while the last turn is still finishing runs right after it (never dropped)
+    turn = dict(concurrency_id="studio", api_visibility="private", show_progress="hidden", trigger_mode="always_last")
     for trigger in (c["send"].click, c["instruction"].submit):
-        trigger(run_turn, [c["instruction"], c["sid"], c["chat"]], outputs, concurrency_id="studio",
-                api_visibility="private", show_progress="hidden").then(None, js=AFTER_SEND_JS)
+        trigger(run_turn, [c["instruction"], c["sid"], c["chat"]], outputs, **turn).then(None, js=AFTER_SEND_JS)
     # A quick reply sends its own words, like typing them.
     for button in c["quick_replies"]:
-        button.click(run_turn, [button, c["sid"], c["chat"]], outputs, concurrency_id="studio",
-                     api_visibility="private", show_progress="hidden").then(None, js=AFTER_SEND_JS)
+        button.click(run_turn, [button, c["sid"], c["chat"]], outputs, **turn).then(None, js=AFTER_SEND_JS)
