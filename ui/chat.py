@@ -15,8 +15,7 @@ from __future__ import annotations
 import gradio as gr
 
 from ui import views
-from ui.session_view import (QUICK_POOL, SessionView, as_dict, progress_updates, run_with_progress, view_outputs,
-                             view_updates)
+from ui.session_view import QUICK_POOL, SessionView, progress_updates, run_action, view_outputs, view_updates
 
 #: Runs in the browser after each message: the focus back in the message box (desktop; a phone would pop
 #: its keyboard over the reply), and on a phone the newest reply scrolled into view.
@@ -64,8 +63,6 @@ def create_conversation(c: dict) -> None:
 
 
 def create_event_handlers(c: dict, sv: SessionView) -> None:
-    from agent.service import AtelierError
-
     studio = sv.studio
 
     def run_turn(text, sid, chat):
@@ -85,24 +82,15 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
         # Show the message and the first step at once; the turn itself can take seconds.
         yield {**working(FIRST_EVENT), c["instruction"]: gr.update(value="", interactive=False),
                c["send"]: gr.update(interactive=False), c["notice"]: "", c["quick_row"]: gr.update(visible=False)}
-        result = None
-        for kind, item in run_with_progress(lambda progress: studio.send_message(sid, text, progress=progress)):
-            if kind == "event":
-                yield working(item)
-            elif kind == "error":
-                if not isinstance(item, AtelierError):
-                    raise item
-                gr.Warning(str(item))
-                out = view_updates(c, sv.build(sid), sv)
-                out[c["notice"]] = str(item)
-                out[c["instruction"]] = gr.update(value=text, interactive=True)
-                yield out
-                return
-            else:
-                result = as_dict(item)
-        out = view_updates(c, sv.build(sid, turn_result=result), sv)
-        out[c["notice"]] = "  \n".join(f"⚠️ {w}" for w in result.get("warnings") or [])
-        yield out
+        def failed(exc) -> dict:
+            # nothing changed: the session as it is, the message back in the box to edit and resend
+            out = view_updates(c, sv.build(sid), sv)
+            out[c["notice"]] = str(exc)
+            out[c["instruction"]] = gr.update(value=text, interactive=True)
+            return out
+
+        yield from run_action(c, sv, sid, lambda progress: studio.send_message(sid, text, progress=progress),
+                              event=working, failed=failed)
 
     outputs = view_outputs(c) + [c["notice"]]
     # always_last: a message sent while the last turn is still finishing runs right after it (never dropped)

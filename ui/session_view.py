@@ -228,22 +228,25 @@ def run_with_progress(call: Callable[..., Any]) -> Iterator[tuple[str, Any]]:
             return
 
 
-def run_action(c: Mapping[str, Any], sv: SessionView, session_id: str, call: Callable[..., Any],
-               failed: Callable[[Exception], str] = str) -> Iterator[dict]:
+def run_action(c: Mapping[str, Any], sv: SessionView, session_id: str, call: Callable[..., Any], *,
+               event: Callable[[Mapping[str, Any]], dict] | None = None,
+               failed: Callable[[Exception], dict] | None = None) -> Iterator[dict]:
     """Run ``call(progress=...)`` (a Studio write that may run a turn) for a generator handler: one update
-    per progress event, then the whole view with the turn's warnings. An ``AtelierError`` becomes a notice
-    (``failed(error)``) and the panels stay as they were (nothing changed in the session)."""
+    per progress event (``event(e)``, default the progress line and the sub-goals), then the whole view
+    with the turn's warnings. An ``AtelierError`` becomes ``failed(error)`` (default: its message as the
+    notice, the panels as they were: nothing changed in the session)."""
     from agent.service import AtelierError
 
     result = None
     for kind, item in run_with_progress(call):
         if kind == "event":
-            yield progress_updates(c, sv, item)
+            yield event(item) if event else progress_updates(c, sv, item)
         elif kind == "error":
             if not isinstance(item, AtelierError):
                 raise item
             gr.Warning(str(item))
-            yield {c["notice"]: failed(item), c["turn_progress"]: gr.update(value="", visible=False)}
+            yield failed(item) if failed else {c["notice"]: str(item),
+                                               c["turn_progress"]: gr.update(value="", visible=False)}
             return
         else:
             result = as_dict(item)

@@ -139,7 +139,8 @@ def create_event_handlers(c: dict, sv: SessionView, *, demo_photos: list[Path]) 
         # The look is a version of its own (version 1); the person's words after it are followed as said.
         yield from run_action(c, sv, info["id"], lambda progress: studio.apply_skill(info["id"], style,
                                                                                     progress=progress),
-                              failed=lambda exc: f"The look could not be applied: {exc}")
+                              failed=lambda exc: {c["notice"]: f"The look could not be applied: {exc}",
+                                                  c["turn_progress"]: gr.update(value="", visible=False)})
 
     def start_from_upload(path, style, review_mode, quality_schema, browser_value):
         if not path:
