@@ -568,7 +568,8 @@ class Renderer:
                    feather: float) -> np.ndarray:
         s = min(1.0, size[1] / frame.width)
         src_size = (max(1, round(source.height * s)), max(1, round(source.width * s)))
-        m = build_mask(spec, source.pixels, src_size, cache=self.masks, key=source.digest)
+        # blobs: a painted selection on a cropped or rotated version reads its pixels like any other
+        m = build_mask(spec, source.pixels, src_size, cache=self.masks, key=source.digest, blobs=self.blobs)
         m = framed_mask(m, frame, size, (source.height, source.width))
         return feather_mask(m, feather) if feather else m
 

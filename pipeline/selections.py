@@ -9,6 +9,13 @@ use ("brighten the selection") and which the ``remove`` op fills ("remove this")
 Coordinates are fractions of the image (0..1, origin top-left), like every
 mask spec. Derivations are deterministic (OpenCV's RNG is seeded for GrabCut),
 so the same click on the same photo gives the same mask and the same digest.
+
+A person selects on the picture as shown, which may be cropped, rotated,
+straightened or mirrored. Selections live in that displayed frame and map
+through its :class:`pipeline.geometry.Frame` both ways: :func:`to_original`
+takes a mask made on the displayed picture to the original's frame (where it
+is stored, so every later version, crop or not, finds the same pixels), and
+:func:`to_display` brings a stored mask into any version's frame.
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ from typing import Any, Sequence
 
 import cv2
 import numpy as np
+
+from pipeline.geometry import Frame, framed_mask
 
 #: Long side of a stored selection mask (larger brush masks are area-averaged down).
 SELECTION_SIDE = 2048
@@ -171,3 +180,38 @@ def _fill_holes(region: np.ndarray, share: float = 0.03) -> np.ndarray:
     out = region.copy()
     out[hole[labels]] = 1
     return out
+
+
+# -- the displayed frame <-> the original's frame ---------------------------------------------
+
+def to_original(mask: np.ndarray, frame: Frame | None, original_size: tuple[int, int]) -> np.ndarray:
+    """A uint8 mask made on the displayed picture (any size with its aspect) -> the same pixels in the
+    original's frame, uint8 at most :data:`SELECTION_SIDE` px long; what the frame cut off is 0.
+
+    ``frame``: the displayed version's frame (None: the picture is the original's frame).
+    ``original_size``: (height, width) of the original at full resolution.
+    """
+    mask = np.ascontiguousarray(np.asarray(mask, np.uint8))
+    th, tw = _fit(*original_size, SELECTION_SIDE)
+    if frame is None:
+        if mask.shape == (th, tw):
+            return mask
+        interp = cv2.INTER_AREA if mask.shape[0] > th else cv2.INTER_LINEAR
+        return cv2.resize(mask, (tw, th), interpolation=interp)
+    # displayed pixel -> stored pixel, inverted: each stored pixel reads the displayed mask where it shows
+    shown = np.vstack([frame.pixel_matrix(mask.shape[:2], original_size, (th, tw)), [0.0, 0.0, 1.0]])
+    back = np.linalg.inv(shown)[:2]
+    return cv2.warpAffine(mask, back, (tw, th), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                          borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+
+
+def to_display(mask: np.ndarray, frame: Frame | None, display_size: tuple[int, int],
+               original_size: tuple[int, int]) -> np.ndarray:
+    """A uint8 mask in the original's frame (any size with its aspect) -> the same pixels as the version
+    with ``frame`` shows them, uint8 at ``display_size`` (height, width)."""
+    mask = np.asarray(mask, np.uint8)
+    h, w = display_size
+    if frame is None:
+        return cv2.resize(mask, (w, h), interpolation=cv2.INTER_AREA if mask.shape[0] > h else cv2.INTER_LINEAR)
+    out = framed_mask(mask.astype(np.float32) / 255.0, frame, display_size, original_size)
+    return np.clip(out * 255.0 + 0.5, 0, 255).astype(np.uint8)

@@ -111,6 +111,76 @@ def test_a_session_with_the_cinematographer_judge_schema(client, coffee):
         client.predict(handle_file(str(coffee)), "", "", "noir", api_name="/start_session")
 
 
+def test_the_api_describes_itself(client):
+    endpoints = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    for name, endpoint in endpoints.items():
+        assert endpoint["description"].strip(), name
+        for p in endpoint["parameters"]:
+            assert p["python_type"]["description"].strip(), (name, p["parameter_name"])
+
+    def params(name):
+        return {p["parameter_name"]: p for p in endpoints[name]["parameters"]}
+
+    # every call after the first names its session by the resume token
+    for name in ("/edit", "/review", "/history", "/export"):
+        assert list(params(name))[0] == "resume_token", (name, list(params(name)))
+        assert not params(name)["resume_token"]["parameter_has_default"]
+    assert not params("/edit")["message"]["parameter_has_default"]
+    # optional inputs are optional, with their defaults; menus list their allowed values
+    start, review, export = params("/start_session"), params("/review"), params("/export")
+    assert not start["image"]["parameter_has_default"]
+    assert all(start[k]["parameter_has_default"] for k in ("style", "review_mode", "quality_schema"))
+    assert "'always'" in start["review_mode"]["python_type"]["type"] and "'film'" in start["style"]["python_type"]["type"]
+    assert all(review[k]["parameter_has_default"] for k in ("action", "values", "target", "feedback"))
+    assert review["action"]["python_type"]["type"] == "Literal['approve', 'modify', 'rollback', 'replan']"
+    assert export["fmt"]["python_type"]["type"] == "Literal['jpeg', 'png', 'tiff', 'webp']"
+    assert export["fmt"]["parameter_default"] == "jpeg" and export["asset_id"]["parameter_has_default"]
+    text = client.view_api(print_info=False, return_format="str")
+    assert "resume_token: str (required)" in text and "fmt: Literal['jpeg', 'png', 'tiff', 'webp'] (not required" in text
+
+
+def test_export_files_carry_their_formats_extension(client, coffee):
+    s = client.predict(handle_file(str(coffee)), api_name="/start_session")     # every option left to its default
+    client.predict(resume_token=s["resume_token"], message="warmer", api_name="/edit")
+    for fmt, ext, kind in (("tiff", ".tif", "TIFF"), ("webp", ".webp", "WEBP"), ("png", ".png", "PNG"),
+                           ("jpeg", ".jpg", "JPEG")):
+        path = Path(client.predict(resume_token=s["resume_token"], fmt=fmt, api_name="/export"))
+        assert path.name == f"coffee-v1{ext}", path.name
+        with Image.open(path) as im:
+            assert im.format == kind and im.size == (600, 400)
+    with pytest.raises(AppError, match="fmt"):
+        client.predict(resume_token=s["resume_token"], fmt="gif", api_name="/export")
+
+
+def test_live_slider_previews_answer_only_their_own_session(app_url, client, coffee):
+    import io
+
+    import httpx
+
+    from ui import browser, live
+
+    url, sessions = app_url
+    s = client.predict(handle_file(str(coffee)), api_name="/start_session")
+    key = live.preview_key(browser.browser_secret(sessions), s["id"])
+
+    def ask(**params):
+        return httpx.get(url + live.PREVIEW_PATH.lstrip("/"), params={"key": key, "where": "adj-exposure",
+                                                                      "value": "40", **params})
+
+    shown = ask()
+    assert shown.status_code == 200 and shown.headers["content-type"] == "image/jpeg"
+    with Image.open(io.BytesIO(shown.content)) as im:
+        brighter = im.convert("RGB")
+    original = Image.open(coffee).convert("RGB")
+    assert brighter.size == original.size and sum(brighter.getpixel((300, 200))) > sum(original.getpixel((300, 200)))
+    assert ask(key=key[:-4] + ("0000" if not key.endswith("0000") else "1111")).status_code == 403   # forged
+    assert ask(key="").status_code == 403
+    assert "where" in ask(where="adj-exposure; drop").text and ask(where="adj-nosuch").status_code == 400
+    assert ask(value="nan").status_code == 400 and ask(value="400").status_code == 400
+    # a preview records nothing
+    assert [a["turn"] for a in client.predict(resume_token=s["resume_token"], api_name="/history")] == [0]
+
+
 def test_bad_input_gets_a_message_not_a_session(client, tmp_path):
     fake = tmp_path / "notes.jpg"
     fake.write_text("not a photo at all\n" * 50)
@@ -181,7 +251,9 @@ def test_change_words_read_like_a_photographer():
              "layers": [{"mask": {"type": "sky"}, "settings": {"exposure": -20}}]}
     assert views.change_words(before, after, TABLE) == "cooler, sky: darker"
     assert views.change_words(after, after, TABLE) == "no change"
-    assert views.change_words({}, {"settings": {"grain": 30}}, TABLE) == "grain +30"   # an op without words
+    # an op's words come from the registry; one without a word for a way reads as a person says it
+    assert views.change_words({}, {"settings": {"grain": 30}}, TABLE) == "heavy grain"   # the registry's words
+    assert views.change_words({"settings": {"grain": 50}}, {"settings": {}}, TABLE) == "no grain"
 
 
 def test_widgets_come_from_the_rows_and_unknown_kinds_never_crash():
@@ -231,7 +303,7 @@ def test_review_commands_read_as_words():
            {"role": "user", "content": "/modify exposure=30"}, {"role": "assistant", "content": ""}]
     assert views.chat_messages(log) == [{"role": "user", "content": "_Rolled back_"},
                                         {"role": "assistant", "content": "Rolled back."},
-                                        {"role": "user", "content": "_Modified: exposure=30_"}]
+                                        {"role": "user", "content": "_Modified: Exposure +30_"}]
 
 
 def test_the_progress_line_lights_the_current_step():

@@ -84,6 +84,21 @@ def shot(page, name: str) -> None:
         Path(folder) / f"{name}.png", optimize=True)
 
 
+def session_of(studio, title: str) -> str:
+    """The newest session of that photo (the one the page just started)."""
+    return max((s for s in studio.list_sessions() if s.title == title), key=lambda s: s.created_at).id
+
+
+def under_review(page, photo: str, words: str):
+    """A demo photo with "Always ask me", and ``words`` sent: the review panel, once it shows."""
+    choose_review_mode(page, "Always ask me")
+    pick_demo(page, photo)
+    send(page, words)
+    panel = page.locator("#review-panel")
+    expect(panel).to_be_visible(timeout=TURN)
+    return panel
+
+
 def pick_demo(page, name: str) -> None:
     names = [t.strip().lower() for t in page.locator("#demo-photos .caption-label").all_inner_texts()]
     page.locator("#demo-photos button.thumbnail-item").nth(names.index(name)).click()
@@ -221,7 +236,7 @@ def test_keep_talking_while_a_turn_waits_then_undo_and_redo_bit_exact(server, br
     expect(page.locator("#send")).to_be_enabled()
     send(page, "and brighter")
     expect(panel).to_be_visible()                       # the new turn waits for its own decision
-    expect(panel).to_contain_text("Turn 2")
+    expect(panel).to_contain_text("Version 2 is waiting")
     shown = wait_captions(page, 3)
     assert shown[1].startswith("1 · ") and "current" in shown[1], shown
     assert shown[2].startswith("2 · ") and "in review" in shown[2], shown

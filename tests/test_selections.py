@@ -8,6 +8,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
+from PIL import Image
 
 from agent.service import InvalidInput
 from conftest import ScriptedJudge, ScriptedPlanner
@@ -100,3 +101,75 @@ def test_the_selection_without_one_gets_an_honest_reply(make_studio):
     r = studio.send_message(info.id, "exposure+40@selection")
     assert r.status == "not_understood" and "no selection" in r.reply.lower()
     assert studio.head(info.id).id == head
+
+
+# -- selections on the picture as shown: cropped, turned, mirrored, straightened (issue 23) ----------------
+
+def _red(img: np.ndarray) -> np.ndarray:
+    """Where the red disc is in a picture (any frame)."""
+    img = img.astype(int)
+    return (img[..., 0] > 160) & (img[..., 1] < 110)
+
+
+@pytest.mark.parametrize("geometry", [{"crop_aspect": 5}, {"rotate": 90, "flip_h": 1, "crop_left": 20},
+                                      {"straighten": 7, "crop_top": 10}])
+def test_a_click_on_the_picture_shown_selects_what_it_shows(make_studio, geometry):
+    studio = make_studio(ScriptedPlanner(), ScriptedJudge([0.9]), review_mode="never")
+    info = studio.start_session(_scene())
+    studio.set_values(info.id, geometry)
+    shown = studio.render(info.id, long_side=None)
+    ys, xs = np.nonzero(_red(shown))
+    point = [float(xs.mean() + 0.5) / shown.shape[1], float(ys.mean() + 0.5) / shown.shape[0]]
+    sel = studio.select(info.id, point=point)
+    stored = studio.blobs.get_array(sel["selection_id"])
+    assert _iou(stored, _disc()) > 0.85                          # the disc, in the original's frame
+    assert abs(sel["coverage"] - _red(shown).mean()) < 0.02      # share of the picture as shown
+    # the preview is the picture as shown (its frame), the disc tinted
+    with Image.open(sel["preview"]) as im:
+        assert abs(im.width / im.height - shown.shape[1] / shown.shape[0]) < 0.02
+
+
+def test_a_mask_painted_after_a_crop_brightens_those_pixels(make_studio):
+    studio = make_studio(ScriptedPlanner(), ScriptedJudge([0.9]), review_mode="never")
+    info = studio.start_session(_scene())
+    studio.set_values(info.id, {"rotate": 270, "crop_aspect": 1})
+    shown = studio.render(info.id, long_side=None)
+    painted = _red(shown)                                         # brushed over the disc as it is shown
+    sel = studio.select(info.id, mask=painted)
+    assert _iou(studio.blobs.get_array(sel["selection_id"]), _disc()) > 0.85
+    r = studio.send_message(info.id, "exposure+40@selection")     # a painted mask reads through the crop
+    assert r.status in ("approved", "auto_approved"), r.reply
+    after = studio.render(info.id, long_side=None).astype(int)
+    gain = (after - shown.astype(int)).sum(axis=2)
+    inside = cv2.erode(painted.astype(np.uint8), np.ones((7, 7), np.uint8)).astype(bool)
+    outside = ~cv2.dilate(painted.astype(np.uint8), np.ones((9, 9), np.uint8)).astype(bool)
+    assert gain[inside].mean() > 40 and np.abs(gain[outside]).max() <= 3
+
+
+def test_masks_map_through_the_frame_both_ways():
+    from pipeline.geometry import frame_for
+
+    disc = _disc().astype(np.uint8) * 255
+    for settings in ({"rotate": 90}, {"flip_v": 1, "crop_right": 25}, {"straighten": -9, "crop_aspect": 3},
+                     {"rotate": 180, "flip_h": 1, "straighten": 4, "crop_zoom": 30}):
+        frame = frame_for(settings, 450, 300)
+        size = frame.size_at(None)
+        there = selections.to_display(disc, frame, size, (300, 450))
+        back = selections.to_original(there, frame, (300, 450))
+        kept = selections.to_display(back, frame, size, (300, 450))
+        assert (np.abs(kept.astype(int) - there.astype(int)) > 64).mean() < 0.01, settings
+    # without a frame both ways are plain resizes
+    assert selections.to_original(disc, None, (300, 450)).shape == (300, 450)
+
+
+def test_the_selection_moves_with_a_later_crop(make_studio):
+    studio = make_studio(ScriptedPlanner(), ScriptedJudge([0.9]), review_mode="never")
+    info = studio.start_session(_scene())
+    assert studio.selection_preview(info.id) is None
+    studio.select(info.id, point=[0.6, 0.45])
+    studio.set_values(info.id, {"crop_aspect": 1})
+    with Image.open(studio.selection_preview(info.id)) as im:
+        shown = np.asarray(im.convert("RGB"))
+    assert abs(shown.shape[0] - shown.shape[1]) <= 1                # the square crop
+    tinted = (shown[..., 0].astype(int) - shown[..., 2].astype(int)) > 120
+    assert 0.05 < tinted.mean() < 0.4                               # the disc, tinted, in the crop

@@ -90,3 +90,29 @@ def test_set_values_during_review_modifies_that_turn(make_studio, photo):
     assert pending.asset_id == m.asset_id
     assert {o["name"]: o["value"] for o in pending.ops} == {"temperature": 25, "saturation": -10}
     assert studio.review(info.id, "approve").head_asset_id == m.asset_id
+
+
+def test_a_preview_never_waits_for_a_turn_in_progress(make_studio, photo):
+    """A drag right after a release: the release's version is still being recorded (the session's lock is
+    held), and the new position shows all the same."""
+    import threading
+
+    studio = make_studio(ScriptedPlanner(), ScriptedJudge([0.95]))
+    info = studio.start_session(photo)
+    holding, done, released = threading.Event(), threading.Event(), threading.Event()
+
+    def busy_turn():
+        with studio.leases.lock(info.id):
+            holding.set()
+            done.wait(20)           # the turn ends when the preview came back (or after 20 s, so nothing hangs)
+        released.set()
+
+    worker = threading.Thread(target=busy_turn)
+    worker.start()
+    holding.wait(30)
+    try:
+        path = studio.preview(info.id, {"exposure": 40})
+        assert not released.is_set() and path.exists()   # shown while the turn still held the session
+    finally:
+        done.set()
+        worker.join()

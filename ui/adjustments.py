@@ -1,10 +1,12 @@
 """Right column: every adjustment as a slider, grouped by the registry's stages, plus the local layers.
 
-Editable at any time: dragging a slider re-renders the proxy live
-(``Studio.preview``, nothing recorded; the newest drag position wins), and
-releasing it records a version (``Studio.set_values``: a turn without the
-planner; with a turn under review it modifies that turn). Double-click resets
-a slider to its default (the page script in ui/theme.py). The widgets are
+Editable at any time: dragging a slider re-renders the proxy live (the page
+script asks ``ui/live.py``'s route for ``Studio.preview``, nothing recorded,
+one request at a time, only the newest position), and releasing it records a
+version (``Studio.set_values``: a turn without the planner; with a turn under
+review it modifies that turn). Double-click resets a slider to its default
+(the page script in ui/theme.py holds a release back for a moment, so the
+first click of a double-click never records a version). The widgets are
 derived from ``Studio.ops_table()`` once, when the page is built
 (:func:`ui.views.widget_for`: sliders, choices; rows it cannot edit are left
 out); the local layers use a fixed pool of sliders filled from the shown state.
@@ -28,8 +30,10 @@ def create_ui(c: dict, ops_table: list[dict]) -> None:
         groups = views.slider_groups(ops_table)
         # light and contrast opens first (the sliders people reach for); else the first stage
         first = next((g[0] for g in groups if g[0] == "white-balance-tone-contrast"), groups[0][0] if groups else "")
+        c["adj_stages"] = {}      # stage -> its fold (Modify opens the one it focuses)
         for stage, title, rows in groups:
-            with gr.Accordion(title, open=stage == first, elem_id=f"stage-{stage}", elem_classes=["adj-stage"]):
+            with gr.Accordion(title, open=stage == first, elem_id=f"stage-{stage}",
+                              elem_classes=["adj-stage"]) as c["adj_stages"][stage]:
                 for row in rows:
                     spec, name = row["widget"], str(row["name"])
                     label = str(row.get("label") or name)
@@ -53,6 +57,9 @@ def create_ui(c: dict, ops_table: list[dict]) -> None:
                                   elem_id=f"layer-{i}-slider-{j}", elem_classes=["adj-slider", "adj-default-0"])
                         for j in range(LAYER_SLIDERS)])
                 c["layer_boxes"].append(box)
+        # the live-preview key of the session shown (read by the page script; ui/live.py)
+        c["preview_key"] = gr.Textbox("", visible="hidden", elem_id="preview-key", show_label=False,
+                                      container=False)
     gr.HTML('<h2 class="panel-title">This turn</h2>')
     c["sub_goals"] = gr.Markdown("", elem_id="sub-goals")
 
@@ -82,19 +89,6 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
 
     studio = sv.studio
 
-    def preview(sid, base, value, where):
-        if not sid or not base:
-            return gr.skip()
-        settings, layers = moved_value(c, base, where, value)
-        try:
-            path = studio.preview(sid, settings, layers=layers or None)
-            before = sv.stage(studio.original_path(sid, long_side=sv.compare_side), for_display=True)
-        except AtelierError as exc:
-            return {c["notice"]: str(exc)}
-        alt = "After: a live preview of your slider values (not kept yet)"
-        return {c["compare"]: (before, sv.stage(path)), c["compare_alt"]: views.alt_json(views.BEFORE_ALT, alt),
-                c["notice"]: ""}
-
     def commit(sid, base, value, where):
         if not sid or not base:
             return {}
@@ -117,20 +111,15 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
 
     widgets = [(w, ("global", name)) for name, w in zip(c["adj_names"], c["adj_widgets"])]
     widgets += [(w, ("layer", i, j)) for i, row in enumerate(c["layer_sliders"]) for j, w in enumerate(row)]
-    preview_out = [c["compare"], c["compare_alt"], c["notice"]]
     commit_out = view_outputs(c) + [c["notice"]]
     for widget, where in widgets:
         # each widget its own listener: it knows which value moved (and sends one number, not all of them)
-        def on_preview(sid, base, value, _where=where):
-            return preview(sid, base, value, _where)
-
         def on_commit(sid, base, value, _where=where):
             return commit(sid, base, value, _where)
 
         inputs = [c["sid"], c["adj_base"], widget]
         if isinstance(widget, gr.Slider):
-            widget.input(on_preview, inputs, preview_out, trigger_mode="always_last", concurrency_id="preview",
-                         concurrency_limit=2, show_progress="hidden", api_visibility="private")
+            # live previews while it moves come from the page script (ui/live.py), not the queue
             widget.release(on_commit, inputs, commit_out, trigger_mode="always_last", concurrency_id="studio",
                            show_progress="hidden", api_visibility="private")
         else:

@@ -4,7 +4,10 @@ A turn is a generator handler: it shows the message at once, then one update
 per progress event from ``Studio.send_message(..., progress=...)`` (the stage
 line with a bar under the chat, the working bubble's text, and the sub-goals
 in the right column as they are planned, applied and judged), then the
-finished turn.
+finished turn. Answers that make no version (questions, small talk, "what did
+you change?") stay in the chat like any reply; a chat export ("export it as a
+PNG") fills the download box. Afterwards the keyboard focus is back in the
+message box (on a desktop), and on a phone the reply is scrolled into view.
 """
 
 from __future__ import annotations
@@ -12,8 +15,26 @@ from __future__ import annotations
 import gradio as gr
 
 from ui import views
-from ui.session_view import (QUICK_POOL, SessionView, as_dict, progress_updates, run_with_progress, view_outputs,
-                             view_updates)
+from ui.session_view import QUICK_POOL, SessionView, progress_updates, run_action, view_outputs, view_updates
+
+#: Runs in the browser after each message: the focus back in the message box (desktop; a phone would pop
+#: its keyboard over the reply), and on a phone the newest reply scrolled into view.
+AFTER_SEND_JS = """() => {
+  const phone = window.matchMedia('(max-width: 720px)').matches;
+  const settle = (tries) => {
+    const box = document.querySelector('#instruction textarea');
+    if (!box || box.disabled) { if (tries < 50) setTimeout(() => settle(tries + 1), 100); return; }
+    // the person may have moved on already (Modify, a slider, the history): never take the focus back
+    const here = document.activeElement;
+    const idle = !here || here === document.body || here.closest('#send, #instruction, #quick-replies');
+    if (!idle) return;
+    if (!phone) { box.focus({preventScroll: true}); return; }
+    const replies = document.querySelectorAll('#chat [data-testid=bot]');
+    const last = replies[replies.length - 1];
+    if (last) last.scrollIntoView({block: 'nearest'});
+  };
+  setTimeout(() => settle(0), 50);
+}"""
 
 #: The first progress line, shown before the graph reports anything.
 FIRST_EVENT = {"stage": "planner", "status": "running", "message": "Planning…", "fraction": 0.02, "sub_goals": []}
@@ -42,8 +63,6 @@ def create_conversation(c: dict) -> None:
 
 
 def create_event_handlers(c: dict, sv: SessionView) -> None:
-    from agent.service import AtelierError
-
     studio = sv.studio
 
     def run_turn(text, sid, chat):
@@ -63,30 +82,21 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
         # Show the message and the first step at once; the turn itself can take seconds.
         yield {**working(FIRST_EVENT), c["instruction"]: gr.update(value="", interactive=False),
                c["send"]: gr.update(interactive=False), c["notice"]: "", c["quick_row"]: gr.update(visible=False)}
-        result = None
-        for kind, item in run_with_progress(lambda progress: studio.send_message(sid, text, progress=progress)):
-            if kind == "event":
-                yield working(item)
-            elif kind == "error":
-                if not isinstance(item, AtelierError):
-                    raise item
-                gr.Warning(str(item))
-                out = view_updates(c, sv.build(sid), sv)
-                out[c["notice"]] = str(item)
-                out[c["instruction"]] = gr.update(value=text, interactive=True)
-                yield out
-                return
-            else:
-                result = as_dict(item)
-        out = view_updates(c, sv.build(sid, turn_result=result), sv)
-        out[c["notice"]] = "  \n".join(f"⚠️ {w}" for w in result.get("warnings") or [])
-        yield out
+        def failed(exc) -> dict:
+            # nothing changed: the session as it is, the message back in the box to edit and resend
+            out = view_updates(c, sv.build(sid), sv)
+            out[c["notice"]] = str(exc)
+            out[c["instruction"]] = gr.update(value=text, interactive=True)
+            return out
+
+        yield from run_action(c, sv, sid, lambda progress: studio.send_message(sid, text, progress=progress),
+                              event=working, failed=failed)
 
     outputs = view_outputs(c) + [c["notice"]]
+    # always_last: a message sent while the last turn is still finishing runs right after it (never dropped)
+    turn = dict(concurrency_id="studio", api_visibility="private", show_progress="hidden", trigger_mode="always_last")
     for trigger in (c["send"].click, c["instruction"].submit):
-        trigger(run_turn, [c["instruction"], c["sid"], c["chat"]], outputs, concurrency_id="studio",
-                api_visibility="private", show_progress="hidden")
+        trigger(run_turn, [c["instruction"], c["sid"], c["chat"]], outputs, **turn).then(None, js=AFTER_SEND_JS)
     # A quick reply sends its own words, like typing them.
     for button in c["quick_replies"]:
-        button.click(run_turn, [button, c["sid"], c["chat"]], outputs, concurrency_id="studio",
-                     api_visibility="private", show_progress="hidden")
+        button.click(run_turn, [button, c["sid"], c["chat"]], outputs, **turn).then(None, js=AFTER_SEND_JS)

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 import gradio as gr
 
 from ui.session_view import SessionView, as_dict, view_outputs, view_updates
+from ui.views import export_name
 
 #: Export formats as the person reads them -> the service's ``fmt``.
-EXPORT_FORMATS = (("JPEG", "jpeg"), ("PNG", "png"), ("TIFF", "tiff"))
-_EXT = {"jpeg": "jpg", "png": "png", "tiff": "tif"}
-
-
-def export_name(title: str, turn: int | None, fmt: str) -> str:
-    """'coffee-t3.jpg': the photo's name, the turn, the format's usual extension."""
-    stem = re.sub(r"[^A-Za-z0-9_-]+", "-", title.rsplit(".", 1)[0]).strip("-")[:60] or "photo"
-    return f"{stem}-t{turn or 0}.{_EXT[fmt]}"
+EXPORT_FORMATS = (("JPEG", "jpeg"), ("PNG", "png"), ("TIFF", "tiff"), ("WebP", "webp"))
 
 
 def create_ui(c: dict) -> None:
@@ -64,12 +56,13 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
         try:
             info = as_dict(studio.session(sid))
             asset_id = selected or info.get("head_asset_id")
-            turn = next((as_dict(a).get("turn") for a in studio.history(sid) if as_dict(a)["id"] == asset_id), None)
+            version = next((as_dict(a).get("version") for a in studio.history(sid) if as_dict(a)["id"] == asset_id),
+                           None)
             path = studio.export(sid, asset_id, fmt=fmt)
         except AtelierError as exc:
             gr.Warning(str(exc))
             return {c["notice"]: str(exc)}
-        staged = sv.stage(path, export_name(str(info.get("title") or "photo"), turn, fmt))
+        staged = sv.stage(path, export_name(str(info.get("title") or "photo"), version, fmt))
         return {c["export_file"]: gr.update(value=staged, visible=True), c["notice"]: ""}
 
     def step(sid, which):

@@ -8,7 +8,7 @@ from ui.session_view import SessionView, view_outputs, view_updates
 
 
 def create_ui(c: dict) -> None:
-    c["gallery"] = gr.Gallery(label="History — turn · score", elem_id="gallery", columns=9, rows=1, height=185, fit_columns=False,
+    c["gallery"] = gr.Gallery(label="History — version · score", elem_id="gallery", columns=9, rows=1, height=185, fit_columns=False,
                               allow_preview=False, object_fit="cover", interactive=False, buttons=[])
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import gradio as gr
 
-from ui import adjustments, api, browser, chat, compare, gallery, review, selection, start, theme
-from ui.session_view import SessionView, new_staging_dir
+from ui import adjustments, api, browser, chat, compare, gallery, live, review, selection, start, theme
+from ui.session_view import LAYER_POOL, LAYER_SLIDERS, SessionView, new_staging_dir
 
 REPO = Path(__file__).resolve().parent.parent
 ASSETS_DIR = REPO / "assets"
@@ -49,7 +49,7 @@ def database_file_of(studio: Any) -> Path | None:
 
 def build_studio(studio: Any) -> gr.Blocks:
     """The whole page for one shared Studio; all per-person state lives in the browser and gr.State."""
-    sv = SessionView(studio, new_staging_dir())
+    sv = SessionView(studio, new_staging_dir(), preview_secret=browser.browser_secret(sessions_dir_of(studio)))
     photos = demo_photos()
     # the config's review.review_mode is the studio's default (a Studio without a config: the service default)
     review_default = getattr(getattr(studio, "config", None), "review_mode", None) or "below_auto_approve"
@@ -77,7 +77,7 @@ def build_studio(studio: Any) -> gr.Blocks:
                 with gr.Column(scale=3, min_width=0, elem_id="right-column"):
                     adjustments.create_ui(c, sv.ops_table)
             gallery.create_ui(c)
-        api.create_ui(c)
+        api.create_ui(c, styles=list(studio.styles()), schemas=list(studio.list_schemas("quality")))
 
         start.create_event_handlers(c, sv, demo_photos=photos)
         compare.create_event_handlers(c, sv)
@@ -107,7 +107,10 @@ def serving_options(studio: Any) -> dict:
     private = getattr(studio, "private_paths", None)   # every file the service uses (agent.service)
     if callable(private):
         blocked += [str(p) for p in private() if str(p) not in blocked]
+    # live slider previews (ui/live.py), signed with the same secret as the browser's memory
+    routes = live.preview_routes(studio, browser.browser_secret(sessions_dir_of(studio)), (LAYER_POOL, LAYER_SLIDERS))
     return dict(
+        app_kwargs={"routes": routes},
         max_file_size=os.environ.get("ATELIER_MAX_UPLOAD") or MAX_UPLOAD,
         allowed_paths=[str(ASSETS_DIR)],     # the demo photos; nothing else outside Gradio's cache
         blocked_paths=blocked,               # originals, renders, the database: never downloadable

@@ -1,32 +1,34 @@
 """The review panel, shown while a turn waits: approve, modify, roll back, replan.
 
 The person may also just keep talking (the next message keeps the version
-under review). Modify uses the Adjustments panel's sliders, which move the
-version under review with the same live preview; the button takes the focus
-there (to the first op the turn touched).
+under review). Modify opens the Adjustments panel's sliders on the version
+under review (shown again if another version was being looked at), unfolds the
+stage of the first op the turn touched and puts the focus on its slider; they
+move that version with the same live preview. A replan's feedback shows in the
+chat before the new plan's reply.
 """
 
 from __future__ import annotations
 
 import gradio as gr
 
-from ui.session_view import SessionView, as_dict, progress_updates, run_with_progress, view_outputs, view_updates
+from ui.session_view import SessionView, as_dict, run_action, view_outputs, view_updates
 
 #: Runs in the browser on Modify: open the stage that holds the first touched op and focus its slider.
 FOCUS_SLIDER_JS = """() => {
-  const [stage, name] = ((document.querySelector('#modify-target textarea, #modify-target input') || {}).value || '|').split('|');
+  const [stage, id] = ((document.querySelector('#modify-target textarea, #modify-target input') || {}).value || '|').split('|');
   const focus = (tries) => {
-    const box = document.getElementById('adj-' + name);
-    const range = box && box.querySelector('input[type=range]');
+    const box = document.getElementById(id);
+    const range = box && (box.querySelector('input[type=range]:not([disabled])') || box.querySelector('input:not([disabled])'));
     if (range) { range.focus(); range.scrollIntoView({block: 'center'}); return; }
-    if (tries > 20) return;
+    if (tries > 40) return;
+    if (tries === 10 && !box) {   // the fold is still closed: open it
+      const acc = document.getElementById(stage === 'local-layers' ? 'local-layers' : 'stage-' + stage);
+      const toggle = acc && acc.querySelector('button, .label-wrap');
+      if (toggle) toggle.click();
+    }
     setTimeout(() => focus(tries + 1), 100);
   };
-  if (!document.getElementById('adj-' + name)) {
-    const acc = document.getElementById('stage-' + stage);
-    const toggle = acc && acc.querySelector('button, .label-wrap');
-    if (toggle) toggle.click();
-  }
   focus(0);
 }"""
 
@@ -48,8 +50,6 @@ def create_ui(c: dict) -> None:
 
 
 def create_event_handlers(c: dict, sv: SessionView) -> None:
-    from agent.service import AtelierError
-
     studio = sv.studio
 
     def act(sid, action, **kwargs):
@@ -57,22 +57,8 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
         if not sid:
             yield {c["notice"]: "Start with a photo first."}
             return
-        result = None
-        for kind, item in run_with_progress(lambda progress: studio.review(sid, action, progress=progress, **kwargs)):
-            if kind == "event":
-                yield progress_updates(c, sv, item)
-            elif kind == "error":
-                if not isinstance(item, AtelierError):
-                    raise item
-                # Nothing changed in the session; say why and leave the panel as it is.
-                gr.Warning(str(item))
-                yield {c["notice"]: str(item), c["turn_progress"]: gr.update(value="", visible=False)}
-                return
-            else:
-                result = as_dict(item)
-        out = view_updates(c, sv.build(sid, turn_result=result), sv)
-        out[c["notice"]] = "  \n".join(f"⚠️ {w}" for w in result.get("warnings") or [])
-        yield out
+        # a failed action changed nothing in the session: its message, and the panel as it is
+        yield from run_action(c, sv, sid, lambda progress: studio.review(sid, action, progress=progress, **kwargs))
 
     def approve(sid):
         yield from act(sid, "approve")
@@ -92,9 +78,20 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
             return
         yield from act(sid, "replan", feedback=feedback)
 
-    def open_modify():
-        return {c["notice"]: "Move the sliders under Adjustments: the photo follows live, and releasing one "
-                             "applies it to this turn (it is judged again)."}
+    def open_modify(sid):
+        """The sliders on the version under review: shown again, its stage unfolded (the page script focuses)."""
+        if not sid:
+            return {c["notice"]: "Start with a photo first."}
+        view = sv.build(sid)           # nothing selected: the version under review is the one shown
+        if not view.pending:
+            return {c["notice"]: "Nothing is waiting for your review; move any slider to change the photo."}
+        out = view_updates(c, view, sv)
+        stage = str(out[c["modify_target"]]).split("|")[0]
+        if stage in c["adj_stages"]:
+            out[c["adj_stages"][stage]] = gr.update(open=True)
+        out[c["notice"]] = ("Move a slider: the photo follows live, and letting go applies it to this version "
+                            "(it is judged again).")
+        return out
 
     outputs = view_outputs(c) + [c["notice"]]
     common = dict(concurrency_id="studio", api_visibility="private", show_progress="minimal",
@@ -102,4 +99,5 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
     c["approve"].click(approve, [c["sid"]], outputs, **common)
     c["rollback"].click(rollback, [c["sid"]], outputs, **common)
     c["replan"].click(replan, [c["sid"], c["replan_feedback"]], outputs, **common)
-    c["modify"].click(open_modify, None, [c["notice"]], js=FOCUS_SLIDER_JS, queue=False, api_visibility="private")
+    c["modify"].click(open_modify, [c["sid"]], outputs + list(c["adj_stages"].values()), concurrency_id="view",
+                      api_visibility="private", show_progress="hidden").then(None, js=FOCUS_SLIDER_JS)

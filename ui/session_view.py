@@ -27,11 +27,12 @@ from typing import Any, Callable, Iterator, Mapping
 import gradio as gr
 from PIL import Image
 
-from ui import views
+from ui import live, views
 
-#: Long side, in pixels, of the before/after images and the gallery thumbnails.
+#: Long side, in pixels, of the before/after images, the gallery thumbnails and the selection canvas.
 COMPARE_LONG_SIDE = 1600
 THUMB_LONG_SIDE = 360
+SELECT_LONG_SIDE = 1024
 #: Local layers, and sliders per layer, the Adjustments panel can show (a fixed pool of components).
 LAYER_POOL = 4
 LAYER_SLIDERS = 6
@@ -64,22 +65,42 @@ class View:
     gallery: list[tuple[str, str]] = field(default_factory=list)
     gallery_ids: list[str] = field(default_factory=list)
     sub_goals: list[dict] = field(default_factory=list)
-    turn: int | None = None
     entries: list[dict] = field(default_factory=list)     # views.version_entries, in gallery order
     base: dict | None = None           # the state the sliders move: the version under review, else the head
     quick_replies: list[str] = field(default_factory=list)
+    canvas: str | None = None          # the version selections are made on, as shown (ui/selection.py)
+    selection: str | None = None       # the session's selection tinted on that version, when there is one
+    export: str | None = None          # a file a chat message exported, for the download box
 
 
 class SessionView:
     """Reads a session through the Studio and stages its images for the browser."""
 
-    def __init__(self, studio: Any, staging_dir: Path):
+    def __init__(self, studio: Any, staging_dir: Path, preview_secret: str = ""):
         self.studio = studio
         self.staging_dir = Path(staging_dir)
         self.ops_table = list(studio.ops_table())
-        self.op_labels = {row["name"]: row.get("label") or row["name"] for row in self.ops_table}
+        self.op_rows = {row["name"]: row for row in self.ops_table}
         self.compare_side = COMPARE_LONG_SIDE
         self.stage_of = {row["name"]: str(row.get("stage") or "other") for row in self.ops_table}
+        #: Signs the key the page script sends with each live slider preview (ui/live.py).
+        self.preview_secret = preview_secret
+
+    def preview_key(self, session_id: str) -> str:
+        """The live-preview key of a session (previews only: no other call takes it)."""
+        return live.preview_key(self.preview_secret, session_id)
+
+    def modify_target(self, review_ops: list[dict], base: Mapping[str, Any]) -> str:
+        """'stage|element id' of the slider Modify opens: the turn's first global op, else its first local
+        layer's first slider, else the first light slider."""
+        editable = {str(r["name"]) for _, _, rows in views.slider_groups(self.ops_table) for r in rows}
+        for op in review_ops:
+            if op.get("name") in editable:
+                return f"{self.stage_of.get(op['name'], '')}|adj-{op['name']}"
+        if (base or {}).get("layers"):
+            return "local-layers|layer-0-slider-0"
+        first = views.slider_groups(self.ops_table)[0]
+        return f"{first[0]}|adj-{first[2][0]['name']}"
 
     # -- files ---------------------------------------------------------------
     def stage(self, src: Path | str, name: str | None = None, *, for_display: bool = False) -> str:
@@ -123,31 +144,43 @@ class SessionView:
             shown = by_id.get(pending.get("asset_id"))   # the turn under review is what the person judges
         shown = shown or head
         entries = views.version_entries(history, self.ops_table, (pending or {}).get("asset_id"))
-        gallery = [
-            (self.stage(studio.render_path(session_id, e["asset"]["id"], long_side=THUMB_LONG_SIDE), for_display=True),
-             e["caption"])
-            for e in entries
-        ]
-        before = self.stage(studio.original_path(session_id, long_side=COMPARE_LONG_SIDE), for_display=True)
-        after = self.stage(studio.render_path(session_id, shown["id"], long_side=COMPARE_LONG_SIDE),
-                           for_display=True)
+        gallery = [(self.stage(studio.view_path(session_id, e["asset"]["id"], long_side=THUMB_LONG_SIDE)),
+                    e["caption"]) for e in entries]
+        # before and after in the same frame (a crop or rotation shows on both), transparency on a checkerboard
+        before = self.stage(studio.view_path(session_id, shown["id"], long_side=COMPARE_LONG_SIDE, before=True))
+        after = self.stage(studio.view_path(session_id, shown["id"], long_side=COMPARE_LONG_SIDE))
         result = dict(turn_result or {})
         # "This turn" follows what is shown: a turn's plan only while its version is the one shown
         if result and result.get("status") in ("approved", "auto_approved", "awaiting_review") \
                 and shown["id"] in (result.get("asset_id"), result.get("head_asset_id")):
-            sub_goals, turn = list(result.get("sub_goals") or []), result.get("turn")
+            sub_goals = list(result.get("sub_goals") or [])
         elif pending and shown["id"] == pending.get("asset_id"):
-            sub_goals, turn = list(pending.get("sub_goals") or []), pending.get("turn")
+            sub_goals = list(pending.get("sub_goals") or [])
         else:
-            sub_goals, turn = [], None
+            sub_goals = []
         base = by_id.get((pending or {}).get("asset_id")) or head
+        # selections are made on the version the sliders move, as it is shown (its crop, its rotation)
+        selection = studio.selection_preview(session_id)
+        canvas = self.stage(studio.view_path(session_id, base["id"], long_side=SELECT_LONG_SIDE))
         return View(
             session=session, history=history, head=head, shown=shown, pending=pending,
             chat=views.chat_messages(studio.chat_log(session_id)),
             compare=(before, after), gallery=gallery, gallery_ids=[e["asset"]["id"] for e in entries],
-            sub_goals=sub_goals, turn=turn, entries=entries, base=dict(base.get("state") or {}),
+            sub_goals=sub_goals, entries=entries, base=dict(base.get("state") or {}),
             quick_replies=views.quick_replies(result, QUICK_POOL),
+            canvas=canvas, selection=self.stage(selection, for_display=True) if selection else None,
+            export=self.export_file(session_id, result, entries),
         )
+
+    def export_file(self, session_id: str, result: Mapping[str, Any], entries: list[dict]) -> str | None:
+        """A chat export ("export it as a PNG") staged for the download box under its studio name."""
+        path = result.get("export_path")
+        if not path:
+            return None
+        title = str(as_dict(self.studio.session(session_id)).get("title") or "photo")
+        head = result.get("head_asset_id")
+        mark = next((e["number"] for e in entries if e["asset"]["id"] == head), None)
+        return self.stage(path, views.export_name(title, mark, Path(path).suffix))
 
     def parent_of(self, session_id: str, asset_id: str) -> str | None:
         for a in self.studio.history(session_id):
@@ -195,12 +228,39 @@ def run_with_progress(call: Callable[..., Any]) -> Iterator[tuple[str, Any]]:
             return
 
 
+def run_action(c: Mapping[str, Any], sv: SessionView, session_id: str, call: Callable[..., Any], *,
+               event: Callable[[Mapping[str, Any]], dict] | None = None,
+               failed: Callable[[Exception], dict] | None = None) -> Iterator[dict]:
+    """Run ``call(progress=...)`` (a Studio write that may run a turn) for a generator handler: one update
+    per progress event (``event(e)``, default the progress line and the sub-goals), then the whole view
+    with the turn's warnings. An ``AtelierError`` becomes ``failed(error)`` (default: its message as the
+    notice, the panels as they were: nothing changed in the session)."""
+    from agent.service import AtelierError
+
+    result = None
+    for kind, item in run_with_progress(call):
+        if kind == "event":
+            yield event(item) if event else progress_updates(c, sv, item)
+        elif kind == "error":
+            if not isinstance(item, AtelierError):
+                raise item
+            gr.Warning(str(item))
+            yield failed(item) if failed else {c["notice"]: str(item),
+                                               c["turn_progress"]: gr.update(value="", visible=False)}
+            return
+        else:
+            result = as_dict(item)
+    out = view_updates(c, sv.build(session_id, turn_result=result), sv)
+    out[c["notice"]] = "  \n".join(f"⚠️ {w}" for w in result.get("warnings") or [])
+    yield out
+
+
 def progress_updates(c: Mapping[str, Any], sv: SessionView, event: Mapping[str, Any]) -> dict:
     """A progress event -> the live progress line and the turn's sub-goals as they execute."""
     rows = list(event.get("sub_goals") or [])
     return {
         c["turn_progress"]: gr.update(value=views.progress_html(event), visible=True),
-        c["sub_goals"]: (views.sub_goals_markdown(rows, labels=sv.op_labels) if rows
+        c["sub_goals"]: (views.sub_goals_markdown(rows, rows=sv.op_rows) if rows
                          else f"_{event.get('message') or 'Working…'}_"),
     }
 
@@ -224,14 +284,16 @@ def view_updates(c: Mapping[str, Any], view: View, sv: SessionView) -> dict:
     if has:
         s = view.session
         title = f"**{s.get('title') or 'Untitled'}** · {s.get('width')}×{s.get('height')} px"
-        if s.get("style"):
-            title += f" · look *{views.look_name(s['style'])}*"
         if s.get("quality_schema") and s["quality_schema"] != "default":
             title += f" · judge *{s['quality_schema']}*"
         note = views.notices_markdown(s.get("notices"))
         title += f"  \n{note}" if note else ""
     sliders_on = has and not viewing_other
     base = view.base or {}
+    # the sliders show the version shown: an older one read-only, else the one they move
+    showing = dict(shown.get("state") or {}) if viewing_other else base
+    mark = (entry or {}).get("number")
+    review_entry = views.entry_for(view.entries, (pending or {}).get("asset_id")) if pending else None
     out = {
         c["compare"]: view.compare,
         c["compare_alt"]: views.alt_json(views.BEFORE_ALT, views.photo_alt(entry, role=role) if has else "No photo yet"),
@@ -246,13 +308,12 @@ def view_updates(c: Mapping[str, Any], view: View, sv: SessionView) -> dict:
                            "Viewing an earlier version: roll back to it to adjust it, or pick the current one."
                            if has else ""),
         c["adj_base"]: base if has else None,
-        c["sub_goals"]: (views.sub_goals_markdown(view.sub_goals, turn=view.turn, labels=sv.op_labels)
-                         if view.sub_goals or not shown else views.version_note(shown)),
+        c["sub_goals"]: (views.sub_goals_markdown(view.sub_goals, version=mark, rows=sv.op_rows)
+                         if view.sub_goals or not shown else views.version_note(entry)),
         c["review_panel"]: gr.update(visible=bool(pending)),
-        c["review_md"]: views.review_markdown(pending),
+        c["review_md"]: views.review_markdown(pending, (review_entry or {}).get("number")),
         c["review_ops"]: review_ops,
-        c["modify_target"]: (f"{sv.stage_of.get(review_ops[0]['name'], '')}|{review_ops[0]['name']}"
-                             if review_ops else ""),
+        c["modify_target"]: sv.modify_target(review_ops, base),
         c["replan_feedback"]: "",
         c["studio_area"]: gr.update(visible=has),
         c["start_panel"]: gr.update(visible=not has),
@@ -261,20 +322,21 @@ def view_updates(c: Mapping[str, Any], view: View, sv: SessionView) -> dict:
             else "Tell me what to change, e.g. “make it warmer and brighter”")),
         c["send"]: gr.update(interactive=has),
         c["turn_progress"]: gr.update(value="", visible=False),
-        c["export_file"]: gr.update(value=None, visible=False),
+        c["export_file"]: gr.update(value=view.export, visible=bool(view.export)),
         c["undo"]: gr.update(interactive=has),
         c["redo"]: gr.update(interactive=has),
         c["shareable"]: gr.update(value=bool(has and view.session.get("shareable")), interactive=has),
-        # the selection panel (ui/selection.py) starts from the session's original, nothing painted
-        c["select_brush"]: ({"background": view.compare[0], "layers": [], "composite": view.compare[0]}
-                            if has else None),
-        c["select_click"]: view.compare[0] if has else None,
+        # the selection panel (ui/selection.py): the version the sliders move, as shown, nothing painted;
+        # the session's selection tinted on it, moved with any crop or rotation since
+        c["select_brush"]: ({"background": view.canvas, "layers": [], "composite": view.canvas} if has else None),
+        c["select_click"]: (view.selection or view.canvas) if has else None,
         c["select_status"]: "",
+        c["preview_key"]: sv.preview_key(view.session["id"]) if has else "",
     }
-    settings = dict(base.get("settings") or {})
+    settings = dict(showing.get("settings") or {})
     for name, widget in zip(c["adj_names"], c["adj_widgets"]):
         out[widget] = gr.update(value=settings.get(name, c["adj_defaults"].get(name, 0)), interactive=sliders_on)
-    slots = views.layer_slots(base if has else None, sv.ops_table, LAYER_POOL, LAYER_SLIDERS)
+    slots = views.layer_slots(showing if has else None, sv.ops_table, LAYER_POOL, LAYER_SLIDERS)
     out[c["layers_group"]] = gr.update(visible=any(slot["visible"] for slot in slots))
     for box, title_md, row, slot in zip(c["layer_boxes"], c["layer_titles"], c["layer_sliders"], slots):
         out[box] = gr.update(visible=slot["visible"])
@@ -293,7 +355,7 @@ def view_updates(c: Mapping[str, Any], view: View, sv: SessionView) -> dict:
 VIEW_KEYS = ("compare", "compare_alt", "score", "photo_title", "chat", "gallery", "gallery_ids", "selected",
              "rollback_to", "adj_summary", "adj_base", "sub_goals", "review_panel", "review_md", "review_ops",
              "modify_target", "replan_feedback", "studio_area", "start_panel", "instruction", "send",
-             "turn_progress", "export_file", "undo", "redo", "shareable", "select_brush", "select_click", "select_status",
+             "turn_progress", "export_file", "undo", "redo", "shareable", "select_brush", "select_click", "select_status", "preview_key",
              "layers_group", "quick_row")
 
 

@@ -19,7 +19,7 @@ import html
 import gradio as gr
 
 from ui import browser, views
-from ui.session_view import SessionView, as_dict, view_outputs, view_updates
+from ui.session_view import SessionView, as_dict, run_action, view_outputs, view_updates
 
 
 #: What the example box shows before anything is pasted.
@@ -49,6 +49,7 @@ def create_ui(c: dict, *, demo_photos: list[Path], styles: list[str], default_re
                     columns=4, rows=1, height=190, allow_preview=False, object_fit="cover",
                     elem_id="demo-photos", interactive=False, buttons=[])
                 c["style"] = gr.Dropdown(label="Look (optional)", choices=views.look_choices(styles), value="",
+                                         info="Applied once, as version 1; after that your words lead.",
                                          elem_id="style", min_width=0, interactive=True)
         # For people who tune the agent: how often to ask, and what the judge reports.
         with gr.Accordion("Advanced", open=False, elem_id="advanced"):
@@ -120,25 +121,35 @@ def create_event_handlers(c: dict, sv: SessionView, *, demo_photos: list[Path]) 
         return show_session(c, sv, sid, mine)
 
     def start(image, filename, style, review_mode, quality_schema, browser_value):
+        """A new session; a look chosen up front is then applied once, as its own first version."""
         try:
-            info = as_dict(studio.start_session(image, style=style or None, review_mode=review_mode or None,
-                                                filename=filename, quality_schema=quality_schema or None))
+            info = as_dict(studio.start_session(image, review_mode=review_mode or None, filename=filename,
+                                                quality_schema=quality_schema or None))
         except AtelierError as exc:
             # The current session stays exactly as it was: only the message changes.
             gr.Warning(str(exc))
-            return {c["notice"]: f"**Could not start from {filename or 'that file'}.** {exc}", c["upload"]: None}
+            yield {c["notice"]: f"**Could not start from {filename or 'that file'}.** {exc}", c["upload"]: None}
+            return
         out = show_session(c, sv, info["id"], browser.with_current(browser_value, info["resume_token"]))
         out[c["upload"]] = None
-        return out
+        out[c["style"]] = ""        # the look menu never carries a choice into the next session
+        yield out
+        if not style:
+            return
+        # The look is a version of its own (version 1); the person's words after it are followed as said.
+        yield from run_action(c, sv, info["id"], lambda progress: studio.apply_skill(info["id"], style,
+                                                                                    progress=progress),
+                              failed=lambda exc: {c["notice"]: f"The look could not be applied: {exc}",
+                                                  c["turn_progress"]: gr.update(value="", visible=False)})
 
     def start_from_upload(path, style, review_mode, quality_schema, browser_value):
         if not path:
-            return {}
-        return start(Path(path), Path(path).name, style, review_mode, quality_schema, browser_value)
+            return
+        yield from start(Path(path), Path(path).name, style, review_mode, quality_schema, browser_value)
 
     def start_from_demo(style, review_mode, quality_schema, browser_value, evt: gr.SelectData):
         photo = demo_photos[int(evt.index)]  # index into the server's own list: no client path is trusted
-        return start(photo, photo.name, style, review_mode, quality_schema, browser_value)
+        yield from start(photo, photo.name, style, review_mode, quality_schema, browser_value)
 
     def badge():
         """Which brain plans the edits (``Studio.model_status()``, where the service has it)."""
@@ -192,9 +203,9 @@ def create_event_handlers(c: dict, sv: SessionView, *, demo_photos: list[Path]) 
     c["demo"].load(on_load, [c["browser"]], outputs, concurrency_id="view", api_visibility="private",
                    show_progress="minimal")
     c["upload"].upload(start_from_upload, [c["upload"], c["style"], c["review_mode"], c["quality_schema"],
-                                           c["browser"]], outputs + [c["upload"]], **heavy)
+                                           c["browser"]], outputs + [c["upload"], c["style"]], **heavy)
     c["demo_photos"].select(start_from_demo, [c["style"], c["review_mode"], c["quality_schema"], c["browser"]],
-                            outputs + [c["upload"]], **heavy)
+                            outputs + [c["upload"], c["style"]], **heavy)
     c["demo"].load(badge, None, c["model_badge"], queue=False, api_visibility="private")
     # The list is read again on each page load (schemas made in another tab or with the CLI).
     c["demo"].load(schema_choices, [c["quality_schema"]], c["quality_schema"], queue=False,

@@ -150,7 +150,7 @@ CSS = """
 #photo-tools > * { flex: 0 1 auto !important; }
 #model-badge { margin-top: 4px; }
 /* values the page script reads; never shown */
-#compare-alt, #modify-target { display: none !important; }
+#compare-alt, #modify-target, #preview-key { display: none !important; }
 .model-badge { display: inline-flex; align-items: center; gap: 6px; font-size: .74rem; color: #cfcfcf;
                border: 1px solid #3a3a3a; border-radius: 10px; padding: 1px 9px; }
 .badge-dot { width: 7px; height: 7px; border-radius: 50%; background: #888; }
@@ -229,8 +229,13 @@ JS = r"""
     let alts = {};
     try { alts = JSON.parse((q('#compare-alt textarea, #compare-alt input') || {}).value || '{}'); } catch (e) {}
     const imgs = qa('img', box);
+    // the studio drew a live preview until the recorded version replaced it
+    if (window.atelierLive && window.atelierLive.active && imgs[1]
+        && !(imgs[1].getAttribute('src') || '').startsWith('blob:')) window.atelierLive.active = false;
+    const previewing = window.atelierLive && window.atelierLive.active;
     if (imgs[0]) setAttr(imgs[0], 'alt', alts.before || 'Before: the original photo');
-    if (imgs[1]) setAttr(imgs[1], 'alt', alts.after || 'After: the edited photo');
+    if (imgs[1]) setAttr(imgs[1], 'alt', previewing ? 'After: a live preview of your slider values (not kept yet)'
+                                                    : (alts.after || 'After: the edited photo'));
     const handle = q('[data-testid=slider]', box);
     if (!handle) return;
     setAttr(handle, 'role', 'slider');
@@ -303,24 +308,91 @@ JS = r"""
                              attributeFilter: ['src', 'style', 'value', 'class']});
   sweep();
 
-  // Adjustment sliders: arrow keys record a version once the keys rest; double-click resets.
+  // Live slider previews (ui/live.py): one request in flight; when it lands, only the newest position is
+  // asked for next (the ones in between are never rendered). The answer is drawn on the "after" photo.
+  const LIVE_ALT = 'After: a live preview of your slider values (not kept yet)';
+  const live = {busy: false, next: null, active: false, recorded: null, gen: 0, restore: 0, times: []};
+  window.atelierPreviewTimes = live.times;      // ms from a move to its picture on screen (tests log them)
+  const afterImg = () => qa('#compare img')[1];
+  const previewKey = () => ((q('#preview-key textarea, #preview-key input') || {}).value || '');
+  function askPreview(range) {
+    const box = range.closest('.adj-slider');
+    if (!box || !box.id || range.disabled) return;
+    live.next = {where: box.id, value: range.value, t0: performance.now(), gen: live.gen};
+    if (!live.busy) sendPreview();
+  }
+  function sendPreview() {
+    const ask = live.next;
+    live.next = null;
+    const key = previewKey();
+    if (!ask || !key) return;
+    live.busy = true;
+    const url = 'studio/preview?' + new URLSearchParams({key: key, where: ask.where, value: ask.value});
+    fetch(url, {cache: 'no-store'}).then((r) => (r.ok ? r.blob() : null)).then((blob) => {
+      const img = afterImg();
+      if (!blob || !img || ask.gen !== live.gen) return;
+      if (!live.active) { live.recorded = img.getAttribute('src'); live.active = true; }
+      const old = (img.getAttribute('src') || '').startsWith('blob:') ? img.getAttribute('src') : null;
+      img.onload = () => { live.times.push(performance.now() - ask.t0); if (old) URL.revokeObjectURL(old); };
+      img.src = URL.createObjectURL(blob);
+      setAttr(img, 'alt', LIVE_ALT);
+    }).catch(() => {}).finally(() => { live.busy = false; if (live.next) sendPreview(); });
+  }
+  function endLive() {
+    // back to the recorded version (released where it started, or a release that recorded nothing)
+    live.gen += 1;
+    live.next = null;
+    const img = afterImg();
+    if (live.active && img && live.recorded) img.src = live.recorded;
+    live.active = false;
+  }
+  window.atelierLive = live;
+
+  // Adjustment sliders: a release records a version. A pointer release is held back a moment, so the
+  // first click of a double-click records nothing; double-click resets to the default. Arrow keys record
+  // once the keys rest.
+  const HOLD_MS = 300;
+  const held = new WeakMap();
   const rested = new WeakMap();
   const isRange = (el) => el && el.matches && el.matches('.adj-slider input[type=range]');
+  const remember = (e) => { if (isRange(e.target) && e.target.dataset.before === undefined) e.target.dataset.before = e.target.value; };
+  document.addEventListener('pointerdown', remember, true);
+  document.addEventListener('keydown', remember, true);
+  document.addEventListener('input', (e) => { if (isRange(e.target)) askPreview(e.target); }, true);
+  function release(range) {
+    const before = range.dataset.before;
+    delete range.dataset.before;
+    clearTimeout(live.restore);
+    if (before !== undefined && Number(before) === Number(range.value)) { endLive(); return; }
+    range.dispatchEvent(new PointerEvent('pointerup', {bubbles: true}));
+    // the recorded version replaces the preview; if nothing comes (an error), show the recorded one again
+    live.restore = setTimeout(() => { if (live.active) endLive(); }, 8000);
+  }
+  document.addEventListener('pointerup', (e) => {
+    if (!isRange(e.target) || !e.isTrusted) return;
+    e.stopPropagation();
+    const range = e.target;
+    clearTimeout(held.get(range));
+    held.set(range, setTimeout(() => { held.delete(range); release(range); }, HOLD_MS));
+  }, true);
   document.addEventListener('keyup', (e) => {
     if (!isRange(e.target) || !/^(Arrow|Home|End|Page)/.test(e.key)) return;
     clearTimeout(rested.get(e.target));
-    rested.set(e.target, setTimeout(() => e.target.dispatchEvent(new PointerEvent('pointerup', {bubbles: true})), 450));
+    rested.set(e.target, setTimeout(() => release(e.target), 450));
   });
   document.addEventListener('dblclick', (e) => {
     const box = e.target.closest && e.target.closest('.adj-slider');
     const range = box && q('input[type=range]', box);
     if (!range || range.disabled) return;
+    clearTimeout(held.get(range));
+    held.delete(range);
     const m = /adj-default-(-?[\d_]+)/.exec(box.className);
     const value = m ? m[1].replace('_', '.') : '0';
+    if (range.dataset.before === undefined) range.dataset.before = range.value;
     const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set;
     setter.call(range, value);
     range.dispatchEvent(new Event('input', {bubbles: true}));
-    setTimeout(() => range.dispatchEvent(new PointerEvent('pointerup', {bubbles: true})), 30);
+    release(range);
   });
   // Ctrl+Z / Ctrl+Shift+Z (and Ctrl+Y): undo / redo a version, except while typing text.
   document.addEventListener('keydown', (e) => {

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any, Iterable, Mapping, Sequence
 
-from pipeline.masks import describe_mask, where_words
+from agent.planning.base import SubGoal
+from agent.service.labels import change_words, layer_name, numbered, op_rows, value_text, version_name
+from pipeline.masks import where_words
 
 #: How each review mode reads in the start panel (label, service value).
 REVIEW_MODES: tuple[tuple[str, str], ...] = (
@@ -56,14 +59,31 @@ _COMMANDS = {"/approve": "Approved", "/modify": "Modified", "/rollback": "Rolled
 
 
 def command_text(text: str) -> str:
-    """A review command from the log ('/modify exposure=30') as the person would say it."""
+    """A review command from the log ('/modify exposure=30') as the person would say it ('Modified: Exposure +30')."""
     word, _, rest = text.partition(" ")
     said = _COMMANDS.get(word.lower())
     if said is None:
         return text
     if word.lower() == "/rollback":
         return f"_{said}_"   # the argument is an asset id, meaningless to read
+    if word.lower() == "/modify":
+        rest = ", ".join(_setting_words(part) for part in rest.split())
     return f"_{said}{': ' + rest.strip() if rest.strip() else ''}_"
+
+
+def _setting_words(part: str) -> str:
+    """'crop_aspect=5' -> 'Aspect ratio 16:9'; 'exposure@layer0=-20' -> 'Exposure (local layer 1) −20'."""
+    name, eq, value = part.partition("=")
+    op, _, layer = name.partition("@layer")
+    row = next((r for r in op_rows() if r["name"] == op), None)   # the registry's own row
+    if not eq or row is None:
+        return part
+    try:
+        number: Any = float(value) if "." in value else int(value)
+    except ValueError:
+        return part
+    where = f" (local layer {int(layer) + 1})" if layer.isdigit() else ""
+    return f"{row['label']}{where} {value_text(row, number)}"
 
 
 def chat_messages(log: Iterable[Mapping[str, Any]]) -> list[dict]:
@@ -128,56 +148,6 @@ def progress_html(event: Mapping[str, Any] | None) -> str:
 
 # -- history and gallery ---------------------------------------------------------
 
-_KEPT = ("approved", "auto_approved")
-
-
-def _first_phrase(text: str) -> str:
-    """'warmer (more amber)' -> 'warmer'; 'brighter, up to +2 EV' -> 'brighter'."""
-    return text.split("(")[0].split(",")[0].split(";")[0].strip()
-
-
-def change_words(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None,
-                 ops_table: Sequence[Mapping[str, Any]], *, limit: int = 3) -> str:
-    """Two EditState dicts -> a short label of what changed: 'warmer, brighter' or 'sky: darker'.
-
-    Words come from each op's ``plus`` / ``minus`` description in the registry
-    (its first phrase), biggest moves first; an op without them reads as
-    'crop +20'. Nothing changed -> 'no change'.
-    """
-    rows = {str(r["name"]): r for r in ops_table}
-
-    def word(name: str, delta: int) -> str:
-        row = rows.get(name, {})
-        phrase = _first_phrase(str(row.get("plus" if delta > 0 else "minus") or ""))
-        return phrase or f"{str(row.get('label') or name).lower()} {signed(delta)}"
-
-    def moves(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[int, str]]:
-        names = list(dict.fromkeys(list(a) + list(b)))
-        out = []
-        for n in names:
-            try:
-                delta = int(b.get(n, 0) or 0) - int(a.get(n, 0) or 0)
-            except (TypeError, ValueError):
-                continue
-            if delta:
-                out.append((abs(delta), word(n, delta)))
-        return out
-
-    before, after = before or {}, after or {}
-    found = [(m, w) for m, w in moves(before.get("settings") or {}, after.get("settings") or {})]
-    old_layers = {json.dumps(l.get("mask"), sort_keys=True): l for l in before.get("layers") or []}
-    for layer in after.get("layers") or []:
-        old = old_layers.get(json.dumps(layer.get("mask"), sort_keys=True), {})
-        where = layer_title(layer, with_prefix=False).removeprefix("the ")
-        found += [(m, f"{where}: {w}") for m, w in moves(old.get("settings") or {}, layer.get("settings") or {})]
-    found.sort(key=lambda mw: -mw[0])
-    words = list(dict.fromkeys(w for _, w in found))
-    if not words:
-        return "no change"
-    extra = len(words) - limit
-    return ", ".join(words[:limit]) + (f" +{extra} more" if extra > 0 else "")
-
-
 def version_entries(history: Sequence[Mapping[str, Any]], ops_table: Sequence[Mapping[str, Any]],
                     pending_id: str | None = None) -> list[dict]:
     """The session's versions as the History strip lists them, oldest first.
@@ -192,72 +162,33 @@ def version_entries(history: Sequence[Mapping[str, Any]], ops_table: Sequence[Ma
     screen readers).
     """
     by_id = {a["id"]: a for a in history}
-    turns: dict[int, list[Mapping[str, Any]]] = {}
-    for a in history:
-        turns.setdefault(int(a.get("turn") or 0), []).append(a)
     entries: list[dict] = []
-    number = 0
-    for turn in sorted(turns):
-        group = turns[turn]
-        if turn == 0:
-            main, variants = group[0], group[1:]
+    for a, mark, i in numbered(history, pending_id):
+        turn = int(a.get("turn") or 0)
+        parent = by_id.get(a.get("parent_id") or "")
+        label = "original" if turn == 0 and not i else change_words(
+            (parent or {}).get("state"), a.get("state"), ops_table)
+        if a.get("is_head"):
+            word = "current"
+        elif a["id"] == pending_id:
+            word = "in review"
+        elif i or a.get("status") == "rejected" or (a.get("status") == "pending"):
+            word = "variant"
+        elif not a.get("on_head_path", True):
+            word = "rolled back"
         else:
-            main = (next((a for a in group if a.get("status") in _KEPT), None)
-                    or next((a for a in group if a["id"] == pending_id), None) or group[-1])
-            variants = [a for a in group if a is not main]
-            number += 1
-        for i, a in enumerate([main] + variants):
-            mark = str(number) if turn else "0"
-            if i:
-                mark += "bcdefghijklmnopqrstuvwxyz"[min(i - 1, 24)]
-            parent = by_id.get(a.get("parent_id") or "")
-            label = "original" if turn == 0 and not i else change_words(
-                (parent or {}).get("state"), a.get("state"), ops_table)
-            if a.get("is_head"):
-                word = "current"
-            elif a["id"] == pending_id:
-                word = "in review"
-            elif i or a.get("status") == "rejected" or (a.get("status") == "pending"):
-                word = "variant"
-            elif not a.get("on_head_path", True):
-                word = "rolled back"
-            else:
-                word = ""
-            score = a.get("score")
-            caption = " · ".join(p for p in (mark, label, score_text(score) if score is not None else "", word) if p)
-            name = (f"Version {mark}" if turn else "The original") + (f": {label}" if turn else "") \
-                + (f", score {score_text(score)}" if score is not None else "") + (f", {word}" if word else "")
-            entries.append({"asset": a, "number": mark, "label": label, "score": score, "variant": bool(i),
-                            "state_word": word, "caption": caption, "name": name})
+            word = ""
+        score = a.get("score")
+        caption = " · ".join(p for p in (mark, label, score_text(score) if score is not None else "", word) if p)
+        name = (f"Version {mark}" if turn else "The original") + (f": {label}" if turn else "") \
+            + (f", score {score_text(score)}" if score is not None else "") + (f", {word}" if word else "")
+        entries.append({"asset": a, "number": mark, "label": label, "score": score, "variant": bool(i),
+                        "state_word": word, "caption": caption, "name": name})
     return entries
 
 
 def entry_for(entries: Sequence[Mapping[str, Any]], asset_id: str | None) -> Mapping[str, Any] | None:
     return next((e for e in entries if e["asset"]["id"] == asset_id), None)
-
-
-def asset_caption(asset: Mapping[str, Any]) -> str:
-    """'T2 · 0.82 · current' — kept for scripts; the History strip uses :func:`version_entries`."""
-    turn = int(asset.get("turn") or 0)
-    if asset.get("status") == "original" or turn == 0:
-        head = " · current" if asset.get("is_head") else ""
-        return f"Original{head}"
-    parts = [f"T{turn}", score_text(asset.get("score"))]
-    if asset.get("status") == "pending":
-        parts.append("in review")
-    elif asset.get("is_head"):
-        parts.append("current")
-    elif not asset.get("on_head_path", True):
-        parts.append("abandoned")
-    return " · ".join(parts)
-
-
-def gallery_order(history: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The kept path first (oldest to newest), the turn in review, then abandoned branches (oldest first)."""
-    kept = [a for a in history if a.get("on_head_path", True)]
-    pending = [a for a in history if not a.get("on_head_path", True) and a.get("status") == "pending"]
-    abandoned = [a for a in history if not a.get("on_head_path", True) and a.get("status") != "pending"]
-    return kept + pending + abandoned
 
 
 #: Alt text of the 'before' photo.
@@ -287,7 +218,7 @@ def asset_summary(asset: Mapping[str, Any] | None, *, role: str = "Current",
     if entry is not None:
         name = "the original" if entry["number"] == "0" else f"version {entry['number']}"
     else:
-        name = "the original" if turn == 0 or asset.get("status") == "original" else f"turn {turn}"
+        name = "the original" if turn == 0 or asset.get("status") == "original" else "this version"
     parts = [f"**{role}: {name}**"]
     if entry is not None and entry["number"] != "0":
         parts.append(html.escape(entry["label"]))
@@ -367,12 +298,7 @@ def slider_groups(ops_table: Sequence[Mapping[str, Any]]) -> list[tuple[str, str
 
 def layer_title(layer: Mapping[str, Any], *, with_prefix: bool = True) -> str:
     """A local layer as a person reads it: 'Local: the sky' (or its own name)."""
-    name = str(layer.get("name") or "").strip()
-    if not name:
-        try:
-            name = describe_mask(layer.get("mask") or {})
-        except (KeyError, TypeError, ValueError):
-            name = "a local area"
+    name = layer_name(layer)
     return f"Local: {name}" if with_prefix else name
 
 
@@ -409,7 +335,7 @@ def layer_slots(state: Mapping[str, Any] | None, ops_table: Sequence[Mapping[str
     return slots
 
 
-def _as_value(v: Any) -> Any:
+def as_value(v: Any) -> Any:
     """20.0 -> 20; 2.5 stays 2.5 (a fine-step op such as straighten); anything else as it is."""
     if isinstance(v, float) and v == int(v):
         return int(v)
@@ -429,8 +355,8 @@ def changed_settings(names: Sequence[str], values: Sequence[Any], current: Mappi
     for name, value in zip(names, values):
         if not name or value is None:
             continue
-        value = _as_value(value)
-        if value != _as_value(current.get(name, defaults.get(name, 0))):
+        value = as_value(value)
+        if value != as_value(current.get(name, defaults.get(name, 0))):
             out[name] = value
     return out
 
@@ -451,32 +377,52 @@ def adjustments_summary(state: Mapping[str, Any] | None, ops_table: Sequence[Map
 # -- sub-goals and review --------------------------------------------------------
 
 
-def sub_goal_line(goal: Mapping[str, Any], labels: Mapping[str, str] | None = None) -> str:
-    """'✓ Temperature +20 on the sky — warmer light' (one markdown list item)."""
+def sub_goal_line(goal: Mapping[str, Any], rows: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """'✓ Temperature +20 on the sky — warmer light' (one markdown list item); values in people's units
+    ('Aspect ratio 16:9', 'Saturation to −100'); ``rows``: the op table by name."""
     mark = _STEP_MARKS.get(str(goal.get("status") or "").lower(), "○")
     op = str(goal.get("op", "?"))
-    label = (labels or {}).get(op, op)
-    value = int(goal.get("value") or 0)
-    amount = signed(value) if goal.get("mode", "add") == "add" else f"set to {value}"
-    desc = str(goal.get("description") or "").strip()
+    row = dict((rows or {}).get(op) or {"name": op, "label": op})
+    label = str(row.get("label") or op)
+    value = goal.get("value") or 0
+    if goal.get("mode", "add") == "add":
+        amount = value_text(row, value, change=True)
+    elif str(row.get("kind")) in ("choice", "toggle", "points"):
+        amount = value_text(row, value)
+    else:
+        amount = f"to {value_text(row, value)}"
+    desc = _plain_description(goal)
     return f"- {mark} **{label}** {amount}{where_words(goal.get('target'))}" + (f" — {desc}" if desc else "")
 
 
-def sub_goals_markdown(sub_goals: Sequence[Mapping[str, Any]] | None, *, turn: int | None = None,
-                       labels: Mapping[str, str] | None = None) -> str:
-    """The turn's plan as a checklist; empty plan -> a short hint."""
+def _plain_description(goal: Mapping[str, Any]) -> str:
+    """A sub-goal's description without the step restated in op names ('16:9 crop: crop_aspect = 5' ->
+    '16:9 crop'): the line already says it in people's units."""
+    desc = str(goal.get("description") or "").strip()
+    try:
+        known = ("op", "value", "mode", "target", "description", "id", "stage")   # a row also carries its status
+        said = SubGoal.from_dict({k: v for k, v in goal.items() if k in known}).summary()
+    except Exception:  # noqa: BLE001 - a row the planner's schema would refuse: its text as it is
+        return desc
+    if desc == said:
+        return ""
+    return desc.removesuffix(f": {said}").strip()
+
+
+def sub_goals_markdown(sub_goals: Sequence[Mapping[str, Any]] | None, *, version: str | None = None,
+                       rows: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """The turn's plan as a checklist under the version it made ('Version 3'); empty plan -> a short hint."""
     if not sub_goals:
         return "_No turn yet. Ask for a change in the chat._"
-    head = f"**Turn {turn}**\n\n" if turn else ""
-    return head + "\n".join(sub_goal_line(g, labels) for g in sub_goals)
+    head = f"**{version_name(version).capitalize()}**\n\n" if version else ""
+    return head + "\n".join(sub_goal_line(g, rows) for g in sub_goals)
 
 
-def version_note(asset: Mapping[str, Any]) -> str:
-    """What the right column says about a version when no turn was just run."""
-    turn = int(asset.get("turn") or 0)
-    if not turn:
+def version_note(entry: Mapping[str, Any] | None) -> str:
+    """What the right column says about a version when no turn was just run: its number and what changed."""
+    if not entry or entry.get("number") == "0":
         return "_The original. Ask for a change in the chat._"
-    return f"**Turn {turn}**  \n{html.escape(str(asset.get('summary') or ''))}"
+    return f"**Version {html.escape(str(entry['number']))}**  \n{html.escape(str(entry.get('label') or ''))}"
 
 
 def _number(v: Any) -> str:
@@ -501,7 +447,7 @@ def _chips(values: Mapping[str, Any], cls: str) -> str:
     return "".join(chip(k, v) for k, v in values.items())
 
 
-def review_markdown(payload: Mapping[str, Any] | None) -> str:
+def review_markdown(payload: Mapping[str, Any] | None, version: str | None = None) -> str:
     """The review panel's text: score, assessment, per-dimension numbers, custom fields.
 
     Top-level dimensions ("compliance") are shown as chips; dotted details
@@ -509,7 +455,7 @@ def review_markdown(payload: Mapping[str, Any] | None) -> str:
     """
     if not payload:
         return ""
-    lines = [f"### Turn {payload.get('turn', '?')} is waiting for your review",
+    lines = [f"### {version_name(version).capitalize() if version else 'This version'} is waiting for your review",
              f"**Score {score_text(payload.get('score'))}** — {html.escape(str(payload.get('assessment') or 'no assessment'))}"]
     dims = dict(payload.get("dimensions") or {})
     main = {k: v for k, v in dims.items() if "." not in str(k)}
@@ -569,3 +515,22 @@ def model_badge(status: Mapping[str, Any] | None) -> str:
     safe = state if state in _BADGE_WORDS else "unknown"
     return (f'<span class="model-badge badge-{safe}" role="status" title="{html.escape(label)}">'
             f'<span class="badge-dot" aria-hidden="true"></span>{html.escape(label)}</span>')
+
+
+# -- exports --------------------------------------------------------------------------------
+
+#: An export format (or a file's extension) -> the extension its file gets.
+EXPORT_EXTENSIONS = {"jpeg": "jpg", "jpg": "jpg", "png": "png", "tiff": "tif", "tif": "tif", "webp": "webp"}
+
+
+def export_name(title: str, version: str | None, fmt: str) -> str:
+    """'coffee-v3.jpg': the photo's name, the version's number (as History shows it), the format's extension.
+
+    The original is ``-original``; an unknown format is refused (``ValueError``), never named ``.jpg``.
+    """
+    ext = EXPORT_EXTENSIONS.get(str(fmt).lower().lstrip("."))
+    if ext is None:
+        raise ValueError(f"fmt: expected jpeg, png, tiff or webp, got {fmt!r}")
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "-", title.rsplit(".", 1)[0]).strip("-")[:60] or "photo"
+    which = "original" if version in (None, "", "0") else f"v{version}"
+    return f"{stem}-{which}.{ext}"

@@ -495,7 +495,10 @@ class TurnNodes:
         elif review.get("action") == "rollback":
             outcome, head = "rolled_back", review["asset_id"]
             target = self.store.get_asset(head)
-            reply = f"Rolled back to turn {target.turn}. Later versions stay in the history."
+            # the studio's version number (agent/service/labels.py): the turns up to it that made a version
+            number = len({a.turn for a in self.store.assets(state["session_id"]) if 0 < a.turn <= target.turn})
+            reply = (f"Rolled back to version {number}." if number else "Rolled back to the original.") \
+                + " Later versions stay in the history."
             details["measurements"] = f"Turn {target.turn}: {target.summary}."
         elif review.get("action") == "approve":
             outcome, head = "approved", candidate

@@ -5,7 +5,9 @@
   bit-exact rollbacks, a turn each, one-line reply;
 - "reset the saturation" is a turn with the person's values (the op back to 0);
 - export, show the original, what did you change, questions and small talk change
-  nothing and use no turn: ``status="answered"``, ``turn`` = the last finished turn.
+  nothing and use no turn: ``status="answered"``, ``turn`` = the last finished turn;
+  the words and the answer are kept in the chat log all the same (``History.note``),
+  so the studio shows them after its refresh and after a reload.
 
 Only called by :meth:`agent.service.Studio.send_message`.
 """
@@ -24,16 +26,21 @@ from pipeline import ops
 from pipeline.measure import image_stats
 from pipeline.state import EditState
 
+from agent.service import labels
 from agent.service.records import TurnResult
 
 if TYPE_CHECKING:
     from agent.service.studio import Studio
 
-_FORMAT_NAMES = {"jpeg": "JPEG", "png": "PNG", "tiff": "TIFF"}
+_FORMAT_NAMES = {"jpeg": "JPEG", "png": "PNG", "tiff": "TIFF", "webp": "WebP"}
 
 
-def _answered(studio: "Studio", session_id: str, reply: str, *, kind: str, quick_replies=(), shown: str | None = None,
-              export_path: str | None = None) -> TurnResult:
+def _answered(studio: "Studio", session_id: str, text: str, reply: str, *, kind: str, quick_replies=(),
+              shown: str | None = None, export_path: str | None = None, said: str | None = None) -> TurnResult:
+    """An answer to ``text`` that uses no turn; both are kept in the chat log (``said``: how the log words
+    the answer when ``reply`` carries a server path)."""
+    studio.versions.note(session_id, [{"role": "user", "content": text},
+                                      {"role": "assistant", "content": reply if said is None else said}])
     session = studio.store.get_session(session_id)
     head = session.head_asset_id
     return TurnResult(session_id=session_id, turn=studio.store.last_turn(session_id), status="answered",
@@ -46,17 +53,20 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
     the message turned out to be an edit for the planner after all."""
     session = studio.leases.session(session_id)
     if route.kind == "chat":
-        return _answered(studio, session_id, route.reply or "OK.", kind="chat", quick_replies=route.quick_replies)
+        return _answered(studio, session_id, text, route.reply or "OK.", kind="chat", quick_replies=route.quick_replies)
     if route.kind in ("evaluation", "exploration"):
-        return _question(studio, session_id, route)
+        return _question(studio, session_id, route, text)
     name = route.name
     if name == "export":
         path = studio.export(session_id, fmt=route.fmt or "jpeg")
-        label = _FORMAT_NAMES.get(route.fmt or "jpeg", route.fmt.upper())
-        return _answered(studio, session_id, f"Exported the current version as a full-size {label}: {path}",
-                         kind="command", export_path=str(path))
+        label = _FORMAT_NAMES.get(route.fmt or "jpeg", str(route.fmt).upper())
+        head = studio.head(session_id)
+        what = labels.version_name(head.version or None)
+        return _answered(studio, session_id, text, f"Exported {what} as a full-size {label}: {path}",
+                         kind="command", export_path=str(path),
+                         said=f"Exported {what} as a full-size {label}; it is ready to download.")
     if name == "show_original":
-        return _answered(studio, session_id, "Here is the original. Say \u201cback to the original\u201d to return to it.",
+        return _answered(studio, session_id, text, "Here is the original. Say \u201cback to the original\u201d to return to it.",
                          kind="command", shown=str(studio.original_path(session_id)),
                          quick_replies=["Back to the original"])
     if name == "what_changed":
@@ -65,9 +75,9 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
         edits = dialogue_state(studio.store, session_id).edits
         said = [", ".join(e.labels[:2]) or e.message for e in edits][-4:]
         if not recipe:
-            return _answered(studio, session_id, "Nothing yet: this is the original photo.", kind="command")
+            return _answered(studio, session_id, text, "Nothing yet: this is the original photo.", kind="command")
         steps = f" ({len(edits)} change{'s' if len(edits) != 1 else ''}: {'; '.join(said)})" if edits else ""
-        return _answered(studio, session_id, f"Now: {recipe}{steps}.", kind="command")
+        return _answered(studio, session_id, text, f"Now: {recipe}{steps}.", kind="command")
     if studio.pending_review(session_id) is not None:
         if name == "undo":   # "undo" during review: drop the version under review, keep the one before it
             result = studio.review(session_id, "rollback", target=session.head_asset_id, progress=progress)
@@ -88,24 +98,24 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
         if name == "original":
             edits = dialogue_state(studio.store, session_id).edits
             if not edits:
-                return _answered(studio, session_id, "This is already the original photo.", kind="command")
+                return _answered(studio, session_id, text, "This is already the original photo.", kind="command")
             return studio.undo(session_id, steps=len(edits), progress=progress, said=text)
     except InvalidInput as exc:
-        return _answered(studio, session_id, str(exc)[:1].upper() + str(exc)[1:] + ".", kind="command")
+        return _answered(studio, session_id, text, str(exc)[:1].upper() + str(exc)[1:] + ".", kind="command")
     if name == "back_before":
         return _back_before(studio, session_id, route, progress, text)
     if name == "going_back":
         return _going_back(studio, session_id, route, progress, text)
     if name == "reset":
         return _reset(studio, session_id, route, text, progress)
-    return _answered(studio, session_id, "I'm not sure what to do with that.", kind="command")
+    return _answered(studio, session_id, text, "I'm not sure what to do with that.", kind="command")
 
 
-def _question(studio: "Studio", session_id: str, route: Route) -> TurnResult:
+def _question(studio: "Studio", session_id: str, route: Route, text: str) -> TurnResult:
     vocab = studio.router.vocab
     pe = studio.router.profile.vocabulary
     if route.name == "capabilities":
-        return _answered(studio, session_id, f"I edit tone and colour by what you say. I can do: {vocab.capabilities()} "
+        return _answered(studio, session_id, text, f"I edit tone and colour by what you say. I can do: {vocab.capabilities()} "
                          "Say \u201cundo\u201d, \u201cmore\u201d or \u201ctoo much\u201d at any time.",
                          kind="question", quick_replies=studio.router.capabilities_replies)
     head = studio.head(session_id)
@@ -117,10 +127,10 @@ def _question(studio: "Studio", session_id: str, route: Route) -> TurnResult:
         says, suggest = read_photo(stats, rules)
         suggest = suggest or [str(x) for x in pe.get("photo_reading_default_suggestions") or ()]
         why = f" ({'; '.join(says)})" if says else ""
-        return _answered(studio, session_id, f"I would try: {', '.join(s.lower() for s in suggest[:3])}{why}.",
+        return _answered(studio, session_id, text, f"I would try: {', '.join(s.lower() for s in suggest[:3])}{why}.",
                          kind="question", quick_replies=_offered(vocab, route) + suggest)
     reply, suggest = evaluation_reply(stats, rules, str(pe.get("photo_reading_good") or "It looks balanced."), state)
-    return _answered(studio, session_id, reply, kind="question", quick_replies=_offered(vocab, route) + suggest)
+    return _answered(studio, session_id, text, reply, kind="question", quick_replies=_offered(vocab, route) + suggest)
 
 
 def _offered(vocab, route: Route) -> list[str]:
@@ -145,7 +155,7 @@ def _back_before(studio: "Studio", session_id: str, route: Route, progress, text
     found = state.find(intents=intents, ops=op_names, words=[w for w in route.words if len(w) > 3], run=True)
     said = " ".join(route.words)
     if found is None:
-        return _answered(studio, session_id, f"I couldn't find a change like \u201c{said}\u201d in this version's "
+        return _answered(studio, session_id, text, f"I couldn't find a change like \u201c{said}\u201d in this version's "
                          "history, so nothing changed.", kind="command", quick_replies=["What did you change?", "Undo"])
     steps = len(edits) - edits.index(found)
     return studio.undo(session_id, steps=steps, progress=progress, said=text or None)
@@ -163,13 +173,13 @@ def _going_back(studio: "Studio", session_id: str, route: Route, progress, text:
             try:
                 return studio.undo(session_id, steps=steps, progress=progress, said=text)
             except InvalidInput as exc:
-                return _answered(studio, session_id, str(exc)[:1].upper() + str(exc)[1:] + ".", kind="command")
+                return _answered(studio, session_id, text, str(exc)[:1].upper() + str(exc)[1:] + ".", kind="command")
     if not any(back.strong for back in route.going_back):
         return None
     if not state.edits:
-        return _answered(studio, session_id, "This is already the original photo; nothing to go back to.",
+        return _answered(studio, session_id, text, "This is already the original photo; nothing to go back to.",
                          kind="command")
-    return _answered(studio, session_id, "I couldn't tell which version you mean, so nothing changed. "
+    return _answered(studio, session_id, text, "I couldn't tell which version you mean, so nothing changed. "
                      "Say \u201cundo\u201d for the last change, or pick a version in the history.",
                      kind="clarify", quick_replies=["Undo", "What did you change?", "Back to the original"])
 
@@ -186,7 +196,7 @@ def _reset(studio: "Studio", session_id: str, route: Route, text: str, progress)
     values = {n: 0 for n in dict.fromkeys(names) if state.value(n)}
     if not values:
         label = ", ".join(dict.fromkeys(ops.get_op(n).label.lower() for n in names)) or "that"
-        return _answered(studio, session_id, f"{label.capitalize()} is already at its neutral value; nothing to reset.",
+        return _answered(studio, session_id, text, f"{label.capitalize()} is already at its neutral value; nothing to reset.",
                          kind="command")
     with studio.leases.leased(session_id):
         session = studio.leases.session(session_id)

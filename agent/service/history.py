@@ -11,6 +11,7 @@ from typing import Any
 
 from agent.errors import AtelierError, InvalidInput
 from agent.loop.state import ActionRecord
+from agent.service import labels
 from agent.service.leases import SessionLeases
 from agent.service.records import AssetInfo, ProgressFn, TurnResult, iso, notify_done
 from agent.service.renders import Renders
@@ -22,6 +23,10 @@ REDO_KEY = "redo_stack"
 WAITING = "a turn is waiting for your review: approve, modify, roll back or replan first"
 #: Versions a rollback by turn number may land on.
 KEPT = ("original", "approved", "auto_approved")
+#: Session setting holding what was said that made no turn (questions, small talk, chat exports, a replan's
+#: feedback), each ``{"turn", "before_reply", "role", "content"}``; the newest MAX_NOTES are kept.
+NOTES_KEY = "chat_notes"
+MAX_NOTES = 400
 
 
 class History:
@@ -32,33 +37,65 @@ class History:
 
     # -- reading ------------------------------------------------------------------------
     def versions(self, session_id: str) -> list[AssetInfo]:
-        """Every version of the session's edit DAG, oldest first."""
+        """Every version of the session's edit DAG, oldest first, each with its number (``version``)."""
         session = self.leases.session(session_id)
         head = session.head_asset_id
         on_path = {a.id for a in self.store.ancestors(head)} if head else set()
+        assets = self.store.assets(session_id)
+        pending = self.turns.pending(session) if session.active_thread else None
+        marks = {a.id: mark for a, mark, _ in labels.numbered(assets, (pending or {}).get("asset_id"))}
         return [AssetInfo(id=a.id, parent_id=a.parent_id, turn=a.turn, summary=a.summary, score=a.score,
                           state=a.state, created_at=iso(a.created_at), is_head=a.id == head,
-                          on_head_path=a.id in on_path, status=a.status)
-                for a in self.store.assets(session_id)]
+                          on_head_path=a.id in on_path, status=a.status, version=marks.get(a.id, ""))
+                for a in assets]
 
     def head(self, session_id: str) -> AssetInfo:
         session = self.leases.session(session_id)
         return next(a for a in self.versions(session_id) if a.id == session.head_asset_id)
 
     def chat_log(self, session_id: str) -> list[dict]:
-        """The conversation so far, to restore a chat after a refresh."""
+        """The conversation so far, to restore a chat after a refresh: every turn's words and reply, and
+        what was said that made no turn (questions, small talk, chat exports, a replan's feedback) where
+        it was said."""
         session = self.leases.session(session_id)
-        log: list[dict] = []
+        notes = list(session.settings.get(NOTES_KEY) or [])
+
+        def said(turn: int, before_reply: bool) -> list[dict]:
+            return [{"role": n["role"], "content": n["content"]} for n in notes
+                    if n.get("turn") == turn and bool(n.get("before_reply")) == before_reply]
+
+        log: list[dict] = said(0, False)
         for t in self.store.turns(session_id):
-            log += [{"role": "user", "content": t.message}, {"role": "assistant", "content": t.reply}]
+            log += [{"role": "user", "content": t.message}, *said(t.turn, True),
+                    {"role": "assistant", "content": t.reply}, *said(t.turn, False)]
         pending = self.turns.pending(session)
         if pending:
+            turn = int(pending.get("turn") or 0)
             log.append({"role": "user", "content": self.turns.message_under_review(session)})
+            log += said(turn, True)
             score = pending.get("score")
             judged = f" Score {score:.2f}: {pending.get('assessment', '')}" if score is not None else ""
             log.append({"role": "assistant", "content": (pending.get("reply", "") + judged
                                                          + " Waiting for your review.").strip()})
+            log += said(turn, False)
         return log
+
+    def note(self, session_id: str, rows: list[dict], *, before_reply: bool = False) -> None:
+        """Keep what was said without a turn of its own in the chat log (``rows``: role/content dicts).
+
+        Attached to the turn under review (``before_reply``: before its reply, as a replan's feedback),
+        else after the last finished turn.
+        """
+        with self.leases.lock(session_id):
+            session = self.store.get_session(session_id)
+            pending = self.turns.pending(session) if session.active_thread else None
+            turn = int(pending.get("turn") or 0) if pending else self.store.last_turn(session_id)
+            notes = list(session.settings.get(NOTES_KEY) or [])
+            notes += [{"turn": turn, "before_reply": before_reply, "role": str(r["role"]),
+                       "content": str(r["content"])} for r in rows if str(r.get("content") or "").strip()]
+            settings = dict(session.settings)
+            settings[NOTES_KEY] = notes[-MAX_NOTES:]
+            self.store.update_session(session_id, settings=settings)
 
     def turn_log(self, session_id: str) -> list[dict]:
         """Every finished turn: ``turn``, ``message``, ``plan`` (the planner's output or None), ``outcome``,
@@ -91,7 +128,7 @@ class History:
         turn = self.store.last_turn(session.id) + 1
         asset = self.store.get_asset(asset_id, session.id)
         message = f"/rollback {target}"
-        reply = f"Rolled back to turn {asset.turn} ({asset.summary}). Later versions stay in the history."
+        reply = labels.rollback_reply(self.store.assets(session.id), asset.id)
         self.store.finish_turn(session_id=session.id, turn=turn, message=message, plan=None,
                                outcome="rolled_back", reply=reply,
                                action=ActionRecord(turn, message, "rolled_back", f"back to T{asset.turn}").to_dict(),
@@ -120,8 +157,9 @@ class History:
             if stack and self._parent_of(session.id, stack[-1]) != head.id:
                 stack = []
             self._set_redo_stack(session, stack + [a.id for a in undone])
-            what = (head.summary or f"turn {head.turn}") if len(undone) == 1 else f"the last {len(undone)} changes"
-            where = "the original" if target.parent_id is None else f"turn {target.turn}"
+            assets = self.store.assets(session.id)
+            what = labels.version_words(assets, head.id) if len(undone) == 1 else f"the last {len(undone)} changes"
+            where = labels.version_name(labels.version_of(assets, target.id))
             reply = f"Undid {what}; back to {where}. Say \"redo\" to bring it back."
             return self._move_head(session, target, said or "/undo", reply, f"undo to T{target.turn}", progress)
 
@@ -136,7 +174,9 @@ class History:
                 raise InvalidInput("nothing to redo: there is no undone change to bring back")
             child = self.store.get_asset(stack[-1], session.id)
             self._set_redo_stack(session, stack[:-1])
-            reply = f"Redid {child.summary or f'turn {child.turn}'}."
+            assets = self.store.assets(session.id)
+            reply = (f"Redid {labels.version_words(assets, child.id)}; "
+                     f"{labels.version_name(labels.version_of(assets, child.id))} is current again.")
             return self._move_head(session, child, said or "/redo", reply, f"redo to T{child.turn}", progress)
 
     def _redo_stack(self, session: SessionRecord) -> list[str]:

@@ -54,6 +54,9 @@ class AssetInfo:
     is_head: bool
     on_head_path: bool
     status: str
+    #: The version's number as the studio, the chat and exports name it: "0" (the original), "3", "3b"
+    #: (a variant of version 3); see agent/service/labels.py.
+    version: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -18,10 +18,29 @@ from agent.service.sources import PhotoSources
 from agent.store import AssetRecord, SessionRecord, Store
 from pipeline.export import export_bytes
 from pipeline.imageio import save_image
-from pipeline.render import Renderer
+from pipeline.render import Renderer, SourceImage, in_frame_of
 from pipeline.state import EditState
 
 EXPORT_FORMATS = {"jpeg": "jpg", "jpg": "jpg", "png": "png", "tiff": "tif", "tif": "tif", "webp": "webp"}
+#: JPEG quality of the pictures the studio shows (exports keep their own format and quality).
+VIEW_QUALITY = 92
+#: The checkerboard behind transparent pixels: two greys, squares of this share of the long side.
+CHECKER_GREYS = (0x9c, 0x6a)
+CHECKER_SHARE = 1 / 80
+
+
+def on_checkerboard(pixels: np.ndarray, alpha: np.ndarray | None) -> np.ndarray:
+    """uint8 RGB pixels over a grey checkerboard where ``alpha`` (uint8, same size) is transparent;
+    ``pixels`` themselves when there is no alpha (the hidden colours under alpha 0 never show)."""
+    if alpha is None:
+        return pixels
+    h, w = pixels.shape[:2]
+    cell = max(4, round(max(h, w) * CHECKER_SHARE))
+    ys, xs = np.indices((h, w))
+    board = np.where(((ys // cell) + (xs // cell)) % 2 == 0, CHECKER_GREYS[0], CHECKER_GREYS[1]).astype(np.float32)
+    a = alpha.astype(np.float32)[..., None] / 255.0
+    out = pixels.astype(np.float32) * a + board[..., None] * (1.0 - a)
+    return np.clip(out + 0.5, 0, 255).astype(np.uint8)
 
 
 def canonical_side(width: int, height: int, long_side: int | None) -> int:
@@ -95,6 +114,31 @@ class Renders:
         if not path.exists():
             source = self.sources.get(session_id)
             save_image(source.proxy(side) if side else source.pixels, path)
+        return path
+
+    def shown(self, source: SourceImage, state: EditState, long_side: int | None) -> np.ndarray:
+        """A render as the studio shows it: transparency over a checkerboard (uint8 RGB)."""
+        pixels = self.renderer.render(source, state, long_side)
+        return on_checkerboard(pixels, self.renderer.alpha_for(source, state, long_side))
+
+    def view_path(self, session_id: str, asset_id: str | None = None, *, long_side: int = 1600,
+                  before: bool = False) -> Path:
+        """A version as the studio shows it (default: the head), a JPEG cached under the session's folder.
+
+        Transparent pixels sit on a grey checkerboard. ``before``: the untouched original in the same
+        frame as the version (cropped, rotated, straightened and mirrored like it), so a before/after
+        comparison lines up.
+        """
+        side = check_side(long_side)
+        asset = self.asset(session_id, asset_id)
+        state = EditState.from_dict(asset.state)
+        if before:
+            state = in_frame_of(EditState(), state)
+        session = self.store.get_session(session_id)
+        tag = f"{asset.id}-{canonical_side(session.width, session.height, side)}{'-before' if before else ''}"
+        path = self.store.session_dir(session_id) / "views" / f"{tag}.jpg"
+        if not path.exists():
+            save_image(self.shown(self.sources.get(session_id), state, side), path, quality=VIEW_QUALITY)
         return path
 
     def export(self, session_id: str, asset_id: str | None = None, *, fmt: str = "jpeg", quality: int | None = None,

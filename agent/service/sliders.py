@@ -13,7 +13,7 @@ from agent.config import AgentConfig
 from agent.errors import InvalidInput
 from agent.service.leases import SessionLeases
 from agent.service.records import ProgressFn, TurnResult
-from agent.service.renders import canonical_side
+from agent.service.renders import VIEW_QUALITY, canonical_side, on_checkerboard
 from agent.service.sources import PhotoSources
 from agent.service.turns import TurnRunner
 from agent.store import AssetRecord, SessionRecord, Store
@@ -109,16 +109,18 @@ class Sliders:
 
     def preview(self, session_id: str, values: dict | None, *, layers: Any = None) -> Path:
         """A proxy render of the shown version with ``values`` set, recording nothing (see Studio.preview)."""
-        with self.leases.lock(session_id):
-            session = self.leases.session(session_id)
-            base = EditState.from_dict(self._base(session).state)
+        # no session lock: a preview reads the base as it is and never waits for a turn (or a commit) to end
+        session = self.leases.session(session_id)
+        base = EditState.from_dict(self._base(session).state)
         checked = check_values(values) if values else {}
         state = with_values(base, checked, check_layer_values(layers, base))
         side = self.config.proxy_long_side
         folder = self.store.session_dir(session_id) / "previews"
         path = folder / f"{state.key()}-{canonical_side(session.width, session.height, side)}.jpg"
         if not path.exists():
-            save_image(self.renderer.render(self.sources.get(session_id), state, side), path, quality=90)
+            source = self.sources.get(session_id)
+            shown = on_checkerboard(self.renderer.render(source, state, side), self.renderer.alpha_for(source, state, side))
+            save_image(shown, path, quality=VIEW_QUALITY)
             for old in sorted(folder.glob("*.jpg"), key=lambda p: p.stat().st_mtime)[:-PREVIEWS_KEPT]:
                 old.unlink(missing_ok=True)
         return path

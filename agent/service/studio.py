@@ -38,6 +38,7 @@ from agent.errors import AtelierError, InvalidInput, SessionNotFound
 from agent.judging import default_judge
 from agent.loop.graph import build_graph
 from agent.planning import default_planner
+from agent.service import labels
 from agent.service.chat import handle as answer_without_planning
 from agent.service.endpoint import ModelEndpoint
 from agent.service.generation import GenerationDesk
@@ -55,7 +56,6 @@ from agent.service.sources import PhotoSources
 from agent.service.turns import TurnRunner
 from agent.skills import SkillPlanner
 from agent.store import Store, open_checkpointer, resolve_database_url, sqlite_file
-from pipeline import ops
 from pipeline.gpu import upgrade_renderer
 from pipeline.imageio import ImageLoadError, encode_image, load_image
 from pipeline.render import Renderer, SourceImage
@@ -113,7 +113,7 @@ class Studio:
                                session=self.leases.session)
         self.versions = History(self.store, self.leases, self.turns, self.renders)
         self.sliders = Sliders(self.store, self.leases, self.turns, self.sources, self.renderer, self.config)
-        self.selections = Selections(self.store, self.leases, self.sources, self.blobs)
+        self.selections = Selections(self.store, self.leases, self.sources, self.blobs, self.renderer, self.turns)
         self.sessions = Sessions(self.store, self.storage, self.leases, self.sources, self.schemas, self.config,
                                  styles=self.styles)
         self._router: Router | None = None
@@ -188,12 +188,8 @@ class Studio:
             return []
 
     def ops_table(self) -> list[dict]:
-        """The op registry as rows for sliders."""
-        # "kind" is the widget: slider, angle, choice (with "choices"), toggle, hue or points.
-        return [{"name": o.name, "label": o.label, "stage": o.stage, "group": o.group, "min": o.min,
-                 "max": o.max, "default": o.default, "description": o.description,
-                 "minus": getattr(o, "minus", ""), "plus": getattr(o, "plus", ""), "kind": o.control,
-                 "step": o.step, **({"choices": list(o.choices)} if o.choices else {})} for o in ops.OPS.values()]
+        """The op registry as rows for sliders (name, label, stage, range, words, widget kind, unit, choices)."""
+        return labels.op_rows()
 
     def start_session(self, image: Any, *, style: str | None = None, review_mode: str | None = None,
                       filename: str | None = None, planner_schema: str | None = None,
@@ -321,6 +317,9 @@ class Studio:
                 if feedback is not None and not isinstance(feedback, str):
                     raise InvalidInput("replan: feedback must be text")
                 decision = {"action": "replan", "feedback": (feedback or "").strip()[:MAX_MESSAGE_CHARS]}
+                # the person's feedback stays in the conversation, before the new plan's reply
+                self.versions.note(session_id, [{"role": "user", "content": "New plan: " + (
+                    decision["feedback"] or "try something else")}], before_reply=True)
             else:
                 decision = {"action": "approve"}
             return self.turns.resume(session, decision, "/" + action, progress)
@@ -375,6 +374,12 @@ class Studio:
     def original_path(self, session_id: str, *, long_side: int = 1600) -> Path:
         """The untouched original as a cached PNG at ``long_side``."""
         return self.renders.original_path(session_id, long_side=long_side)
+
+    def view_path(self, session_id: str, asset_id: str | None = None, *, long_side: int = 1600,
+                  before: bool = False) -> Path:
+        """A version as the studio shows it (default: the head): a JPEG, transparency on a checkerboard.
+        ``before``: the untouched original framed like that version (same crop, rotation and flip)."""
+        return self.renders.view_path(session_id, asset_id, long_side=long_side, before=before)
 
     def export(self, session_id: str, asset_id: str | None = None, *, fmt: str = "jpeg", quality: int | None = None,
                long_side: int | None = None, keep_metadata: bool = True, drop_gps: bool = True) -> Path:
@@ -447,19 +452,27 @@ class Studio:
     # -- selections (brush / lasso, click, box) -------------------------------------------
     def select(self, session_id: str, *, mask: Any = None, point: Any = None, box: Any = None) -> dict:
         """Make the session's selection from a painted ``mask``, a click ``point`` [x, y] or a ``box``
-        [x0, y0, x1, y1] (fractions 0..1 of the original's frame); exactly one of them.
+        [x0, y0, x1, y1]; exactly one of them, on the picture as the studio shows it: the version under
+        review, else the head, in its own frame (cropped, rotated, straightened, mirrored). Points and
+        boxes are fractions 0..1 of that picture; a mask has its aspect (any size).
 
-        The mask is stored as a content-addressed blob and becomes "the selection" chat refers to
-        ("brighten the selection", "remove this"). Returns ``{"selection_id", "coverage" (0..1),
-        "preview" (PNG path: the photo with the selection tinted), "mask" (the mask spec),
-        "source" ("mask" | "point" | "box")}``. A selection of zero pixels, two inputs at once or a
-        point outside the photo raise ``InvalidInput``; the session is unchanged.
+        The mask is mapped to the original's frame, stored as a content-addressed blob and becomes
+        "the selection" chat refers to ("brighten the selection", "remove this"). Returns
+        ``{"selection_id", "coverage" (0..1 of the picture shown), "preview" (PNG path: the version shown
+        with the selection tinted), "mask" (the mask spec), "source" ("mask" | "point" | "box")}``. A
+        selection of zero pixels, two inputs at once or a point outside the photo raise ``InvalidInput``;
+        the session is unchanged.
         """
         return self.selections.select(session_id, mask=mask, point=point, box=box)
 
     def selection(self, session_id: str) -> dict | None:
         """The session's latest selection (as :meth:`select` returned it, without the preview), or None."""
         return self.selections.current(session_id)
+
+    def selection_preview(self, session_id: str) -> Path | None:
+        """The session's selection tinted on the version the studio shows, in that version's frame (a later
+        crop or rotation moves it with the picture); None without a selection."""
+        return self.selections.shown(session_id)
 
     # -- skills (skills/ and $ATELIER_SKILLS_DIR) -----------------------------------------
     def skills(self) -> list[dict]:
@@ -478,7 +491,9 @@ class Studio:
         if not isinstance(name, str) or name.strip().lower().replace(" ", "_") not in known:
             raise InvalidInput(f"skill: unknown skill {name!r}; choose one of {', '.join(known)}")
         skill = known[name.strip().lower().replace(" ", "_")]
-        return self.send_message(session_id, f"use the {skill.name} skill", progress=progress)
+        # the words the chat shows: the skill's own label ("use the Black and white skill")
+        label = str(skill.summary().get("label") or skill.name.replace("_", " "))
+        return self.send_message(session_id, f"use the {label} skill", progress=progress)
 
 
 def apply_recipe(photo: Any, state: EditState, *, fmt: str = "jpeg", quality: int = 92,
