@@ -26,7 +26,7 @@ from pipeline import ops
 from pipeline.measure import image_stats
 from pipeline.state import EditState
 
-from agent.service import labels
+import agent.service.labels as labels
 from agent.service.records import TurnResult
 
 if TYPE_CHECKING:

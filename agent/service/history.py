@@ -11,7 +11,7 @@ from typing import Any
 
 from agent.errors import AtelierError, InvalidInput
 from agent.loop.state import ActionRecord
-from agent.service import labels
+import agent.service.labels as labels
 from agent.service.leases import SessionLeases
 from agent.service.records import AssetInfo, ProgressFn, TurnResult, iso, notify_done
 from agent.service.renders import Renders

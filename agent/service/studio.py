@@ -38,7 +38,7 @@ from agent.errors import AtelierError, InvalidInput, SessionNotFound
 from agent.judging import default_judge
 from agent.loop.graph import build_graph
 from agent.planning import default_planner
-from agent.service import labels
+import agent.service.labels as labels
 from agent.service.chat import handle as answer_without_planning
 from agent.service.endpoint import ModelEndpoint
 from agent.service.generation import GenerationDesk
