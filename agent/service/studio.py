@@ -409,21 +409,22 @@ class Studio:
         return self.sliders.keep(session_id, values, layers=layers, progress=progress)
 
     # -- generation (docs/generation.md) --------------------------------------------------
-    def get_defaults(self) -> dict:
+    def get_defaults(self, scope: str | None = None) -> dict:
         """The generation defaults: ``{"image": {width, height, steps, cfg, sampler_name, scheduler, denoise,
-        model, negative_prompt}}`` (the model's profile, overridden by set_defaults)."""
-        return self.generation.get_defaults()
+        model, negative_prompt}}`` (the model's profile, overridden by set_defaults; ``scope``: a caller's own)."""
+        return self.generation.get_defaults(scope)
 
-    def set_defaults(self, image: dict, persist: bool = False) -> dict:
+    def set_defaults(self, image: dict, persist: bool = False, scope: str | None = None) -> dict:
         """Override generation defaults (validated: unknown or out-of-range keys raise InvalidInput naming the
-        key); ``persist`` keeps them across restarts. Returns the new defaults."""
-        return self.generation.set_defaults(image, persist)
+        key) for ``scope`` (one caller, e.g. an MCP client session) or, without, the whole process; ``persist``
+        makes them everyone's and keeps them across restarts. Returns the defaults and what was ``updated``."""
+        return self.generation.set_defaults(image, persist, scope=scope)
 
     def generate_image(self, prompt: str, negative_prompt: str | None = None, seed: int | None = None,
                        width: int | None = None, height: int | None = None, steps: int | None = None,
                        cfg: float | None = None, sampler_name: str | None = None, scheduler: str | None = None,
                        denoise: float | None = None, model: str | None = None,
-                       return_inline_preview: bool = False) -> dict:
+                       return_inline_preview: bool = False, scope: str | None = None) -> dict:
         """A new photo from text, which becomes the original of a new session; the asset answer
         (asset_id, asset_url, image_url, filename, subfolder, folder_type, workflow_id, prompt_id,
         mime_type, width, height, bytes_size, ...). No backend, model missing, out of memory or a server
@@ -431,12 +432,14 @@ class Studio:
         return self.generation.generate_image(prompt, negative_prompt=negative_prompt, seed=seed, width=width,
                                               height=height, steps=steps, cfg=cfg, sampler_name=sampler_name,
                                               scheduler=scheduler, denoise=denoise, model=model,
-                                              return_inline_preview=return_inline_preview)
+                                              return_inline_preview=return_inline_preview, scope=scope)
 
-    def regenerate(self, asset_id: str, seed: int | None = None, param_overrides: dict | None = None) -> dict:
-        """Make a generated version again (new seed, or ``seed``; ``param_overrides`` such as steps or cfg):
-        a generated original gives a new session, a version with generated layers a new branch (the head)."""
-        return self.generation.regenerate(asset_id, seed=seed, param_overrides=param_overrides)
+    def regenerate(self, asset_id: str, seed: int | None = None, param_overrides: dict | None = None,
+                   return_inline_preview: bool = False) -> dict:
+        """Make a generated version again (new seed, or ``seed``, -1 = the same seed; ``param_overrides`` such as
+        steps or cfg): a generated original gives a new session, a version with generated layers a new branch."""
+        return self.generation.regenerate(asset_id, seed=seed, param_overrides=param_overrides,
+                                          return_inline_preview=return_inline_preview)
 
     def generation_status(self) -> dict:
         """The generation backend: ``{"backend", "model", "ready", ...}`` (``reason`` when it cannot run)."""
