@@ -62,7 +62,8 @@ def details_data(details: dict) -> dict:
         out["skills"] = {"confidence": skills.get("confidence"),
                          "trace": [{k: t.get(k) for k in ("step", "skill", "status", "did", "why", "depends_on")
                                     if t.get(k) is not None} for t in skills.get("trace") or []]}
-    for key in ("review_tier", "failure", "failure_counts", "measurements", "judge", "model_limitations"):
+    for key in ("review_tier", "failure", "failure_counts", "measurements", "model_limitations",
+                "executor_schema", "executor_problems"):
         if details.get(key):
             out[key] = details[key]
     return out

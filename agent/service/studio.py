@@ -65,6 +65,8 @@ from profiles import load_profile
 from skills import SkillError, load_skills
 
 SESSIONS_DIR_ENV = "ATELIER_SESSIONS_DIR"
+#: Where output schemas (and the ones generate_schema writes) live, when not the shipped schemas/.
+SCHEMAS_DIR_ENV = "ATELIER_SCHEMAS_DIR"
 MAX_MESSAGE_CHARS = 2000
 
 
@@ -77,6 +79,7 @@ class Studio:
                  storage_url: str | None = None):
         self.config = config or load_config()
         # Output schemas (and the custom ones generate_schema writes): <root>/<agent>/[custom/]<name>.yaml
+        schemas_root = schemas_root or os.environ.get(SCHEMAS_DIR_ENV) or None
         self.schemas_root = Path(schemas_root).resolve() if schemas_root else None
         self.schemas = OutputSchemas(self.schemas_root, SchemaQuota.from_config(self.config))
         folder = sessions_dir or os.environ.get(SESSIONS_DIR_ENV) or self.config.sessions_path()
@@ -197,14 +200,15 @@ class Studio:
 
     def start_session(self, image: Any, *, style: str | None = None, review_mode: str | None = None,
                       filename: str | None = None, planner_schema: str | None = None,
-                      quality_schema: str | None = None) -> SessionInfo:
+                      quality_schema: str | None = None, executor_schema: str | None = None) -> SessionInfo:
         """Store ``image`` as the untouched original of a new session (nothing is created if it is bad).
 
         ``planner_schema`` / ``quality_schema`` name output schemas under ``schemas/`` (default "default");
         an unknown name raises InvalidInput before anything is stored.
         """
         return self.sessions.start(image, style=style, review_mode=review_mode, filename=filename,
-                                   planner_schema=planner_schema, quality_schema=quality_schema)
+                                   planner_schema=planner_schema, quality_schema=quality_schema,
+                                   executor_schema=executor_schema)
 
     def session(self, session_id: str) -> SessionInfo:
         return self.sessions.get(session_id)
@@ -229,6 +233,11 @@ class Studio:
     def list_schemas(self, agent: str) -> list[str]:
         """Names of the output schemas ``agent`` ("planner", "executor", "quality") can use, "default" first."""
         return self.schemas.names(agent)
+
+    def use_schema(self, session_id: str, name: str, *, agent: str | None = None) -> SessionInfo:
+        """Use the output schema ``name`` from the next turn on, for ``agent`` ("planner", "executor",
+        "quality") or every agent that has one by that name ("use my cinematographer schema")."""
+        return self.sessions.use_schema(session_id, name, agent)
 
     def generate_schema(self, example: dict | str, *, agent: str, name: str, overwrite: bool = False,
                         visitor: str | None = None) -> dict:
