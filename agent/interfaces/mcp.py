@@ -368,7 +368,7 @@ def build_server(studio_factory: Callable[[], Any] | None = None) -> AtelierMCP:
     async def open_photo(
             path: Annotated[str, _arg("A photo file (JPEG, PNG, TIFF, WebP or RAW) inside the allowed roots: your "
                                       "MCP roots, ATELIER_MCP_ROOTS, else the server's working folder.",
-                                      "/home/me/Pictures/coffee.jpg", min_length=1, max_length=4096)],
+                                      "/home/me/Pictures/coffee.jpg", max_length=4096)],
             roots: ClientRoots,
             style: Annotated[str | None, _arg("A starting look by name (list_skills shows the looks); null: none.",
                                               "film", "moody")] = None,
