@@ -44,6 +44,7 @@ from agent.service.generation import GenerationDesk
 from agent.service.history import History
 from agent.service.leases import SessionLeases
 from agent.service.output_schemas import OutputSchemas
+from agent.service.schema_choice import answer_schema_choice, read_schema_choice
 from agent.service.records import (TURN_KINDS, AssetInfo, ProgressFn, ReviewPayload, SessionInfo,
                                    TurnResult)
 from agent.service.renders import EXPORT_FORMATS, Renders
@@ -264,6 +265,9 @@ class Studio:
         text = text.strip()
         if len(text) > MAX_MESSAGE_CHARS:
             raise InvalidInput(f"that message is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS})")
+        choice = read_schema_choice(self, text)   # "use my cinematographer schema": answered, no turn
+        if choice is not None:
+            return answer_schema_choice(self, session_id, *choice)
         route = self.router.route(text)
         if route.kind == "generation":
             generated = self._generative_turn(session_id, route.request, progress)
