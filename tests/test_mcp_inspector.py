@@ -124,3 +124,36 @@ def test_the_inspector_calls_every_tool_once(server):
     read = json.loads(resource["contents"][0]["text"])
     assert read["ok"] and [v["asset_id"] for v in read["data"]["versions"]][:2] == [v["asset_id"] for v in versions]
     assert [t["message"] for t in read["data"]["turns"]][0] == "make it warmer"
+
+
+def test_set_defaults_holds_for_its_own_client_session_until_persisted(server):
+    """Two MCP client sessions of one HTTP server (the SDK's client, initialize handshake): each sees its own
+    set_defaults; a stateless request (protocol 2026-07-28) has no session, and the answer says so."""
+    from mcp import Client
+
+    from tests.test_mcp import run_async
+
+    url, root, _ = server
+
+    async def steps(client) -> int:
+        return (await client.call_tool("get_defaults", {})).structured_content["data"]["image"]["steps"]
+
+    async def main():
+        async with Client(url, mode="legacy") as a, Client(url, mode="legacy") as b:
+            before = await steps(b)
+            mine = (await a.call_tool("set_defaults", {"image": {"steps": 7}})).structured_content
+            seen = (await steps(a), await steps(b))
+            saved = (await b.call_tool("set_defaults", {"image": {"steps": 9}, "persist": True})).structured_content
+            after = (await steps(a), await steps(b))
+        async with Client(url, mode="legacy") as c:
+            fresh = await steps(c)
+        async with Client(url) as stateless:
+            alone = (await stateless.call_tool("set_defaults", {"image": {"cfg": 4.0}})).structured_content
+        return before, mine, seen, saved, after, fresh, alone
+
+    before, mine, seen, saved, after, fresh, alone = run_async(main)
+    assert alone["data"]["applies_to"] == "process"
+    assert mine["data"]["applies_to"] == "session" and mine["data"]["previous"] == {"steps": before}
+    assert seen == (7, before)                          # b is untouched by a's change
+    assert saved["data"]["applies_to"] == "saved" and (root / "sessions" / "generation_defaults.json").is_file()
+    assert after == (7, 9) and fresh == 9               # a keeps its own; everyone else gets the saved value

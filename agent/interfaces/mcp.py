@@ -31,8 +31,6 @@ import argparse
 import json
 import logging
 import sys
-import uuid
-import weakref
 from pathlib import Path
 from typing import Annotated, Any, Callable, Literal
 
@@ -284,19 +282,20 @@ def _client_roots(ctx: Context) -> ListRootsResult | ListRoots:
 #: A tool parameter filled with the client's roots (not part of the tool's input schema).
 ClientRoots = Annotated[ListRootsResult, Resolve(_client_roots)]
 
-#: One key per MCP client session (its own generation defaults, its schema quota), gone with the session.
-_SCOPES: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
-
-
 def client_scope(ctx: Context | None) -> str | None:
-    """A stable key for the client session behind ``ctx`` (None outside a session)."""
-    session = getattr(ctx, "session", None) if ctx is not None else None
-    if session is None:
+    """A stable key for the client session behind ``ctx``, or None when the request belongs to none.
+
+    stdio: the process (one client launches one server). HTTP with sessions (the initialize handshake):
+    the ``Mcp-Session-Id`` the server assigned. Stateless HTTP (protocol 2026-07-28: every request stands
+    alone) has no session to scope to: None, and the caller's answer says the change is process-wide.
+    """
+    if ctx is None:
         return None
-    try:
-        return _SCOPES.setdefault(session, uuid.uuid4().hex)
-    except TypeError:   # a session object that cannot be weakly referenced: one key per object id
-        return f"id{id(session)}"
+    headers = getattr(ctx, "headers", None)
+    if headers is None:
+        return "stdio"
+    sid = headers.get("mcp-session-id")
+    return f"http:{sid}" if sid else None
 
 
 def _uris(roots: ListRootsResult) -> list[str]:
@@ -327,8 +326,9 @@ OUTPUT_SCHEMAS: dict[str, dict] = {
         "image": {"type": "object", "description": "The defaults now in force for this client session."},
         "updated": {"type": "object", "description": "Each key given, with its new value."},
         "previous": {"type": "object", "description": "Each key given, with its value before."},
-        "applies_to": {"enum": ["session", "saved"], "description": "session: this MCP client session only; "
-                                                                   "saved: every client, kept across restarts."}}},
+        "applies_to": {"enum": ["session", "process", "saved"], "description": (
+            "session: this MCP client session only; process: every client until the server restarts (a "
+            "stateless HTTP request has no session); saved: every client, kept across restarts.")}}},
     "generate_image": _GENERATED, "regenerate": _GENERATED,
     "list_schemas": {"type": "object", "properties": {"schemas": {"type": "object"}}},
     "generate_schema": {"type": "object", "properties": {
@@ -469,8 +469,9 @@ def build_server(studio_factory: Callable[[], Any] | None = None) -> AtelierMCP:
                 "(euler, euler_ancestral, heun, dpmpp_2m, dpmpp_sde, ddim, pndm, lms, uni_pc), scheduler (normal, "
                 "karras, exponential, sgm_uniform, simple, ddim_uniform, beta), denoise (0.05..1), model, "
                 "negative_prompt.", {"steps": 20, "cfg": 5.5})],
-            persist: Annotated[bool, _arg("false (default): for this client session only; true: for every "
-                                          "client, saved for later starts.", False)] = False) -> CallToolResult:
+            persist: Annotated[bool, _arg("false (default): for this client session only (a stateless HTTP "
+                                          "request has none: then for this server until it restarts); true: for "
+                                          "every client, saved for later starts.", False)] = False) -> CallToolResult:
         """Change image-generation defaults. Answers the defaults now in force, what was updated (and its
         previous value) and whether it applies to this session or was saved for everyone."""
         return await run("set_defaults", image=image, persist=persist, scope=client_scope(ctx))

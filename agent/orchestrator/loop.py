@@ -17,7 +17,6 @@ credentials redacted): the request, the validation result, the canonical result 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import time
@@ -248,8 +247,10 @@ class Orchestrator:
                                   "timeout": self.settings["model_timeout_s"]}
         if tools_on:
             kwargs["tools"] = self.tools.specs
+        import openai
+
         create = self.model_client.chat.completions.create
-        if asyncio.iscoroutinefunction(create):
+        if isinstance(self.model_client, openai.AsyncOpenAI):   # the caller's own async client, as given
             return await create(**kwargs)
         return await _bounded_call(create, kwargs, float(self.settings["model_timeout_s"]))
 
