@@ -82,6 +82,11 @@ async def _client(url: str, streaming: bool):
                                                                       httpx_client=httpx.AsyncClient(timeout=120)))
 
 
+async def _task(client, *parts: Part, context_id: str | None = None):
+    """Send one message (not streamed) and return the task as it ended."""
+    return [e async for e in client.send_message(_message(*parts, context_id=context_id))][-1].task
+
+
 def _warmth(pixels: np.ndarray) -> float:
     """Mean red minus mean blue: a warmer photo has more."""
     return float(pixels[..., 0].astype(float).mean() - pixels[..., 2].astype(float).mean())
@@ -163,14 +168,11 @@ def test_get_task_and_a_context_id_that_continues_the_session(studio_app, photo_
     async def go():
         _, client = await _client(url, streaming=False)
         async with client:
-            first = [e async for e in client.send_message(_message(Part(raw=png, media_type="image/png"),
-                                                                   Part(text="brighter")))]
-            task = first[-1].task
+            task = await _task(client, Part(raw=png, media_type="image/png"), Part(text="brighter"))
             fetched = await client.get_task(GetTaskRequest(id=task.id))
-            second = [e async for e in client.send_message(_message(Part(text="and a bit more contrast"),
-                                                                    context_id=task.context_id))]
-            alone = [e async for e in client.send_message(_message(Part(text="warmer")))]
-        return task, fetched, second[-1].task, alone[-1].task
+            second = await _task(client, Part(text="and a bit more contrast"), context_id=task.context_id)
+            alone = await _task(client, Part(text="warmer"))
+        return task, fetched, second, alone
 
     task, fetched, second, alone = asyncio.run(go())
     assert fetched.id == task.id and fetched.status.state == TaskState.TASK_STATE_COMPLETED
@@ -193,7 +195,7 @@ def test_cancel_ends_the_task_and_the_photo_stays_as_it_was(studio_app, photo_pn
     async def go():
         _, client = await _client(url, streaming=False)
         async with client:
-            opened = [e async for e in client.send_message(_message(Part(raw=png, media_type="image/png")))][-1].task
+            opened = await _task(client, Part(raw=png, media_type="image/png"))
             request = _message(Part(text="slowly make it much warmer"), context_id=opened.context_id)
             request.configuration.return_immediately = True
             started = [e async for e in client.send_message(request)][-1].task
@@ -223,12 +225,11 @@ def test_bad_input_is_rejected_with_the_reason(studio_app, photo_png):
     async def go():
         _, client = await _client(url, streaming=False)
         async with client:
-            fetch = [e async for e in client.send_message(_message(
-                Part(url="http://example.org/photo.jpg", media_type="image/jpeg"), Part(text="warmer")))][-1].task
-            junk = [e async for e in client.send_message(_message(
-                Part(raw=b"not a photo at all", media_type="image/png"), Part(text="warmer")))][-1].task
-            command = [e async for e in client.send_message(_message(
-                Part(raw=photo_png[1], media_type="image/png"), Part(text="/modify saturation=lots")))][-1].task
+            fetch = await _task(client, Part(url="http://example.org/photo.jpg", media_type="image/jpeg"),
+                                Part(text="warmer"))
+            junk = await _task(client, Part(raw=b"not a photo at all", media_type="image/png"), Part(text="warmer"))
+            command = await _task(client, Part(raw=photo_png[1], media_type="image/png"),
+                                  Part(text="/modify saturation=lots"))
         return fetch, junk, command
 
     fetch, junk, command = asyncio.run(go())
