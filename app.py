@@ -25,8 +25,8 @@ def create_app(studio=None):
 
     studio = studio or Studio()
     options = serving_options(studio)
-    from agent.interfaces.card import card_routes  # the A2A agent card at /.well-known/agent.json
-    options.setdefault("app_kwargs", {}).setdefault("routes", []).extend(card_routes(studio))
+    from agent.interfaces.a2a import mount_a2a  # the A2A card (/.well-known/agent-card.json) and endpoint (/a2a)
+    mount_a2a(options, studio)
     return build_studio(studio), options
 
 

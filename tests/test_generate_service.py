@@ -6,6 +6,7 @@ inpainting pipeline built in code (no downloads), or no backend at all, or a Com
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 
@@ -252,7 +253,14 @@ def test_get_and_set_defaults_validate_and_persist(make, tiny, tmp_path):
     assert set(image) == {"width", "height", "steps", "cfg", "sampler_name", "scheduler", "denoise", "model",
                           "negative_prompt"}
     assert image["width"] == 512 and image["steps"] == 25  # from profiles/generation/sd2_inpainting.yaml
-    assert studio.set_defaults({"steps": 12})["image"]["steps"] == 12
+    answer = studio.set_defaults({"steps": 12})
+    assert answer["image"]["steps"] == 12 and answer["updated"] == {"steps": 12}
+    assert answer["previous"] == {"steps": 25} and answer["applies_to"] == "process"
+    # a caller's scope (an MCP client session) has its own defaults; the others keep theirs
+    mine = studio.set_defaults({"steps": 5, "cfg": 3.0}, scope="client-a")
+    assert mine["updated"] == {"steps": 5, "cfg": 3.0} and mine["applies_to"] == "session"
+    assert studio.get_defaults(scope="client-a")["image"]["steps"] == 5
+    assert studio.get_defaults(scope="client-b")["image"]["steps"] == 12 and studio.get_defaults()["image"]["steps"] == 12
     with pytest.raises(InvalidInput, match=r"unknown key 'image\.colour'"):
         studio.set_defaults({"colour": "red"})
     with pytest.raises(InvalidInput, match=r"image\.steps"):
@@ -275,7 +283,10 @@ def test_generate_image_makes_a_session_and_regenerate_varies_it(studio):
                                    return_inline_preview=True)
     assert ANSWER_KEYS <= set(answer)
     assert answer["width"] == 96 and answer["height"] == 64 and answer["mime_type"] == "image/png"
-    assert answer["inline_preview"].startswith("data:image/jpeg;base64,")
+    assert answer["inline_preview_mime_type"] == "image/jpeg"
+    from pipeline.imageio import load_image
+    thumb = load_image(base64.b64decode(answer["inline_preview_base64"])).pixels
+    assert max(thumb.shape[:2]) <= 256 and thumb.shape[1] > thumb.shape[0]      # the 96x64 picture, small
     assert answer["image_url"].startswith("file://") and answer["bytes_size"] > 0
     session = studio.session(answer["session_id"])
     assert session.head_asset_id == answer["asset_id"] and (session.width, session.height) == (96, 64)
@@ -283,7 +294,12 @@ def test_generate_image_makes_a_session_and_regenerate_varies_it(studio):
     assert np.array_equal(studio.render(again["session_id"], long_side=None),
                           studio.render(answer["session_id"], long_side=None))  # same seed, same pixels
     other = studio.regenerate(answer["asset_id"], seed=12)
-    assert other["session_id"] != answer["session_id"] and other["seed"] == 12 and "inline_preview" not in other
+    assert other["session_id"] != answer["session_id"] and other["seed"] == 12
+    assert "inline_preview_base64" not in other
+    # seed -1: the same seed, only the overrides change
+    same_seed = studio.regenerate(answer["asset_id"], seed=-1, param_overrides={"steps": 3},
+                                  return_inline_preview=True)
+    assert same_seed["seed"] == 11 and same_seed["recipe"]["steps"] == 3 and same_seed["inline_preview_base64"]
     assert not np.array_equal(studio.render(other["session_id"], long_side=None),
                               studio.render(answer["session_id"], long_side=None))
     with pytest.raises(InvalidInput, match=r"unknown key 'param_overrides\.colour'"):

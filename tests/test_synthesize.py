@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from agent import synthesize as syn
+from agent.runs import synthesize as syn
 from schemas import load_schema
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -228,3 +228,26 @@ def test_the_person_borrows_words_from_the_tuning_suites_only():
     other_lines = {s for img, s in suite["local_edit"] if img not in (None, "coffee")} - coffee_lines - template_lines
     assert other_lines
     assert local & coffee_lines and not local & other_lines
+
+
+def test_the_splits_load_in_hugging_face_datasets_with_one_schema(run, tmp_path, monkeypatch):
+    """``load_dataset("json", data_files={"train": ..., "validation": ...})``: the same features in both files
+    (sparse per-turn settings used to infer a different struct in each and fail the cast)."""
+    datasets = pytest.importorskip("datasets", reason="datasets is a dev requirement (requirements-dev.txt)")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    out, _ = run
+    train, val = _records(out, "train.json"), _records(out, "val.json")
+    assert train and val, "the run should put at least one photo in each split"
+    loaded = datasets.load_dataset("json", data_files={"train": str(out / "train.json"),
+                                                       "validation": str(out / "val.json")},
+                                   cache_dir=str(tmp_path / "hf-cache"))
+    assert loaded["train"].num_rows == len(train) and loaded["validation"].num_rows == len(val)
+    assert loaded["train"].features == loaded["validation"].features
+    turn = loaded["train"][0]["metadata"]["turns"][0]
+    assert set(turn["settings"][0]) == {"op", "value"}
+    from pipeline.state import EditState
+
+    # the whole EditState survives as JSON text, and the list of settings says the same
+    state = EditState.from_dict(json.loads(turn["state"]))
+    assert {s["op"]: s["value"] for s in turn["settings"]} == {k: float(v) for k, v in state.settings.items()}
+    assert loaded["validation"][0]["conversations"][0]["from"] == "human"

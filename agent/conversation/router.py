@@ -60,6 +60,7 @@ class Route:
     quick_replies: list[str] = field(default_factory=list)
     request: GenerativeRequest | None = None     # kind "generation": what to generate
     going_back: list[GoingBack] = field(default_factory=list)   # name "going_back": readings, first found wins
+    agent: str | None = None     # name "use_schema": whose schema ("planner", "quality", "executor"; None: any)
 
 
 def _words(text: str) -> list[str]:
@@ -103,6 +104,8 @@ class Router:
                          ("undo", "redo", "back_steps", "back_before", "original", "show_original", "what_changed",
                           "export", "reset_op")}
         self.step_words = _table(cmd.get("step_words"))
+        self.schema_words, self.schema_verbs = _table(cmd.get("schema_words")), _table(cmd.get("schema_verbs"))
+        self.schema_agents = {str(agent): _table(words) for agent, words in (cmd.get("schema_agents") or {}).items()}
         self.numbers = {tuple(_words(str(k))): int(v) for k, v in (cmd.get("number_words") or {}).items()}
         self.formats = {tuple(_words(str(k))): str(v or "") for k, v in (cmd.get("formats") or {}).items()}
         # "how it was originally", "from the original": said with an undo or start-over phrase, the original
@@ -343,6 +346,11 @@ class Router:
     def _command(self, tokens: list[str], said: list[str]) -> Route | None:
         """The command ``tokens`` say (the router's words; ``said``: the same, as the planner reads them)."""
         c = self.commands
+        if find_phrases(tokens, self.schema_words) and find_phrases(tokens, self.schema_verbs):
+            # "use my cinematographer schema": the service finds the schema among those that exist
+            agents = [agent for agent, table in self.schema_agents.items() if find_phrases(tokens, table)]
+            return Route("command", "use_schema", words=[t for t in tokens if t not in SEPARATORS],
+                         agent=agents[0] if agents else None)
         fmt_hits = find_phrases(tokens, self.formats)
         export_hits = find_phrases(tokens, c["export"])
         if (export_hits or fmt_hits) and not self._rest(tokens, export_hits, fmt_hits) and \

@@ -60,9 +60,11 @@ def compose_reply(plan_reply: str, assessment: Mapping[str, Any] | None, *, tail
     judged = str(assessment.get("assessment") or "").strip()
     judged_plain, judged_details = split_reply(judged)
     read = (assessment.get("reading") or {}).get("compliance") is not None
+    # A model judge's own words ("looks good") are its verdict, not the agent's reply: details only.
+    by_model = str(assessment.get("source") or "").startswith("vlm")
     # The planner's words (what it did, its notes: "I stopped at the sweet spot"), without numbers,
-    # then the judge's plain verdict of what the pixels show.
-    parts: list[str] = [plan_plain, judged_plain] if (read or judged_plain) else [plan_plain]
+    # then the built-in judge's plain verdict of what the pixels show.
+    parts: list[str] = [plan_plain, judged_plain] if (read or judged_plain) and not by_model else [plan_plain]
     if tail:
         parts.append(tail)
     reply = " ".join(p for p in parts if p).strip()
@@ -72,7 +74,9 @@ def compose_reply(plan_reply: str, assessment: Mapping[str, Any] | None, *, tail
     score = assessment.get("score")
     if isinstance(score, (int, float)):
         details.append(f"Score {float(score):.2f}.")
-    for extra in (judged_details, str(assessment.get("details") or "").strip()):
+    if by_model and judged:
+        details.append(f"Judge: {judged}")
+    for extra in (judged_details if not by_model else "", str(assessment.get("details") or "").strip()):
         if extra:
             details.append(extra)
     return reply, " ".join(dict.fromkeys(details))

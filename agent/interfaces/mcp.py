@@ -37,11 +37,13 @@ from typing import Annotated, Any, Callable, Literal
 import anyio
 from mcp.server.mcpserver import Context, ListRoots, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, ListRootsResult, TextContent
-from pydantic import ValidationError
+from mcp_types import CallToolResult, ListRootsResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
 
+from agent import __version__
 from agent.errors import AtelierError, InvalidInput, SessionNotFound
-from agent.loop.failures import describe_failure, one_line
+from agent.interfaces import canonical
+from agent.interfaces.canonical import failed, ok, unexpected
 from agent.interfaces.roots import FileRules, check_settings, client_roots_allowed
 
 log = logging.getLogger("atelier.mcp")
@@ -53,26 +55,9 @@ INSTRUCTIONS = (
     "asks for a change in plain words (\"warmer and a bit brighter\", \"use the film skill\"); a result with "
     "status awaiting_review waits for review(session_id, action) — approve, modify (values), rollback "
     "(target) or replan (feedback); history lists versions; export writes the file. Every result is "
-    "{ok, tool, data} or {ok: false, tool, errors}."
+    "{ok, tool, data} or {ok: false, tool, errors}. Resources: atelier://sessions/{session_id}/history and "
+    "atelier://sessions/{session_id}/assets/{asset_id} (one version; /preview.jpg for its picture)."
 )
-
-
-# -- canonical results ----------------------------------------------------------------------
-
-def ok(tool: str, data: Any) -> dict:
-    return {"ok": True, "tool": tool, "data": data}
-
-
-def failed(tool: str, *errors: str) -> dict:
-    """The failure result: each reason on one line, credentials redacted."""
-    return {"ok": False, "tool": tool, "errors": [one_line(e, 500) for e in errors if e] or ["failed"]}
-
-
-def unexpected(tool: str, exc: BaseException) -> dict:
-    """A failure nobody planned for: one line to the client, the cause (with its traceback) in the log."""
-    reason = describe_failure(exc)
-    log.error("tool %s failed: %s", tool, reason, exc_info=(type(exc), exc, exc.__traceback__))
-    return failed(tool, reason)
 
 
 def as_call_result(result: dict) -> CallToolResult:
@@ -81,52 +66,8 @@ def as_call_result(result: dict) -> CallToolResult:
                           structured_content=result, is_error=not result["ok"])
 
 
-def _turn(result) -> dict:
-    """A TurnResult, small: what happened, the score, the version, and what is under review."""
-    d = result.to_dict()
-    review = d.get("review")
-    return {
-        "session_id": d["session_id"], "turn": d["turn"], "status": d["status"], "reply": d["reply"],
-        "sub_goals": [{k: g.get(k) for k in ("op", "value", "mode", "target", "status") if k in g}
-                      for g in d.get("sub_goals") or []],
-        "score": d.get("score"), "assessment": d.get("assessment", ""),
-        "asset_id": d.get("asset_id"), "head_asset_id": d.get("head_asset_id"),
-        "rendered_path": d.get("rendered_path"), "warnings": list(d.get("warnings") or []),
-        "details": _details(d.get("details") or {}),
-        "review": None if not review else {"asset_id": review.get("asset_id"), "turn": review.get("turn"),
-                                           "ops": review.get("ops") or []},
-    }
-
-
-def _details(details: dict) -> dict:
-    """The turn's details, small: which skill did what, the review tier, failures (not the executor's record)."""
-    out = {}
-    skills = details.get("skills")
-    if skills:
-        out["skills"] = {"confidence": skills.get("confidence"),
-                         "trace": [{k: t.get(k) for k in ("step", "skill", "status", "did", "why", "depends_on")
-                                    if t.get(k) is not None} for t in skills.get("trace") or []]}
-    for key in ("review_tier", "failure", "failure_counts"):
-        if details.get(key):
-            out[key] = details[key]
-    return out
-
-
-def _session(info) -> dict:
-    d = info.to_dict()
-    return {"session_id": d["id"], "title": d["title"], "width": d["width"], "height": d["height"],
-            "style": d["style"], "review_mode": d["review_mode"], "turns": d["turns"],
-            "head_asset_id": d["head_asset_id"], "notices": d["notices"]}
-
-
-def _version(asset) -> dict:
-    d = asset.to_dict()
-    state = d.get("state") or {}
-    changed = {k: v for k, v in (state.get("settings") or {}).items() if v}
-    return {"asset_id": d["id"], "parent_id": d["parent_id"], "turn": d["turn"], "summary": d["summary"],
-            "score": d["score"], "status": d["status"], "is_head": d["is_head"],
-            "on_head_path": d["on_head_path"], "settings": changed,
-            "local_layers": len(state.get("layers") or [])}
+# the canonical shapes, under the names this module always had
+_turn, _session, _version = canonical.turn_data, canonical.session_data, canonical.version_data
 
 
 # -- the tools (plain methods: the MCP server, the orchestrator's tests and docs share them) --
@@ -162,11 +103,14 @@ class AtelierTools:
 
     # sessions and turns
     def open_photo(self, path: str, style: str | None = None, review_mode: str | None = None,
-                   roots: Any = ()) -> dict:
+                   roots: Any = (), planner_schema: str | None = None, quality_schema: str | None = None,
+                   executor_schema: str | None = None) -> dict:
         """Read ``path`` under the file rules (roots, regular file, size cap) and open it as a session."""
         def run() -> dict:
             data, name = self.file_rules(roots).read_photo(path)
-            return _session(self.studio.start_session(data, filename=name, style=style, review_mode=review_mode))
+            return _session(self.studio.start_session(
+                data, filename=name, style=style, review_mode=review_mode, planner_schema=planner_schema,
+                quality_schema=quality_schema, executor_schema=executor_schema))
         return self.call("open_photo", run)
 
     def edit(self, session_id: str, message: str) -> dict:
@@ -221,25 +165,62 @@ class AtelierTools:
     def apply_skill(self, session_id: str, skill: str) -> dict:
         return self.call("apply_skill", lambda: _turn(self.studio.apply_skill(session_id, skill)))
 
-    # generation (issue 14): answered by the Studio when a backend is there
+    # generation (issue 14): answered by the Studio when a backend is there; ``scope``: the client session
     def _generation(self, tool: str, method: str, **kwargs) -> dict:
         fn = getattr(self.studio, method, None)
         if fn is None:
             return failed(tool, NO_GENERATION)
         return self.call(tool, lambda: fn(**kwargs))
 
-    def get_defaults(self) -> dict:
-        return self._generation("get_defaults", "get_defaults")
+    def get_defaults(self, scope: str | None = None) -> dict:
+        return self._generation("get_defaults", "get_defaults", scope=scope)
 
-    def set_defaults(self, image: dict, persist: bool = False) -> dict:
-        return self._generation("set_defaults", "set_defaults", image=image, persist=persist)
+    def set_defaults(self, image: dict, persist: bool = False, scope: str | None = None) -> dict:
+        return self._generation("set_defaults", "set_defaults", image=image, persist=persist, scope=scope)
 
     def generate_image(self, **kwargs) -> dict:
         return self._generation("generate_image", "generate_image", **kwargs)
 
-    def regenerate(self, asset_id: str, seed: int | None = None, param_overrides: dict | None = None) -> dict:
+    def regenerate(self, asset_id: str, seed: int | None = None, param_overrides: dict | None = None,
+                   return_inline_preview: bool = False) -> dict:
         return self._generation("regenerate", "regenerate", asset_id=asset_id, seed=seed,
-                                param_overrides=param_overrides)
+                                param_overrides=param_overrides, return_inline_preview=return_inline_preview)
+
+    # output schemas
+    def list_schemas(self, agent: str | None = None) -> dict:
+        agents = [agent] if agent else ["planner", "executor", "quality"]
+        return self.call("list_schemas", lambda: {"schemas": {a: self.studio.list_schemas(a) for a in agents}})
+
+    def generate_schema(self, example: Any, agent: str, name: str, overwrite: bool = False,
+                        scope: str | None = None) -> dict:
+        """Infer and save a schema; the security work's quotas count each client session as one visitor."""
+        return self.call("generate_schema", lambda: self.studio.generate_schema(
+            example, agent=agent, name=name, overwrite=overwrite, visitor=f"mcp:{scope}" if scope else None))
+
+    def use_schema(self, session_id: str, name: str, agent: str | None = None) -> dict:
+        return self.call("use_schema", lambda: canonical.session_data(
+            self.studio.use_schema(session_id, name, agent=agent)))
+
+    # resources: a session's history and its versions
+    def history_resource(self, session_id: str) -> dict:
+        def run() -> dict:
+            return {"session_id": session_id, "versions": [_version(a) for a in self.studio.history(session_id)],
+                    "turns": [{k: t.get(k) for k in ("turn", "message", "outcome", "reply", "asset_id")}
+                              for t in self.studio.turn_log(session_id)]}
+        return self.call("history", run)
+
+    def version_resource(self, session_id: str, asset_id: str) -> dict:
+        def run() -> dict:
+            match = [a for a in self.studio.history(session_id) if a.id == asset_id]
+            if not match:
+                raise InvalidInput(f"asset_id: no version {asset_id!r} in session {session_id!r}")
+            return {**_version(match[0]), "state": match[0].state}
+        return self.call("version", run)
+
+    def version_preview(self, session_id: str, asset_id: str) -> bytes:
+        from pipeline.imageio import encode_image
+
+        return encode_image(self.studio.render(session_id, asset_id, long_side=1024), "jpeg", quality=88)
 
 
 # -- the MCP server ---------------------------------------------------------------------------
@@ -256,10 +237,23 @@ def _validation_errors(exc: ValidationError) -> list[str]:
     return out
 
 
+def unknown_arguments(schema: dict, arguments: dict) -> list[str]:
+    """One line per argument the tool does not take (a misspelt name must not be silently ignored)."""
+    known = list((schema.get("properties") or {}).keys())
+    return [f"{name}: unknown argument; {', '.join(known) or 'this tool takes none'}"
+            + (" are the arguments" if len(known) > 1 else (" is the argument" if known else ""))
+            for name in arguments if name not in known]
+
+
 class AtelierMCP(MCPServer):
     """MCPServer whose every answer — argument errors and unknown tools included — is canonical."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None and isinstance(arguments, dict):
+            unknown = unknown_arguments(tool.parameters, arguments)
+            if unknown:
+                return as_call_result(failed(name, *unknown))
         try:
             result = await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -268,7 +262,7 @@ class AtelierMCP(MCPServer):
                 return as_call_result(failed(name, *_validation_errors(cause)))
             if isinstance(cause, AtelierError):
                 return as_call_result(failed(name, str(cause)))
-            if self._tool_manager.get_tool(name) is None:
+            if tool is None:
                 tools = ", ".join(t.name for t in self._tool_manager.list_tools())
                 return as_call_result(failed(name, f"unknown tool {name!r}; tools: {tools}"))
             return as_call_result(unexpected(name, cause or exc))
@@ -288,9 +282,61 @@ def _client_roots(ctx: Context) -> ListRootsResult | ListRoots:
 #: A tool parameter filled with the client's roots (not part of the tool's input schema).
 ClientRoots = Annotated[ListRootsResult, Resolve(_client_roots)]
 
+def client_scope(ctx: Context | None) -> str | None:
+    """A stable key for the client session behind ``ctx``, or None when the request belongs to none.
+
+    stdio: the process (one client launches one server). HTTP with sessions (the initialize handshake):
+    the ``Mcp-Session-Id`` the server assigned. Stateless HTTP (protocol 2026-07-28: every request stands
+    alone) has no session to scope to: None, and the caller's answer says the change is process-wide.
+    """
+    if ctx is None:
+        return None
+    headers = getattr(ctx, "headers", None)
+    if headers is None:
+        return "stdio"
+    sid = headers.get("mcp-session-id")
+    return f"http:{sid}" if sid else None
+
 
 def _uris(roots: ListRootsResult) -> list[str]:
     return [str(r.uri) for r in roots.roots]
+
+
+# -- what a model reads: every parameter described, with its range and an example -------------------
+
+def _arg(description: str, *examples: Any, **constraints: Any) -> Any:
+    return Field(description=description, examples=list(examples) or None, **constraints)
+
+
+SessionId = Annotated[str, _arg("The session_id open_photo returned (or generate_image's session_id).",
+                                "3f2a9c1e4b7d4e0f9a1b2c3d4e5f6a7b", min_length=1, max_length=64)]
+AssetId = Annotated[str, _arg("A version id (asset_id / head_asset_id from a result, or history's versions).",
+                              "a1b2c3d4e5f6", min_length=1, max_length=64)]
+_READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+_ADDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+_SETS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+#: Outputs of each tool (the canonical envelope around the tool's data).
+_GENERATED = {"type": "object", "description": "The asset answer (schemas/tools/generation.json: asset)."}
+OUTPUT_SCHEMAS: dict[str, dict] = {
+    "open_photo": canonical.SESSION_SCHEMA, "edit": canonical.TURN_SCHEMA, "review": canonical.TURN_SCHEMA,
+    "apply_skill": canonical.TURN_SCHEMA, "history": canonical.HISTORY_SCHEMA, "export": canonical.EXPORT_SCHEMA,
+    "list_skills": {"type": "object", "properties": {"skills": {"type": "array", "items": {"type": "object"}}}},
+    "get_defaults": {"type": "object", "properties": {"image": {"type": "object"}}},
+    "set_defaults": {"type": "object", "properties": {
+        "image": {"type": "object", "description": "The defaults now in force for this client session."},
+        "updated": {"type": "object", "description": "Each key given, with its new value."},
+        "previous": {"type": "object", "description": "Each key given, with its value before."},
+        "applies_to": {"enum": ["session", "process", "saved"], "description": (
+            "session: this MCP client session only; process: every client until the server restarts (a "
+            "stateless HTTP request has no session); saved: every client, kept across restarts.")}}},
+    "generate_image": _GENERATED, "regenerate": _GENERATED,
+    "list_schemas": {"type": "object", "properties": {"schemas": {"type": "object"}}},
+    "generate_schema": {"type": "object", "properties": {
+        "agent": {"type": "string"}, "name": {"type": "string"}, "path": {"type": "string"},
+        "extends": {"type": ["string", "null"]}, "fields": {"type": "array", "items": {"type": "string"}},
+        "yaml": {"type": "string"}}},
+    "use_schema": canonical.SESSION_SCHEMA,
+}
 
 
 def build_server(studio_factory: Callable[[], Any] | None = None) -> AtelierMCP:
@@ -316,92 +362,240 @@ def build_server(studio_factory: Callable[[], Any] | None = None) -> AtelierMCP:
             return getattr(box, method)(**kwargs)
         return as_call_result(await anyio.to_thread.run_sync(call))
 
-    server = AtelierMCP(name=SERVER_NAME, instructions=INSTRUCTIONS)
+    server = AtelierMCP(name=SERVER_NAME, title="Atelier", version=__version__, instructions=INSTRUCTIONS)
 
-    @server.tool()
-    async def open_photo(path: str, roots: ClientRoots, style: str | None = None,
-                         review_mode: Literal["always", "below_auto_approve", "never"] | None = None
-                         ) -> CallToolResult:
-        """Open a photo file (JPEG, PNG, TIFF, WebP, RAW) as a new editing session; returns its session_id.
+    @server.tool(annotations=_ADDS)
+    async def open_photo(
+            path: Annotated[str, _arg("A photo file (JPEG, PNG, TIFF, WebP or RAW) inside the allowed roots: your "
+                                      "MCP roots, ATELIER_MCP_ROOTS, else the server's working folder.",
+                                      "/home/me/Pictures/coffee.jpg", max_length=4096)],
+            roots: ClientRoots,
+            style: Annotated[str | None, _arg("A starting look by name (list_skills shows the looks); null: none.",
+                                              "film", "moody")] = None,
+            review_mode: Annotated[Literal["always", "below_auto_approve", "never"] | None, _arg(
+                "When a turn stops for your review: always; below_auto_approve (default: only when the judge "
+                "is unsure); never.", "below_auto_approve")] = None,
+            planner_schema: Annotated[str | None, _arg("The planner's output schema (list_schemas); null: default.",
+                                                       "cinematographer")] = None,
+            quality_schema: Annotated[str | None, _arg("The judge's output schema (list_schemas); null: default.",
+                                                       "composition")] = None,
+            executor_schema: Annotated[str | None, _arg("The executor's record schema (list_schemas); null: "
+                                                        "default.", "default")] = None,
+    ) -> CallToolResult:
+        """Open a photo file as a new editing session; returns its session_id (pass it to every other tool)."""
+        return await run("open_photo", path=path, style=style, review_mode=review_mode, roots=_uris(roots),
+                         planner_schema=planner_schema, quality_schema=quality_schema,
+                         executor_schema=executor_schema)
 
-        path: a regular file inside the allowed roots (your MCP roots, ATELIER_MCP_ROOTS, else the server's
-        working folder). style: an optional starting look (list_skills shows the looks); review_mode: when
-        the agent stops for your review (default below_auto_approve: only when it is unsure)."""
-        return await run("open_photo", path=path, style=style, review_mode=review_mode, roots=_uris(roots))
-
-    @server.tool()
-    async def edit(session_id: str, message: str) -> CallToolResult:
-        """Ask for a change in plain words ("warmer and a little brighter", "darken the sky",
-        "use the clean portrait skill", "undo"). Returns the turn: status (auto_approved, awaiting_review,
-        not_understood, failed...), the agent's reply, the steps with their values, the score and the version."""
+    @server.tool(annotations=_ADDS)
+    async def edit(session_id: SessionId,
+                   message: Annotated[str, _arg(
+                       "What to change, in plain words (1..2000 characters): a look, a fix, a place, a follow-up "
+                       "or undo.", "warmer and a little brighter", "darken the sky", "use the clean portrait skill",
+                       "undo that", min_length=1, max_length=2000)]) -> CallToolResult:
+        """Ask for a change in plain words. Returns the turn: status (auto_approved, awaiting_review,
+        not_understood, failed...), the agent's reply, the steps with their values (-100..100), the score
+        (0..1) and the new version's asset_id. awaiting_review waits for review()."""
         return await run("edit", session_id=session_id, message=message)
 
-    @server.tool()
-    async def review(session_id: str, action: Literal["approve", "modify", "rollback", "replan"],
-                     values: dict[str, int] | None = None, target: str | int | None = None,
-                     feedback: str | None = None) -> CallToolResult:
-        """Decide on the version under review. approve keeps it; modify sets slider values
-        ({"saturation": -10}, each -100..100); rollback moves back to a turn number or version id (target,
-        0 = the original; works at any time); replan asks for a different plan (feedback: one line)."""
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+                                             open_world_hint=False))
+    async def review(session_id: SessionId,
+                     action: Annotated[Literal["approve", "modify", "rollback", "replan"], _arg(
+                         "approve: keep the version under review; modify: set slider values; rollback: move "
+                         "back to an earlier version (works any time; later versions stay in history); replan: "
+                         "ask for a different plan.", "approve")],
+                     values: Annotated[dict[str, int] | None, _arg(
+                         "For modify: {op: value}, each a whole number -100..100 (0 = unchanged).",
+                         {"saturation": -10, "exposure": 5})] = None,
+                     target: Annotated[str | int | None, _arg(
+                         "For rollback: a turn number (0 = the original) or a version's asset_id.", 1, 0)] = None,
+                     feedback: Annotated[str | None, _arg("For replan: one line on what to do differently.",
+                                                          "keep the skin tones natural",
+                                                          max_length=500)] = None) -> CallToolResult:
+        """Decide on the version under review (approve / modify / rollback / replan); rollback and modify
+        also work with nothing under review. Returns the turn."""
         return await run("review", session_id=session_id, action=action, values=values, target=target,
                          feedback=feedback)
 
-    @server.tool()
-    async def history(session_id: str) -> CallToolResult:
-        """Every version of the session, oldest first: turn, summary, score, status, which one is the head."""
+    @server.tool(annotations=_READ)
+    async def history(session_id: SessionId) -> CallToolResult:
+        """Every version of the session, oldest first: turn, summary, score, status, which one is the head, its
+        changed settings. Also readable as the resource atelier://sessions/{session_id}/history."""
         return await run("history", session_id=session_id)
 
-    @server.tool()
-    async def export(session_id: str, roots: ClientRoots, format: Literal["jpeg", "png", "tiff"] = "jpeg",
-                     path: str | None = None, long_side: int | None = None,
-                     overwrite: bool = False) -> CallToolResult:
-        """Write the current version as a file at full resolution (or long_side pixels, 16..16384) and return
-        its path; path: a file or folder inside the allowed roots to write it to (default: the session's
-        exports folder). An existing file is never replaced unless overwrite is true."""
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                             open_world_hint=False))
+    async def export(session_id: SessionId, roots: ClientRoots,
+                     format: Annotated[Literal["jpeg", "png", "tiff"], _arg(
+                         "File format: jpeg (default), png or tiff (16-bit when the original was).", "png")] = "jpeg",
+                     path: Annotated[str | None, _arg(
+                         "A file or folder inside the allowed roots; null: the session's exports folder.",
+                         "/home/me/Pictures/coffee-edited.jpg", max_length=4096)] = None,
+                     long_side: Annotated[int | None, _arg("Pixels on the long side, 16..16384; null: full "
+                                                           "resolution (never upscaled).", 2048, ge=16,
+                                                           le=16384)] = None,
+                     overwrite: Annotated[bool, _arg("Replace an existing file at path (default false: refused).",
+                                                     False)] = False) -> CallToolResult:
+        """Write the current version as a file and return its path, size and pixel dimensions. An existing file
+        is never replaced unless overwrite is true."""
         return await run("export", session_id=session_id, format=format, path=path, long_side=long_side,
                          overwrite=overwrite, roots=_uris(roots))
 
-    @server.tool()
+    @server.tool(annotations=_READ)
     async def list_skills() -> CallToolResult:
         """The looks and retouch recipes (skills) Atelier knows: name, kind, description, gates."""
         return await run("list_skills")
 
-    @server.tool()
-    async def apply_skill(session_id: str, skill: str) -> CallToolResult:
-        """Apply a skill by name (e.g. "film", "clean_portrait") as one turn; a skill whose gate fails
-        (needs a face, needs a sky, colour photo only) is refused with the reason."""
+    @server.tool(annotations=_ADDS)
+    async def apply_skill(session_id: SessionId,
+                          skill: Annotated[str, _arg("A skill's name from list_skills.", "film", "clean_portrait",
+                                                     min_length=1, max_length=48)]) -> CallToolResult:
+        """Apply a skill as one turn; a skill whose gate fails (needs a face, needs a sky, colour photo only)
+        is refused with the reason and nothing changes."""
         return await run("apply_skill", session_id=session_id, skill=skill)
 
-    @server.tool()
-    async def get_defaults() -> CallToolResult:
-        """The image-generation defaults (model, size, steps, cfg, sampler...)."""
-        return await run("get_defaults")
+    @server.tool(annotations=_READ)
+    async def get_defaults(ctx: Context) -> CallToolResult:
+        """The image-generation defaults in force for this client session: width, height, steps, cfg,
+        sampler_name, scheduler, denoise, model, negative_prompt."""
+        return await run("get_defaults", scope=client_scope(ctx))
 
-    @server.tool()
-    async def set_defaults(image: dict[str, Any], persist: bool = False) -> CallToolResult:
-        """Change image-generation defaults (e.g. {"steps": 20}); persist=true keeps them for later runs."""
-        return await run("set_defaults", image=image, persist=persist)
+    @server.tool(annotations=_SETS)
+    async def set_defaults(
+            ctx: Context,
+            image: Annotated[dict[str, Any], _arg(
+                "Some of: width, height (64..4096, multiples of 8), steps (1..150), cfg (0..50), sampler_name "
+                "(euler, euler_ancestral, heun, dpmpp_2m, dpmpp_sde, ddim, pndm, lms, uni_pc), scheduler (normal, "
+                "karras, exponential, sgm_uniform, simple, ddim_uniform, beta), denoise (0.05..1), model, "
+                "negative_prompt.", {"steps": 20, "cfg": 5.5})],
+            persist: Annotated[bool, _arg("false (default): for this client session only (a stateless HTTP "
+                                          "request has none: then for this server until it restarts); true: for "
+                                          "every client, saved for later starts.", False)] = False) -> CallToolResult:
+        """Change image-generation defaults. Answers the defaults now in force, what was updated (and its
+        previous value) and whether it applies to this session or was saved for everyone."""
+        return await run("set_defaults", image=image, persist=persist, scope=client_scope(ctx))
 
-    @server.tool()
-    async def generate_image(prompt: str, negative_prompt: str | None = None, seed: int | None = None,
-                             width: int | None = None, height: int | None = None, steps: int | None = None,
-                             cfg: float | None = None, sampler_name: str | None = None,
-                             scheduler: str | None = None, denoise: float | None = None,
-                             model: str | None = None, return_inline_preview: bool = False) -> CallToolResult:
-        """Generate an image from a prompt with the configured backend; unset parameters use the defaults.
-        Returns the new asset's id and file path (inline preview bytes only if return_inline_preview)."""
+    @server.tool(annotations=_ADDS)
+    async def generate_image(
+            ctx: Context,
+            prompt: Annotated[str, _arg("What to make, in words (1..2000 characters).",
+                                        "a red fox in fresh snow, morning light", min_length=1, max_length=2000)],
+            negative_prompt: Annotated[str | None, _arg("What to keep out of the image.", "blurry, text",
+                                                        max_length=2000)] = None,
+            seed: Annotated[int | None, _arg("0..2^53-1; the same seed and settings give the same pixels; "
+                                             "null: random.", 42, ge=0, le=9007199254740991)] = None,
+            width: Annotated[int | None, _arg("Pixels, 64..4096, a multiple of 8; null: the default.", 768,
+                                              ge=64, le=4096, multiple_of=8)] = None,
+            height: Annotated[int | None, _arg("Pixels, 64..4096, a multiple of 8; null: the default.", 512,
+                                               ge=64, le=4096, multiple_of=8)] = None,
+            steps: Annotated[int | None, _arg("Denoising steps 1..150; null: the default.", 25, ge=1,
+                                              le=150)] = None,
+            cfg: Annotated[float | None, _arg("Guidance scale 0..50; null: the default.", 6.5, ge=0, le=50)] = None,
+            sampler_name: Annotated[Literal["euler", "euler_ancestral", "heun", "dpmpp_2m", "dpmpp_sde", "ddim",
+                                            "pndm", "lms", "uni_pc"] | None, _arg("Sampler; null: the default.",
+                                                                                  "euler")] = None,
+            scheduler: Annotated[Literal["normal", "karras", "exponential", "sgm_uniform", "simple", "ddim_uniform",
+                                         "beta"] | None, _arg("Noise schedule; null: the default.",
+                                                              "karras")] = None,
+            denoise: Annotated[float | None, _arg("0.05..1, share of the input replaced; null: the default.", 1.0,
+                                                  ge=0.05, le=1)] = None,
+            model: Annotated[str | None, _arg("A model id in the local cache or a ComfyUI checkpoint; null: the "
+                                              "default.", "stabilityai/stable-diffusion-2-inpainting",
+                                              max_length=300)] = None,
+            return_inline_preview: Annotated[bool, _arg("true: also return a small JPEG thumbnail as "
+                                                        "inline_preview_base64 (+ inline_preview_mime_type).",
+                                                        False)] = False) -> CallToolResult:
+        """Generate a new photo from a prompt with the configured backend (it opens as a new session); unset
+        parameters use this client session's defaults. Returns the asset: asset_id, session_id, file URL,
+        size, seed."""
         return await run("generate_image", prompt=prompt, negative_prompt=negative_prompt, seed=seed,
                          width=width, height=height, steps=steps, cfg=cfg, sampler_name=sampler_name,
                          scheduler=scheduler, denoise=denoise, model=model,
+                         return_inline_preview=return_inline_preview, scope=client_scope(ctx))
+
+    @server.tool(annotations=_ADDS)
+    async def regenerate(
+            asset_id: AssetId,
+            seed: Annotated[int | None, _arg("A new seed 0..2^53-1; -1 keeps the seed it was made with (change "
+                                             "only param_overrides); null: a new random seed.", -1, 7,
+                                             ge=-1, le=9007199254740991)] = None,
+            param_overrides: Annotated[dict[str, Any] | None, _arg(
+                "Some of: prompt, negative_prompt, width, height, steps, cfg, sampler_name, scheduler, denoise "
+                "(ranges as in generate_image).", {"steps": 30})] = None,
+            return_inline_preview: Annotated[bool, _arg("true: also return a small JPEG thumbnail as "
+                                                        "inline_preview_base64.", False)] = False) -> CallToolResult:
+        """Generate a generated version again: a generated photo gives a new session, an edit with generated
+        pixels a new branch (the head)."""
+        return await run("regenerate", asset_id=asset_id, seed=seed, param_overrides=param_overrides,
                          return_inline_preview=return_inline_preview)
 
-    @server.tool()
-    async def regenerate(asset_id: str, seed: int | None = None,
-                         param_overrides: dict[str, Any] | None = None) -> CallToolResult:
-        """Generate a generated asset again, with a new seed and/or changed parameters."""
-        return await run("regenerate", asset_id=asset_id, seed=seed, param_overrides=param_overrides)
+    @server.tool(annotations=_READ)
+    async def list_schemas(agent: Annotated[Literal["planner", "executor", "quality"] | None, _arg(
+            "Whose schemas; null: all three.", "planner")] = None) -> CallToolResult:
+        """Output schemas a session can use, per agent ("default" first), including generated ones."""
+        return await run("list_schemas", agent=agent)
 
+    @server.tool(annotations=_ADDS)
+    async def generate_schema(
+            ctx: Context,
+            example: Annotated[dict[str, Any], _arg(
+                "One example output of that agent, as a JSON object (at most 20,000 characters, 8 levels).",
+                {"reply": "Warmer.", "understood": True, "sub_goals": [{"op": "temperature", "value": 20}],
+                 "mood_keywords": ["warm", "nostalgic"]})],
+            agent: Annotated[Literal["planner", "executor", "quality"], _arg("Whose output it is.", "planner")],
+            name: Annotated[str, _arg("1-64 letters, digits, '-' and '_'; not 'default'.", "cinematographer",
+                                      min_length=1, max_length=64)],
+            overwrite: Annotated[bool, _arg("Replace a generated schema with that name.", False)] = False,
+    ) -> CallToolResult:
+        """Infer an output schema from one example and save it (schemas/<agent>/custom/<name>.yaml); a session
+        uses it via open_photo's *_schema or use_schema. Bounded per client session and in all."""
+        return await run("generate_schema", example=example, agent=agent, name=name, overwrite=overwrite,
+                         scope=client_scope(ctx))
+
+    @server.tool(annotations=_SETS)
+    async def use_schema(session_id: SessionId,
+                         name: Annotated[str, _arg("A schema name from list_schemas.", "cinematographer",
+                                                   min_length=1, max_length=64)],
+                         agent: Annotated[Literal["planner", "executor", "quality"] | None, _arg(
+                             "Whose schema; null: every agent that has one by that name.", None)] = None
+                         ) -> CallToolResult:
+        """Use an output schema from the next turn on (its custom fields come back in the turn's fields)."""
+        return await run("use_schema", session_id=session_id, name=name, agent=agent)
+
+    # resources: the session's history and its versions
+    async def resource(method: str, **kwargs) -> str:
+        result = await anyio.to_thread.run_sync(lambda: getattr(tools(), method)(**kwargs))
+        return json.dumps(result, default=str)
+
+    @server.resource("atelier://sessions/{session_id}/history", name="session history",
+                     mime_type="application/json")
+    async def history_resource(session_id: str) -> str:
+        """Every version of a session (as the history tool) and every turn: message, outcome, reply."""
+        return await resource("history_resource", session_id=session_id)
+
+    @server.resource("atelier://sessions/{session_id}/assets/{asset_id}", name="version",
+                     mime_type="application/json")
+    async def version_resource(session_id: str, asset_id: str) -> str:
+        """One version of a session: summary, score, status and its whole EditState (settings and layers)."""
+        return await resource("version_resource", session_id=session_id, asset_id=asset_id)
+
+    @server.resource("atelier://sessions/{session_id}/assets/{asset_id}/preview.jpg", name="version preview",
+                     mime_type="image/jpeg")
+    async def version_preview(session_id: str, asset_id: str) -> bytes:
+        """A version rendered as a JPEG, long side 1024 px."""
+        return await anyio.to_thread.run_sync(lambda: tools().version_preview(session_id, asset_id))
+
+    _declare_outputs(server)
     return server
+
+
+def _declare_outputs(server: AtelierMCP) -> None:
+    """Every tool: no unknown arguments in its input schema, and its canonical result as the output schema."""
+    for tool in server._tool_manager.list_tools():
+        tool.parameters["additionalProperties"] = False
+        tool.fn_metadata.output_schema = canonical.canonical_schema(OUTPUT_SCHEMAS.get(tool.name))
+        tool.__dict__.pop("output_schema", None)   # a cached_property: read afresh
 
 
 def _log_to_stderr() -> None:

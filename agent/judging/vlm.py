@@ -22,7 +22,7 @@ from schemas import Schema, load_schema
 log = logging.getLogger(__name__)
 
 #: Fields every quality schema has; everything else is a custom field.
-_STANDARD = ("score", "assessment", "dimensions", "diagnoses")
+_STANDARD = ("score", "assessment", "dimensions", "diagnoses", "model_limitations")
 
 
 class VLMJudge(ModelBacked):
@@ -58,6 +58,9 @@ class VLMJudge(ModelBacked):
         score = profile.calibrate(raw)
         warnings = self.client.profile_notes() + reply.notes
         fields = {n: data.get(n) for n in schema.fields if n not in _STANDARD}
+        limits = [" ".join(str(x).split())[:120] for x in data.get("model_limitations") or [] if str(x).strip()]
+        if limits:   # what the request asked that no op can do: said once, kept apart from the custom fields
+            fields["model_limitations"] = limits[:6]
         return Assessment(
             score=score,
             assessment=str(data.get("assessment") or "").strip()[:600],

@@ -398,6 +398,7 @@ class TurnNodes:
         status_of = {s.step: s.status for s in steps}
         rows = [dict(g.to_dict(), status=status_of.get(i + 1, "applied")) for i, g in enumerate(goals)]
         details = {"executor": {"steps": [s.to_dict() for s in steps]}}  # schemas/executor/default.yaml
+        details.update(self._executor_schema_check(state["session_id"], details["executor"]))
         extra = {"reply": reply} if person_modified else {}
         if not person_modified and held_lines:
             extra["warnings"] = Overwrite(warnings + held_lines)   # the planner's guesses give way to what was held
@@ -408,6 +409,19 @@ class TurnNodes:
         return {"asset_id": asset_id, "sub_goals": rows, "tool_contexts": [s.to_dict() for s in steps],
                 "review": None, "modify_values": None, "modify_layers": None, "person_modified": person_modified,
                 "assessment": None, "error": None, "details": details, **extra}
+
+    def _executor_schema_check(self, session_id: str, record: dict) -> dict:
+        """The session's executor schema (chosen at start or in chat) and what the record misses of it."""
+        from schemas import SchemaError, load_schema
+
+        name = str(self.store.get_session(session_id).settings.get("executor_schema") or "default")
+        if name == "default":
+            return {}
+        try:
+            problems = load_schema("executor", name, root=self.schemas_root).validate(record)
+        except SchemaError as exc:
+            problems = [str(exc)]
+        return {"executor_schema": name, **({"executor_problems": problems[:5]} if problems else {})}
 
     @guarded("quality")
     def assess(self, state: AgentState) -> dict:

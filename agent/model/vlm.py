@@ -266,11 +266,17 @@ class VLMProfile:
     images_per_request: int = 2              # fewer than needed: original | current go side by side
     supports_system_role: bool = True        # False: fold the system text into the user turn
     temperature: float | None = None
+    #: chat.completions parameters the family accepts (``prompt_engineering.request_parameters``)
+    token_parameter: str = "max_tokens"      # max_tokens | max_completion_tokens
+    accepts_temperature: bool = True
+    min_completion_tokens: int = 0           # a floor under the configured max_tokens (reasoning models)
+    extra_request: dict = field(default_factory=dict)   # e.g. {"reasoning_effort": "low"}
     system_preamble: str = ""
     planner_guidance: tuple = ()
     judge_guidance: tuple = ()
     known_quirks: tuple = ()
     intent_translations: dict = field(default_factory=dict)   # name -> {words, ops: {op: value}, ...}
+    prompt_scope: dict = field(default_factory=dict)          # core ops, op groups with their words, places
     score_calibration: dict = field(default_factory=dict)     # raw_low, raw_high
     quality_floor: float | None = None
     known_artifacts: tuple = ()
@@ -331,6 +337,7 @@ def profile_from_profile(profile: Any) -> VLMProfile:
         "judge_guidance": _texts(pe.get("judge_guidance")),
         "known_quirks": _texts(pe.get("known_quirks")),
         "intent_translations": dict(pe.get("intent_translations") or {}),
+        "prompt_scope": dict(pe.get("prompt_scope") or {}),
         "score_calibration": dict(qs.get("score_calibration") or {}),
         "quality_floor": qs.get("quality_floor"),
         "known_artifacts": _texts(qs.get("known_artifacts")),
@@ -342,6 +349,7 @@ def profile_from_profile(profile: Any) -> VLMProfile:
         if pe.get(key) is not None:
             values[key] = pe[key]
     where = f"{Path(str(profile.path)).name}: prompt_engineering"
+    values.update(_request_parameters(pe.get("request_parameters") or {}, where))
     if values.get("structured_output", "none") not in STRUCTURED_MODES:
         raise ValueError(f"{where}.structured_output: expected one of {', '.join(STRUCTURED_MODES)}, "
                          f"got {values['structured_output']!r}")
@@ -350,6 +358,36 @@ def profile_from_profile(profile: Any) -> VLMProfile:
         if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 8192:
             raise ValueError(f"{where}.{key}: expected a whole number 1..8192, got {v!r}")
     return VLMProfile(**values)
+
+
+TOKEN_PARAMETERS = ("max_tokens", "max_completion_tokens")
+_EXTRA_REQUEST_KEYS = ("reasoning_effort",)
+
+
+def _request_parameters(raw: Any, where: str) -> dict:
+    """``request_parameters`` of a profile -> VLMProfile fields; ValueError names the bad key."""
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where}.request_parameters: expected a mapping, got {raw!r}")
+    known = ("token_limit", "temperature", "min_completion_tokens", *_EXTRA_REQUEST_KEYS)
+    for key in raw:
+        if key not in known:
+            raise ValueError(f"{where}.request_parameters.{key}: unknown key; expected some of {', '.join(known)}")
+    out: dict[str, Any] = {}
+    token = raw.get("token_limit", "max_tokens")
+    if token not in TOKEN_PARAMETERS:
+        raise ValueError(f"{where}.request_parameters.token_limit: expected one of {', '.join(TOKEN_PARAMETERS)}, "
+                         f"got {token!r}")
+    out["token_parameter"] = token
+    accepts = raw.get("temperature", True)
+    if not isinstance(accepts, bool):
+        raise ValueError(f"{where}.request_parameters.temperature: expected true or false, got {accepts!r}")
+    out["accepts_temperature"] = accepts
+    floor = raw.get("min_completion_tokens", 0)
+    if isinstance(floor, bool) or not isinstance(floor, int) or not 0 <= floor <= 65536:
+        raise ValueError(f"{where}.request_parameters.min_completion_tokens: expected 0..65536, got {floor!r}")
+    out["min_completion_tokens"] = floor
+    out["extra_request"] = {k: raw[k] for k in _EXTRA_REQUEST_KEYS if k in raw}
+    return out
 
 
 def profile_for_model(model: str) -> VLMProfile:
@@ -529,6 +567,18 @@ class VLMClient:
             return {"type": "json_object"}
         return None
 
+    def request_parameters(self, messages: list[dict], timeout: float | None = None) -> dict[str, Any]:
+        """The chat.completions keywords for this family: its token-limit name, a temperature only when
+        it accepts one, and its extra keys (``request_parameters`` in the profile)."""
+        s, p = self.settings, self.profile
+        kwargs: dict[str, Any] = {"model": s.model, "messages": messages,
+                                  p.token_parameter: max(s.max_tokens, p.min_completion_tokens), **p.extra_request}
+        if p.accepts_temperature:
+            kwargs["temperature"] = p.temperature if p.temperature is not None else s.temperature
+        if timeout is not None:
+            kwargs["timeout"] = timeout
+        return kwargs
+
     # -- one request, with bounded transport retries -----------------------
     def _complete(self, messages: list[dict], response_format: dict | None, deadline: float,
                   deadline_s: float) -> Any:
@@ -542,11 +592,7 @@ class VLMClient:
             remaining = deadline - time.monotonic()
             if remaining <= 0.05:
                 self._trip(f"no answer within this turn's {deadline_s:g} s deadline")
-            kwargs: dict[str, Any] = dict(
-                model=s.model, messages=messages, max_tokens=s.max_tokens,
-                temperature=self.profile.temperature if self.profile.temperature is not None else s.temperature,
-                timeout=min(s.timeout_s, remaining),
-            )
+            kwargs = self.request_parameters(messages, timeout=min(s.timeout_s, remaining))
             if response_format is not None:
                 kwargs["response_format"] = response_format
             wait = None

@@ -36,19 +36,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _main(args) -> int:
-    from openai import AsyncOpenAI
-
     from agent.config import load_config
     from agent.orchestrator.config import ModelEndpoint, orchestrator_settings
     from agent.orchestrator.eval import load_conversations, run_conversation, summary
-    from agent.orchestrator.loop import Orchestrator, ToolBox, Tracer
+    from agent.orchestrator.loop import Orchestrator, ToolBox, Tracer, model_client as make_model_client
 
     settings = orchestrator_settings(load_config().orchestrator, max_tool_calls=args.max_tool_calls,
                                      max_invalid_retries=args.max_invalid_retries,
                                      model_timeout_s=args.model_timeout)
     endpoint = ModelEndpoint.from_env(args.base_url, args.model)
-    model_client = AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0,
-                               timeout=settings["model_timeout_s"])
+    model_client = make_model_client(endpoint.base_url, endpoint.api_key, settings["model_timeout_s"])
     trace_file = open(args.trace_out, "w", encoding="utf-8") if args.trace_out else None
     tracer = Tracer(trace_file, args.trace_level, echo=sys.stderr if args.trace else None)
     say = (lambda line: print(line, flush=True)) if args.verbose or args.mode == "chat" else None

@@ -8,13 +8,17 @@ One turn (``Orchestrator.turn``):
 Limits per turn (``orchestrator:`` in the config): at most ``max_tool_calls`` tool calls run and at
 most ``max_invalid_retries`` invalid calls are fed back; past either limit the model is asked once more
 with tools switched off for a plain-text answer (or the loop answers for it). The generation defaults
-are fetched once per conversation (``get_defaults``) and cached in the system prompt. Every tool call is
-traced (:class:`Tracer`): the request, the validation result, the canonical result and its timing.
+are fetched once per conversation (``get_defaults``) and cached in the system prompt, refreshed when a
+``set_defaults`` call changes them; the last session and version (asset id) a tool answered are kept in
+the system prompt too, so "make that again" has an id to use. A synchronous model client's requests end
+by a wall-clock deadline (:mod:`agent.model.deadline_http`). Every tool call is traced (:class:`Tracer`,
+credentials redacted): the request, the validation result, the canonical result and its timing.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -22,6 +26,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import jsonschema
+
+from agent.redact import redact, redact_data
 
 SYSTEM = (
     "You are a photo-retouching assistant driving Atelier through tools. Open the photo with open_photo, "
@@ -48,6 +54,7 @@ class Tracer:
         self.records: list[dict] = []
 
     def write(self, record: dict) -> None:
+        record = redact_data(record)   # a key the endpoint echoes, a token in a tool's error: never in a trace
         self.records.append(record)
         line = json.dumps(record, default=str)
         if self.out is not None:
@@ -111,7 +118,7 @@ class ToolBox:
 
         if transport == "stdio":
             cmd = command or [sys.executable, "-m", "agent.mcp"]
-            server: Any = StdioServerParameters(command=cmd[0], args=list(cmd[1:]), env=env,
+            server: Any = StdioServerParameters(command=cmd[0], args=list(cmd[1:]), env=server_environment(env),
                                                 cwd=str(Path(__file__).resolve().parents[2]))
         elif transport == "streamable-http":
             if not url:
@@ -159,6 +166,15 @@ class ToolBox:
             else {"ok": False, "tool": name, "errors": [text[:500] or "the tool failed"]}
 
 
+def server_environment(env: dict | None = None) -> dict:
+    """The launched server's environment: the SDK's safe defaults (HOME, PATH...), every ``ATELIER_*``
+    variable of this process (sessions folder, database, model, roots, schemas), then ``env``."""
+    from mcp.client.stdio import get_default_environment
+
+    return {**get_default_environment(),
+            **{k: v for k, v in os.environ.items() if k.startswith("ATELIER_")}, **(env or {})}
+
+
 # -- the loop -------------------------------------------------------------------------------------
 
 @dataclass
@@ -184,6 +200,9 @@ class Orchestrator:
         self.defaults: dict | None = None
         self.messages: list[dict] = []
         self.turns = 0
+        #: The last session and version a tool answered with (for "that", "again", regenerate).
+        self.last_session_id: str | None = None
+        self.last_asset_id: str | None = None
 
     async def start(self) -> None:
         """Fetch the generation defaults once (cached for the whole conversation) and set the system prompt."""
@@ -195,9 +214,31 @@ class Orchestrator:
                                   validation={"ok": True, "errors": []}, result=result,
                                   ms=(time.perf_counter() - t0) * 1000)
             self.defaults = result
-        known = (f"Image-generation defaults (cached): {json.dumps(self.defaults['data'])}" if self.defaults.get("ok")
-                 else f"Image generation is not available: {'; '.join(self.defaults.get('errors') or [])}")
-        self.messages = [{"role": "system", "content": f"{SYSTEM}\n{known}"}]
+        self.messages = [{"role": "system", "content": self.system_text()}]
+
+    def system_text(self) -> str:
+        """The system prompt: the rules, the cached generation defaults, the last session and version."""
+        d = self.defaults or {}
+        known = (f"Image-generation defaults (cached): {json.dumps(d['data'])}" if d.get("ok")
+                 else f"Image generation is not available: {'; '.join(d.get('errors') or [])}")
+        lines = [SYSTEM, known]
+        if self.last_session_id:
+            lines.append(f"The current session_id is {self.last_session_id}"
+                         + (f"; its latest version (asset_id) is {self.last_asset_id}." if self.last_asset_id else "."))
+        return "\n".join(lines)
+
+    def remember(self, name: str, result: dict) -> None:
+        """Keep what a successful result says for the rest of the conversation: the defaults after
+        set_defaults, the session and version ids of any answer."""
+        data = result.get("data") if result.get("ok") else None
+        if not isinstance(data, dict):
+            return
+        if name == "set_defaults" and isinstance(data.get("image"), dict):
+            self.defaults = {"ok": True, "tool": "get_defaults", "data": {"image": data["image"]}}
+        self.last_session_id = data.get("session_id") or self.last_session_id
+        self.last_asset_id = data.get("asset_id") or data.get("head_asset_id") or self.last_asset_id
+        if self.messages and self.messages[0].get("role") == "system":
+            self.messages[0] = {"role": "system", "content": self.system_text()}
 
     async def _ask(self, *, tools_on: bool) -> Any:
         kwargs: dict[str, Any] = {"model": self.model, "messages": self.messages,
@@ -206,7 +247,12 @@ class Orchestrator:
                                   "timeout": self.settings["model_timeout_s"]}
         if tools_on:
             kwargs["tools"] = self.tools.specs
-        return await self.model_client.chat.completions.create(**kwargs)
+        import openai
+
+        create = self.model_client.chat.completions.create
+        if isinstance(self.model_client, openai.AsyncOpenAI):   # the caller's own async client, as given
+            return await create(**kwargs)
+        return await _bounded_call(create, kwargs, float(self.settings["model_timeout_s"]))
 
     async def turn(self, text: str) -> TurnOutcome:
         import openai
@@ -234,7 +280,7 @@ class Orchestrator:
                 self.tracer.model_call(turn=turn, messages=self.messages, ms=(time.perf_counter() - t0) * 1000,
                                        tool_calls=0, error=str(exc)[:300])
                 out.stopped = "model_error"
-                out.answer = f"The model server failed ({str(exc)[:200]}), so I stopped this turn." \
+                out.answer = redact(f"The model server failed ({str(exc)[:200]}), so I stopped this turn.") \
                     + self._progress_note(out)
                 break
             out.model_calls += 1
@@ -295,6 +341,7 @@ class Orchestrator:
                               validation={"ok": True, "errors": []}, result=result,
                               ms=(time.perf_counter() - t0) * 1000)
         out.calls.append({"tool": name, "valid": True, "ok": bool(result.get("ok"))})
+        self.remember(name, result)
         return result
 
     def _progress_note(self, out: TurnOutcome) -> str:
@@ -310,3 +357,32 @@ class Orchestrator:
         else:
             why = "The model gave no answer."
         return (f"{said} ({why})" if said else why + self._progress_note(out)).strip()
+
+
+async def _bounded_call(create, kwargs: dict, seconds: float) -> Any:
+    """A synchronous model request on a worker thread, every socket operation ending by ``seconds`` from now
+    (a server that trickles bytes cannot stretch it: agent/model/deadline_http.py)."""
+    import anyio
+
+    from agent.model.deadline_http import wall_clock_deadline
+
+    end = time.monotonic() + seconds
+
+    def call() -> Any:
+        with wall_clock_deadline(end):
+            return create(**kwargs)
+
+    return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+
+
+def model_client(base_url: str, api_key: str, timeout_s: float):
+    """The orchestrator's model client: the ``openai`` SDK over a deadline-bound HTTP client, no SDK retries."""
+    from openai import OpenAI
+
+    from agent.model.deadline_http import deadline_http_client
+    from agent.redact import install_log_redaction, register_secret
+
+    register_secret(api_key if api_key != "not-needed" else None)
+    install_log_redaction()
+    return OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout_s,
+                  http_client=deadline_http_client(timeout=timeout_s))

@@ -403,6 +403,43 @@ def find_duplicates(records: dict[int, dict]) -> list[int]:
     return dupes
 
 
+#: Every record's metadata has these keys, and every turn these, with one type each and no nulls (a column
+#: that is null in one file and a number in the other fails the cast), so that each file of a dataset
+#: (train.json, val.json) infers the same schema in Hugging Face ``datasets`` / Arrow.
+COUNT_KEYS = ("kept_turns", "regenerated", "dropped_turns")
+
+
+def metadata_turn(turn: dict) -> dict:
+    """A turn in the one metadata schema: settings as a list of {op, value}, the whole EditState as JSON text
+    (sparse dicts would infer a different struct in each file)."""
+    state = turn.get("state") or {}
+    if isinstance(state, str):
+        state = json.loads(state)
+    settings = [{"op": str(op), "value": float(v)} for op, v in sorted((state.get("settings") or {}).items())]
+    score, rollback = turn.get("score"), turn.get("rollback_to")
+    return {"type": str(turn.get("type") or ""), "said": str(turn.get("said") or ""),
+            "score": -1.0 if score is None else float(score),           # -1: not scored
+            "settings": settings, "state": json.dumps(state, sort_keys=True), "image": str(turn.get("image") or ""),
+            "rollback_to": -1 if rollback is None else int(rollback),   # -1: not a rollback
+            "look": str(turn.get("look") or "")}
+
+
+def turn_state(turn: dict) -> dict:
+    """A metadata turn's EditState as a dict (JSON text in records, a dict in older ones)."""
+    state = turn["state"]
+    return json.loads(state) if isinstance(state, str) else state
+
+
+def record_metadata(*, photo: str, source: str, turns: list[dict], renders: list[str], seed: int = -1,
+                    attempt: int = 0, counts: dict | None = None, long_side: int = 0) -> dict:
+    """``seed`` -1: not synthesised (a studio session); ``long_side`` 0: not known yet."""
+    counts = counts or {}
+    meta_turns = [metadata_turn(t) for t in turns]
+    return {"photo": photo, "source": source, "seed": int(seed), "attempt": int(attempt),
+            "turn_types": [t["type"] for t in meta_turns], "turns": meta_turns, "renders": renders,
+            "counts": {k: int(counts.get(k, 0)) for k in COUNT_KEYS}, "long_side": long_side, "split": "train"}
+
+
 def to_record(result: dict, out: Path, system_prompt: str) -> dict:
     """The ShareGPT record of a worker result; writes its images under ``out/images/<id>/``."""
     job = result["job"]
@@ -421,13 +458,11 @@ def to_record(result: dict, out: Path, system_prompt: str) -> dict:
         "system": system_prompt,
         "conversations": conversations,
         "images": images,
-        "metadata": {
-            "photo": Path(job["photo"]).name, "seed": job["seed"], "attempt": job["attempt"],
-            "turn_types": [t["type"] for t in result["turns"]],
-            "turns": [{k: v for k, v in t.items() if k != "said"} for t in result["turns"]],
-            "renders": [f"images/{conv_id}/t0.png"] + [f"images/{conv_id}/{t['image']}" for t in result["turns"]],
-            "counts": result.get("counts", {}),
-        },
+        "metadata": record_metadata(
+            photo=Path(job["photo"]).name, source="synthetic", seed=job["seed"], attempt=job["attempt"],
+            turns=[{k: v for k, v in t.items() if k != "said"} for t in result["turns"]],
+            renders=[f"images/{conv_id}/t0.png"] + [f"images/{conv_id}/{t['image']}" for t in result["turns"]],
+            counts=result.get("counts", {})),
     }
 
 
@@ -450,7 +485,7 @@ def verify_renders(record: dict, out: Path, photo: Path, long_side: int) -> list
     renderer = Renderer(max_cache_bytes=64 * 2**20)
     bad = []
     for t, path in zip(record["metadata"]["turns"], record["metadata"]["renders"][1:]):
-        fresh = renderer.render(source, EditState.from_dict(t["state"]), long_side)
+        fresh = renderer.render(source, EditState.from_dict(turn_state(t)), long_side)
         saved = np.asarray(Image.open(out / path).convert("RGB"))
         if saved.shape != fresh.shape or not np.array_equal(saved, fresh):
             bad.append(path)
@@ -714,9 +749,9 @@ def session_record(studio, info, out: Path, long_side: int, system_prompt: str) 
     if not turns:
         return None
     return {"id": conv_id, "system": system_prompt, "conversations": conversations, "images": images,
-            "metadata": {"photo": info.title, "source": "studio", "turn_types": [t["type"] for t in turns],
-                         "turns": turns, "renders": [f"images/{conv_id}/t0.png"] +
-                         [f"images/{conv_id}/{t['image']}" for t in turns]}}
+            "metadata": record_metadata(photo=info.title, source="studio", turns=turns, long_side=long_side,
+                                        renders=[f"images/{conv_id}/t0.png"] +
+                                        [f"images/{conv_id}/{t['image']}" for t in turns])}
 
 
 # -- command line -------------------------------------------------------------------------

@@ -108,6 +108,8 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
         return _going_back(studio, session_id, route, progress, text)
     if name == "reset":
         return _reset(studio, session_id, route, text, progress)
+    if name == "use_schema":
+        return _use_schema(studio, session_id, route, text)
     return _answered(studio, session_id, text, "I'm not sure what to do with that.", kind="command")
 
 
@@ -182,6 +184,31 @@ def _going_back(studio: "Studio", session_id: str, route: Route, progress, text:
     return _answered(studio, session_id, text, "I couldn't tell which version you mean, so nothing changed. "
                      "Say \u201cundo\u201d for the last change, or pick a version in the history.",
                      kind="clarify", quick_replies=["Undo", "What did you change?", "Back to the original"])
+
+
+_AGENT_LABELS = {"planner": "the planner", "quality": "the judge", "executor": "the executor"}
+
+
+def _use_schema(studio: "Studio", session_id: str, route: Route, text: str) -> TurnResult:
+    """"use my cinematographer schema": the longest existing schema name said, from the next turn on (no turn
+    is used); a name that does not exist is answered with the ones that do."""
+    agents = [route.agent] if route.agent else list(_AGENT_LABELS)
+    said = " " + " ".join(route.words) + " "
+    names = {n for a in agents for n in studio.list_schemas(a) if n != "default"}
+    named = [n for n in sorted(names, key=len, reverse=True)
+             if f" {n.lower()} " in said or f" {n.lower().replace('_', ' ')} " in said]
+    if not named:
+        have = ", ".join(sorted(names)) or "none besides the default"
+        return _answered(studio, session_id, text, f"I couldn't find that schema, so nothing changed. "
+                         f"Schemas for {' and '.join(_AGENT_LABELS[a] for a in agents)}: {have}.", kind="command")
+    name = named[0]
+    info = studio.use_schema(session_id, name, agent=route.agent)
+    chosen = [a for a in _AGENT_LABELS if getattr(info, f"{a}_schema") == name]
+    who = " and ".join(_AGENT_LABELS[a] for a in chosen)
+    result = _answered(studio, session_id, text, f"From the next change on, {who} use{'s' if len(chosen) == 1 else ''} "
+                       f"your {name} schema.", kind="command")
+    result.details = {"schemas": {a: name for a in chosen}}
+    return result
 
 
 def _reset(studio: "Studio", session_id: str, route: Route, text: str, progress) -> TurnResult:

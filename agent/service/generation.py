@@ -14,7 +14,9 @@ A generative edit is a new version whose EditState carries one more
 recipe with it): re-rendering never runs the model, rollback is bit-exact, and
 a regenerate makes a sibling of the version it varies (a new branch).
 Defaults come from the model's profile (``profiles/generation/``), overridden
-by ``set_defaults`` (``persist=True`` writes ``<sessions_dir>/generation_defaults.json``).
+by ``set_defaults``: for one caller's ``scope`` (an MCP client session) when given, for the whole
+process otherwise, and ``persist=True`` writes ``<sessions_dir>/generation_defaults.json`` for every
+caller and later starts.
 
 Every failure (no backend, model missing, out of memory, ComfyUI down) raises
 :class:`GenerationFailed` (tool calls) or ends the chat turn as ``failed``
@@ -29,6 +31,7 @@ import secrets
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +60,10 @@ DEFAULTS_FILE = "generation_defaults.json"
 #: Session setting that records how a generated original was made (so regenerate can vary it).
 _ORIGIN_KEY = "generated_from"
 _SEED_MAX = 2**31 - 1
+#: ``seed`` in regenerate that means "the seed the version was made with".
+KEEP_SEED = -1
+#: Caller scopes (MCP client sessions) whose own defaults are remembered, oldest forgotten first.
+MAX_SCOPES = 256
 
 
 class GenerationFailed(AtelierError):
@@ -107,6 +114,7 @@ class GenerationDesk:
         self._lock = threading.RLock()
         self._defaults_path = Path(studio.sessions_dir) / DEFAULTS_FILE
         self._overrides: dict = {}
+        self._scoped: OrderedDict[str, dict] = OrderedDict()
         if self._defaults_path.is_file():
             try:
                 stored = json.loads(self._defaults_path.read_text(encoding="utf-8"))
@@ -118,38 +126,63 @@ class GenerationDesk:
     # -- defaults ---------------------------------------------------------------------------
     @property
     def model(self) -> str:
-        return str(self._overrides.get("model") or self.backend.model or "")
+        return self.model_for(None)
+
+    def model_for(self, scope: str | None) -> str:
+        return str(self.overrides(scope).get("model") or self.backend.model or "")
+
+    def overrides(self, scope: str | None = None) -> dict:
+        """set_defaults' values in force for ``scope``: the process-wide ones, then that scope's own."""
+        with self._lock:
+            return {**self._overrides, **(self._scoped.get(scope) or {})} if scope else dict(self._overrides)
 
     def profile(self, model: str | None = None):
         from profiles.generation import load_generation_profile
         return load_generation_profile(model if model is not None else self.model)
 
-    def get_defaults(self) -> dict:
-        """``{"image": {width, height, steps, cfg, sampler_name, scheduler, denoise, model, negative_prompt}}``."""
-        profile = self.profile()
+    def get_defaults(self, scope: str | None = None) -> dict:
+        """``{"image": {width, height, steps, cfg, sampler_name, scheduler, denoise, model, negative_prompt}}``
+        for ``scope`` (a caller's own defaults over the process-wide ones; None: the process-wide ones)."""
+        model = self.model_for(scope)
+        profile = self.profile(model)
         image = {k: profile.defaults[k] for k in IMAGE_KEYS if k in profile.defaults}
-        image["model"] = self.model or profile.model_id
-        image.update(self._overrides)
+        image["model"] = model or profile.model_id
+        image.update(self.overrides(scope))
         out = {"image": {k: image[k] for k in IMAGE_KEYS}}
         validate("get_defaults_result", out)
         return out
 
-    def set_defaults(self, image: Any, persist: bool = False) -> dict:
-        """Override some defaults (validated); ``persist`` writes them for the next start. Returns get_defaults()."""
+    def set_defaults(self, image: Any, persist: bool = False, scope: str | None = None) -> dict:
+        """Override some defaults (validated). With ``scope`` they hold for that caller only (an MCP client
+        session); without, for the whole process; ``persist`` makes them everyone's and writes them for the
+        next start. Returns the defaults now in force for ``scope`` plus ``updated`` (each key given: its new
+        value), ``previous`` (its value before) and ``applies_to`` (``session``, ``process`` or ``saved``)."""
         validate("set_defaults", {"image": image, "persist": persist})
         with self._lock:
-            merged = {**self._overrides, **image}
-            self._overrides = merged
-            if persist:
-                from pipeline.imageio import write_bytes_atomic
-                write_bytes_atomic(self._defaults_path, json.dumps(merged, indent=2, sort_keys=True).encode())
-        return self.get_defaults()
+            before = self.get_defaults(scope)["image"]
+            if persist or not scope:
+                self._overrides = {**self._overrides, **image}
+                if scope in self._scoped:   # the saved value is this caller's too from now on
+                    self._scoped[scope] = {k: v for k, v in self._scoped[scope].items() if k not in image}
+                if persist:
+                    from pipeline.imageio import write_bytes_atomic
+                    write_bytes_atomic(self._defaults_path,
+                                       json.dumps(self._overrides, indent=2, sort_keys=True).encode())
+            else:
+                self._scoped[scope] = {**self._scoped.get(scope, {}), **image}
+                self._scoped.move_to_end(scope)
+                while len(self._scoped) > MAX_SCOPES:
+                    self._scoped.popitem(last=False)
+            now = self.get_defaults(scope)
+        return {**now, "updated": {k: now["image"][k] for k in image}, "previous": {k: before[k] for k in image},
+                "applies_to": "saved" if persist else ("session" if scope else "process")}
 
-    def _params(self, operation: str, values: dict, *, prompt: str, scene: str = "the photo") -> GenerationParams:
-        """Profile defaults <- set_defaults <- this call's values, with the profile's prompt pattern."""
-        model = values.get("model") or self.model
+    def _params(self, operation: str, values: dict, *, prompt: str, scene: str = "the photo",
+                scope: str | None = None) -> GenerationParams:
+        """Profile defaults <- set_defaults (``scope``'s) <- this call's values, with the profile's prompt pattern."""
+        model = values.get("model") or self.model_for(scope)
         profile = self.profile(model)
-        base = {**{k: v for k, v in profile.defaults.items() if k in IMAGE_KEYS}, **self._overrides}
+        base = {**{k: v for k, v in profile.defaults.items() if k in IMAGE_KEYS}, **self.overrides(scope)}
         base.update(_none_free(values))
         negative = values.get("negative_prompt")
         if negative is None:
@@ -197,8 +230,9 @@ class GenerationDesk:
                        width: int | None = None, height: int | None = None, steps: int | None = None,
                        cfg: float | None = None, sampler_name: str | None = None, scheduler: str | None = None,
                        denoise: float | None = None, model: str | None = None,
-                       return_inline_preview: bool = False) -> dict:
-        """A new photo from text; it becomes the original of a new session. Returns the asset answer."""
+                       return_inline_preview: bool = False, scope: str | None = None) -> dict:
+        """A new photo from text; it becomes the original of a new session. Returns the asset answer
+        (``scope``: whose set_defaults apply, see :meth:`set_defaults`)."""
         request = _none_free({"prompt": prompt, "negative_prompt": negative_prompt, "seed": seed, "width": width,
                               "height": height, "steps": steps, "cfg": cfg, "sampler_name": sampler_name,
                               "scheduler": scheduler, "denoise": denoise, "model": model,
@@ -206,7 +240,7 @@ class GenerationDesk:
         validate("generate_image", request)
         if isinstance(self.backend, NoBackend):
             self._run(None)
-        params = self._params("text_to_image", request, prompt=prompt)
+        params = self._params("text_to_image", request, prompt=prompt, scope=scope)
         return self._create(params, bool(return_inline_preview))
 
     def _create(self, params: GenerationParams, preview: bool, title: str | None = None) -> dict:
@@ -222,12 +256,14 @@ class GenerationDesk:
 
     def regenerate(self, asset_id: Any, seed: int | None = None, param_overrides: dict | None = None,
                    return_inline_preview: bool = False) -> dict:
-        """Generate a version again with a new seed (or ``seed``) and ``param_overrides``.
+        """Generate a version again with a new seed (or ``seed``; ``-1`` keeps the seed it was made with,
+        to change only ``param_overrides``).
 
         A generated original makes a new session; a version with generated layers makes a sibling
         version (a new branch) in its session, which becomes the head.
         """
-        validate("regenerate", _none_free({"asset_id": asset_id, "seed": seed, "param_overrides": param_overrides}))
+        validate("regenerate", _none_free({"asset_id": asset_id, "seed": seed, "param_overrides": param_overrides,
+                                           "return_inline_preview": return_inline_preview or None}))
         try:
             asset = self.studio.store.get_asset(asset_id)
         except AtelierError:
@@ -238,7 +274,7 @@ class GenerationDesk:
             recipe = session.settings[_ORIGIN_KEY]
             values = {k: recipe[k] for k in IMAGE_KEYS if k in recipe}
             values.update(overrides)
-            values["seed"] = seed if seed is not None else secrets.randbelow(_SEED_MAX)
+            values["seed"] = _seed(seed, recipe)
             prompt = overrides.get("prompt") or recipe.get("prompt", "")
             params = GenerationParams(**{**{k: recipe[k] for k in GenerationParams.__dataclass_fields__
                                             if k in recipe}, **values, "prompt": prompt})
@@ -269,7 +305,8 @@ class GenerationDesk:
             small = cv2.resize(pixels, (max(1, round(w * 256 / max(w, h))), max(1, round(h * 256 / max(w, h)))),
                                interpolation=cv2.INTER_AREA) if max(w, h) > 256 else pixels
             ok, buf = cv2.imencode(".jpg", cv2.cvtColor(small, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, 85])
-            answer["inline_preview"] = "data:image/jpeg;base64," + base64.b64encode(buf.tobytes()).decode()
+            answer["inline_preview_base64"] = base64.b64encode(buf.tobytes()).decode()
+            answer["inline_preview_mime_type"] = "image/jpeg"
         validate("asset", answer)
         return answer
 
@@ -319,7 +356,7 @@ class GenerationDesk:
         if not overrides:
             overrides = self._signal_overrides(origin, recipe.get("model", ""))
         values.update(overrides)
-        values["seed"] = int(seed) if seed is not None else secrets.randbelow(_SEED_MAX)
+        values["seed"] = _seed(seed, recipe)
         params = GenerationParams(**values)
         profile = self.profile(params.model)
         source = self.studio.sources.get(session.id)
@@ -500,6 +537,13 @@ class GenerationDesk:
 
     def close(self) -> None:
         self.backend.close()
+
+
+def _seed(seed: int | None, recipe: dict) -> int:
+    """The seed to use: ``seed``; KEEP_SEED: the recipe's own; None: a new random one."""
+    if seed == KEEP_SEED:
+        return int(recipe.get("seed", 0))
+    return int(seed) if seed is not None else secrets.randbelow(_SEED_MAX)
 
 
 def _on_canvas(below: np.ndarray, layer: GeneratedLayer) -> np.ndarray:

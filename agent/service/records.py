@@ -36,6 +36,7 @@ class SessionInfo:
     notices: list[str] = field(default_factory=list)
     planner_schema: str = "default"
     quality_schema: str = "default"
+    executor_schema: str = "default"
     shareable: bool = False          # the person agreed to share this session as training data
 
     def to_dict(self) -> dict[str, Any]:

@@ -43,10 +43,11 @@ class Sessions:
 
     def start(self, image: Any, *, style: str | None = None, review_mode: str | None = None,
               filename: str | None = None, planner_schema: str | None = None,
-              quality_schema: str | None = None) -> SessionInfo:
+              quality_schema: str | None = None, executor_schema: str | None = None) -> SessionInfo:
         """Store ``image`` as the untouched original of a new session (see Studio.start_session)."""
         schema_names = {"planner_schema": self.schemas.check("planner", planner_schema),
-                        "quality_schema": self.schemas.check("quality", quality_schema)}
+                        "quality_schema": self.schemas.check("quality", quality_schema),
+                        "executor_schema": self.schemas.check("executor", executor_schema)}
         mode = review_mode or self.config.review_mode
         if mode not in REVIEW_MODES:
             raise InvalidInput(f"review_mode: expected one of {', '.join(REVIEW_MODES)}, got {review_mode!r}")
@@ -112,6 +113,7 @@ class Sessions:
                            notices=list(s.settings.get("notices") or []),
                            planner_schema=str(s.settings.get("planner_schema") or "default"),
                            quality_schema=str(s.settings.get("quality_schema") or "default"),
+                           executor_schema=str(s.settings.get("executor_schema") or "default"),
                            shareable=bool(s.settings.get("shareable", False)))
 
     def get(self, session_id: str) -> SessionInfo:
@@ -125,6 +127,24 @@ class Sessions:
             session = self.leases.session(session_id)
             settings = dict(session.settings)
             settings["shareable"] = shareable
+            self.store.update_session(session_id, settings=settings)
+            return self.info(self.leases.session(session_id))
+
+    def use_schema(self, session_id: str, name: str, agent: str | None = None) -> SessionInfo:
+        """Make ``name`` the session's output schema for ``agent`` (planner, executor, quality) from the next
+        turn on; without ``agent``, for every agent that has a schema by that name. InvalidInput when none has."""
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidInput(f"name: expected a schema name, got {name!r}")
+        agents = [agent] if agent is not None else ["planner", "executor", "quality"]
+        found = [a for a in agents if name.strip() in self.schemas.names(a)]
+        if not found:
+            where = agent or "planner, executor or quality"
+            raise InvalidInput(f"name: no {where} schema named {name.strip()!r}; "
+                               + "; ".join(f"{a}: {', '.join(self.schemas.names(a))}" for a in agents))
+        with self.leases.leased(session_id):
+            session = self.leases.session(session_id)
+            settings = dict(session.settings)
+            settings.update({f"{a}_schema": self.schemas.check(a, name.strip()) for a in found})
             self.store.update_session(session_id, settings=settings)
             return self.info(self.leases.session(session_id))
 

@@ -65,6 +65,8 @@ from profiles import load_profile
 from skills import SkillError, load_skills
 
 SESSIONS_DIR_ENV = "ATELIER_SESSIONS_DIR"
+#: Where output schemas (and the ones generate_schema writes) live, when not the shipped schemas/.
+SCHEMAS_DIR_ENV = "ATELIER_SCHEMAS_DIR"
 MAX_MESSAGE_CHARS = 2000
 
 
@@ -77,6 +79,7 @@ class Studio:
                  storage_url: str | None = None):
         self.config = config or load_config()
         # Output schemas (and the custom ones generate_schema writes): <root>/<agent>/[custom/]<name>.yaml
+        schemas_root = schemas_root or os.environ.get(SCHEMAS_DIR_ENV) or None
         self.schemas_root = Path(schemas_root).resolve() if schemas_root else None
         self.schemas = OutputSchemas(self.schemas_root, SchemaQuota.from_config(self.config))
         folder = sessions_dir or os.environ.get(SESSIONS_DIR_ENV) or self.config.sessions_path()
@@ -193,14 +196,15 @@ class Studio:
 
     def start_session(self, image: Any, *, style: str | None = None, review_mode: str | None = None,
                       filename: str | None = None, planner_schema: str | None = None,
-                      quality_schema: str | None = None) -> SessionInfo:
+                      quality_schema: str | None = None, executor_schema: str | None = None) -> SessionInfo:
         """Store ``image`` as the untouched original of a new session (nothing is created if it is bad).
 
         ``planner_schema`` / ``quality_schema`` name output schemas under ``schemas/`` (default "default");
         an unknown name raises InvalidInput before anything is stored.
         """
         return self.sessions.start(image, style=style, review_mode=review_mode, filename=filename,
-                                   planner_schema=planner_schema, quality_schema=quality_schema)
+                                   planner_schema=planner_schema, quality_schema=quality_schema,
+                                   executor_schema=executor_schema)
 
     def session(self, session_id: str) -> SessionInfo:
         return self.sessions.get(session_id)
@@ -225,6 +229,11 @@ class Studio:
     def list_schemas(self, agent: str) -> list[str]:
         """Names of the output schemas ``agent`` ("planner", "executor", "quality") can use, "default" first."""
         return self.schemas.names(agent)
+
+    def use_schema(self, session_id: str, name: str, *, agent: str | None = None) -> SessionInfo:
+        """Use the output schema ``name`` from the next turn on, for ``agent`` ("planner", "executor",
+        "quality") or every agent that has one by that name ("use my cinematographer schema")."""
+        return self.sessions.use_schema(session_id, name, agent)
 
     def generate_schema(self, example: dict | str, *, agent: str, name: str, overwrite: bool = False,
                         visitor: str | None = None) -> dict:
@@ -416,21 +425,22 @@ class Studio:
         return self.sliders.keep(session_id, values, layers=layers, progress=progress)
 
     # -- generation (docs/generation.md) --------------------------------------------------
-    def get_defaults(self) -> dict:
+    def get_defaults(self, scope: str | None = None) -> dict:
         """The generation defaults: ``{"image": {width, height, steps, cfg, sampler_name, scheduler, denoise,
-        model, negative_prompt}}`` (the model's profile, overridden by set_defaults)."""
-        return self.generation.get_defaults()
+        model, negative_prompt}}`` (the model's profile, overridden by set_defaults; ``scope``: a caller's own)."""
+        return self.generation.get_defaults(scope)
 
-    def set_defaults(self, image: dict, persist: bool = False) -> dict:
+    def set_defaults(self, image: dict, persist: bool = False, scope: str | None = None) -> dict:
         """Override generation defaults (validated: unknown or out-of-range keys raise InvalidInput naming the
-        key); ``persist`` keeps them across restarts. Returns the new defaults."""
-        return self.generation.set_defaults(image, persist)
+        key) for ``scope`` (one caller, e.g. an MCP client session) or, without, the whole process; ``persist``
+        makes them everyone's and keeps them across restarts. Returns the defaults and what was ``updated``."""
+        return self.generation.set_defaults(image, persist, scope=scope)
 
     def generate_image(self, prompt: str, negative_prompt: str | None = None, seed: int | None = None,
                        width: int | None = None, height: int | None = None, steps: int | None = None,
                        cfg: float | None = None, sampler_name: str | None = None, scheduler: str | None = None,
                        denoise: float | None = None, model: str | None = None,
-                       return_inline_preview: bool = False) -> dict:
+                       return_inline_preview: bool = False, scope: str | None = None) -> dict:
         """A new photo from text, which becomes the original of a new session; the asset answer
         (asset_id, asset_url, image_url, filename, subfolder, folder_type, workflow_id, prompt_id,
         mime_type, width, height, bytes_size, ...). No backend, model missing, out of memory or a server
@@ -438,12 +448,14 @@ class Studio:
         return self.generation.generate_image(prompt, negative_prompt=negative_prompt, seed=seed, width=width,
                                               height=height, steps=steps, cfg=cfg, sampler_name=sampler_name,
                                               scheduler=scheduler, denoise=denoise, model=model,
-                                              return_inline_preview=return_inline_preview)
+                                              return_inline_preview=return_inline_preview, scope=scope)
 
-    def regenerate(self, asset_id: str, seed: int | None = None, param_overrides: dict | None = None) -> dict:
-        """Make a generated version again (new seed, or ``seed``; ``param_overrides`` such as steps or cfg):
-        a generated original gives a new session, a version with generated layers a new branch (the head)."""
-        return self.generation.regenerate(asset_id, seed=seed, param_overrides=param_overrides)
+    def regenerate(self, asset_id: str, seed: int | None = None, param_overrides: dict | None = None,
+                   return_inline_preview: bool = False) -> dict:
+        """Make a generated version again (new seed, or ``seed``, -1 = the same seed; ``param_overrides`` such as
+        steps or cfg): a generated original gives a new session, a version with generated layers a new branch."""
+        return self.generation.regenerate(asset_id, seed=seed, param_overrides=param_overrides,
+                                          return_inline_preview=return_inline_preview)
 
     def generation_status(self) -> dict:
         """The generation backend: ``{"backend", "model", "ready", ...}`` (``reason`` when it cannot run)."""

@@ -152,6 +152,10 @@ class TurnRunner:
         reply = values.get("reply") or ""
         plan = values.get("plan") or {}
         details = dict(values.get("details") or {})
+        # the planner schema's custom fields (e.g. mood_keywords); "skills" is the skill planner's trace
+        planner_fields = {k: v for k, v in (plan.get("fields") or {}).items() if k != "skills"}
+        if planner_fields and status != "not_understood":
+            details["planner_fields"] = planner_fields
         if review is not None:
             reply, details["measurements"] = compose_reply(reply, assessment,
                                            tail="Approve, modify, roll back or ask for a new plan.")
