@@ -569,9 +569,10 @@ def _print_table(r: dict) -> None:
 def run_retouch_peers(runs: int) -> dict:
     """Retouching side by side with peers (pipeline.retouch_peers): removal on a painted 4000x3000
     photo against cv2.inpaint (Telea, NS) and skimage's biharmonic inpainting, and straighten residuals."""
-    from pipeline.retouch_peers import removal_peers, straighten_peers
+    from pipeline.retouch_peers import removal_peers, straighten_peers, texture_peers
 
-    return {"removal": removal_peers(runs=max(1, min(runs, 5))), "straighten": straighten_peers()}
+    return {"removal": removal_peers(runs=max(1, min(runs, 5))), "texture": texture_peers(),
+            "straighten": straighten_peers()}
 
 
 def _print_retouch_peers(p: dict) -> None:
@@ -583,6 +584,12 @@ def _print_retouch_peers(p: dict) -> None:
               f"{row['moved_outside_mask']:16d} {row['ms']:8.1f}")
     print(f"  Atelier time / Telea time: {r['time_vs_telea']:.2f}x; PSNR over the best of Telea/NS: "
           f"spots {r['psnr_margin_spots_db']:+.2f} dB, object {r['psnr_margin_object_db']:+.2f} dB")
+    t = p["texture"]
+    print("Removal on texture: a 90 px sign on a 1200x900 photo, PSNR (dB) inside it")
+    print(f"  {'scene':22s} {'Atelier':>8s} {'Telea':>8s} {'NS':>8s} {'detail':>7s}")
+    for name, row in t["rows"].items():
+        print(f"  {name:22s} {row['atelier_db']:8.2f} {row['telea_db']:8.2f} {row['ns_db']:8.2f} {row['detail_ratio']:7.2f}")
+    print(f"  worst margin over Telea: {t['worst_margin_over_telea_db']:+.2f} dB")
     s = p["straighten"]
     print("Straighten residual (degrees found - degrees turned), detect_tilt:")
     for name, row in s["residual_deg"].items():

@@ -192,17 +192,17 @@ def _tile_windows(mask: np.ndarray, cell: int, *, gap: bool = False, pad: int = 
     h, w = mask.shape
     th, tw = (h + cell - 1) // cell, (w + cell - 1) // cell
     m8 = mask if mask.dtype == np.uint8 else (np.asarray(mask) > 0).astype(np.uint8)
-    count = cv2.countNonZero(m8)
-    if not count:
+    if not cv2.countNonZero(m8):
         return []
-    if count < h * w // 64:  # sparse (a few spots): list the pixels in
-        tiles = np.zeros((th, tw), np.uint8)
-        points = cv2.findNonZero(m8).reshape(-1, 2)
-        tiles[points[:, 1] // cell, points[:, 0] // cell] = 1
-    else:  # busy (a textured photo's seeds): a block maximum, as listing millions of pixels is slower
-        padded = np.zeros((th * cell, tw * cell), np.uint8)
-        padded[:h, :w] = m8
-        tiles = (padded.reshape(th * cell, tw, cell).max(axis=2).reshape(th, cell, tw).max(axis=1) > 0).astype(np.uint8)
+    # Band by band of tile rows: an empty band costs a count, an occupied one a column maximum
+    # (listing the pixels of a 12 MP frame, or a block maximum in numpy, costs several times more).
+    tiles = np.zeros((th, tw), np.uint8)
+    row = np.zeros(tw * cell, np.uint8)
+    for ty in range(th):
+        band = m8[ty * cell:(ty + 1) * cell]
+        if cv2.countNonZero(band):
+            row[:w] = cv2.reduce(band, 0, cv2.REDUCE_MAX).ravel()
+            tiles[ty] = row.reshape(tw, cell).max(axis=1) > 0
     if gap:
         tiles = cv2.dilate(tiles, np.ones((3, 3), np.uint8))
     n, labels, stats, _ = cv2.connectedComponentsWithStats(tiles, connectivity=8)
@@ -280,7 +280,7 @@ def mask_parts(mask: np.ndarray, cell: int = 32, *, masks: bool = False):
     Labelled window by window around the occupied ``cell`` x ``cell`` tiles, so a
     4K mask with a few spots costs a scan, not a full-frame labelling.
     """
-    m8 = (np.asarray(mask) > 0).astype(np.uint8)
+    m8 = mask if mask.dtype == np.uint8 else (np.asarray(mask) > 0).astype(np.uint8)
     windows = _tile_windows(m8, cell)
     if not windows:
         return (np.zeros((0, 5), np.int32), []) if masks else np.zeros((0, 5), np.int32)
@@ -454,34 +454,38 @@ def remove_region(img: np.ndarray, mask: np.ndarray, strength: float = 1.0) -> n
     """
     m = np.asarray(mask)
     unit = 1.0 if m.dtype.kind == "f" else 255.0
-    support = (m > REMOVE_FLOOR * unit).view(np.uint8)
+    support = cv2.compare(m, REMOVE_FLOOR * unit, cv2.CMP_GT)  # 0 / 255; one fast pass over the frame
     parts, pixels = mask_parts(support, masks=True)
     if not len(parts):
         return img
     h, w = img.shape[:2]
     out = img.copy()
-    for (x, y, bw, bh, _), own in zip(parts, pixels):
+    # Small parts first: a filled spot is surroundings (and a texture source) for a larger region.
+    for k in sorted(range(len(parts)), key=lambda k: (max(parts[k][2], parts[k][3]), k)):
+        (x, y, bw, bh, _), own = parts[k], pixels[k]
         size = max(bw, bh)
         large = size >= TEXTURE_MIN * max(h, w)
         # A large region needs room around it for the exemplar search (two sizes each way).
-        pad = max(inpaint.margin_for(size), 2 * size if large else 0)
+        pad = 2 * size if large else inpaint.margin_for(size)
         x0, y0, x1, y1 = max(0, x - pad), max(0, y - pad), min(w, x + bw + pad), min(h, y + bh + pad)
         hole = np.zeros((y1 - y0, x1 - x0), bool)
         hole[y - y0:y - y0 + bh, x - x0:x - x0 + bw] = own
-        # Other parts inside this window stay unknown too: they are not surroundings.
-        unknown = hole | ((support[y0:y1, x0:x1] > 0) & ~hole)
-        window = img[y0:y1, x0:x1].astype(np.float32)
+        # Parts not filled yet inside this window stay unknown too: they are not surroundings.
+        unknown = hole | (support[y0:y1, x0:x1] > 0)
         if large:
             # Harmonic, then texture: over a wide hole a biharmonic surface overshoots on textured
-            # surroundings, and the texture pass restores the grain the smooth fill lacks.
-            filled = inpaint.texture_pass(window, unknown, inpaint.biharmonic_fill(window, unknown, order=1))
+            # surroundings, and the texture pass restores what the smooth fill lacks.
+            fy, fx, filled = inpaint.fill_textured(out[y0:y1, x0:x1], unknown, (x - x0, y - y0, bw, bh))
         else:
-            filled = inpaint.biharmonic_fill(window, unknown)
-        alpha = np.clip(m[y0:y1, x0:x1].astype(np.float32) * np.float32(2.0 / unit), 0.0, 1.0) * hole
-        alpha *= np.float32(strength)
-        blend = window + (filled - window) * alpha[..., None]
-        region = out[y0:y1, x0:x1]
-        region[hole] = np.clip(blend[hole] + 0.5, 0, 255).astype(np.uint8)
+            fy, fx, filled = 0, 0, inpaint.biharmonic_fill(out[y0:y1, x0:x1].astype(np.float32), unknown)
+        # Only the hole's box is blended (the window may be six times wider for the search).
+        by, bx = y - y0 - fy, x - x0 - fx
+        filled = filled[by:by + bh, bx:bx + bw]
+        region = out[y:y + bh, x:x + bw]
+        alpha = np.clip(m[y:y + bh, x:x + bw].astype(np.float32) * np.float32(2.0 / unit), 0.0, 1.0) * np.float32(strength)
+        blend = region + (filled - region) * alpha[..., None]
+        region[own] = np.clip(blend[own] + 0.5, 0, 255).astype(np.uint8)
+        support[y:y + bh, x:x + bw][own] = 0
     return out
 
 

@@ -170,6 +170,30 @@ def removal_peers(width: int = 4000, height: int = 3000, runs: int = 3) -> dict:
             "psnr_margin_object_db": round(atelier["psnr_object_db"] - best["psnr_object_db"], 2)}
 
 
+#: Textured walls and ground: (photo, where the 90 px sign goes) on a 1200x900 copy. Bricks are a
+#: regular texture (a smooth fill shows as a blank patch across the courses); grass and gravel random.
+TEXTURE_SCENES = (("brick", (0.7, 0.6)), ("brick", (0.25, 0.3)), ("grass", (0.7, 0.6)), ("gravel", (0.25, 0.3)))
+
+
+def texture_peers() -> dict:
+    """PSNR (dB) inside a 90 px sign removed from each of :data:`TEXTURE_SCENES`: Atelier
+    (:func:`pipeline.healing.remove_region`) against cv2.inpaint Telea and NS, and Atelier's detail
+    ratio (:func:`detail_ratio`: near 0 for a flat fill, near 1 when the texture carries on)."""
+    from pipeline.healing import remove_region
+
+    rows = {}
+    for name, at in TEXTURE_SCENES:
+        truth = photo(name, 1200, 900)
+        painted, _, obj = painted_photo(truth, spots=0, object_side=90, object_at=at)
+        out = remove_region(painted, obj)
+        row = {"atelier_db": psnr(out, truth, obj)}
+        for peer, flag in (("telea_db", cv2.INPAINT_TELEA), ("ns_db", cv2.INPAINT_NS)):
+            row[peer] = psnr(cv2.inpaint(painted, obj, 3, flag), truth, obj)
+        rows[f"{name} at {at[0]:.2f},{at[1]:.2f}"] = {k: round(v, 2) for k, v in row.items()} | {
+            "detail_ratio": round(detail_ratio(out, obj), 2)}
+    return {"rows": rows, "worst_margin_over_telea_db": min(r["atelier_db"] - r["telea_db"] for r in rows.values())}
+
+
 def tilted(img: np.ndarray, degrees: float) -> np.ndarray:
     """``img`` turned clockwise by ``degrees`` and centre-cropped to 80% (no empty corners)."""
     h, w = img.shape[:2]
