@@ -569,10 +569,10 @@ def _print_table(r: dict) -> None:
 def run_retouch_peers(runs: int) -> dict:
     """Retouching side by side with peers (pipeline.retouch_peers): removal on a painted 4000x3000
     photo against cv2.inpaint (Telea, NS) and skimage's biharmonic inpainting, and straighten residuals."""
-    from pipeline.retouch_peers import removal_peers, straighten_peers, texture_peers
+    from pipeline.retouch_peers import dust_peers, removal_peers, straighten_peers, texture_peers
 
     return {"removal": removal_peers(runs=max(1, min(runs, 5))), "texture": texture_peers(),
-            "straighten": straighten_peers()}
+            "dust": dust_peers(), "straighten": straighten_peers()}
 
 
 def _print_retouch_peers(p: dict) -> None:
@@ -590,6 +590,12 @@ def _print_retouch_peers(p: dict) -> None:
     for name, row in t["rows"].items():
         print(f"  {name:22s} {row['atelier_db']:8.2f} {row['telea_db']:8.2f} {row['ns_db']:8.2f} {row['detail_ratio']:7.2f}")
     print(f"  worst margin over Telea: {t['worst_margin_over_telea_db']:+.2f} dB")
+    d = p["dust"]
+    print(f"Dust (dust_removal {d['amount']:.0f}): {d['painted']} shadows painted on the plain places of "
+          f"{d['photos']} photos: recall {d['recall']:.3f} (goal 0.95), precision {d['precision']:.3f}")
+    print("  real things taken for dust: " + ", ".join(f"{k} {v}" for k, v in d["real_things_taken"].items()))
+    print("  spots found on clean photos (faint specks; some are real dust or dirt): " +
+          ", ".join(f"{k} {v}" for k, v in d["spots_on_clean_photos"].items()))
     s = p["straighten"]
     print("Straighten residual (degrees found - degrees turned), detect_tilt:")
     for name, row in s["residual_deg"].items():

@@ -222,3 +222,153 @@ def straighten_peers() -> dict:
         rows[name] = {f"{a:+.1f}": round(detect_tilt(tilted(img, a)) - a, 2) for a in STRAIGHTEN_ANGLES}
     worst = max(abs(v) for r in rows.values() for v in r.values())
     return {"residual_deg": rows, "worst_residual_deg": worst}
+
+
+# -- dust: painted shadows to find, real small things to leave alone --------------------------------
+
+def _asset(name: str) -> np.ndarray:
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "assets" / name
+    img = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    if img is None:
+        raise FileNotFoundError(path)
+    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+
+
+def scene(name: str, long_side: int) -> np.ndarray:
+    """A photo at ``long_side`` px (bicubic up, area down): a scikit-image name or ``asset:PATH``
+    under ``assets/``; grey photos as RGB."""
+    img = _asset(name[6:]) if name.startswith("asset:") else getattr(data, name)()
+    img = np.dstack([img] * 3) if img.ndim == 2 else img[..., :3]
+    h, w = img.shape[:2]
+    s = long_side / max(h, w)
+    return np.ascontiguousarray(cv2.resize(img, (round(w * s), round(h * s)),
+                                           interpolation=cv2.INTER_CUBIC if s > 1 else cv2.INTER_AREA))
+
+
+def _plain_places(img: np.ndarray, sigma: float) -> np.ndarray:
+    """Where a dust shadow of ``sigma`` px can be painted: bool HxW, smooth (no edge or texture within
+    five sigma) and not dark."""
+    g = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    r = int(5 * sigma)
+    b = cv2.GaussianBlur(g, (0, 0), sigma)
+    slope = cv2.magnitude(cv2.Sobel(b, cv2.CV_32F, 1, 0) / 8, cv2.Sobel(b, cv2.CV_32F, 0, 1) / 8)
+    busy = cv2.GaussianBlur(np.abs(g - cv2.GaussianBlur(g, (0, 0), 2 * sigma)), (0, 0), 2 * sigma) + \
+        sigma * cv2.GaussianBlur(slope, (0, 0), 2 * sigma) / 2
+    ok = (cv2.dilate(busy, np.ones((2 * r + 1, 2 * r + 1), np.uint8)) < 2.5) & (b > 40)
+    ok[:r], ok[-r:], ok[:, :r], ok[:, -r:] = False, False, False, False
+    return ok
+
+
+def paint_dust(img: np.ndarray, n: int = 12, seed: int = 0):
+    """``img`` with up to ``n`` sensor-dust shadows painted on its plain places: gaussian (sigma
+    0.08-0.4% of the long side), taking 8-35% of the light in every channel alike, at least 4% of
+    the long side apart. Returns (painted uint8, [(cx, cy, sigma), ...] in pixels)."""
+    rng = np.random.default_rng(seed)
+    h, w = img.shape[:2]
+    long_side = max(h, w)
+    out, spots = img.astype(np.float32), []
+    ys, xs = np.nonzero(_plain_places(img, 0.004 * long_side))
+    for _ in range(5000):
+        if len(spots) >= n or not len(ys):
+            break
+        i = rng.integers(len(ys))
+        cx, cy = xs[i] + rng.uniform(-0.5, 0.5), ys[i] + rng.uniform(-0.5, 0.5)
+        s = rng.uniform(0.0008, 0.004) * long_side
+        if any(np.hypot(cx - x, cy - y) < max(12 * max(s, t), 0.04 * long_side) for x, y, t in spots):
+            continue
+        share = rng.uniform(0.08, 0.35)
+        r = int(4 * s) + 2
+        x0, y0, x1, y1 = max(0, int(cx) - r), max(0, int(cy) - r), min(w, int(cx) + r + 1), min(h, int(cy) + r + 1)
+        yy, xx = np.mgrid[y0:y1, x0:x1]
+        out[y0:y1, x0:x1] *= (1 - share * np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / (2 * s * s)))[..., None]
+        spots.append((float(cx), float(cy), float(s)))
+    return np.clip(out + 0.5, 0, 255).astype(np.uint8), spots
+
+
+def boats(long_side: int = 2000, seed: int = 5):
+    """sea_island's sea with ten small boats in focus (hard-edged hulls, white, red, dark or cream,
+    each with a dark cabin). Returns (photo, [(cx, cy, half length), ...])."""
+    img = scene("asset:eval/sea_island.jpg", long_side).copy()
+    h, w = img.shape[:2]
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(10):
+        cx, cy = rng.uniform(0.08, 0.92) * w, rng.uniform(0.80, 0.95) * h
+        size = rng.uniform(0.006, 0.014) * long_side
+        hull = [(255, 255, 255), (200, 40, 30), (40, 40, 45), (230, 220, 200)][k % 4]
+        pts = np.array([[cx - size, cy], [cx + size, cy], [cx + 0.7 * size, cy + 0.35 * size],
+                        [cx - 0.7 * size, cy + 0.35 * size]], np.int32)
+        cv2.fillPoly(img, [pts], hull, cv2.LINE_AA)
+        cv2.rectangle(img, (int(cx - 0.3 * size), int(cy - 0.4 * size)), (int(cx + 0.2 * size), int(cy)),
+                      (60, 60, 70), -1, cv2.LINE_AA)
+        out.append((cx, cy, size))
+    return img, out
+
+
+#: Photos with plain places (skies, walls, backdrops) to paint dust on: (photo, long side).
+DUST_PHOTOS = (("rocket", 2000), ("camera", 1600), ("asset:eval/tower.jpg", 1600),
+               ("asset:eval/mountain_meadow.jpg", 2000), ("asset:eval/sea_island.jpg", 2000),
+               ("asset:eval/abbey_arches.jpg", 2000), ("asset:eval/friends_shore.jpg", 2000),
+               ("asset:coffee.jpg", 1600), ("asset:astronaut.jpg", 1600))
+#: Clean photos whose small dark things are real: (photo, long side).
+CLEAN_PHOTOS = (("asset:eval/friends_shore.jpg", 2000), ("asset:eval/lunch_table.jpg", 1600), ("page", 1600),
+                ("text", 1600), ("hubble_deep_field", 1600), ("asset:astronaut.jpg", 1600),
+                ("asset:eval/night_tent.jpg", 1600), ("moon", 1600), ("asset:eval/department_store.jpg", 2000),
+                ("coins", 1600), ("asset:eval/luispedro.jpg", 1200), ("asset:eval/sea_island.jpg", 2000),
+                ("asset:eval/golden_puppy.jpg", 1600), ("asset:eval/desk_cat.jpg", 1600),
+                ("asset:eval/camera_table.jpg", 1600), ("asset:eval/quokka.jpg", 1600), ("asset:chelsea.jpg", 1600))
+#: The astronaut's pupils (x, y) on the 512 px original.
+ASTRONAUT_PUPILS = ((203, 101), (247, 103))
+
+
+def _spots_px(img: np.ndarray, amount: float) -> list[tuple[float, float, float, float]]:
+    from pipeline.dust import dust_spots
+
+    h, w = img.shape[:2]
+    return [(s.x * w, s.y * h, s.radius * max(h, w), s.confidence) for s in dust_spots(img, amount)]
+
+
+def _text_strokes(img: np.ndarray) -> np.ndarray:
+    """Pixels of dark strokes (text, lines): 30% darker than their neighbourhood's median-ish level."""
+    g = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    return g < 0.7 * cv2.dilate(cv2.GaussianBlur(g, (0, 0), 2.0), np.ones((15, 15), np.uint8))
+
+
+def dust_peers(amount: float = 50.0) -> dict:
+    """Dust found by :func:`pipeline.dust.dust_spots` at ``amount``: recall and precision on
+    :data:`DUST_PHOTOS` with painted shadows (a find matches a shadow within max(2 sigma, 3 px));
+    real things taken for dust (boats, text strokes, stars' surroundings, the astronaut's pupils);
+    and the spots found on :data:`CLEAN_PHOTOS` (faint specks: some are real dust or dirt)."""
+    found_right = missed = extra = 0
+    for i, (name, side) in enumerate(DUST_PHOTOS):
+        painted, truth = paint_dust(scene(name, side), 12, seed=10 + i)
+        found = _spots_px(painted, amount)
+        hit = [any(np.hypot(fx - cx, fy - cy) <= max(2 * s, 3) for fx, fy, *_ in found) for cx, cy, s in truth]
+        ok = [any(np.hypot(fx - cx, fy - cy) <= max(2 * s, 3) for cx, cy, s in truth) for fx, fy, *_ in found]
+        found_right, missed, extra = found_right + sum(hit), missed + len(hit) - sum(hit), extra + len(ok) - sum(ok)
+    real = {}
+    img, hulls = boats()
+    real["boats (of 10)"] = sum(any(np.hypot(fx - cx, fy - cy) <= 1.5 * size for cx, cy, size in hulls)
+                                for fx, fy, *_ in _spots_px(img, amount))
+    on_text = 0
+    for name in ("page", "text"):
+        img = scene(name, 1600)
+        strokes = _text_strokes(img)
+        for fx, fy, fr, _ in _spots_px(img, amount):
+            disc = np.zeros(strokes.shape, np.uint8)
+            cv2.circle(disc, (int(fx), int(fy)), max(1, int(fr)), 1, -1)
+            on_text += int((strokes & (disc > 0)).any())
+    real["text strokes (page, text)"] = on_text
+    img = scene("hubble_deep_field", 1600)
+    real["stars (hubble deep field)"] = len(_spots_px(img, amount))
+    img = scene("asset:astronaut.jpg", 1600)
+    f = 1600 / 512
+    real["pupils (astronaut)"] = sum(any(np.hypot(fx - px * f, fy - py * f) <= 8 * f for px, py in ASTRONAUT_PUPILS)
+                                     for fx, fy, *_ in _spots_px(img, amount))
+    clean = {name.split("/")[-1].replace("asset:", ""): len(_spots_px(scene(name, side), amount))
+             for name, side in CLEAN_PHOTOS}
+    return {"amount": amount, "photos": len(DUST_PHOTOS), "painted": found_right + missed, "recall": round(found_right / max(1, found_right + missed), 3),
+            "precision": round(found_right / max(1, found_right + extra), 3), "real_things_taken": real,
+            "spots_on_clean_photos": clean}
