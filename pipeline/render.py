@@ -417,7 +417,7 @@ class Renderer:
         self.masks = MaskCache(max_cache_bytes // 4)
         self.framed = BoundedCache(max_cache_bytes // 8)
         self.tilts: BoundedCache = BoundedCache(1 << 20)
-        #: Dust maps (pipeline.healing.DustMap) per (original, size): 16 MB at 4K.
+        #: Dust maps (pipeline.healing.DustMap: the measured candidates) per (original, size).
         self.dust = BoundedCache(max_cache_bytes // 16)
 
     def tilt(self, source: SourceImage) -> float:
@@ -638,11 +638,7 @@ class Renderer:
     def dust_map(self, source: SourceImage, size: tuple[int, int]) -> healing.DustMap:
         """:func:`pipeline.healing.dust_map` of the original at ``size``, kept per photo and size:
         a new dust amount costs only its thresholds."""
-        def make():
-            found = healing.dust_map(source.resized(size))
-            return healing.DustMap(_frozen(found.raw), _frozen(found.depth), _frozen(found.texture),
-                                   found.sigma, found.max_d)
-        return self.dust.get_or_create((source.digest, size), make)
+        return self.dust.get_or_create((source.digest, size), lambda: healing.dust_map(source.resized(size)).frozen())
 
     def retouch_report(self, source: SourceImage, state: EditState, long_side: int | None = None) -> RetouchReport:
         """What the retouch ops of ``state`` did at ``long_side`` (spots healed, notes for the person)."""
