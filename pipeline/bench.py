@@ -597,9 +597,9 @@ def _print_retouch_peers(p: dict) -> None:
     print("  spots found on clean photos (faint specks; some are real dust or dirt): " +
           ", ".join(f"{k} {v}" for k, v in d["spots_on_clean_photos"].items()))
     s = p["straighten"]
-    print("Straighten residual (degrees found - degrees turned), detect_tilt:")
+    print("Straighten residual (degrees found - the photo's own reading - degrees turned), detect_tilt:")
     for name, row in s["residual_deg"].items():
-        print(f"  {name:10s} " + "  ".join(f"{k:>5s}: {v:+.2f}" for k, v in row.items()))
+        print(f"  {name:14s} own {s['own_tilt_deg'][name]:+.2f}  " + "  ".join(f"{k:>5s}: {v:+.2f}" for k, v in row.items()))
     print(f"  worst residual: {s['worst_residual_deg']:.2f} degrees (goal 0.5)")
 
 

@@ -324,7 +324,46 @@ def framed_mask(mask: np.ndarray, frame: Frame, out_size: tuple[int, int], src_f
 
 # -- automatic straightening ---------------------------------------------------------------
 
-def detect_tilt(original: np.ndarray, max_tilt: float = 20.0) -> float:
+def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
+    order = np.argsort(values)
+    cum = np.cumsum(weights[order])
+    return float(values[order][np.searchsorted(cum, 0.5 * cum[-1])])
+
+
+def _vanishing_tilt(lines: np.ndarray, width: int, height: int) -> float | None:
+    """Clockwise tilt (degrees) of the direction from the frame's centre to the point the near-vertical
+    ``lines`` ((rho, theta, votes) rows, Hough normal form) converge to: the least-squares point,
+    reweighted so lines far from it (a slanted roof) count less; None when most lines do not point
+    at it within a degree."""
+    rho, theta, votes = lines[:, 0], lines[:, 1], lines[:, 2].astype(np.float64)
+    scale = float(max(width, height))
+    # Centred, scaled coordinates keep the 3x3 system well conditioned.
+    offset = (rho - 0.5 * width * np.cos(theta) - 0.5 * height * np.sin(theta)) / scale
+    hom = np.stack([np.cos(theta), np.sin(theta), -offset], axis=1)
+    weight = votes.copy()
+    point = None
+    for _ in range(8):
+        _, vecs = np.linalg.eigh((hom * weight[:, None]).T @ hom)
+        point = vecs[:, 0]
+        weight = votes / np.maximum(np.abs(hom @ point), 1e-3)
+    if point is None or not np.isfinite(point).all():
+        return None
+    # Each line's angle to the direction from its foot (nearest the centre) to the point: most lines
+    # must point at it within a degree, or they do not converge to one point.
+    foot = hom[:, :2] * offset[:, None]
+    to_point = point[None, :2] - foot * point[2]
+    along = np.stack([-np.sin(theta), np.cos(theta)], axis=1)
+    cos_miss = np.abs((to_point * along).sum(axis=1)) / np.maximum(np.linalg.norm(to_point, axis=1), 1e-12)
+    miss = np.degrees(np.arccos(np.clip(cos_miss, 0.0, 1.0)))
+    if _weighted_median(miss, votes) > 1.0:
+        return None
+    dx, dy = (point[0], point[1]) if abs(point[2]) < 1e-9 else (point[0] / point[2], point[1] / point[2])
+    if dy < 0:  # the same direction, pointing down the frame
+        dx, dy = -dx, -dy
+    return float(np.degrees(np.arctan2(-dx, dy)))
+
+
+def detect_tilt(original: np.ndarray, max_tilt: float = 20.0, tolerance: float = LEVEL_TOLERANCE) -> float:
     """Clockwise tilt of the horizon or the dominant verticals, in degrees (0 = level).
 
     Straight edges are found with Canny on a copy whose long side is
@@ -350,12 +389,15 @@ def detect_tilt(original: np.ndarray, max_tilt: float = 20.0) -> float:
     step = math.radians(0.05)
     t = math.radians(max_tilt)
     found: list[tuple[float, float]] = []  # (clockwise tilt in degrees, votes)
+    verticals = []  # (rho, theta, votes) of the lines near vertical
     for lo, hi, centre in ((math.pi / 2 - t, math.pi / 2 + t, 90.0), (0.0, t, 0.0), (math.pi - t, math.pi, 180.0)):
         lines = cv2.HoughLinesWithAccumulator(edges, 1, step, threshold, min_theta=lo, max_theta=hi)
         if lines is None:
             continue
-        for _rho, theta, votes in lines.reshape(-1, 3)[:60]:
-            found.append((math.degrees(theta) - centre, float(votes)))
+        lines = lines.reshape(-1, 3)[:60]
+        found += [(math.degrees(theta) - centre, float(votes)) for _rho, theta, votes in lines]
+        if centre != 90.0:
+            verticals.append(lines)
     if not found:
         return 0.0
     # Consensus, not the single strongest edge: the angle whose neighbourhood
@@ -367,5 +409,18 @@ def detect_tilt(original: np.ndarray, max_tilt: float = 20.0) -> float:
     best = max(support)[1]
     near = np.abs(angles - best) <= 0.5
     tilt = float((angles[near] * votes[near]).sum() / votes[near].sum())
+    if verticals:
+        # Buildings: verticals in perspective converge, and tapered towers lean both ways, so no one
+        # family of parallels is the true vertical; the point they converge to is (seen from the centre).
+        vert = np.concatenate(verticals)
+        v_angles = np.degrees(vert[:, 1]) - np.where(vert[:, 1] > math.pi / 2, 180.0, 0.0)
+        if len(vert) >= 4 and vert[:, 2].sum() >= 0.5 * votes.sum():
+            middle = _weighted_median(v_angles, vert[:, 2])
+            spread = _weighted_median(np.abs(v_angles - middle), vert[:, 2])
+            if spread <= 0.75:  # parallel verticals: their median
+                tilt = middle
+            else:  # converging ones: where they meet, if most of them do meet in one point
+                converge = _vanishing_tilt(vert, img.shape[1], img.shape[0])
+                tilt = converge if converge is not None else tilt
     # Below the level tolerance a turn would cost a crop for a lean nobody sees: a level photo stays as it is.
-    return 0.0 if abs(tilt) < LEVEL_TOLERANCE else round(tilt, 3)
+    return 0.0 if abs(tilt) < tolerance else round(tilt, 3)

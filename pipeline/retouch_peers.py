@@ -203,25 +203,30 @@ def tilted(img: np.ndarray, degrees: float) -> np.ndarray:
     return np.ascontiguousarray(out[y0:h - y0, x0:w - x0])
 
 
-#: Photos with straight lines: the cameraman (buildings behind a level horizon: verticals and a
-#: horizon), a scanned page (text lines, an interior-like grid of horizontals), the rocket (a
-#: launch tower: verticals in perspective).
-STRAIGHTEN_PHOTOS = ("camera", "page", "rocket")
-STRAIGHTEN_ANGLES = (0.0, 2.5, -3.0, 6.0)
+#: Photos with straight lines, (name, long side): the cameraman (buildings behind a level horizon),
+#: a scanned page (text lines), the rocket (tapered launch towers), a brick wall, night towers seen
+#: from below (verticals converging), abbey arches, a sea horizon, a cafeteria interior.
+STRAIGHTEN_PHOTOS = (("camera", 512), ("page", 600), ("rocket", 640), ("brick", 512),
+                     ("asset:eval/night_towers.jpg", 720), ("asset:eval/abbey_arches.jpg", 1024),
+                     ("asset:eval/sea_island.jpg", 640), ("asset:eval/lunch_table.jpg", 500))
+STRAIGHTEN_ANGLES = (2.5, -3.0, 6.0, -1.5)
 
 
 def straighten_peers() -> dict:
-    """Residual tilt (degrees) of :func:`pipeline.geometry.detect_tilt` on each photo turned by each
-    angle of :data:`STRAIGHTEN_ANGLES` (residual = found - turned; 0 for a perfect level)."""
+    """Residual tilt (degrees) of :func:`pipeline.geometry.detect_tilt` on each of
+    :data:`STRAIGHTEN_PHOTOS` turned by each of :data:`STRAIGHTEN_ANGLES`: the tilt found minus the
+    tilt the photo itself reads (its own lean, 0 for a level photo) minus the angle turned."""
     from pipeline.geometry import detect_tilt
 
-    rows = {}
-    for name in STRAIGHTEN_PHOTOS:
-        img = getattr(data, name)()
-        img = np.ascontiguousarray(np.dstack([img] * 3) if img.ndim == 2 else img)
-        rows[name] = {f"{a:+.1f}": round(detect_tilt(tilted(img, a)) - a, 2) for a in STRAIGHTEN_ANGLES}
+    rows, own = {}, {}
+    for name, side in STRAIGHTEN_PHOTOS:
+        img = scene(name, side)
+        key = name.split("/")[-1].removeprefix("asset:").removesuffix(".jpg")
+        own[key] = detect_tilt(tilted(img, 0.0), tolerance=0.0)
+        rows[key] = {f"{a:+.1f}": round(detect_tilt(tilted(img, a), tolerance=0.0) - own[key] - a, 2)
+                     for a in STRAIGHTEN_ANGLES}
     worst = max(abs(v) for r in rows.values() for v in r.values())
-    return {"residual_deg": rows, "worst_residual_deg": worst}
+    return {"residual_deg": rows, "own_tilt_deg": own, "worst_residual_deg": worst}
 
 
 # -- dust: painted shadows to find, real small things to leave alone --------------------------------
