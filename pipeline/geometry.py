@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import cv2
 import numpy as np
@@ -109,6 +109,8 @@ class Frame:
     quarter: int
     flip_h: bool
     flip_v: bool
+    #: False when an aspect crop could not hold every box it was asked to keep (faces too far apart).
+    kept_all: bool = True
 
     @property
     def axis_aligned(self) -> bool:
@@ -188,11 +190,15 @@ def aspect_value(label: str) -> float:
     return float(w) / float(h)
 
 
-def frame_for(settings: Mapping[str, Any], width: int, height: int, tilt: float = 0.0) -> Frame:
+def frame_for(settings: Mapping[str, Any], width: int, height: int, tilt: float = 0.0,
+              keep_boxes: Sequence[Sequence[float]] = ()) -> Frame:
     """The frame of ``settings`` on a ``width x height`` original.
 
     ``tilt`` is the detected tilt of the original in degrees (clockwise), used
-    when ``auto_straighten`` is on. Raises :class:`GeometryError` for a crop
+    when ``auto_straighten`` is on. ``keep_boxes``: boxes (x, y, w, h, fractions of the
+    original) an aspect crop must not cut, most important first (faces, then the
+    main subject): the crop slides off centre to hold them, and the frame's
+    ``kept_all`` says whether it could. Raises :class:`GeometryError` for a crop
     that keeps too little of the frame.
     """
     quarter = int(settings.get("rotate", 0)) // 90 % 4
@@ -217,16 +223,69 @@ def frame_for(settings: Mapping[str, Any], width: int, height: int, tilt: float 
             f"{MIN_KEEP:g}% of a side of the frame")
     x0, y0, w, h = left * Ws, top * Hs, (1.0 - left - right) * Ws, (1.0 - top - bottom) * Hs
     aspect = int(settings.get("crop_aspect", 0))
+    kept_all = True
     if 0 < aspect < len(ASPECTS):
         r = aspect_value(ASPECTS[aspect])
         nw, nh = (h * r, h) if w / h > r else (w, w / r)
-        x0, y0, w, h = x0 + (w - nw) / 2.0, y0 + (h - nh) / 2.0, nw, nh
+        # Centred, unless that cuts a face or the subject: then slid along the side with room to spare.
+        boxes = [_box_in_frame(b, m, width, height) for b in keep_boxes]
+        if nw < w:
+            x0, kept_all = _place(x0, w, nw, [(b[0], b[2]) for b in boxes])
+        elif nh < h:
+            y0, kept_all = _place(y0, h, nh, [(b[1], b[3]) for b in boxes])
+        w, h = nw, nh
     zoom = float(settings.get("crop_zoom", 0))
     if zoom:
         f = 1.0 - 0.5 * zoom / 100.0
         x0, y0, w, h = x0 + w * (1 - f) / 2.0, y0 + h * (1 - f) / 2.0, w * f, h * f
     m = m @ _translate(x0, y0)
-    return Frame(matrix=m, width=w, height=h, angle=angle, quarter=quarter, flip_h=fh, flip_v=fv)
+    return Frame(matrix=m, width=w, height=h, angle=angle, quarter=quarter, flip_h=fh, flip_v=fv, kept_all=kept_all)
+
+
+#: A face box is grown by this share of its size on each side before an aspect crop keeps it (hair, chin).
+FACE_MARGIN = 0.15
+
+
+def _box_in_frame(box: Sequence[float], m: np.ndarray, width: int, height: int) -> tuple[float, float, float, float]:
+    """(x0, y0, x1, y1) in the straightened frame's coordinates of ``box`` ((x, y, w, h) fractions of
+    the original, grown by :data:`FACE_MARGIN`), through the inverse of ``m`` (frame -> original)."""
+    x, y, bw, bh = (float(v) for v in box)
+    x, y, bw, bh = x - FACE_MARGIN * bw, y - FACE_MARGIN * bh, bw * (1 + 2 * FACE_MARGIN), bh * (1 + 2 * FACE_MARGIN)
+    corners = np.array([[x, y, 1], [x + bw, y, 1], [x, y + bh, 1], [x + bw, y + bh, 1]]).T * \
+        np.array([[width], [height], [1.0]])
+    pts = (np.linalg.inv(m) @ corners)[:2]
+    return float(pts[0].min()), float(pts[1].min()), float(pts[0].max()), float(pts[1].max())
+
+
+def _place(start: float, room: float, size: float, spans: list[tuple[float, float]]) -> tuple[float, bool]:
+    """Where a ``size`` window goes inside [start, start + room] to hold the ``spans`` ((lo, hi) each):
+    as near the middle as holding them all allows, else on the most of them that fit together.
+    Returns (window start, all kept)."""
+    lo_room, hi_room = start, start + room - size
+    centred = start + (room - size) / 2.0
+    spans = [(max(a, start), min(b, start + room)) for a, b in spans if b > start and a < start + room]
+    if not spans:
+        return centred, True
+
+    def fits(group):
+        return max(b for _, b in group) - min(a for a, _ in group) <= size
+
+    def placed(group):  # the position nearest the centre that holds the whole group
+        need_lo, need_hi = max(b for _, b in group) - size, min(a for a, _ in group)
+        return float(np.clip(centred, max(lo_room, need_lo), min(hi_room, need_hi)))
+
+    if fits(spans):
+        return placed(spans), True
+    # Too far apart: of the windows that start at a box or end at one, the one holding the most (by
+    # size), nearest the centre among equals; then as near the middle as what it holds allows.
+    best, best_score = [], -1.0
+    for a, b in spans:
+        for p in (float(np.clip(a, lo_room, hi_room)), float(np.clip(b - size, lo_room, hi_room))):
+            inside = [(x, y) for x, y in spans if x >= p - 1e-6 and y <= p + size + 1e-6]
+            score = sum(y - x for x, y in inside) - 1e-9 * abs(p - centred)
+            if inside and score > best_score:
+                best, best_score = inside, score
+    return (placed(best) if best else centred), False
 
 
 def crop_insets(rect: Any) -> dict[str, float]:
