@@ -53,7 +53,7 @@ from pipeline.adjust import apply_pixel_ops
 from pipeline import healing, portrait
 from pipeline.finishing import apply_denoise, apply_finish
 from pipeline.generate.layers import composite, composite_key
-from pipeline.geometry import (Frame, axis_box, detect_tilt, frame_for, framed, framed_image, framed_mask,
+from pipeline.geometry import (ASPECTS, Frame, axis_box, detect_tilt, frame_for, framed, framed_image, framed_mask,
                                orient)
 from pipeline.masks import (MaskCache, build_mask, content_key, face_boxes, face_boxes_key, feather_mask,
                            image_digest)
@@ -434,7 +434,31 @@ class Renderer:
         if not g:
             return None
         tilt = self.tilt(source) if g.get("auto_straighten") else 0.0
-        return frame_for(g, source.width, source.height, tilt)
+        return frame_for(g, source.width, source.height, tilt, self.keep_boxes(source) if g.get("crop_aspect") else ())
+
+    def keep_boxes(self, source: SourceImage) -> list[tuple[float, float, float, float]]:
+        """What an aspect crop must not cut (fractions of the original): the faces found, or the main
+        subject's box when there is no face (both cached per photo)."""
+        faces = face_boxes(source.pixels, cache=self.masks, key=source.digest)
+        if faces:
+            return faces
+        subject = self.mask(source, {"type": "subject"}, source.size_for(320)) > 0.5
+        if not subject.any():
+            return []
+        ys, xs = np.nonzero(subject)
+        h, w = subject.shape
+        return [(xs.min() / w, ys.min() / h, (xs.max() + 1 - xs.min()) / w, (ys.max() + 1 - ys.min()) / h)]
+
+    def framing_note(self, source: SourceImage, state: EditState) -> str | None:
+        """A sentence for the person when the aspect crop of ``state`` could not keep every face (or
+        the subject) whole; None when it did, or there is no aspect crop."""
+        frame = self.frame(source, state)
+        if frame is None or frame.kept_all:
+            return None
+        label = ASPECTS[int(geometry_settings(state.settings).get("crop_aspect", 0))]
+        what = "every face" if face_boxes(source.pixels, cache=self.masks, key=source.digest) else "the whole subject"
+        return (f"A {label} crop can't keep {what} in the frame: they are too far apart for it, so it keeps "
+                f"as much as fits. A wider aspect (or no aspect crop) keeps them all.")
 
     def output_size(self, source: SourceImage, state: EditState, long_side: int | None = None) -> tuple[int, int]:
         """(height, width) of the render of ``state`` at ``long_side`` (None = full resolution)."""
