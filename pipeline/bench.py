@@ -569,10 +569,11 @@ def _print_table(r: dict) -> None:
 def run_retouch_peers(runs: int) -> dict:
     """Retouching side by side with peers (pipeline.retouch_peers): removal on a painted 4000x3000
     photo against cv2.inpaint (Telea, NS) and skimage's biharmonic inpainting, and straighten residuals."""
-    from pipeline.retouch_peers import dust_peers, removal_peers, straighten_peers, texture_peers
+    from pipeline.retouch_peers import (dust_peers, mask_peers, person_peers, removal_peers, straighten_peers,
+                                        texture_peers)
 
     return {"removal": removal_peers(runs=max(1, min(runs, 5))), "texture": texture_peers(),
-            "dust": dust_peers(), "straighten": straighten_peers()}
+            "dust": dust_peers(), "straighten": straighten_peers(), "faces": mask_peers(), "person": person_peers()}
 
 
 def _print_retouch_peers(p: dict) -> None:
@@ -601,6 +602,14 @@ def _print_retouch_peers(p: dict) -> None:
     for name, row in s["residual_deg"].items():
         print(f"  {name:14s} own {s['own_tilt_deg'][name]:+.2f}  " + "  ".join(f"{k:>5s}: {v:+.2f}" for k, v in row.items()))
     print(f"  worst residual: {s['worst_residual_deg']:.2f} degrees (goal 0.5)")
+    print("Faces on hand-labelled photos (friends_shore, lunch_table, astronaut); errors in eye distances:")
+    print(f"  {'detector':36s} {'found':>9s} {'false':>6s} {'eye err':>8s} {'no eyes':>8s} {'mouth err':>9s} {'no mouth':>9s}")
+    for name, r in p["faces"].items():
+        print(f"  {name:36s} {r['found']:4d} of {r['labelled']:<2d} {r['false']:6d} {r['eye_err'] or 0:8.3f} "
+              f"{r['eyes_missing']:8d} {r['mouth_err'] or 0:9.3f} {r['mouth_missing']:9d}")
+    print("Person mask IoU on the astronaut (hand-drawn polygon):")
+    for name, r in p["person"].items():
+        print(f"  {name:36s} person {r['iou_person']:.3f}   with the helmet she holds {r['iou_with_helmet']:.3f}")
 
 
 def main(argv: list[str] | None = None) -> int:
