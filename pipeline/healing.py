@@ -24,7 +24,8 @@ from typing import Sequence
 import cv2
 import numpy as np
 
-from pipeline import dust, inpaint
+from pipeline import dust as sensor_dust
+from pipeline import inpaint
 
 #: A removal mask counts from this value up (0..1): every pixel it touches is refilled.
 REMOVE_FLOOR = 0.02
@@ -50,19 +51,19 @@ def _spot_candidates(depth: np.ndarray, threshold: float, max_d: int, min_area: 
 
 
 #: What :func:`find_dust` measures once per photo and size (:class:`pipeline.dust.DustMap`).
-DustMap = dust.DustMap
+DustMap = sensor_dust.DustMap
 
 
 def dust_map(img: np.ndarray) -> DustMap:
     """The amount-independent part of :func:`find_dust` for ``img`` (uint8 RGB)."""
-    return dust.dust_map(img)
+    return sensor_dust.dust_map(img)
 
 
-def find_dust(img: np.ndarray, amount: float, dust_found: DustMap | None = None) -> np.ndarray:
+def find_dust(img: np.ndarray, amount: float, dust: DustMap | None = None) -> np.ndarray:
     """Mask (uint8 0/255) of the dust spots to heal; ``amount`` 0..100 (higher: fainter spots too).
     See :mod:`pipeline.dust`: soft, round, neutral, faint shadows on a plain surround, not one of
-    many. ``dust_found``: the :func:`dust_map` of ``img`` when the caller keeps one."""
-    return dust.dust_mask(img, amount, dust_found)
+    many. ``dust``: the :func:`dust_map` of ``img`` when the caller keeps one."""
+    return sensor_dust.dust_mask(img, amount, dust)
 
 
 def _tile_windows(mask: np.ndarray, cell: int):
@@ -192,12 +193,12 @@ def _smooth_fill(src: np.ndarray, hole: np.ndarray, sigma: float) -> np.ndarray:
     return np.clip(num / np.maximum(den, 1e-4) + 0.5, 0, 255).astype(np.uint8)
 
 
-def heal_dust(img: np.ndarray, amount: float, dust_found: DustMap | None = None) -> tuple[np.ndarray, int]:
-    """Find and heal dust spots (``dust_found``: the :func:`dust_map` of ``img``, if kept); returns
+def heal_dust(img: np.ndarray, amount: float, dust: DustMap | None = None) -> tuple[np.ndarray, int]:
+    """Find and heal dust spots (``dust``: the :func:`dust_map` of ``img``, if kept); returns
     (image, number of spots healed)."""
-    found = dust_found if dust_found is not None else dust.dust_map(img)
-    mask = dust.dust_mask(None, amount, found)
-    return heal_spots(img, mask), len(dust.dust_spots(amount=amount, dust=found))
+    found = dust if dust is not None else sensor_dust.dust_map(img)
+    mask = sensor_dust.dust_mask(None, amount, found)
+    return heal_spots(img, mask), len(sensor_dust.dust_spots(amount=amount, dust=found))
 
 
 def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequence[Sequence[float]],
