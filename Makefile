@@ -19,7 +19,7 @@ $(RUN_STAMP): requirements.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $(RUN_STAMP)
 
-$(DEV_STAMP): requirements.txt requirements-dev.txt | $(BIN)/python
+$(DEV_STAMP): requirements.txt requirements-dev.txt requirements-models.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $(DEV_STAMP)
 

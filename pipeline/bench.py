@@ -545,9 +545,11 @@ def _print_table(r: dict) -> None:
 def run_retouch_peers(runs: int) -> dict:
     """Retouching side by side with peers (pipeline.retouch_peers): removal on a painted 4000x3000
     photo against cv2.inpaint (Telea, NS) and skimage's biharmonic inpainting, and straighten residuals."""
-    from pipeline.retouch_peers import removal_peers, straighten_peers
+    from pipeline.retouch_peers import (dust_peers, mask_peers, person_peers, removal_peers, straighten_peers,
+                                        texture_peers)
 
-    return {"removal": removal_peers(runs=max(1, min(runs, 5))), "straighten": straighten_peers()}
+    return {"removal": removal_peers(runs=max(1, min(runs, 5))), "texture": texture_peers(),
+            "dust": dust_peers(), "straighten": straighten_peers(), "faces": mask_peers(), "person": person_peers()}
 
 
 def _print_retouch_peers(p: dict) -> None:
@@ -559,11 +561,31 @@ def _print_retouch_peers(p: dict) -> None:
               f"{row['moved_outside_mask']:16d} {row['ms']:8.1f}")
     print(f"  Atelier time / Telea time: {r['time_vs_telea']:.2f}x; PSNR over the best of Telea/NS: "
           f"spots {r['psnr_margin_spots_db']:+.2f} dB, object {r['psnr_margin_object_db']:+.2f} dB")
+    t = p["texture"]
+    print("Removal on texture: a 90 px sign on a 1200x900 photo, PSNR (dB) inside it")
+    print(f"  {'scene':22s} {'Atelier':>8s} {'Telea':>8s} {'NS':>8s} {'detail':>7s}")
+    for name, row in t["rows"].items():
+        print(f"  {name:22s} {row['atelier_db']:8.2f} {row['telea_db']:8.2f} {row['ns_db']:8.2f} {row['detail_ratio']:7.2f}")
+    print(f"  worst margin over Telea: {t['worst_margin_over_telea_db']:+.2f} dB")
+    d = p["dust"]
+    print(f"Dust (dust_removal {d['amount']:.0f}): {d['painted']} shadows painted on the plain places of "
+          f"{d['photos']} photos: recall {d['recall']:.3f} (goal 0.95), precision {d['precision']:.3f}")
+    print("  real things taken for dust: " + ", ".join(f"{k} {v}" for k, v in d["real_things_taken"].items()))
+    print("  spots found on clean photos (faint specks; some are real dust or dirt): " +
+          ", ".join(f"{k} {v}" for k, v in d["spots_on_clean_photos"].items()))
     s = p["straighten"]
-    print("Straighten residual (degrees found - degrees turned), detect_tilt:")
+    print("Straighten residual (degrees found - the photo's own reading - degrees turned), detect_tilt:")
     for name, row in s["residual_deg"].items():
-        print(f"  {name:10s} " + "  ".join(f"{k:>5s}: {v:+.2f}" for k, v in row.items()))
+        print(f"  {name:14s} own {s['own_tilt_deg'][name]:+.2f}  " + "  ".join(f"{k:>5s}: {v:+.2f}" for k, v in row.items()))
     print(f"  worst residual: {s['worst_residual_deg']:.2f} degrees (goal 0.5)")
+    print("Faces on hand-labelled photos (friends_shore, lunch_table, astronaut); errors in eye distances:")
+    print(f"  {'detector':36s} {'found':>9s} {'false':>6s} {'eye err':>8s} {'no eyes':>8s} {'mouth err':>9s} {'no mouth':>9s}")
+    for name, r in p["faces"].items():
+        print(f"  {name:36s} {r['found']:4d} of {r['labelled']:<2d} {r['false']:6d} {r['eye_err'] or 0:8.3f} "
+              f"{r['eyes_missing']:8d} {r['mouth_err'] or 0:9.3f} {r['mouth_missing']:9d}")
+    print("Person mask IoU on the astronaut (hand-drawn polygon):")
+    for name, r in p["person"].items():
+        print(f"  {name:36s} person {r['iou_person']:.3f}   with the helmet she holds {r['iou_with_helmet']:.3f}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import cv2
 import numpy as np
@@ -109,6 +109,8 @@ class Frame:
     quarter: int
     flip_h: bool
     flip_v: bool
+    #: False when an aspect crop could not hold every box it was asked to keep (faces too far apart).
+    kept_all: bool = True
 
     @property
     def axis_aligned(self) -> bool:
@@ -188,11 +190,15 @@ def aspect_value(label: str) -> float:
     return float(w) / float(h)
 
 
-def frame_for(settings: Mapping[str, Any], width: int, height: int, tilt: float = 0.0) -> Frame:
+def frame_for(settings: Mapping[str, Any], width: int, height: int, tilt: float = 0.0,
+              keep_boxes: Sequence[Sequence[float]] = ()) -> Frame:
     """The frame of ``settings`` on a ``width x height`` original.
 
     ``tilt`` is the detected tilt of the original in degrees (clockwise), used
-    when ``auto_straighten`` is on. Raises :class:`GeometryError` for a crop
+    when ``auto_straighten`` is on. ``keep_boxes``: boxes (x, y, w, h, fractions of the
+    original) an aspect crop must not cut, most important first (faces, then the
+    main subject): the crop slides off centre to hold them, and the frame's
+    ``kept_all`` says whether it could. Raises :class:`GeometryError` for a crop
     that keeps too little of the frame.
     """
     quarter = int(settings.get("rotate", 0)) // 90 % 4
@@ -217,16 +223,69 @@ def frame_for(settings: Mapping[str, Any], width: int, height: int, tilt: float 
             f"{MIN_KEEP:g}% of a side of the frame")
     x0, y0, w, h = left * Ws, top * Hs, (1.0 - left - right) * Ws, (1.0 - top - bottom) * Hs
     aspect = int(settings.get("crop_aspect", 0))
+    kept_all = True
     if 0 < aspect < len(ASPECTS):
         r = aspect_value(ASPECTS[aspect])
         nw, nh = (h * r, h) if w / h > r else (w, w / r)
-        x0, y0, w, h = x0 + (w - nw) / 2.0, y0 + (h - nh) / 2.0, nw, nh
+        # Centred, unless that cuts a face or the subject: then slid along the side with room to spare.
+        boxes = [_box_in_frame(b, m, width, height) for b in keep_boxes]
+        if nw < w:
+            x0, kept_all = _place(x0, w, nw, [(b[0], b[2]) for b in boxes])
+        elif nh < h:
+            y0, kept_all = _place(y0, h, nh, [(b[1], b[3]) for b in boxes])
+        w, h = nw, nh
     zoom = float(settings.get("crop_zoom", 0))
     if zoom:
         f = 1.0 - 0.5 * zoom / 100.0
         x0, y0, w, h = x0 + w * (1 - f) / 2.0, y0 + h * (1 - f) / 2.0, w * f, h * f
     m = m @ _translate(x0, y0)
-    return Frame(matrix=m, width=w, height=h, angle=angle, quarter=quarter, flip_h=fh, flip_v=fv)
+    return Frame(matrix=m, width=w, height=h, angle=angle, quarter=quarter, flip_h=fh, flip_v=fv, kept_all=kept_all)
+
+
+#: A face box is grown by this share of its size on each side before an aspect crop keeps it (hair, chin).
+FACE_MARGIN = 0.15
+
+
+def _box_in_frame(box: Sequence[float], m: np.ndarray, width: int, height: int) -> tuple[float, float, float, float]:
+    """(x0, y0, x1, y1) in the straightened frame's coordinates of ``box`` ((x, y, w, h) fractions of
+    the original, grown by :data:`FACE_MARGIN`), through the inverse of ``m`` (frame -> original)."""
+    x, y, bw, bh = (float(v) for v in box)
+    x, y, bw, bh = x - FACE_MARGIN * bw, y - FACE_MARGIN * bh, bw * (1 + 2 * FACE_MARGIN), bh * (1 + 2 * FACE_MARGIN)
+    corners = np.array([[x, y, 1], [x + bw, y, 1], [x, y + bh, 1], [x + bw, y + bh, 1]]).T * \
+        np.array([[width], [height], [1.0]])
+    pts = (np.linalg.inv(m) @ corners)[:2]
+    return float(pts[0].min()), float(pts[1].min()), float(pts[0].max()), float(pts[1].max())
+
+
+def _place(start: float, room: float, size: float, spans: list[tuple[float, float]]) -> tuple[float, bool]:
+    """Where a ``size`` window goes inside [start, start + room] to hold the ``spans`` ((lo, hi) each):
+    as near the middle as holding them all allows, else on the most of them that fit together.
+    Returns (window start, all kept)."""
+    lo_room, hi_room = start, start + room - size
+    centred = start + (room - size) / 2.0
+    spans = [(max(a, start), min(b, start + room)) for a, b in spans if b > start and a < start + room]
+    if not spans:
+        return centred, True
+
+    def fits(group):
+        return max(b for _, b in group) - min(a for a, _ in group) <= size
+
+    def placed(group):  # the position nearest the centre that holds the whole group
+        need_lo, need_hi = max(b for _, b in group) - size, min(a for a, _ in group)
+        return float(np.clip(centred, max(lo_room, need_lo), min(hi_room, need_hi)))
+
+    if fits(spans):
+        return placed(spans), True
+    # Too far apart: of the windows that start at a box or end at one, the one holding the most (by
+    # size), nearest the centre among equals; then as near the middle as what it holds allows.
+    best, best_score = [], -1.0
+    for a, b in spans:
+        for p in (float(np.clip(a, lo_room, hi_room)), float(np.clip(b - size, lo_room, hi_room))):
+            inside = [(x, y) for x, y in spans if x >= p - 1e-6 and y <= p + size + 1e-6]
+            score = sum(y - x for x, y in inside) - 1e-9 * abs(p - centred)
+            if inside and score > best_score:
+                best, best_score = inside, score
+    return (placed(best) if best else centred), False
 
 
 def crop_insets(rect: Any) -> dict[str, float]:
@@ -324,7 +383,46 @@ def framed_mask(mask: np.ndarray, frame: Frame, out_size: tuple[int, int], src_f
 
 # -- automatic straightening ---------------------------------------------------------------
 
-def detect_tilt(original: np.ndarray, max_tilt: float = 20.0) -> float:
+def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
+    order = np.argsort(values)
+    cum = np.cumsum(weights[order])
+    return float(values[order][np.searchsorted(cum, 0.5 * cum[-1])])
+
+
+def _vanishing_tilt(lines: np.ndarray, width: int, height: int) -> float | None:
+    """Clockwise tilt (degrees) of the direction from the frame's centre to the point the near-vertical
+    ``lines`` ((rho, theta, votes) rows, Hough normal form) converge to: the least-squares point,
+    reweighted so lines far from it (a slanted roof) count less; None when most lines do not point
+    at it within a degree."""
+    rho, theta, votes = lines[:, 0], lines[:, 1], lines[:, 2].astype(np.float64)
+    scale = float(max(width, height))
+    # Centred, scaled coordinates keep the 3x3 system well conditioned.
+    offset = (rho - 0.5 * width * np.cos(theta) - 0.5 * height * np.sin(theta)) / scale
+    hom = np.stack([np.cos(theta), np.sin(theta), -offset], axis=1)
+    weight = votes.copy()
+    point = None
+    for _ in range(8):
+        _, vecs = np.linalg.eigh((hom * weight[:, None]).T @ hom)
+        point = vecs[:, 0]
+        weight = votes / np.maximum(np.abs(hom @ point), 1e-3)
+    if point is None or not np.isfinite(point).all():
+        return None
+    # Each line's angle to the direction from its foot (nearest the centre) to the point: most lines
+    # must point at it within a degree, or they do not converge to one point.
+    foot = hom[:, :2] * offset[:, None]
+    to_point = point[None, :2] - foot * point[2]
+    along = np.stack([-np.sin(theta), np.cos(theta)], axis=1)
+    cos_miss = np.abs((to_point * along).sum(axis=1)) / np.maximum(np.linalg.norm(to_point, axis=1), 1e-12)
+    miss = np.degrees(np.arccos(np.clip(cos_miss, 0.0, 1.0)))
+    if _weighted_median(miss, votes) > 1.0:
+        return None
+    dx, dy = (point[0], point[1]) if abs(point[2]) < 1e-9 else (point[0] / point[2], point[1] / point[2])
+    if dy < 0:  # the same direction, pointing down the frame
+        dx, dy = -dx, -dy
+    return float(np.degrees(np.arctan2(-dx, dy)))
+
+
+def detect_tilt(original: np.ndarray, max_tilt: float = 20.0, tolerance: float = LEVEL_TOLERANCE) -> float:
     """Clockwise tilt of the horizon or the dominant verticals, in degrees (0 = level).
 
     Straight edges are found with Canny on a copy whose long side is
@@ -350,12 +448,15 @@ def detect_tilt(original: np.ndarray, max_tilt: float = 20.0) -> float:
     step = math.radians(0.05)
     t = math.radians(max_tilt)
     found: list[tuple[float, float]] = []  # (clockwise tilt in degrees, votes)
+    verticals = []  # (rho, theta, votes) of the lines near vertical
     for lo, hi, centre in ((math.pi / 2 - t, math.pi / 2 + t, 90.0), (0.0, t, 0.0), (math.pi - t, math.pi, 180.0)):
         lines = cv2.HoughLinesWithAccumulator(edges, 1, step, threshold, min_theta=lo, max_theta=hi)
         if lines is None:
             continue
-        for _rho, theta, votes in lines.reshape(-1, 3)[:60]:
-            found.append((math.degrees(theta) - centre, float(votes)))
+        lines = lines.reshape(-1, 3)[:60]
+        found += [(math.degrees(theta) - centre, float(votes)) for _rho, theta, votes in lines]
+        if centre != 90.0:
+            verticals.append(lines)
     if not found:
         return 0.0
     # Consensus, not the single strongest edge: the angle whose neighbourhood
@@ -367,5 +468,18 @@ def detect_tilt(original: np.ndarray, max_tilt: float = 20.0) -> float:
     best = max(support)[1]
     near = np.abs(angles - best) <= 0.5
     tilt = float((angles[near] * votes[near]).sum() / votes[near].sum())
+    if verticals:
+        # Buildings: verticals in perspective converge, and tapered towers lean both ways, so no one
+        # family of parallels is the true vertical; the point they converge to is (seen from the centre).
+        vert = np.concatenate(verticals)
+        v_angles = np.degrees(vert[:, 1]) - np.where(vert[:, 1] > math.pi / 2, 180.0, 0.0)
+        if len(vert) >= 4 and vert[:, 2].sum() >= 0.5 * votes.sum():
+            middle = _weighted_median(v_angles, vert[:, 2])
+            spread = _weighted_median(np.abs(v_angles - middle), vert[:, 2])
+            if spread <= 0.75:  # parallel verticals: their median
+                tilt = middle
+            else:  # converging ones: where they meet, if most of them do meet in one point
+                converge = _vanishing_tilt(vert, img.shape[1], img.shape[0])
+                tilt = converge if converge is not None else tilt
     # Below the level tolerance a turn would cost a crop for a lean nobody sees: a level photo stays as it is.
-    return 0.0 if abs(tilt) < LEVEL_TOLERANCE else round(tilt, 3)
+    return 0.0 if abs(tilt) < tolerance else round(tilt, 3)

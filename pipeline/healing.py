@@ -5,10 +5,9 @@ new image and changes only the pixels it heals (everything else stays
 bit-identical). Sizes scale with the image, so a proxy and the full-resolution
 export of the same state heal the same spots.
 
-- :func:`find_dust` / :func:`heal_dust`: dark spots that stand out from a
-  smooth neighbourhood (sky, walls, backdrops): a black top-hat (closing minus
-  image) larger than the local noise, small and round, where the
-  spot-free background is flat. Healed with OpenCV's Telea inpainting.
+- :func:`find_dust` / :func:`heal_dust`: sensor dust (:mod:`pipeline.dust`): soft,
+  round, neutral, faint shadows on a plain surround (sky, walls, backdrops), not
+  one of many like it; healed by a smooth fill from their clean surroundings.
 - :func:`find_blemishes`: the same idea inside the skin mask, at the scale of
   the face, away from eyes, nostrils and mouth.
 - :func:`remove_region`: a painted or clicked region filled from its
@@ -20,30 +19,19 @@ export of the same state heal the same spots.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 import cv2
 import numpy as np
 
+from pipeline import dust as sensor_dust
 from pipeline import inpaint
 
-#: Largest dust spot, as a fraction of the image's long side (a 4K frame: ~46 px; cores up to 1.5 x that).
-DUST_MAX = 0.012
 #: A removal mask counts from this value up (0..1): every pixel it touches is refilled.
 REMOVE_FLOOR = 0.02
 #: Removed regions at least this fraction of the long side across are filled harmonically with the
 #: surroundings' texture; smaller ones (spots, specks) with the smoother biharmonic fill.
 TEXTURE_MIN = 0.012
-
-
-def _luma(img: np.ndarray) -> np.ndarray:
-    return cv2.cvtColor(img, cv2.COLOR_RGB2GRAY).astype(np.float32)
-
-
-def _noise_sigma(gray: np.ndarray) -> float:
-    """Robust noise level (8-bit levels) from the median absolute fine-scale residual."""
-    resid = gray - cv2.GaussianBlur(gray, (0, 0), 1.0)
-    return max(0.5, 1.4826 * float(np.median(np.abs(resid))) * 1.6)
 
 
 def _spot_candidates(depth: np.ndarray, threshold: float, max_d: int, min_area: int = 2) -> list[np.ndarray]:
@@ -62,182 +50,53 @@ def _spot_candidates(depth: np.ndarray, threshold: float, max_d: int, min_area: 
     return [keep[labels]] if keep.any() else []
 
 
-class DustMap(NamedTuple):
-    """What :func:`find_dust` measures before the amount matters: computed once per photo and size
-    (a person moving the dust slider pays only for the thresholds)."""
-
-    raw: np.ndarray       # uint8 HxW grey
-    depth: np.ndarray     # uint8 HxW: how much darker than the spot-free background
-    texture: np.ndarray   # float32, a small copy: how busy the background is (see :func:`_background_texture`)
-    sigma: float          # raw noise, 8-bit levels
-    max_d: int            # largest spot core, pixels
+#: What :func:`find_dust` measures once per photo and size (:class:`pipeline.dust.DustMap`).
+DustMap = sensor_dust.DustMap
 
 
 def dust_map(img: np.ndarray) -> DustMap:
     """The amount-independent part of :func:`find_dust` for ``img`` (uint8 RGB)."""
-    h, w = img.shape[:2]
-    raw = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
-    max_d = int(np.clip(round(DUST_MAX * max(h, w)), 5, 80))
-    # Light smoothing first: the closing takes a local maximum, which would make the noise look deep.
-    gray = cv2.GaussianBlur(raw, (0, 0), max(1.0, max_d / 30.0))
-    # A square closing is separable (fast at 4K) and removes any dark spot narrower than it.
-    background = cv2.morphologyEx(gray, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_RECT, (2 * max_d + 1,) * 2))
-    depth = cv2.subtract(background, gray)
-    step = max(1, int(np.sqrt(h * w / 250_000)))
-    sigma = _noise_sigma(np.ascontiguousarray(raw[::step, ::step]).astype(np.float32))
-    return DustMap(raw, depth, _background_texture(background, max_d), sigma, max_d)
+    return sensor_dust.dust_map(img)
 
 
 def find_dust(img: np.ndarray, amount: float, dust: DustMap | None = None) -> np.ndarray:
-    """Mask (uint8 0/255) of dust spots to heal; ``amount`` 0..100 (higher: fainter spots too).
-
-    A spot must be darker than its spot-free background (a grey closing of a
-    lightly smoothed copy) by more than 1.75..4 x the raw noise (``amount``
-    100..1) and at least 3 levels, stand out from a plain surround, its
-    core at most :data:`DUST_MAX` of the long side across and round, on a flat
-    background. The mask takes in the spot's faint rim (down to ~1.5 x the
-    noise), so the fill comes from clean surroundings. ``dust``: the
-    :func:`dust_map` of ``img`` when the caller keeps one.
-
-    Only the depth map and the candidate labelling cover the whole frame; the
-    rest works in small windows around the spots (most of a photo has none).
-    """
-    h, w = img.shape[:2]
-    if amount <= 0:
-        return np.zeros((h, w), np.uint8)
-    raw, depth, texture, sigma, max_d = dust if dust is not None else dust_map(img)
-    k = 8.0 - 4.5 * min(100.0, float(amount)) / 100.0
-    # Depth is measured on the smoothed image, whose noise is about half the raw noise.
-    threshold = max(3.0, 0.5 * k * sigma)
-    flat = cv2.resize((texture < max(3.0, 0.6 * threshold)).astype(np.uint8), (w, h),
-                      interpolation=cv2.INTER_NEAREST).astype(bool)
-    seeds = (depth > threshold) & flat
-    # Candidates hold a seed (a pixel deeper than the threshold on a flat background); they are
-    # labelled in windows around the seeds, with room for the surround test.
-    candidates, windows = [], []  # (peak, window, label), (x0, y0, labels, stats)
-    for x0, y0, x1, y1, own in _seed_windows(seeds, max_d, 3 * max_d + 2):
-        core = ((depth[y0:y1, x0:x1] > threshold * 0.5) & flat[y0:y1, x0:x1]).astype(np.uint8)
-        count, labels, stats, _ = cv2.connectedComponentsWithStats(core, connectivity=8)
-        if count <= 1:
-            continue
-        # A part's deepest pixel, over this window's own seeds only (the only parts that count here).
-        peaks = np.zeros(count, np.float32)
-        mine = own & (core > 0)
-        np.maximum.at(peaks, labels[mine], depth[y0:y1, x0:x1][mine].astype(np.float32))
-        peaks[0] = 0
-        # A part cut by the window's edge (not the photo's) is larger than any dust: never a candidate.
-        cut = ((stats[:, 0] == 0) & (x0 > 0)) | ((stats[:, 1] == 0) & (y0 > 0)) | \
-            ((stats[:, 0] + stats[:, 2] == x1 - x0) & (x1 < w)) | ((stats[:, 1] + stats[:, 3] == y1 - y0) & (y1 < h))
-        for i in np.flatnonzero((peaks > threshold) & ~cut):
-            candidates.append((-float(peaks[i]), len(windows), int(i)))
-        windows.append((x0, y0, labels, stats))
-    candidates.sort()  # deepest first; ties in raster order of the windows and labels
-    kept = []  # (window, label)
-    for _, k, i in candidates[:400]:  # on a busy photo, the 400 deepest candidates are plenty
-        x0, y0, labels, stats = windows[k]
-        x, y, bw, bh, area = stats[i]
-        if max(bw, bh) > 1.5 * max_d or max(bw, bh) > 3 * max(1, min(bw, bh)) or area < 0.3 * bw * bh:
-            continue  # too big, or a line / scratch: not dust
-        lh, lw = labels.shape
-        if _isolated(raw[y0:y0 + lh, x0:x0 + lw], labels, i, (x, y, bw, bh), sigma):
-            kept.append((k, i))
-    spots_all = np.zeros((h, w), np.uint8)
-    boxes = []
-    for k, i in kept:
-        x0, y0, labels, stats = windows[k]
-        x, y, bw, bh, _ = stats[i]
-        sub = spots_all[y0 + y:y0 + y + bh, x0 + x:x0 + x + bw]
-        sub |= (labels[y:y + bh, x:x + bw] == i).astype(np.uint8)
-        boxes.append((x0 + x, y0 + y, bw, bh))
-    out = np.zeros((h, w), np.uint8)
-    if not kept:
-        return out
-    edge = max(5, max_d // 8) | 1
-    near_kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (max_d | 1,) * 2)
-    edge_kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (edge, edge))
-    # Each group of nearby spots in a window that holds its rim and the final growth.
-    reach = max_d // 2 + edge // 2 + 2
-    for x0, y0, x1, y1 in _merged_boxes(np.array(boxes), reach, (h, w)):
-        spots = spots_all[y0:y1, x0:x1]
-        # The faint rim: pixels still darker than the background near a kept spot.
-        near = cv2.dilate(spots, near_kernel)
-        rim = ((depth[y0:y1, x0:x1] > max(1.0, sigma)) & (near > 0)).astype(np.uint8)
-        n, parts = cv2.connectedComponents(rim | spots, connectivity=8)
-        touched = np.zeros(n, bool)
-        touched[np.unique(parts[spots > 0])] = True
-        touched[0] = False
-        grown = cv2.dilate(touched[parts].astype(np.uint8), edge_kernel) * 255
-        np.maximum(out[y0:y1, x0:x1], grown, out=out[y0:y1, x0:x1])
-    return out
+    """Mask (uint8 0/255) of the dust spots to heal; ``amount`` 0..100 (higher: fainter spots too).
+    See :mod:`pipeline.dust`: soft, round, neutral, faint shadows on a plain surround, not one of
+    many. ``dust``: the :func:`dust_map` of ``img`` when the caller keeps one."""
+    return sensor_dust.dust_mask(img, amount, dust)
 
 
-def _seed_windows(seeds: np.ndarray, cell: int, pad: int):
-    """Windows around the seed pixels (bool HxW): ``(x0, y0, x1, y1, own)`` each, ``own`` the seeds
-    (bool, window-sized) that belong to it. Seeds up to two ``cell`` tiles apart share a window, so a
-    part no larger than 1.5 cells has all its seeds in one; when windows would cover most of the
-    frame, one window is the frame."""
-    h, w = seeds.shape
-    windows = _tile_windows(seeds, cell, gap=True, pad=pad)
-    if sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1, _ in windows) > 0.5 * h * w:
-        return [(0, 0, w, h, seeds)]
-    return [(x0, y0, x1, y1, seeds[y0:y1, x0:x1] & own) for x0, y0, x1, y1, own in windows]
-
-
-def _tile_windows(mask: np.ndarray, cell: int, *, gap: bool = False, pad: int = 0):
+def _tile_windows(mask: np.ndarray, cell: int):
     """Windows around the occupied ``cell`` x ``cell`` tiles of ``mask`` (HxW, > 0 = in), so sparse
-    work costs a scan, not a full-frame pass. Tiles that touch (``gap``: also across one empty tile)
-    share a window, so a connected part of the mask never crosses between windows. Each window is
-    ``(x0, y0, x1, y1, own)``: its tiles' box grown by ``pad`` and clipped to the frame, and ``own``
-    (bool, the window's size) marking its own tiles, in the order OpenCV labels them."""
+    work costs a scan, not a full-frame pass. Tiles that touch share a window, so a connected part
+    of the mask never crosses between windows. Each window is ``(x0, y0, x1, y1, own)``: its tiles'
+    box clipped to the frame, and ``own`` (bool, the window's size) marking its own tiles, in the
+    order OpenCV labels them."""
     h, w = mask.shape
     th, tw = (h + cell - 1) // cell, (w + cell - 1) // cell
     m8 = mask if mask.dtype == np.uint8 else (np.asarray(mask) > 0).astype(np.uint8)
-    count = cv2.countNonZero(m8)
-    if not count:
+    if not cv2.countNonZero(m8):
         return []
-    if count < h * w // 64:  # sparse (a few spots): list the pixels in
-        tiles = np.zeros((th, tw), np.uint8)
-        points = cv2.findNonZero(m8).reshape(-1, 2)
-        tiles[points[:, 1] // cell, points[:, 0] // cell] = 1
-    else:  # busy (a textured photo's seeds): a block maximum, as listing millions of pixels is slower
-        padded = np.zeros((th * cell, tw * cell), np.uint8)
-        padded[:h, :w] = m8
-        tiles = (padded.reshape(th * cell, tw, cell).max(axis=2).reshape(th, cell, tw).max(axis=1) > 0).astype(np.uint8)
-    if gap:
-        tiles = cv2.dilate(tiles, np.ones((3, 3), np.uint8))
+    # Band by band of tile rows: an empty band costs a count, an occupied one a column maximum
+    # (listing the pixels of a 12 MP frame, or a block maximum in numpy, costs several times more).
+    tiles = np.zeros((th, tw), np.uint8)
+    row = np.zeros(tw * cell, np.uint8)
+    for ty in range(th):
+        band = m8[ty * cell:(ty + 1) * cell]
+        if cv2.countNonZero(band):
+            row[:w] = cv2.reduce(band, 0, cv2.REDUCE_MAX).ravel()
+            tiles[ty] = row.reshape(tw, cell).max(axis=1) > 0
     n, labels, stats, _ = cv2.connectedComponentsWithStats(tiles, connectivity=8)
     out = []
     for k in range(1, n):
         tx, ty, tbw, tbh = (int(v) for v in stats[k, :4])
-        x0, y0 = max(0, tx * cell - pad), max(0, ty * cell - pad)
-        x1, y1 = min(w, (tx + tbw) * cell + pad), min(h, (ty + tbh) * cell + pad)
+        x0, y0 = tx * cell, ty * cell
+        x1, y1 = min(w, (tx + tbw) * cell), min(h, (ty + tbh) * cell)
         cx, cy = x0 // cell, y0 // cell                                  # the tiles under the window
         own = cv2.resize((labels[cy:(y1 + cell - 1) // cell, cx:(x1 + cell - 1) // cell] == k).astype(np.uint8),
                          None, fx=cell, fy=cell, interpolation=cv2.INTER_NEAREST)
         out.append((x0, y0, x1, y1, own[y0 - cy * cell:y1 - cy * cell, x0 - cx * cell:x1 - cx * cell] > 0))
     return out
-
-
-def _merged_boxes(boxes: np.ndarray, pad: int, shape: tuple[int, int]) -> list[tuple[int, int, int, int]]:
-    """``boxes`` (x, y, w, h) grown by ``pad`` and clipped to ``shape``; overlapping or touching
-    ones merged, so work done in one never reaches another: (x0, y0, x1, y1) each."""
-    h, w = shape
-    merged = [[max(0, int(x) - pad), max(0, int(y) - pad), min(w, int(x + bw) + pad), min(h, int(y + bh) + pad)]
-              for x, y, bw, bh in boxes]
-    changed = True
-    while changed:
-        changed = False
-        out: list[list[int]] = []
-        for b in merged:
-            for o in out:
-                if b[0] <= o[2] and o[0] <= b[2] and b[1] <= o[3] and o[1] <= b[3]:
-                    o[:] = [min(o[0], b[0]), min(o[1], b[1]), max(o[2], b[2]), max(o[3], b[3])]
-                    changed = True
-                    break
-            else:
-                out.append(b)
-        merged = out
-    return sorted(tuple(b) for b in merged)
 
 
 def _isolated(raw: np.ndarray, labels: np.ndarray, i: int, box: tuple, sigma: float, *,
@@ -260,18 +119,6 @@ def _isolated(raw: np.ndarray, labels: np.ndarray, i: int, box: tuple, sigma: fl
     return float(surround.std()) < max(spread[0] * sigma, spread[1] * depth) and depth > 3 * sigma
 
 
-def _background_texture(background: np.ndarray, max_d: int) -> np.ndarray:
-    """How busy the spot-free background is, on a small copy (float32): the spot-free background
-    is flat (sky, walls) where this is below a limit in 8-bit levels."""
-    h, w = background.shape
-    f = max(1, max_d // 4)
-    small = cv2.resize(background, (max(1, w // f), max(1, h // f)), interpolation=cv2.INTER_AREA).astype(np.float32)
-    smooth = cv2.GaussianBlur(small, (0, 0), 2.0)
-    gx = cv2.Sobel(smooth, cv2.CV_32F, 1, 0, ksize=3) / 8.0
-    gy = cv2.Sobel(smooth, cv2.CV_32F, 0, 1, ksize=3) / 8.0
-    return cv2.GaussianBlur(np.abs(small - smooth), (0, 0), 2.0) + cv2.magnitude(gx, gy) * (max_d / f) / 4
-
-
 def mask_parts(mask: np.ndarray, cell: int = 32, *, masks: bool = False):
     """Connected parts (8-connected) of a sparse mask (any dtype, > 0 = in): their
     ``(x, y, w, h, area)`` rows like ``cv2.connectedComponentsWithStats``'s, in raster order of the box;
@@ -280,7 +127,7 @@ def mask_parts(mask: np.ndarray, cell: int = 32, *, masks: bool = False):
     Labelled window by window around the occupied ``cell`` x ``cell`` tiles, so a
     4K mask with a few spots costs a scan, not a full-frame labelling.
     """
-    m8 = (np.asarray(mask) > 0).astype(np.uint8)
+    m8 = mask if mask.dtype == np.uint8 else (np.asarray(mask) > 0).astype(np.uint8)
     windows = _tile_windows(m8, cell)
     if not windows:
         return (np.zeros((0, 5), np.int32), []) if masks else np.zeros((0, 5), np.int32)
@@ -349,8 +196,9 @@ def _smooth_fill(src: np.ndarray, hole: np.ndarray, sigma: float) -> np.ndarray:
 def heal_dust(img: np.ndarray, amount: float, dust: DustMap | None = None) -> tuple[np.ndarray, int]:
     """Find and heal dust spots (``dust``: the :func:`dust_map` of ``img``, if kept); returns
     (image, number of spots healed)."""
-    mask = find_dust(img, amount, dust)
-    return heal_spots(img, mask), len(mask_parts(mask))
+    found = dust if dust is not None else sensor_dust.dust_map(img)
+    mask = sensor_dust.dust_mask(None, amount, found)
+    return heal_spots(img, mask), len(sensor_dust.dust_spots(amount=amount, dust=found))
 
 
 def find_blemishes(img: np.ndarray, amount: float, skin: np.ndarray, faces: Sequence[Sequence[float]],
@@ -454,34 +302,38 @@ def remove_region(img: np.ndarray, mask: np.ndarray, strength: float = 1.0) -> n
     """
     m = np.asarray(mask)
     unit = 1.0 if m.dtype.kind == "f" else 255.0
-    support = (m > REMOVE_FLOOR * unit).view(np.uint8)
+    support = cv2.compare(m, REMOVE_FLOOR * unit, cv2.CMP_GT)  # 0 / 255; one fast pass over the frame
     parts, pixels = mask_parts(support, masks=True)
     if not len(parts):
         return img
     h, w = img.shape[:2]
     out = img.copy()
-    for (x, y, bw, bh, _), own in zip(parts, pixels):
+    # Small parts first: a filled spot is surroundings (and a texture source) for a larger region.
+    for k in sorted(range(len(parts)), key=lambda k: (max(parts[k][2], parts[k][3]), k)):
+        (x, y, bw, bh, _), own = parts[k], pixels[k]
         size = max(bw, bh)
         large = size >= TEXTURE_MIN * max(h, w)
         # A large region needs room around it for the exemplar search (two sizes each way).
-        pad = max(inpaint.margin_for(size), 2 * size if large else 0)
+        pad = 2 * size if large else inpaint.margin_for(size)
         x0, y0, x1, y1 = max(0, x - pad), max(0, y - pad), min(w, x + bw + pad), min(h, y + bh + pad)
         hole = np.zeros((y1 - y0, x1 - x0), bool)
         hole[y - y0:y - y0 + bh, x - x0:x - x0 + bw] = own
-        # Other parts inside this window stay unknown too: they are not surroundings.
-        unknown = hole | ((support[y0:y1, x0:x1] > 0) & ~hole)
-        window = img[y0:y1, x0:x1].astype(np.float32)
+        # Parts not filled yet inside this window stay unknown too: they are not surroundings.
+        unknown = hole | (support[y0:y1, x0:x1] > 0)
         if large:
             # Harmonic, then texture: over a wide hole a biharmonic surface overshoots on textured
-            # surroundings, and the texture pass restores the grain the smooth fill lacks.
-            filled = inpaint.texture_pass(window, unknown, inpaint.biharmonic_fill(window, unknown, order=1))
+            # surroundings, and the texture pass restores what the smooth fill lacks.
+            fy, fx, filled = inpaint.fill_textured(out[y0:y1, x0:x1], unknown, (x - x0, y - y0, bw, bh))
         else:
-            filled = inpaint.biharmonic_fill(window, unknown)
-        alpha = np.clip(m[y0:y1, x0:x1].astype(np.float32) * np.float32(2.0 / unit), 0.0, 1.0) * hole
-        alpha *= np.float32(strength)
-        blend = window + (filled - window) * alpha[..., None]
-        region = out[y0:y1, x0:x1]
-        region[hole] = np.clip(blend[hole] + 0.5, 0, 255).astype(np.uint8)
+            fy, fx, filled = 0, 0, inpaint.biharmonic_fill(out[y0:y1, x0:x1].astype(np.float32), unknown)
+        # Only the hole's box is blended (the window may be six times wider for the search).
+        by, bx = y - y0 - fy, x - x0 - fx
+        filled = filled[by:by + bh, bx:bx + bw]
+        region = out[y:y + bh, x:x + bw]
+        alpha = np.clip(m[y:y + bh, x:x + bw].astype(np.float32) * np.float32(2.0 / unit), 0.0, 1.0) * np.float32(strength)
+        blend = region + (filled - region) * alpha[..., None]
+        region[own] = np.clip(blend[own] + 0.5, 0, 255).astype(np.uint8)
+        support[y:y + bh, x:x + bw][own] = 0
     return out
 
 

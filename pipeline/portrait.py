@@ -73,11 +73,24 @@ class Features:
         return cls(tuple(faces))
 
 
-def find_features(original: np.ndarray, boxes) -> Features:
-    """Eyes and mouth inside each face box of ``original`` (uint8 RGB); boxes as (x, y, w, h) fractions."""
+def find_features(original: np.ndarray, boxes, *, use_models: bool = True) -> Features:
+    """Eyes and mouth inside each face box of ``original`` (uint8 RGB); boxes as (x, y, w, h) fractions.
+
+    With the LiteRT runtime installed, the face mesh (:mod:`pipeline.masks.models`) places them (see
+    ``python -m pipeline.bench --peers``: every labelled face found, eyes within 0.07 of the eye
+    distance); eyes it places under sunglasses, a hand or a fringe are not claimed. A face it does
+    not confirm, or no runtime, falls back to the blob search in the face crop (``use_models=False``: always)."""
+    from pipeline.masks import models
+
     h, w = original.shape[:2]
+    mesh = {m["box"]: m for m in models.features(original, boxes)} \
+        if use_models and models.available() and len(boxes) else {}
     faces = []
     for box in boxes:
+        found = mesh.get(tuple(float(v) for v in box))
+        if found is not None:
+            faces.append(_mesh_face(original, found))
+            continue
         x, y, bw, bh = (float(v) for v in box)
         x0, y0 = max(0, int(x * w)), max(0, int(y * h))
         x1, y1 = min(w, int(round((x + bw) * w))), min(h, int(round((y + bh) * h)))
@@ -95,6 +108,42 @@ def find_features(original: np.ndarray, boxes) -> Features:
             x0 / w + mouth[0] * sx, y0 / h + mouth[1] * sy, mouth[2] * sx, mouth[3] * sy)
         faces.append(Face((x, y, bw, bh), eyes_frac, mouth_frac, teeth))
     return Features(tuple(faces))
+
+
+def _mesh_face(original: np.ndarray, found: dict) -> Face:
+    """A :class:`Face` from the mesh's eyes and lips; the teeth share measured in the lips' box."""
+    h, w = original.shape[:2]
+    x, y, bw, bh = found["box"]
+    eyes = tuple((float(ex), float(ey), 0.07 * bw) for ex, ey in found["eyes"])  # r as the blob search's
+    if not all(_eye_visible(original, b) for b in found["eye_boxes"]):
+        eyes = None  # the mesh places eyes under a hand or a fringe too: only visible ones count
+    mx, my, mw, mh = (float(v) for v in found["lips_box"])
+    x0, y0 = max(0, int(mx * w)), max(0, int(my * h))
+    x1, y1 = min(w, int(np.ceil((mx + mw) * w))), min(h, int(np.ceil((my + mh) * h)))
+    # Teeth: light, colourless pixels of the lips' box, against this face's cheeks (Lab of the face only).
+    fx0, fy0 = max(0, int(x * w)), max(0, int(y * h))
+    fx1, fy1 = min(w, int((x + bw) * w) + 1), min(h, int((y + bh) * h) + 1)
+    face = cv2.cvtColor(original[fy0:fy1, fx0:fx1], cv2.COLOR_RGB2Lab).astype(np.float32)
+    mouth = face[max(0, y0 - fy0):max(0, y1 - fy0), max(0, x0 - fx0):max(0, x1 - fx0)]
+    teeth = 0.0
+    if face.size and mouth.size:
+        cheek = _cheek_colour(face, (0, 0, 1, 1), fy1 - fy0, fx1 - fx0)
+        teeth = float(_teeth_mask_crop(mouth[..., 0], mouth[..., 1], mouth[..., 2],
+                                       (0, 0, mouth.shape[1], mouth.shape[0]), cheek).mean())
+    return Face((float(x), float(y), float(bw), float(bh)), eyes, (mx, my, mw, mh), teeth)
+
+
+def _eye_visible(original: np.ndarray, box) -> bool:
+    """An eye shows in ``box`` (x, y, w, h fractions): its darkest pixels (iris, pupil, lashes) stand
+    at least 25 levels below the box's median, as they never do on covered, plain skin."""
+    h, w = original.shape[:2]
+    x, y, bw, bh = box
+    x0, y0 = max(0, int(x * w)), max(0, int(y * h))
+    x1, y1 = min(w, int(np.ceil((x + bw) * w)) + 1), min(h, int(np.ceil((y + bh) * h)) + 1)
+    if x1 - x0 < 2 or y1 - y0 < 2:
+        return False
+    grey = cv2.cvtColor(original[y0:y1, x0:x1], cv2.COLOR_RGB2GRAY).astype(np.float32)
+    return float(np.median(grey) - np.percentile(grey, 5)) >= 25.0
 
 
 def _find_eyes(crop: np.ndarray) -> tuple[tuple[float, float, float], ...] | None:

@@ -53,7 +53,7 @@ from pipeline.adjust import apply_pixel_ops
 from pipeline import healing, portrait
 from pipeline.finishing import apply_denoise, apply_finish
 from pipeline.generate.layers import composite, composite_key
-from pipeline.geometry import (Frame, axis_box, detect_tilt, frame_for, framed, framed_image, framed_mask,
+from pipeline.geometry import (ASPECTS, Frame, axis_box, detect_tilt, frame_for, framed, framed_image, framed_mask,
                                orient)
 from pipeline.masks import (MaskCache, build_mask, content_key, face_boxes, face_boxes_key, feather_mask,
                            image_digest)
@@ -517,7 +517,7 @@ class Renderer:
         self.masks = MaskCache(max_cache_bytes // 4)
         self.framed = BoundedCache(max_cache_bytes // 8)
         self.tilts: BoundedCache = BoundedCache(1 << 20)
-        #: Dust maps (pipeline.healing.DustMap) per (original, size): 16 MB at 4K.
+        #: Dust maps (pipeline.healing.DustMap: the measured candidates) per (original, size).
         self.dust = BoundedCache(max_cache_bytes // 16)
 
     def tilt(self, source: SourceImage) -> float:
@@ -534,7 +534,31 @@ class Renderer:
         if not g:
             return None
         tilt = self.tilt(source) if g.get("auto_straighten") else 0.0
-        return frame_for(g, source.width, source.height, tilt)
+        return frame_for(g, source.width, source.height, tilt, self.keep_boxes(source) if g.get("crop_aspect") else ())
+
+    def keep_boxes(self, source: SourceImage) -> list[tuple[float, float, float, float]]:
+        """What an aspect crop must not cut (fractions of the original): the faces found, or the main
+        subject's box when there is no face (both cached per photo)."""
+        faces = face_boxes(source.pixels, cache=self.masks, key=source.digest)
+        if faces:
+            return faces
+        subject = self.mask(source, {"type": "subject"}, source.size_for(320)) > 0.5
+        if not subject.any():
+            return []
+        ys, xs = np.nonzero(subject)
+        h, w = subject.shape
+        return [(xs.min() / w, ys.min() / h, (xs.max() + 1 - xs.min()) / w, (ys.max() + 1 - ys.min()) / h)]
+
+    def framing_note(self, source: SourceImage, state: EditState) -> str | None:
+        """A sentence for the person when the aspect crop of ``state`` could not keep every face (or
+        the subject) whole; None when it did, or there is no aspect crop."""
+        frame = self.frame(source, state)
+        if frame is None or frame.kept_all:
+            return None
+        label = ASPECTS[int(geometry_settings(state.settings).get("crop_aspect", 0))]
+        what = "every face" if face_boxes(source.pixels, cache=self.masks, key=source.digest) else "the whole subject"
+        return (f"A {label} crop can't keep {what} in the frame: they are too far apart for it, so it keeps "
+                f"as much as fits. A wider aspect (or no aspect crop) keeps them all.")
 
     def output_size(self, source: SourceImage, state: EditState, long_side: int | None = None) -> tuple[int, int]:
         """(height, width) of the render of ``state`` at ``long_side`` (None = full resolution)."""
@@ -781,11 +805,7 @@ class Renderer:
     def dust_map(self, source: SourceImage, size: tuple[int, int]) -> healing.DustMap:
         """:func:`pipeline.healing.dust_map` of the original at ``size``, kept per photo and size:
         a new dust amount costs only its thresholds."""
-        def make():
-            found = healing.dust_map(source.resized(size))
-            return healing.DustMap(_frozen(found.raw), _frozen(found.depth), _frozen(found.texture),
-                                   found.sigma, found.max_d)
-        return self.dust.get_or_create((source.digest, size), make)
+        return self.dust.get_or_create((source.digest, size), lambda: healing.dust_map(source.resized(size)).frozen())
 
     def retouch_report(self, source: SourceImage, state: EditState, long_side: int | None = None) -> RetouchReport:
         """What the retouch ops of ``state`` did at ``long_side`` (spots healed, notes for the person)."""

@@ -135,6 +135,9 @@ def click_mask(original: np.ndarray, point: Sequence[float], tolerance: float = 
     region = (labels == labels[seed[1], seed[0]]).astype(np.uint8) if near[seed[1], seed[0]] else near * 0
     region = cv2.morphologyEx(region, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5)))
     region = _fill_holes(region)
+    # The blur leaves the object's edge pixels between it and its surroundings: they belong to the
+    # object (a removal that leaves its rim fills the hole from that rim's colour).
+    region = cv2.dilate(region, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5)))
     return _to_frame(region * 255, original.shape[:2])
 
 

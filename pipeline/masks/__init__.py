@@ -17,8 +17,10 @@ the short side, and ``"invert": true``):
 - ``{"type": "radial", "center": [x, y], "radius": [rx, ry], "softness": 0..1}``:
   1 inside the ellipse, soft edge.
 - ``{"type": "face"}``, ``{"type": "skin"}``, ``{"type": "sky"}``,
-  ``{"type": "subject"}``: content-aware, computed from the original with
-  OpenCV only (no downloaded models), cached per (original, spec).
+  ``{"type": "subject"}``: content-aware, computed from the original, cached per
+  (original, spec). Faces and (for a photo with people) the subject come from
+  MediaPipe's models bundled in ``models/`` when the optional LiteRT runtime is
+  installed (:mod:`.models`), else from OpenCV heuristics; nothing is downloaded.
 - ``{"type": "painted", "blob": DIGEST}``: a mask painted, clicked or boxed
   in the studio (``Studio.select``), stored as an 8-bit grey PNG in a
   content-addressed :class:`pipeline.blobs.BlobStore`; ``build_mask`` needs
@@ -31,12 +33,13 @@ the short side, and ``"invert": true``):
 :func:`build_mask` (:mod:`.build`) turns a spec and the original into the mask at any size;
 content-aware results live in a :class:`MaskCache` keyed by (original digest,
 canonical spec). A colour mask selects ``hue ± hue_width/2`` fully and fades to
-nothing at ``hue ± hue_width``. Faces come from the LBP frontal-face cascade
-bundled with scikit-image (OpenCV 5 wheels no longer ship Haar cascades).
+nothing at ``hue ± hue_width``. Faces come from BlazeFace (:mod:`.models`) or,
+without its runtime, the LBP frontal-face cascade bundled with scikit-image.
 
 The package's rooms: :mod:`.specs` (validation, canonical form, JSON schema),
 :mod:`.words` (a mask in a person's words), :mod:`.shapes` (geometric and per-pixel
-masks), :mod:`.detectors` (faces, skin, sky, subject), :mod:`.cache` (the mask cache
+masks), :mod:`.detectors` (faces, skin, sky, subject), :mod:`.models` (the bundled face and
+person models), :mod:`.cache` (the mask cache
 and its keys) and :mod:`.build` (spec + original -> mask). The names below are the
 package's public interface; callers import them from ``pipeline.masks``.
 """

@@ -172,11 +172,22 @@ class _Canvas:
 
 
 
+def _subject(canvas: _Canvas) -> np.ndarray:
+    """The main subject: the people, from the person model, when there is a face and the LiteRT
+    runtime (IoU 0.74 against 0.57 for the saliency cut on a labelled portrait, bench --peers);
+    else the saliency cut."""
+    import pipeline.masks.models as models
+
+    if models.available() and len(canvas.face_boxes()):
+        return models.person_mask(canvas.analysis(CONTENT_SIDE))
+    return subject_mask(canvas.analysis(SUBJECT_SIDE))
+
+
 _CONTENT: dict[str, Callable[[_Canvas], np.ndarray]] = {
     "face": lambda canvas: face_mask(canvas.analysis(FACE_SIDE), canvas.face_boxes()),
     "skin": lambda canvas: skin_mask(canvas.analysis(CONTENT_SIDE), canvas.face_boxes()),
     "sky": lambda canvas: sky_mask(canvas.analysis(CONTENT_SIDE)),
-    "subject": lambda canvas: subject_mask(canvas.analysis(SUBJECT_SIDE)),
+    "subject": lambda canvas: _subject(canvas),
 }
 
 

