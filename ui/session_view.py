@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterator, Mapping
 import gradio as gr
 from PIL import Image
 
+from pipeline.render import geometry_settings
 from ui import live, views
 
 #: Long side, in pixels, of the before/after images, the gallery thumbnails and the selection canvas.
@@ -148,6 +149,9 @@ class SessionView:
                     e["caption"]) for e in entries]
         # before and after in the same frame (a crop or rotation shows on both), transparency on a checkerboard
         before = self.stage(studio.view_path(session_id, shown["id"], long_side=COMPARE_LONG_SIDE, before=True))
+        marks = (pending or {}).get("marks") if pending and shown["id"] == pending.get("asset_id") else None
+        if marks and not geometry_settings(dict(shown.get("state") or {}).get("settings") or {}):
+            before = self.circled(before, marks)   # the dust spots found, to confirm (same frame: no crop)
         after = self.stage(studio.view_path(session_id, shown["id"], long_side=COMPARE_LONG_SIDE))
         result = dict(turn_result or {})
         # "This turn" follows what is shown: a turn's plan only while its version is the one shown
@@ -171,6 +175,25 @@ class SessionView:
             canvas=canvas, selection=self.stage(selection, for_display=True) if selection else None,
             export=self.export_file(session_id, result, entries),
         )
+
+    def circled(self, picture: str, marks: list[dict]) -> str:
+        """``picture`` with a ring round each mark (centre and radius as fractions), staged beside it."""
+        from PIL import ImageDraw
+
+        key = hashlib.sha256(repr(sorted((m["x"], m["y"], m["radius"]) for m in marks)).encode()).hexdigest()[:12]
+        dest = Path(picture).with_name(f"{Path(picture).stem}-circled-{key}.jpg")
+        if not dest.exists():
+            with Image.open(picture) as im:
+                im = im.convert("RGB")
+                draw = ImageDraw.Draw(im)
+                w, h = im.size
+                width = max(2, round(max(w, h) / 400))
+                for m in marks:
+                    x, y = float(m["x"]) * w, float(m["y"]) * h
+                    r = max(6.0, 1.6 * float(m["radius"]) * max(w, h))
+                    draw.ellipse((x - r, y - r, x + r, y + r), outline=(255, 64, 160), width=width)
+                im.save(dest, quality=92)
+        return str(dest)
 
     def export_file(self, session_id: str, result: Mapping[str, Any], entries: list[dict]) -> str | None:
         """A chat export ("export it as a PNG") staged for the download box under its studio name."""

@@ -460,6 +460,10 @@ def review_markdown(payload: Mapping[str, Any] | None, version: str | None = Non
     dims = dict(payload.get("dimensions") or {})
     main = {k: v for k, v in dims.items() if "." not in str(k)}
     detail = {k: v for k, v in dims.items() if "." in str(k)}
+    marks = payload.get("marks") or []
+    if marks:
+        lines += ["", f"**{len(marks)} dust spots found**, circled on the before picture: approve to keep the heal, "
+                      "roll back to drop it, or ask for fewer."]
     fields = payload.get("fields") or {}
     if main or fields:
         lines += ["", f'<div class="metrics">{_chips(main, "dimension")}{_chips(fields, "custom-field")}</div>']

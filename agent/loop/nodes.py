@@ -29,7 +29,7 @@ from agent.conversation.dialogue import dialogue_state
 from agent.loop.failures import backoff_seconds, classify as classify_failure, failure_policy
 from agent.judging.base import Assessment, Judge, JudgeRequest
 from agent.planning.base import Plan, PlanError, Planner, PlanRequest, SubGoal
-from agent.planning.selection import NO_SELECTION_REPLY, resolve_selection, retouch_notes
+from agent.planning.selection import DUST_CONFIRM_AT, NO_SELECTION_REPLY, dust_found, resolve_selection, retouch_notes
 from agent.loop.state import ActionRecord, AgentState, ToolContext
 from agent.store import Store, new_id
 from agent.conversation.wording import compose_reply
@@ -113,6 +113,8 @@ def review_payload(state: AgentState) -> dict:
                  "min": ops.get_op(name).min, "max": ops.get_op(name).max}
                 for name, value in touched.items()],
         "reply": state.get("reply", ""),
+        # what the person confirms besides the picture: dust spots found (fractions of the original)
+        "marks": list(((state.get("details") or {}).get("dust") or {}).get("spots") or []),
     }
 
 
@@ -404,6 +406,14 @@ class TurnNodes:
             extra["warnings"] = Overwrite(warnings + held_lines)   # the planner's guesses give way to what was held
         # Healing and portrait ops say honestly what they could not find (no face, no dust, no teeth).
         notes = retouch_notes(self.renderer, source, new_state, goals, self.config.proxy_long_side)
+        spots = [] if person_modified else dust_found(self.renderer, source, new_state, goals,
+                                                       self.config.proxy_long_side)
+        if len(spots) > DUST_CONFIRM_AT:
+            # many spots: the person sees them circled and keeps the heal only by approving it
+            details["dust"] = {"count": len(spots), "spots": spots[:200]}
+            details["confirm"] = "dust"
+            notes.append(f"I found {len(spots)} dust spots, circled on the before picture: approve to keep the "
+                         "heal, or say \u201cfewer\u201d to heal only the clearest.")
         if notes:
             extra["reply"] = " ".join([extra.get("reply") or state.get("reply") or ""] + notes).strip()
         return {"asset_id": asset_id, "sub_goals": rows, "tool_contexts": [s.to_dict() for s in steps],
@@ -464,6 +474,8 @@ class TurnNodes:
         scores = result.to_dict()
         self.store.set_asset_fields(state["asset_id"], scores=scores)
         tier = review_tier(result.score, self.config, quality_floor_of(self.judge))
+        if tier["tier"] == "auto_accept" and (state.get("details") or {}).get("confirm"):
+            tier = dict(tier, tier="ask", why=f"{(state.get('details') or {})['confirm']} to confirm")
         return {"assessment": scores, "warnings": list(result.warnings), "error": None,
                 "details": {"review_tier": tier["tier"], "tiers": [tier]}}
 

@@ -68,9 +68,32 @@ def resolve_selection(goals: list[SubGoal], session_settings: Mapping) -> tuple[
     return out, missing
 
 
+#: More dust spots than this and the person sees them circled and confirms the heal before it is kept.
+DUST_CONFIRM_AT = 12
+
+
 def retouch_notes(renderer, source, state, goals: list[SubGoal], long_side: int) -> list[str]:
     """The retouch stage's honest notes ("I couldn't find the mouth reliably ...") when this turn
-    touched a healing or portrait op; none otherwise."""
-    if not any(g.op in ops.OPS and ops.OPS[g.op].kind in ("retouch", "region") for g in goals):
+    touched a healing or portrait op, and the framing note when an aspect crop could not keep
+    every face (or the subject) whole; none otherwise."""
+    notes = []
+    if any(g.op in ops.OPS and ops.OPS[g.op].kind in ("retouch", "region") for g in goals):
+        notes += renderer.retouch_report(source, state, long_side).notes
+    if any(g.op == "crop_aspect" for g in goals) and hasattr(renderer, "framing_note"):
+        framing = renderer.framing_note(source, state)
+        notes += [framing] if framing else []
+    return notes
+
+
+def dust_found(renderer, source, state, goals: list[SubGoal], long_side: int) -> list[dict]:
+    """The dust spots this turn's dust removal heals, most confident first (``x``, ``y``: centre as
+    fractions of the original; ``radius``: fraction of its long side; ``confidence`` 0..1); none when
+    the turn did not touch dust removal."""
+    amount = state.value("dust_removal") if any(g.op == "dust_removal" for g in goals) else 0
+    if not amount or not hasattr(renderer, "dust_map"):
         return []
-    return list(renderer.retouch_report(source, state, long_side).notes)
+    from pipeline.dust import dust_spots
+
+    spots = dust_spots(dust=renderer.dust_map(source, source.size_for(long_side)), amount=float(amount))
+    return [{"x": round(s.x, 4), "y": round(s.y, 4), "radius": round(s.radius, 4),
+             "confidence": round(s.confidence, 3)} for s in spots]

@@ -74,6 +74,8 @@ class ReviewPayload:
     sub_goals: list = field(default_factory=list)
     ops: list = field(default_factory=list)
     reply: str = ""
+    #: dust spots found, to be confirmed: {x, y (centre, fractions of the original), radius, confidence}
+    marks: list = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
