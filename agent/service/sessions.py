@@ -15,12 +15,13 @@ from typing import Any, Callable
 import numpy as np
 
 from agent.config import REVIEW_MODES, AgentConfig
-from agent.errors import InvalidInput, SessionNotFound
+from agent.errors import InvalidInput, SessionBusy, SessionNotFound
 from agent.service.leases import SessionLeases
 from agent.service.output_schemas import OutputSchemas
 from agent.service.records import SessionInfo, iso
 from agent.service.sources import PhotoSources
 from agent.store import SessionRecord, Store, new_id
+from pipeline.admission import AdmissionTimeout
 from pipeline.imageio import ImageLoadError, encode_image, load_image
 from pipeline.render import SourceImage
 from pipeline.state import EditState
@@ -62,6 +63,8 @@ class Sessions:
             loaded = load_image(data, max_pixels=self.config.max_upload_pixels, alpha="keep", name=title or None)
         except ImageLoadError as exc:
             raise InvalidInput(str(exc)) from None
+        except AdmissionTimeout as exc:      # the memory budget stayed full: nothing was stored
+            raise SessionBusy(str(exc)) from None
         if loaded.pixels.ndim == 3 and loaded.pixels.shape[2] == 4 and (loaded.pixels[:, :, 3] < 255).any():
             loaded.notices.append("Transparency kept: PNG, TIFF and WebP exports keep it.")
         session_id = new_id()

@@ -78,16 +78,16 @@ class PhotoSources:
         """Keep a decoded original, within images.source_cache_sessions and images.source_cache_bytes."""
         with self._lock:
             self._sources[session_id] = source
-            # a source also keeps up to 4 resized copies: count it as 1.5x its pixels
-            held = sum(int(s.pixels.nbytes * 1.5) for s in self._sources.values())
+            # a source counts its pixels and the resized copies it keeps (SourceImage.nbytes)
+            held = sum(s.nbytes for s in self._sources.values())
             while len(self._sources) > 1 and held > self.config.source_cache_bytes:
                 _, dropped = self._sources.popitem()          # the least recently used
-                held -= int(dropped.pixels.nbytes * 1.5)
+                held -= dropped.nbytes
 
     def held(self) -> dict[str, int]:
         """What the cache holds now: ``{session id: bytes counted against the bound}``."""
         with self._lock:
-            return {sid: int(s.pixels.nbytes * 1.5) for sid, s in self._sources.items()}
+            return {sid: s.nbytes for sid, s in self._sources.items()}
 
     @property
     def warming(self) -> bool:

@@ -56,6 +56,7 @@ from agent.service.sources import PhotoSources
 from agent.service.turns import TurnRunner
 from agent.skills import SkillPlanner
 from agent.store import Store, open_checkpointer, resolve_database_url, sqlite_file
+from pipeline import admission
 from pipeline.gpu import upgrade_renderer
 from pipeline.imageio import ImageLoadError, encode_image, load_image
 from pipeline.render import Renderer, SourceImage
@@ -78,6 +79,10 @@ class Studio:
                  schemas_root: str | os.PathLike | None = None, generation_backend=None,
                  storage_url: str | None = None):
         self.config = config or load_config()
+        # decodes and full-size renders in flight share what the memory cap leaves beside the caches;
+        # past it they queue (pipeline.admission) rather than push the process over its cap
+        caches = self.config.render_cache_bytes + self.config.source_cache_bytes
+        admission.configure(max(256 * 2**20, self.config.memory_cap_mb * 2**20 - caches))
         # Output schemas (and the custom ones generate_schema writes): <root>/<agent>/[custom/]<name>.yaml
         schemas_root = schemas_root or os.environ.get(SCHEMAS_DIR_ENV) or None
         self.schemas_root = Path(schemas_root).resolve() if schemas_root else None
