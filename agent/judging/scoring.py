@@ -334,13 +334,15 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
             outside_w = b_view.masked((mask < 0.05).astype(np.float32)).weight
             if float(outside_w.mean()) > 0.01:
                 outside = property_changes(b_view, a_view, outside_w, props)
-                leaks = []
+                leaks, moved = [], []
                 for c in out.checks:
                     moved_in = abs(c.change)
                     moved_out = abs(outside[c.move.prop])
                     allowed = max(2.0 * lex.noise(c.move.prop), 0.35 * moved_in)
                     leaks.append(max(0.0, moved_out - allowed) / max(moved_in, lex.size_of(c.move.prop, 0)))
-                    out.details.append(f"outside {where_words}: {_fmt(outside[c.move.prop], c.move.prop, lex)}")
+                    moved.append(_fmt(outside[c.move.prop], c.move.prop, lex))
+                if moved:   # one sentence of its own: its numbers never sit beside another clause's words
+                    out.details.append(f"Outside {where_words}: {', '.join(dict.fromkeys(moved))}.")
                 out.spill = float(min(1.0, max(leaks) if leaks else 0.0))
                 if out.spill > 0.25:
                     out.diagnoses.append("local_spill")
