@@ -192,6 +192,7 @@ class Vocabulary:
         self.pull_back_fraction = float(pull.get("fraction", 0.5))
         self.pull_back = {tuple(tokenize(w)): self.pull_back_fraction for w in pull.get("words") or ()}
         self.fractions = {tuple(tokenize(w)): float(v) for w, v in (fu.get("fractions") or {}).items()}
+        self.reverse = {tuple(tokenize(w)): True for w in fu.get("reverse") or ()}
         limits = dict(fu.get("pull_back_limits") or {})
         self.pull_back_limits = (float(limits.get("min", 0.15)), float(limits.get("max", 0.85)))
         self.discrete_ops = {str(o) for o in fu.get("discrete_ops") or ()}

@@ -88,6 +88,7 @@ class Lexicon:
     less_of_place: Quality | None = None     # a reducing verb on a place, no quality ("tone down the sky")
     place_reducers: tuple[str, ...] = ()
     repeat_but: Mapping[str, float] = field(default_factory=dict)      # the engine's "same again but less" -> factor
+    reverse: tuple[str, ...] = ()            # the engine's followups.reverse: "the other way" (replan feedback)
     problem_also: tuple[str, ...] = ()       # "cold too": a dual word added to what is wrong
     wishes: tuple[str, ...] = ()             # "make it a bit soft": a dual word wished for
     complaint_damping: float = 0.0           # the engine's complaints.magnitude_damping ("a bit murky")
@@ -182,7 +183,8 @@ def load_lexicon(path: str | None = None) -> Lexicon:
                                                       for a in data["less_of_place"]["any"]))
                        if data.get("less_of_place") else None),
         place_reducers=tuple(_norm(w) for w in (data.get("less_of_place") or {}).get("words") or ()), more_scales=more_scales, less_fractions=less_fractions,
-        repeat_but=repeat_but, problem_also=tuple(_norm(w) for w in data.get("problem_also") or ()),
+        repeat_but=repeat_but, reverse=tuple(_norm(str(w)) for w in efu.get("reverse") or ()),
+        problem_also=tuple(_norm(w) for w in data.get("problem_also") or ()),
         wishes=tuple(_norm(w) for w in data.get("wishes") or ()),
         complaint_damping=float((engine.get("complaints") or {}).get("magnitude_damping") or 0.0),
         filler=frozenset(t for w in efu.get("filler") or () for t in _tokens(_norm(str(w)))),
@@ -642,6 +644,12 @@ def read_attempt(message: str, history: Sequence[str] = (), feedback: str = "",
         return asked
     said = read_request(feedback, list(history) + [message], lex)
     note = (f"read with the person's feedback: {feedback.strip()[:80]}",)
+    fb_tokens = _tokens(lex.speller(feedback.lower()) if lex.speller else feedback.lower())
+    if not said.is_edit and asked.is_edit and _find_phrases(fb_tokens, lex.reverse):
+        # "no, the other way": every expected move turned round
+        expects = tuple(Expect(tuple(tuple(replace(m, sign=-m.sign) for m in alt) for alt in e.alternatives),
+                               e.source, e.band) for e in asked.expects)
+        return replace(asked, expects=expects, notes=asked.notes + note)
     if not said.is_edit:
         return asked                                  # "try again", "hmm": the message still says it
     if said.kind == "follow_up" and said.follow in ("more", "less") and asked.is_edit:
@@ -651,6 +659,13 @@ def read_attempt(message: str, history: Sequence[str] = (), feedback: str = "",
         return replace(asked, expects=expects, notes=asked.notes + note)
     if said.kind == "follow_up" or not asked.is_edit:
         return replace(said, notes=said.notes + note)
+    if "instead" not in fb_tokens and asked.is_edit and said.target is None:
+        # "too dark" on a darkening: less of the request, never its reverse (the planner pulls it back)
+        planned = {(m.prop, m.sign) for e in asked.expects for alt in e.alternatives for m in alt}
+        if all(any((m.prop, -m.sign) in planned for alt in e.alternatives for m in alt) for e in said.expects):
+            expects = tuple(Expect(tuple(tuple(replace(m, size=0) for m in alt) for alt in e.alternatives),
+                                   e.source, e.band) for e in asked.expects)
+            return replace(asked, expects=expects, notes=asked.notes + note)
     named = {m.prop for e in said.expects for alt in e.alternatives for m in alt}
     kept = tuple(e for e in asked.expects if not named & {m.prop for alt in e.alternatives for m in alt})
     target, mask = (said.target, said.target_mask) if said.target is not None else (asked.target, asked.target_mask)

@@ -253,6 +253,34 @@ class EmbeddedPlanner:
         self.profile = profile if isinstance(profile, Profile) else load_profile(profile)
         self.vocab = Vocabulary(self.profile)
 
+    def _insist(self, request: PlanRequest, followup) -> Draft:
+        """"i insist", "more, i insist": the last request read again on the version it was asked of, with
+        nothing held at the sweet spots — each op it moved goes to what was asked; an op that was not
+        held (already where it was asked) moves by its change again, times the scale said."""
+        base = request.dialogue.by_asset(followup.dialogue.get("base_asset"))
+        before = EditState.from_dict(base.state_before or {})
+        asked = read_request(self.vocab, base.message, replace(request, state=before, dialogue=None), "message")
+        wanted = {m.key: (before.value(m.op, m.target) if m.target else before.value(m.op)) + m.value
+                  if m.mode == "add" else m.value for m in asked.moves if isinstance(m.value, int)}
+        scale = float(followup.dialogue.get("scale") or 1.0)
+        moves = []
+        for rank, c in enumerate(base.changes):
+            key = Move(c.op, 0, target=c.target).key
+            goal = wanted.get(key)
+            current = request.state.value(c.op, c.target) if c.target else request.state.value(c.op)
+            if not isinstance(current, int) or not c.delta:
+                continue
+            if goal is None or (goal - current) * c.delta <= 0:
+                goal = current + int(round(c.delta * scale))     # nothing was held: the change again
+            op = ops.get_op(c.op)
+            goal = max(op.min, min(op.max, goal))
+            if goal != current:
+                label = base.labels[0] if base.labels else f"more {op.label.lower()}"
+                moves.append(Move(c.op, goal - current, "add", c.target, label, f"going past the sweet spot "
+                                  f"for {label}, as you insist", "followup", 0, rank, "followup"))
+        notes = [] if moves else ["That is already as far as it goes."]
+        return Draft(moves=moves, notes=notes, understood_any=True, followup=dict(followup.dialogue))
+
     # -- public ----------------------------------------------------------
     def styles(self) -> list[str]:
         """Named looks a session may start with."""
@@ -275,7 +303,9 @@ class EmbeddedPlanner:
         if followup is not None and followup.question:
             return Plan(sub_goals=[], reply=followup.question, understood=False, source=self.name,
                         kind="clarify", quick_replies=followup.quick_replies)
-        if followup is not None:
+        if followup is not None and followup.dialogue.get("move") == "insist":
+            draft = self._insist(request, followup)
+        elif followup is not None:
             draft = Draft(moves=followup.moves, notes=followup.notes, understood_any=True,
                           followup=followup.dialogue)
         else:
@@ -435,8 +465,10 @@ class EmbeddedPlanner:
         """
         extra: list[Move] = []
         diagnoses = list(request.diagnoses)
+        if request.feedback and request.feedback_from == "person" and not request.diagnoses:
+            return self._person_feedback(request, moves, notes)
         if request.feedback and not request.diagnoses and read_words:
-            # The person's words ("too strong", "cooler instead") or a judge text without diagnoses.
+            # A judge text without diagnoses, or an error's.
             fb = read_request(self.vocab, request.feedback, request, "feedback", order0=10_000)
             extra += fb.moves
             if not fb.moves:
@@ -470,6 +502,66 @@ class EmbeddedPlanner:
         if not applied and not extra and (request.diagnoses or request.feedback):
             notes.append("I could not turn the feedback into a concrete change; keeping the plan.")
         return extra
+
+    def _person_feedback(self, request: PlanRequest, moves: list[Move], notes: list[str]) -> list[Move]:
+        """The person's feedback on the plan under review, read against that plan (``moves``, changed in place).
+
+        A complaint against a planned move ("too dark" after a darkening) pulls that move back, never
+        past nothing, so the request is never reversed; the same way again ("brighter still") pushes it;
+        "less", "too much" or a magnitude alone ("only a little") scale the whole plan down, "more" up;
+        "the other way" reverses it. Anything else the feedback asks ("and a bit warmer", "cooler
+        instead") comes back as moves of its own; a request against a planned move with "instead"
+        replaces it. Returns those extra moves.
+        """
+        vocab = self.vocab
+        text = str(request.feedback or "").split(":", 1)[-1] if str(request.feedback or "").startswith(
+            "The person asked for a different plan:") else str(request.feedback or "")
+        tokens = tokenize(text)
+        planned = [m for m in moves if m.source in ("message", "relative", "style") and m.mode == "add" and m.value]
+        fb = read_request(vocab, text, request, "feedback", order0=10_000)
+        instead = "instead" in tokens or bool(find_phrases(tokens, vocab.reverse) and fb.moves)
+        mags = [vocab.magnitudes[p.key] for p in read_pieces(vocab, tokens) if p.category == "magnitude"]
+        pull = find_phrases(tokens, vocab.pull_back) + find_phrases(tokens, vocab.fractions)
+        more = find_phrases(tokens, vocab.repeat)
+        less_by = min(0.6, max(0.15, 0.4 * (mags[-1] if mags else 1.0)))
+
+        def scaled(m: Move, factor: float) -> None:
+            m.value = int(round(m.value * factor)) or int(math.copysign(1, m.value))
+
+        extra, touched = [], False
+        by_key = {m.key: m for m in planned}
+        for f in fb.moves:
+            m = by_key.get(f.key) if f.mode == "add" and f.value else None
+            if m is None or (instead and f.value * m.value < 0):
+                extra.append(f)                  # "and warmer", "cooler instead": a move of its own
+                continue
+            touched = True
+            if f.value * m.value < 0:
+                scaled(m, less_by)               # "too dark" after darkening: less of it, never the other way
+            else:
+                scaled(m, 1.0 + min(1.0, 0.6 * (mags[-1] if mags else 1.0)))   # "brighter still"
+        if extra and instead:
+            gone = {f.key for f in extra}
+            moves[:] = [m for m in moves if m.key not in gone]
+        if touched or extra:
+            if touched:
+                notes.append("Changed the plan as you said.")
+            return extra
+        if find_phrases(tokens, vocab.reverse):
+            for m in planned:
+                m.value, m.phrase = -m.value, "going the other way"
+            notes.append("The other way, as you said.")
+        elif pull or (mags and not more and mags[-1] < 1.0):
+            for m in planned:
+                scaled(m, less_by)
+            notes.append("A gentler version of the plan.")
+        elif more:
+            for m in planned:
+                scaled(m, 1.6)
+            notes.append("A stronger version of the plan.")
+        else:
+            notes.append("I could not turn the feedback into a concrete change; keeping the plan.")
+        return []
 
     def _not_understood(self, draft: Draft, notes: list[str]) -> Plan:
         can = self.vocab.capabilities()

@@ -199,11 +199,16 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         last_pull = max(pos for pos, _, _ in pull + fractions)
         wants_more = max(pos for pos, _, _ in repeat) > last_pull
         wants_less = not wants_more
-    if not (wants_less or wants_more or targets):    # a place alone after a change: "and the sky"
+    if not (wants_less or wants_more or targets or insisted):    # a place alone after a change: "and the sky"
         return None
     if targets and unmet and not (wants_less or wants_more):
         return _finish_unmet(vocab, unmet, list(getattr(dialogue, "unmet_labels", None) or []), targets)
     base = dialogue.base_edit() if dialogue is not None else None
+    if insisted and not wants_less and not targets and base is not None and base.changes:
+        # "i insist", "more, i insist": what the last request asked, past the sweet spot it was held at
+        # (the planner reads that request again); repeated when nothing was held
+        return FollowUp(labels=list(base.labels), dialogue={"move": "insist", "base_asset": base.asset_id,
+                                                            "scale": mags[-1] if mags else 1.0})
     if targets:
         # "dial back the highlights": a follow-up only when the last change touched that place;
         # otherwise the grammar reads it ("tone down <place>", or asks what to do there)

@@ -17,7 +17,7 @@ from agent.conversation.clauses import (PERSONS, Clause, around, avoided_degree,
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import MAX_MESSAGE_CHARS, Intent, Piece, Vocabulary, read_pieces
-from agent.conversation.words import tokenize
+from agent.conversation.words import find_phrases, tokenize
 from pipeline import ops
 from pipeline.masks import normalize_mask_spec
 from pipeline.state import EditState
@@ -495,6 +495,9 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                                         request.dialogue)
             previous_span = (start, len(draft.moves))
             continue
+        if not uses and clause.content_words and find_phrases(clause.content_words, vocab.insist_words) and \
+                sum(n for _, n, _ in find_phrases(clause.content_words, vocab.insist_words)) == len(clause.content_words):
+            continue                             # "warmer, i insist": how to take the request, not a request
         if not uses:
             named = named_places(vocab, clause)
             if named and not clause.of("rollback", "reset", "objects", "relative"):
