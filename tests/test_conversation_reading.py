@@ -51,6 +51,27 @@ def test_a_remark_that_asks_nothing_is_answered_not_edited(router, message):
     assert route.kind == "chat" and route.reply
 
 
+@pytest.mark.parametrize("message,thing", [
+    ("a lighthouse on the left would be cool", "lighthouse"), ("i wish there were some seagulls", "seagulls"),
+    ("could there be a hot air balloon?", "hot air balloon"), ("give the dog a bow tie", None), ("give her a crown", "crown"),
+    ("honestly it could do with a little boat out there", "little boat"),
+])
+def test_wishing_for_a_thing_not_in_the_photo_is_answered_honestly(router, message, thing):
+    route = router.route(message)
+    if thing is None:          # not a wish frame we read: left to the planner, which refuses objects too
+        assert route.kind in ("modification", "chat")
+        return
+    assert route.kind == "chat" and route.name == "content" and thing in route.reply and "can't" in route.reply
+
+
+@pytest.mark.parametrize("message", [
+    "i'd like a softer look", "it needs some more punch", "give it a go", "a cooler tone would be nice",
+    "what about a vignette", "i wish there was less glare", "can we have a black and white version",
+])
+def test_wishes_for_a_change_are_still_edits(router, message):
+    assert router.route(message).kind == "modification"
+
+
 @pytest.mark.parametrize("message,kind", [
     ("nope, bin that", "last"),
     ("lose the blue stuff", "change"),

@@ -252,7 +252,9 @@ def test_a_question_about_the_photo_is_answered_not_applied(router, text, kind):
 @pytest.mark.parametrize("text", ["can you make it warmer?", "could you brighten the face?", "more contrast?",
                                   "can you add a moon?", "is there a way to add a moon?"])
 def test_a_request_said_as_a_question_is_still_a_request(router, text):
-    assert router.route(text).kind == "modification"
+    route = router.route(text)
+    # a thing to add is answered honestly as content (router.content_wish), never as a question
+    assert route.kind == "modification" or (route.kind, route.name) == ("chat", "content")
 
 
 @pytest.mark.parametrize("text,name,steps", [("scrap that", "undo", 1), ("nvm", "undo", 1), ("undo the last", "undo", 1),

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from agent.conversation.clauses import read_complaints, split_clauses
+from agent.conversation.clauses import SIZES, read_complaints, split_clauses
 from agent.conversation.generative import GenerativeRequest, parse_generative
 from agent.conversation.going_back import GoingBack, GoingBackReader, split_requests
 from agent.conversation.vocabulary import Vocabulary, read_pieces
@@ -119,6 +119,14 @@ class Router:
         self.capabilities_replies = [str(x) for x in cfg.get("capabilities_quick_replies") or ()]
         self.going_back = GoingBackReader(self.vocab, dict(cfg.get("going_back") or {}),
                                           self.numbers, self.change_names)
+        wishes = dict(cfg.get("content_wishes") or {})
+        self.wish_openers, self.wish_closers = _table(wishes.get("openers")), _table(wishes.get("closers"))
+        self.there_be = _table(wishes.get("there_be"))
+        self.new_thing = {str(w) for w in wishes.get("new_thing") or ()}
+        self.not_things = {str(w) for w in wishes.get("not_things") or ()}
+        self.thing_ends = {str(w) for w in wishes.get("thing_ends") or ()}
+        self.wish_reply = str(wishes.get("reply") or "I can't add things that aren't in the photo ({thing}).")
+        self.wish_replies = [str(q) for q in wishes.get("quick_replies") or ()]
         remark = dict(cfg.get("remark") or {})
         self.remark_reply = str(remark.get("reply") or "Tell me what you'd like to change.")
         self.remark_replies = [str(q) for q in remark.get("quick_replies") or ()]
@@ -162,6 +170,10 @@ class Router:
         words = [t for t in tokens if t not in SEPARATORS]
         if not words:
             return Route("modification")
+        thing = self.content_wish(tokens)
+        if thing is not None:
+            # "a rainbow would be nice", "could there be snow?": content, which tone and colour cannot make
+            return Route("chat", "content", reply=self.wish_reply.format(thing=thing), quick_replies=self.wish_replies)
         asks = (text or "").strip().endswith("?")
         opening = self._opening(words) if asks else None
         if opening in ("evaluation", "exploration"):
@@ -292,6 +304,44 @@ class Router:
                for p in pieces):
             return True             # "just the whole thing then": where the last request should go
         return any(find_phrases(said, getattr(self.vocab, table)) for table in _FOLLOW_TABLES)
+
+    def content_wish(self, tokens: list[str]) -> str | None:
+        """The thing a message wishes into the picture ("a rainbow" in "a rainbow would be nice", "i wish
+        there was a moon"), or None: a wish frame, then a new thing (after "a"/"an"/"some", or a bare noun
+        after "there be") that names no quality, look, op, place or amount."""
+        clause: list[str] = []
+        for t in [*tokens, "."]:
+            if t not in SEPARATORS:
+                clause.append(t)
+                continue
+            closers = find_phrases(clause, self.wish_closers)
+            openers = find_phrases(clause, self.wish_openers)
+            starts = [(pos + n, "there" in clause[pos:pos + n]) for pos, n, _ in openers] + ([(0, False)] if closers else [])
+            for start, said_there in starts:
+                rest = clause[start:]
+                there = find_phrases(rest, self.there_be)
+                bare = said_there or (bool(there) and there[0][0] == 0)
+                rest = rest[there[0][1]:] if there and there[0][0] == 0 else rest
+                if rest and rest[0] in self.new_thing:
+                    rest = rest[1:]
+                elif not bare:
+                    continue
+                end = next((pos for pos, _, _ in closers if pos >= start), len(clause)) - (len(clause) - len(rest))
+                named = rest[:max(0, end)] if end > 0 else rest
+                words = []
+                for w in named:
+                    if w in self.thing_ends:
+                        break
+                    words.append(w)
+                core = [w for w in words if w not in SIZES]        # "a little boat": the boat
+                if not core or core[0] in self.not_things or core[0] in self.filler:
+                    continue
+                pieces = read_pieces(self.vocab, [w for w in named if w not in SIZES])   # "a little boat"
+                if any(p.category not in ("word", "target", "global", "separator") for p in pieces):
+                    continue       # "a warmer look", "some more contrast": a change, not a thing
+                return " ".join(words[:3])
+            clause = []
+        return None
 
     def _states(self, words: list[str], pieces) -> bool:
         """Whether a message only tells me something: it opens with a statement verb ("took this at the

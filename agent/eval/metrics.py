@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Mapping, Sequence
 
+from agent.eval.scenarios import without_hidden_text
+
 #: Targets from DESIGN.md "Numbers to beat" (the issue's plan targets in brackets).
 TARGETS: dict[str, tuple[str, float]] = {
     "single_turn_compliance": (">=", 0.90),     # plan: 0.85
@@ -241,7 +243,8 @@ def conversation_summary(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                       "checked": len(checked), "images": sorted({t["image"] for t in ts}),
                       "compliance": compliance(t["pixel_pass"] for t in checked),
                       "by_kind": kinds, "latency_s": lat,
-                      "failures": [{"scenario": t["scenario"], "step": t["step"], "kind": t.get("kind"),
+                      "failures": [without_hidden_text({"scenario": t["scenario"], "step": t["step"], "kind": t.get("kind"),
+                                    "split": split,
                                     "instruction": t["instruction"], "status": t.get("status"),
                                     "reply": t.get("reply"),
                                     "failed": [c["condition"] + f" (measured {c['change']:+.2f})"
@@ -251,7 +254,7 @@ def conversation_summary(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                                     + (["not byte-identical to the earlier version"]
                                        if t.get("rollback_exact") is False else [])
                                     + (["not stronger than the paired turn"] if t.get("stronger") is False else [])
-                                    + ([t["error"]] if t.get("error") else [])}
+                                    + ([t["error"]] if t.get("error") else [])})
                                    for t in checked if not t["pixel_pass"]]}
     lat_all = summary_stats(t.get("latency_s") for t in conv)
     held = out.get("heldout", {}).get("compliance")
@@ -281,9 +284,9 @@ def wording_summary(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             n += 1
             for kind, found in (("repeated", repeated_words(text)), ("contradiction", contradictions(text))):
                 for f in found:
-                    problems.append({"scenario": t.get("scenario"), "step": t.get("step"), "part": part,
-                                     "split": t.get("split") or "",
-                                     "kind": kind, "text": f})
+                    problems.append(without_hidden_text({"scenario": t.get("scenario"), "step": t.get("step"),
+                                                         "part": part, "split": t.get("split") or "",
+                                                         "kind": kind, "text": f}))
     return {"texts": n, "repeated": sum(1 for p in problems if p["kind"] == "repeated"),
             "contradictions": sum(1 for p in problems if p["kind"] == "contradiction"), "problems": problems}
 

@@ -328,6 +328,8 @@ def run_scenario(harness: Harness, scenario: Scenario, options: RunOptions) -> S
             "tags": list(step.tags + scenario.tags), "local": step.region is not None,
             "implicit_approve": implicit_approve,
             "status": _get(result, "status"), "reply": _get(result, "reply"),
+            # what the agent took it for (edit, question, chat, clarify, command...): shown for every split
+            "answered_as": _get(result, "kind"),
             "details": _get(result, "details"),
             "sub_goals": [dict(g) if isinstance(g, dict) else g for g in (_get(result, "sub_goals") or [])],
             "score": score,

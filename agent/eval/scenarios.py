@@ -58,8 +58,18 @@ SUITES = ("single", "multi", "soak", "conversation")
 #: by people who never read the vocabulary, on photos the project never used; never
 #: tuned on, and its sentences are never printed by the eval).
 SPLITS = ("tuning", "heldout", "unseen")
-#: Splits whose sentences the eval's text report never prints (figures only).
+#: Splits whose sentences the eval never prints or writes (figures only): not in the text report,
+#: the JSON summary or the trace.
 HIDDEN_SPLITS = ("heldout", "unseen")
+#: Turn fields that carry a held-out sentence or words quoted from it (the reply may quote the person).
+HIDDEN_TEXT_FIELDS = ("instruction", "reply", "assessment", "details", "warnings", "plans", "text")
+
+
+def without_hidden_text(record: Mapping[str, Any]) -> dict[str, Any]:
+    """``record`` as it may be shown: a held-out split's sentences and replies replaced by a marker."""
+    if record.get("split") not in HIDDEN_SPLITS:
+        return dict(record)
+    return {k: ("(held-out, not shown)" if k in HIDDEN_TEXT_FIELDS and v else v) for k, v in record.items()}
 #: What a conversation turn is, for compliance per kind.
 TURN_KINDS = ("edit", "follow_up", "complaint", "undo", "negation", "local", "magnitude",
               "unsupported", "chat", "question", "constraint", "clarify", "review")

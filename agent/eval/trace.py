@@ -13,12 +13,14 @@ import math
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from agent.eval.scenarios import without_hidden_text
+
 TRACE_LEVELS = ("basic", "full")
 
 #: Fields written at level "basic"; "full" writes every field of the record.
 BASIC_FIELDS = ("scenario", "suite", "split", "kind", "image", "step", "action", "instruction", "local",
                 "implicit_approve", "details", "unchanged", "refused", "stronger",
-                "status", "reply", "sub_goals", "plans", "planner_calls", "judge_calls",
+                "status", "answered_as", "reply", "sub_goals", "plans", "planner_calls", "judge_calls",
                 "validation_errors", "warnings", "error",
                 "prompt_tokens", "budget_tokens", "wall_s", "model_s", "latency_s", "timings",
                 "score", "judge_scores", "diagnoses", "judge_pass", "assessment", "pixel_pass", "checks", "preservation_ssim",
@@ -50,6 +52,7 @@ def trace_line(turn: Mapping[str, Any], level: str = "basic") -> str:
     if level not in TRACE_LEVELS:
         raise ValueError(f"trace level: expected one of {', '.join(TRACE_LEVELS)}, got {level!r}")
     record = dict(turn) if level == "full" else {k: turn.get(k) for k in BASIC_FIELDS}
+    record = without_hidden_text(record)      # a held-out sentence is never written down
     return json.dumps(clean(record), sort_keys=False, ensure_ascii=False)
 
 
