@@ -217,6 +217,13 @@ def check_step(step: Step, *, before: np.ndarray, after: np.ndarray, original: n
         base = base_of(cond.against if cond.against is not None else exp.against)
         if cond.region == "all":
             sb, sa = cache.stats(base), cache.stats(after)
+        elif base.shape[:2] != region.shape[:2] or after.shape[:2] != region.shape[:2]:
+            # the turn changed the frame (a crop, a turn): the place drawn on the photo is no longer there,
+            # so the step fails as written rather than being measured somewhere else
+            results.append(checks.ConditionResult(cond.describe() + " (the frame changed: place not comparable)",
+                                                  cond.stat, cond.region, cond.direction, 0.0, 0.0, 0.0,
+                                                  False).to_dict())
+            continue
         else:
             m = region if cond.region == "inside" else checks.outside(region)
             sb, sa = cache.stats(base, cond.region, m), cache.stats(after, cond.region, m)
@@ -230,7 +237,8 @@ def check_step(step: Step, *, before: np.ndarray, after: np.ndarray, original: n
     # Preservation is a property of local edits: measured where the script promises it.
     pres = None
     if exp.preserve_outside is not None and region is not None:
-        pres = checks.preservation_ssim(before, after, region)
+        same_frame = before.shape[:2] == after.shape[:2] == region.shape[:2]
+        pres = checks.preservation_ssim(before, after, region) if same_frame else 0.0   # a new frame kept nothing
     identical = None
     if exp.same_as_step is not None:
         identical = checks.pixels_identical(after, renders[exp.same_as_step])
