@@ -80,7 +80,9 @@ ASSET_PHOTOS = {"quokka": "quokka.jpg", "department_store": "department_store.jp
                 "latte_cheers": "latte_cheers.jpg", "lunch_table": "lunch_table.jpg",
                 "night_tent": "night_tent.jpg", "sea_island": "sea_island.jpg",
                 "abbey_arches": "abbey_arches.jpg", "desk_cat": "desk_cat.jpg",
-                "night_towers": "night_towers.jpg"}
+                "night_towers": "night_towers.jpg",
+                "dark_guitar": "dark_guitar.jpg", "mountain_selfie": "mountain_selfie.jpg",
+                "snow_drone": "snow_drone.jpg"}
 
 #: skimage.data photos usable as scenario images (colour photos, bundled with
 #: scikit-image: no download). Grey ones are stacked to RGB.
