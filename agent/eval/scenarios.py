@@ -91,7 +91,9 @@ ASSET_PHOTOS = {"quokka": "quokka.jpg", "department_store": "department_store.jp
                 "night_tent": "night_tent.jpg", "sea_island": "sea_island.jpg",
                 "abbey_arches": "abbey_arches.jpg", "desk_cat": "desk_cat.jpg",
                 "night_towers": "night_towers.jpg", "puppy_bowl": "puppy_bowl.jpg",
-                "rotary_phone": "rotary_phone.jpg", "starry_lake": "starry_lake.jpg"}
+                "rotary_phone": "rotary_phone.jpg", "starry_lake": "starry_lake.jpg",
+                "dark_guitar": "dark_guitar.jpg", "mountain_selfie": "mountain_selfie.jpg",
+                "snow_drone": "snow_drone.jpg"}
 
 #: skimage.data photos usable as scenario images (colour photos, bundled with
 #: scikit-image: no download). Grey ones are stacked to RGB.
