@@ -425,13 +425,24 @@ def _vanishing_tilt(lines: np.ndarray, width: int, height: int) -> float | None:
 def detect_tilt(original: np.ndarray, max_tilt: float = 20.0, tolerance: float = LEVEL_TOLERANCE) -> float:
     """Clockwise tilt of the horizon or the dominant verticals, in degrees (0 = level).
 
+    The reading of :func:`line_tilt`; 0.0 when no line is long enough to trust, and when
+    the tilt found is under :data:`LEVEL_TOLERANCE` (a level photo is neither turned nor
+    cropped).
+    """
+    tilt = line_tilt(original, max_tilt)
+    # Below the level tolerance a turn would cost a crop for a lean nobody sees: a level photo stays as it is.
+    return 0.0 if tilt is None or abs(tilt) < tolerance else round(tilt, 3)
+
+
+def line_tilt(original: np.ndarray, max_tilt: float = 20.0) -> float | None:
+    """Clockwise tilt of the strongest straight-line family in degrees, or None without one.
+
     Straight edges are found with Canny on a copy whose long side is
     :data:`DETECT_SIDE`, then a standard Hough transform at 0.05 degree
     resolution votes for lines within ``max_tilt`` of horizontal or vertical;
     the strongest line family wins (its angle is the vote-weighted mean of the
-    lines within half a degree of the best-supported angle). Returns 0.0 when no line is
-    long enough to trust (a third of the short side), and when the tilt found is under
-    :data:`LEVEL_TOLERANCE` (a level photo is neither turned nor cropped).
+    lines within half a degree of the best-supported angle). None when no line is
+    long enough to trust (a third of the short side).
     """
     img = np.asarray(original)
     if img.ndim == 3:
@@ -458,7 +469,7 @@ def detect_tilt(original: np.ndarray, max_tilt: float = 20.0, tolerance: float =
         if centre != 90.0:
             verticals.append(lines)
     if not found:
-        return 0.0
+        return None
     # Consensus, not the single strongest edge: the angle whose neighbourhood
     # (half a degree) gathers the most votes, so one slanted edge (a roof, a
     # leaning pole in perspective) does not outvote a family of parallel lines.
@@ -481,5 +492,4 @@ def detect_tilt(original: np.ndarray, max_tilt: float = 20.0, tolerance: float =
             else:  # converging ones: where they meet, if most of them do meet in one point
                 converge = _vanishing_tilt(vert, img.shape[1], img.shape[0])
                 tilt = converge if converge is not None else tilt
-    # Below the level tolerance a turn would cost a crop for a lean nobody sees: a level photo stays as it is.
-    return 0.0 if abs(tilt) < tolerance else round(tilt, 3)
+    return tilt

@@ -156,7 +156,13 @@ def test_words_agree_with_numbers(judge, photos):
     assert "b*" in a.details and "b*" not in a.assessment and "L*" not in a.assessment
 
 
-def test_an_unreadable_request_falls_back_to_the_plan(judge, photos):
+def test_an_unreadable_request_falls_back_to_the_plan_and_is_shown_before_it_is_kept(judge, photos):
     im = photos["astronaut"]
     a = ask(judge, im, "xyzzy", edit(temperature=25), [SubGoal("temperature", 25)])
-    assert a.score >= AUTO and a.reading["compliance"] is None
+    # the plan's own edit is judged (warmer, as planned), but a word nobody could read means the
+    # plan may not be what was meant: the score stops under auto-approval and the reply says why
+    assert a.reading["compliance"] is None and "unread_words" in a.diagnoses
+    assert MIN_PASS < a.score < AUTO and "“xyzzy”" in a.assessment
+    # a message read in full is kept as before
+    b = ask(judge, im, "warmer please", edit(temperature=25), [SubGoal("temperature", 25)])
+    assert b.score >= AUTO and "unread_words" not in b.diagnoses

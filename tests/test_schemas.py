@@ -94,7 +94,8 @@ def test_custom_schema_extends_default_and_adds_composition_score():
     ok = {"score": 0.8, "assessment": "fine", "composition_score": 0.6}
     assert cinema.validate(ok) == []
     assert load_schema("quality").validate(ok) == [
-        "(top level): unknown field(s) composition_score; allowed: score, assessment, dimensions, diagnoses"]
+        "(top level): unknown field(s) composition_score; allowed: score, assessment, dimensions, diagnoses, "
+        "model_limitations"]
     assert cinema.validate({"score": 0.8, "assessment": "fine"})[0].startswith("composition_score: required")
     assert cinema.validate({**ok, "color_grade": "neon"}) == [
         "color_grade: 'neon' is not one of natural, warm, cool, teal_orange, desaturated, high_contrast, film"]

@@ -16,6 +16,11 @@ def test_the_checks_catch_what_people_saw():
     assert not contradictions("Warmer as asked (b* +2.7). Darker (L* -3.0).")
     assert not contradictions("No visible change: not warmer (b* -0.1).")  # "not warmer" claims nothing
     assert not contradictions("cooling the image (temperature -25)")
+    # a list of steps: each value is read against its own words, not its neighbour's
+    assert not contradictions("steps: warming the image (temperature +12), cooling the blues (temperature -25) "
+                              "and adding contrast to the blues (contrast +28).")
+    assert contradictions("steps: warming the image (temperature +12), cooling the blues (temperature +25).")
+    assert contradictions("warmer and brighter (temperature +10, exposure -5)")   # read against the clause so far
 
 
 def test_split_reply_moves_numbers_to_details():

@@ -72,6 +72,11 @@ _CATEGORY_ORDER = ("relative", "rollback", "problem", "intent", "fix", "target",
                    "avoid", "reset", "set", "increase", "objects", "global", "except", "protect", "separator", "op")
 
 
+def _language_words() -> frozenset[str]:
+    """Every word of profiles/language/words.yaml's lists (how sentences are said: question words, verbs...)."""
+    return frozenset().union(*word_lists().values())
+
+
 class Vocabulary:
     """The engine profile's vocabulary, compiled for matching."""
 
@@ -255,6 +260,19 @@ class Vocabulary:
                             | {t for k in (*self.repeat, *self.pull_back, *self.fractions, *self.retarget) for t in k}
                             | self.statements | _router_words(router) | self.spelling_extra | set(self.inflected))
         self.speller = Speller.from_profile(self.known_words, fixes)
+
+    def unread_words(self, text: str) -> list[str]:
+        """Words of ``text`` that no table knows — the engine's vocabulary, its router, the language lists —
+        after typing slips are put right ("too gritty now": ["gritty"]): what the agent could not read, so a
+        result built on the rest is not kept without the person seeing it."""
+        language = _language_words()
+        out = []
+        for t in tokenize(self.spell(text or "")):
+            if t in SEPARATORS or is_number(t) or t in self.known_words or t in language \
+                    or t.rstrip("s") in self.known_words or "'" in t:
+                continue
+            out.append(t)
+        return list(dict.fromkeys(out))
 
     def says_go_ahead(self, text: str) -> bool:
         """Whether ``text`` tells the planner to go ahead and guess ("just guess", "your best guess")."""

@@ -126,25 +126,31 @@ def contradictions(text: str) -> list[str]:
 
     ``"Warmer as asked (b* -2.7)"`` and ``"darker: exposure +6"`` are contradictions;
     ``"Cooler instead of warmer (b* -2.7)"`` is not (the words after "instead of"
-    name what was asked, not what happened).
+    name what was asked, not what happened). In a list of steps each value is read
+    against its own words first.
     """
     out = []
     for clause in re.split(r"(?<=[.!?;])\s+|;\s*", (text or "").lower()):
         said = re.sub(r"“[^”]*”|\"[^\"]*\"", "", clause)   # quoted words name the request, not a result
         said = re.sub(r"instead of [a-z* ]+?(?=[(,.;:]|$)", "", said)
         said = re.sub(r"\bnot [a-z]+\b", "", said)          # "not warmer": no claim
-        values = [(name, -1 if v.startswith(("-", "−")) else 1) for name, v in _VALUE.findall(said)
-                  if float(v.replace("−", "-")) != 0.0]           # "+0.0" claims no direction
-        if not values:
-            continue
-        for word, (sign, names) in _DIRECTIONS.items():
-            if not re.search(rf"\b{re.escape(word)}\b", said):
+        start = 0
+        for m in _VALUE.finditer(said):
+            name, v = m.groups()
+            segment, start = said[start:m.end()], m.end()
+            if float(v.replace("−", "-")) == 0.0:                   # "+0.0" claims no direction
                 continue
-            for name, vsign in values:
-                base = name.split("_")[0]
-                if (name in names or base in names) and vsign != sign:
-                    out.append(clause.strip())
-                    break
+            vsign, base = (-1 if v.startswith(("-", "−")) else 1), name.split("_")[0]
+            # a list of steps pairs each value with its own words ("warming the image
+            # (temperature +12), cooling the blues (temperature -25)"); a value whose own
+            # words name no direction is read against the clause so far
+            words = [(sign, w) for w, (sign, names) in _DIRECTIONS.items()
+                     if (name in names or base in names)]
+            own = [sign for sign, w in words if re.search(rf"\b{re.escape(w)}\b", segment)]
+            said_so_far = own or [sign for sign, w in words if re.search(rf"\b{re.escape(w)}\b", said[:m.end()])]
+            if any(sign != vsign for sign in said_so_far):
+                out.append(clause.strip())
+                break
     return list(dict.fromkeys(out))
 
 

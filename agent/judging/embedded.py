@@ -670,6 +670,20 @@ def _goal_key(goal: SubGoal, seen: dict[str, int]) -> str:
     return key if seen[key] == 1 else f"{key}#{seen[key]}"
 
 
+@functools.lru_cache(maxsize=1)
+def _engine_vocabulary():
+    from agent.conversation.vocabulary import Vocabulary
+    from profiles import load_profile
+
+    return Vocabulary(load_profile("engine"))
+
+
+def _unread_words(request: JudgeRequest) -> list[str]:
+    """The message's words no table knows (none for the person's own slider values: no message)."""
+    message = str(request.message or "")
+    return _engine_vocabulary().unread_words(message) if message.strip() else []
+
+
 class EmbeddedJudge:
     """Scores a turn from measurements only; see the module docstring for the rules."""
 
@@ -759,6 +773,10 @@ class EmbeddedJudge:
             elif judged.compliance < float(t["doubt_below"]) or judged.place_unconfirmed:
                 # a place the judge could not find itself is the plan's guess: the person confirms it
                 score = min(score, float(t["doubt_cap"]))
+        unread = _unread_words(request) if request.sub_goals else []
+        if unread and score > float(t["unread_cap"]):
+            # words no table knows: what was read may not be what was meant, so the person looks first
+            score = float(t["unread_cap"])
 
         dims["compliance"] = parts.get("compliance", 1.0)
         dims["preservation"] = parts.get("preservation", 1.0)
@@ -784,6 +802,8 @@ class EmbeddedJudge:
                 diagnoses.append(f"{c.verdict}:{c.op}")
         diagnoses += [d for d in judged.diagnoses if d in ("local_spill", "target_not_found", "not_asked")]
         diagnoses += technical.diagnoses
+        if unread:
+            diagnoses.append("unread_words")
         if preservation is not None and preservation.spill:
             diagnoses.append("local_spill")
         diagnoses = list(dict.fromkeys(diagnoses))
@@ -802,6 +822,9 @@ class EmbeddedJudge:
         if preservation is not None:
             details.append(preservation.sentence)
         details += technical.sentences
+        if unread:
+            plain.append("I wasn't sure what \u201c" + "\u201d, \u201c".join(unread[:2]) + "\u201d meant here, "
+                         "so have a look before it is kept.")
         if not request.sub_goals:
             changed = measure.delta_e(views.before, views.after) > 0.5
             plain.insert(0, "Nothing was asked this turn; " +

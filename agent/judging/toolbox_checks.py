@@ -71,7 +71,7 @@ def check_toolbox_goal(goal, request, key: str) -> dict | None:
                        f"Cropped to {label} ({w}x{h})." if ok else
                        f"The frame is {w}x{h}, not {label}.", change=w / h, expected=a / b, unit="aspect")
     if op in ("straighten", "auto_straighten"):
-        from pipeline.geometry import detect_tilt
+        from pipeline.geometry import LEVEL_TOLERANCE, line_tilt
 
         corners = [after[:3, :3], after[:3, -3:], after[-3:, :3], after[-3:, -3:]]
         empty = sum(1 for c in corners if c.max() <= 2) >= 2 and before[:3, :3].max() > 2
@@ -80,12 +80,14 @@ def check_toolbox_goal(goal, request, key: str) -> dict | None:
         if op == "straighten" or not state.value("auto_straighten"):
             return _result(goal, key, "complied", 1.0, f"Turned by {state.value('straighten'):g} degrees, "
                                                        f"cropped to valid pixels ({w}x{h}).")
-        tilt = detect_tilt(after)
-        level = abs(tilt) <= 0.5
-        found = detect_tilt(request.original) != 0.0 or tilt != 0.0
-        if not found:
+        # the original is seen through the new (turned) frame, so the lines of the result
+        # say both whether there was anything to level and whether it is level now
+        reading = line_tilt(after)
+        if reading is None:
             return _result(goal, key, "no_change_needed", 1.0,
                            "No long straight line (horizon or verticals) to level; the frame is as it was.")
+        tilt = 0.0 if abs(reading) < LEVEL_TOLERANCE else reading
+        level = abs(tilt) <= 0.5
         return _result(goal, key, "complied" if level else "too_weak", 1.0 if level else 0.3,
                        f"Level: the strongest lines are within {abs(tilt):.1f} degrees of straight." if level else
                        f"Still tilted by {tilt:+.1f} degrees.", change=tilt, unit="degrees")
