@@ -147,7 +147,7 @@ class JudgeSettings(OwnedSection):
     fail_cap: Share = 0.45
     doubt_below: Share = 0.8
     doubt_cap: Share = 0.8
-    # A message with words no table knows ("too gritty now") is read only in part: its result is capped at
+    # A message with words no table knows ("too wobbly now") is read only in part: its result is capped at
     # `unread_cap` (under auto_approve 0.9), so the person sees it before it is kept.
     unread_cap: Share = 0.88
     # Per-op expected change at value 100, in the metric's units (agent.judging.embedded EFFECTS);

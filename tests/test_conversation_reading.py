@@ -175,3 +175,17 @@ def test_a_follow_up_after_a_hesitation(studio, coffee):
     b1 = _b(studio, sid)
     result = studio.send_message(sid, "ummm yeah... a bit more of that")
     assert result.status == "auto_approved" and _b(studio, sid) > b1 + 0.5
+
+
+def test_the_words_no_table_knows_are_the_ones_that_may_change_the_meaning():
+    from agent.conversation.vocabulary import Vocabulary
+    from profiles import load_profile
+
+    vocabulary = Vocabulary(load_profile("engine"))
+    # read whole: tables' words (also those of phrase tables), English function words, drawn-out words, slips
+    for text in ("warm it up but leave her face alone", "ummm yeah... a bit more of that", "i insist",
+                 "keep everything else untouched", "brigther please", "sooo much better, thanks"):
+        assert vocabulary.unread_words(text) == [], text
+    # a thing or a quality nobody wrote a table for is named, once
+    assert vocabulary.unread_words("make the saucer warmer, the saucer!") == ["saucer"]
+    assert vocabulary.unread_words("too wobbly now") == ["wobbly"]

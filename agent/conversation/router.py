@@ -238,17 +238,7 @@ class Router:
         "could it be less blue"; "how about warmer" suggests. Kinds: ``what_changed``,
         ``capabilities``, ``exploration`` (advice), ``evaluation``.
         """
-        clauses, current = [], []
-        for t in tokens:
-            if t in SEPARATORS:
-                if current:
-                    clauses.append(current)
-                current = []
-            else:
-                current.append(t)
-        if current:
-            clauses.append(current)
-        for clause in clauses:
+        for clause in split_requests(tokens):       # at punctuation only
             words = self._after_interjections(clause)
             if not words:
                 continue               # "hmm." says nothing: the next clause is what is asked

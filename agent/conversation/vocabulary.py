@@ -74,7 +74,36 @@ _CATEGORY_ORDER = ("relative", "rollback", "problem", "intent", "fix", "target",
 
 def _language_words() -> frozenset[str]:
     """Every word of profiles/language/words.yaml's lists (how sentences are said: question words, verbs...)."""
-    return frozenset().union(*word_lists().values())
+    return frozenset(t for words in word_lists().values() for w in words for t in tokenize(w))
+
+
+#: Keys whose values are our own sentences (replies, reasons, labels), not words a person's message is read by.
+_PROSE_KEYS = frozenset({"why", "reply", "replies", "quick_replies", "doing", "label", "description", "math",
+                         "failure_modes", "help", "note", "notes", "say", "sentence", "template", "text"})
+
+
+def _table_words(node: Any) -> set[str]:
+    """Every word of every phrase (up to six words) in a profile's tables, keys of word tables included."""
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            for key, value in item.items():
+                if str(key) in _PROSE_KEYS:
+                    continue
+                stack.append(str(key))
+                stack.append(value)
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend(item)
+        elif isinstance(item, str):
+            toks = tokenize(item)
+            if 0 < len(toks) <= 6:
+                out.update(toks)
+    return out
+
+
+_ELONGATED = re.compile(r"(.)\1{2,}")
 
 
 class Vocabulary:
@@ -260,16 +289,21 @@ class Vocabulary:
                             | {t for k in (*self.repeat, *self.pull_back, *self.fractions, *self.retarget) for t in k}
                             | self.statements | _router_words(router) | self.spelling_extra | set(self.inflected))
         self.speller = Speller.from_profile(self.known_words, fixes)
+        # what the judge counts as read: a word of any table of the profile ("i insist", "leave it untouched")
+        self.table_words = frozenset(self.known_words | _table_words(profile.data))
 
     def unread_words(self, text: str) -> list[str]:
         """Words of ``text`` that no table knows — the engine's vocabulary, its router, the language lists —
-        after typing slips are put right ("too gritty now": ["gritty"]): what the agent could not read, so a
+        after typing slips are put right ("too wobbly now": ["wobbly"]): what the agent could not read, so a
         result built on the rest is not kept without the person seeing it."""
-        language = _language_words()
+        known = self.table_words | _language_words()
         out = []
         for t in tokenize(self.spell(text or "")):
-            if t in SEPARATORS or is_number(t) or t in self.known_words or t in language \
-                    or t.rstrip("s") in self.known_words or "'" in t:
+            if t in SEPARATORS or is_number(t) or "'" in t:
+                continue
+            # "ummm", "sooo": a drawn-out word is the word
+            forms = {t, t.rstrip("s"), _ELONGATED.sub(r"\1\1", t), _ELONGATED.sub(r"\1", t)}
+            if forms & known:
                 continue
             out.append(t)
         return list(dict.fromkeys(out))
