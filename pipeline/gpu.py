@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
+from cachetools import LRUCache
 from typing import Any, Mapping
 
 import cv2
@@ -122,7 +122,7 @@ class TorchRenderer(Renderer):
         self._rpos, self._gpos, self._bpos = t[:, 0].contiguous(), t[:, 1].contiguous(), t[:, 2].contiguous()
         self._midtones = torch.from_numpy(MIDTONES.reshape(256).copy()).to(self.device)
         self._gray = torch.tensor([4899, 9617, 1868], dtype=torch.int32, device=self.device)
-        self._tensors: OrderedDict = OrderedDict()
+        self._tensors: LRUCache = LRUCache(maxsize=12)
         self._area: dict = {}
         self._lock = threading.Lock()
         #: States the device path handled / sent to the CPU path (for the bench and tests).
@@ -151,13 +151,10 @@ class TorchRenderer(Renderer):
         with self._lock:
             hit = self._tensors.get(key)
             if hit is not None:
-                self._tensors.move_to_end(key)
                 return hit
         value = make()
         with self._lock:
             self._tensors[key] = value
-            while len(self._tensors) > 12:
-                self._tensors.popitem(last=False)
         return value
 
     def upload(self, img: np.ndarray):

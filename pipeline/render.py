@@ -41,12 +41,12 @@ import json
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Mapping
 
 import cv2
 import numpy as np
+from cachetools import LRUCache
 
 from pipeline import admission, ops
 from pipeline.adjust import apply_pixel_ops
@@ -78,12 +78,11 @@ class RenderError(RuntimeError):
 # -- a small thread-safe LRU ------------------------------------------------
 
 class BoundedCache:
-    """Thread-safe LRU bounded by the total ``nbytes`` of its numpy values."""
+    """Thread-safe LRU (``cachetools.LRUCache``) bounded by the total ``nbytes`` of its numpy values."""
 
     def __init__(self, max_bytes: int):
         self.max_bytes = int(max_bytes)
-        self._items: OrderedDict[Hashable, tuple] = OrderedDict()
-        self._bytes = 0
+        self._items: LRUCache = LRUCache(maxsize=max(1, self.max_bytes), getsizeof=self._size)
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -96,25 +95,18 @@ class BoundedCache:
 
     def get(self, key: Hashable):
         with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
+            value = self._items.get(key)      # a hit is the most recently used from now on
+            if value is None:
+                self.misses += 1
+            else:
                 self.hits += 1
-                return self._items[key]
-            self.misses += 1
-            return None
+            return value
 
     def put(self, key: Hashable, value) -> None:
-        size = self._size(value)
-        if size > self.max_bytes:
+        if self._size(value) > self.max_bytes:
             return
         with self._lock:
-            if key in self._items:
-                self._bytes -= self._size(self._items.pop(key))
-            self._items[key] = value
-            self._bytes += size
-            while self._bytes > self.max_bytes and self._items:
-                _, old = self._items.popitem(last=False)
-                self._bytes -= self._size(old)
+            self._items[key] = value          # the least recently used go until it fits
 
     def get_or_create(self, key: Hashable, make: Callable[[], object]):
         value = self.get(key)
@@ -128,7 +120,7 @@ class BoundedCache:
 
     @property
     def nbytes(self) -> int:
-        return self._bytes
+        return self._items.currsize
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -509,7 +501,7 @@ class Renderer:
         #: Where painted masks (and other pixel assets a state refers to) are read: a pipeline.blobs.BlobStore.
         self.blobs = blobs
         #: The original with a state's generated layers composited, by (original, layers) key.
-        self.generated: OrderedDict[str, SourceImage] = OrderedDict()
+        self.generated: LRUCache = LRUCache(maxsize=4)
         self._generated_lock = threading.Lock()
         self.renders = BoundedCache(max_cache_bytes // 2)
         self.coords = BoundedCache(max_cache_bytes // 4)
@@ -761,7 +753,6 @@ class Renderer:
         with self._generated_lock:
             hit = self.generated.get(key)
             if hit is not None:
-                self.generated.move_to_end(key)
                 return hit
         try:
             pixels = composite(source.pixels, state.generated, self.blobs.get_array)
@@ -770,8 +761,6 @@ class Renderer:
         derived = SourceImage.from_array(pixels)
         with self._generated_lock:
             self.generated[key] = derived
-            while len(self.generated) > 4:
-                self.generated.popitem(last=False)
         return derived
 
     # -- the retouch stage (healing, portrait): runs first, on the original's pixels ---------------

@@ -29,7 +29,7 @@ import base64
 import binascii
 import logging
 import threading
-from collections import OrderedDict
+from cachetools import LRUCache
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -100,24 +100,18 @@ class AtelierExecutor(AgentExecutor):
 
         self.studio = studio
         self.max_upload = max_upload if max_upload is not None else max_photo_bytes()
-        self._contexts: OrderedDict[str, str] = OrderedDict()
+        self._contexts: LRUCache = LRUCache(maxsize=MAX_CONTEXTS)
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="a2a-turn")
 
     # -- contexts -------------------------------------------------------------------------
     def session_for(self, context_id: str) -> str | None:
         with self._lock:
-            sid = self._contexts.get(context_id)
-            if sid is not None:
-                self._contexts.move_to_end(context_id)
-            return sid
+            return self._contexts.get(context_id)
 
     def _remember(self, context_id: str, session_id: str) -> None:
         with self._lock:
             self._contexts[context_id] = session_id
-            self._contexts.move_to_end(context_id)
-            while len(self._contexts) > MAX_CONTEXTS:
-                self._contexts.popitem(last=False)
 
     # -- the task -------------------------------------------------------------------------
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:

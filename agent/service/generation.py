@@ -31,7 +31,7 @@ import secrets
 import threading
 import time
 import uuid
-from collections import OrderedDict
+from cachetools import LRUCache
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -114,7 +114,7 @@ class GenerationDesk:
         self._lock = threading.RLock()
         self._defaults_path = Path(studio.sessions_dir) / DEFAULTS_FILE
         self._overrides: dict = {}
-        self._scoped: OrderedDict[str, dict] = OrderedDict()
+        self._scoped: LRUCache = LRUCache(maxsize=MAX_SCOPES)
         if self._defaults_path.is_file():
             try:
                 stored = json.loads(self._defaults_path.read_text(encoding="utf-8"))
@@ -170,9 +170,6 @@ class GenerationDesk:
                                        json.dumps(self._overrides, indent=2, sort_keys=True).encode())
             else:
                 self._scoped[scope] = {**self._scoped.get(scope, {}), **image}
-                self._scoped.move_to_end(scope)
-                while len(self._scoped) > MAX_SCOPES:
-                    self._scoped.popitem(last=False)
             now = self.get_defaults(scope)
         return {**now, "updated": {k: now["image"][k] for k in image}, "previous": {k: before[k] for k in image},
                 "applies_to": "saved" if persist else ("session" if scope else "process")}
