@@ -163,8 +163,15 @@ def slider_value(page, op: str) -> int:
     return int(float(page.locator(f"#adj-{op} input[type=range]").input_value()))
 
 
+def settle(page, timeout_ms: int = 30_000) -> None:
+    """Wait until no component is in Gradio's pending state (drawn at a fifth of its opacity, with the
+    send box's stop button): what a person sees once the page has caught up."""
+    page.wait_for_function("() => !document.querySelector('.pending, .generating')", timeout=timeout_ms)
+
+
 def run_axe(page) -> list[dict]:
-    """axe-core's serious and critical violations on the page as it is now."""
+    """axe-core's serious and critical violations on the page as it is once it has settled."""
+    settle(page)
     path = next((p for p in AXE_PATHS if p.exists()), None)
     if path is None:
         pytest.fail("axe-core is missing: `make test` installs it (npm install --prefix .venv/node axe-core)",
@@ -498,6 +505,7 @@ def test_alt_text_focus_order_and_the_keyboard_divider(server, browser):
                                           timeout=TURN)
 
     # Tab order: message -> Send -> review actions -> sliders; no chat copy button on the way.
+    settle(page)
     page.locator("#instruction textarea").focus()
     seen = []
     for _ in range(40):
