@@ -79,9 +79,25 @@ def test_wishes_for_a_change_are_still_edits(router, message):
     ("return to the very first cool version", "version"),
     ("the bright one without the extra contrast was better, back to that", "version"),
     ("give me the unedited one back", "original"),
+    # a removal of "it" right after a change is named is that change
+    ("hmm the sharpening made it crunchy, lose it", "change"),
+    # the original described in a clause of its own, with no going-back verb there
+    ("scrap all that, i want it how i uploaded it", "original"),
+    # "untouched" describes a place here, not the photo
+    ("go back to when only the sky was darker and the grass was untouched", "version"),
+    ("i liked it better when the shadows were lifted", "version"),
+    ("show me the version from before the vignette", "version"),
+    # described with a little and a bit: a version, not a part-way take-back
+    ("bring back the version that was just a little bit warmer", "version"),
+    # "the water bit" is a part of the photo
+    ("revert the water bit, it's too dark now", "change"),
+    # a version before a change, described in a second clause
+    ("back to the bright one, before i added the grain", "version"),
 ])
 def test_going_back_is_read_in_other_words(router, message, kind):
     route = router.route(message)
+    if message.startswith("back to the bright one"):
+        assert route.going_back[0].before, route        # the clause after the comma says which change
     assert (route.name == "going_back" and route.going_back[0].kind == kind) or \
         (kind == "before" and route.name == "back_before")     # the older command reads that one too
 
@@ -145,6 +161,23 @@ def test_scrapping_a_named_change_undoes_just_that_change(studio, coffee):
     studio.send_message(sid, "more saturated")
     result = studio.send_message(sid, "nah, lose the saturation")
     assert result.status == "rolled_back" and studio.head(sid).id == bright
+
+
+def test_before_the_last_change_is_one_step_and_a_named_change_said_as_it_goes(studio, coffee):
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "warmer")
+    warm = studio.head(sid).id
+    studio.send_message(sid, "brighter")
+    bright = studio.head(sid).id
+    studio.send_message(sid, "more contrast")
+    result = studio.send_message(sid, "nah, take it back to just before that last change")
+    assert result.status == "rolled_back" and studio.head(sid).id == bright
+    result = studio.send_message(sid, "ugh the brightening made it look washed out, get rid of it")
+    assert result.status == "rolled_back" and studio.head(sid).id == warm
+    # with no such change made, "get rid of it" is not going back (it is left to the planner)
+    fresh = studio.start_session(coffee).id
+    result = studio.send_message(fresh, "the vignette is too heavy, get rid of it")
+    assert result.status != "rolled_back"
 
 
 def test_a_place_no_finder_knows_is_asked_about_and_then_done_where_told(studio, coffee):

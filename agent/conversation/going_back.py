@@ -79,7 +79,7 @@ class GoingBackReader:
             for w in entry.get("words") or ():
                 if " " not in str(w).strip():
                     self.stem_intents.setdefault(_stem(str(w)), name)
-        self.noise = {t for w in table.get("noise") or () for t in tokenize(str(w))}
+        self.noise = {t for w in table.get("noise") or () for t in tokenize(str(w))} | word_lists()["interjections"]
         self.numbers = numbers
         self.request_verbs = word_lists()["request_verbs"]
         self.change_names = change_names
@@ -89,10 +89,22 @@ class GoingBackReader:
         """Every going-back reading in ``text``, one per clause that has one, in order (a complaint or chat may
         come before it: "forget the lamp. get rid of all the colour boosting"); the service takes the first
         whose version it finds."""
-        clauses = split_requests(tokenize(text), self.request_verbs)
+        clauses: list[list[str]] = []
+        for clause in split_requests(tokenize(text), self.request_verbs):
+            if clauses and any(s == 0 for table in (self.before, self.without) for s, _, _ in table.find(clause)):
+                clauses[-1] = clauses[-1] + clause     # "the crisp one, before i touched the shadows": one description
+            else:
+                clauses.append(clause)
         out: list[GoingBack] = []
         for i, clause in enumerate(clauses):
             found = self._read_clause(clause)
+            verbs = {k for s, n, _ in self.weak.find(clause) + self.strong.find(clause) for k in range(s, s + n)}
+            if found is None and i > 0 and verbs and not self._named(w for k, w in enumerate(clause) if k not in verbs):
+                # "the brightening washed me out, get rid of it": a removal of "it" after a change is named is
+                # that change (only when it was made: the verb is weak)
+                named = self._named(clauses[i - 1])
+                if named and self._names_a_change(named):
+                    found = GoingBack("change", named=named, strong=False)
             if found is None:
                 continue
             # "the sunny warm one without the extra colour was nicer, go back to that": described before
@@ -100,8 +112,23 @@ class GoingBackReader:
                 described = self._read_clause(clauses[i - 1], said_back=True)
                 if described is not None and described.kind == "version":
                     found = described
+            elif found.kind == "last" and i > 0:
+                # "the brightening washed me out, get rid of it": "it" is the change the clause before names
+                named = self._named(clauses[i - 1])
+                if named and self._names_a_change(named):
+                    found = GoingBack("change", named=named, strong=found.strong)
             out.append(found)
+        if out and any(self.original.find(c) for c in clauses) and not any(b.kind == "original" for b in out):
+            # "forget all of it, i'd rather have the photo exactly as i uploaded it"
+            if all(not b.named and not b.before for b in out):
+                out.insert(0, GoingBack("original", strong=True))
         return out
+
+    def _names_a_change(self, words: list[str]) -> bool:
+        """Whether ``words`` name a kind of change: a look, quality, problem, op, band or change word."""
+        pieces = read_pieces(self.vocab, list(words))
+        return any(p.category in ("intent", "fix", "problem", "op", "band") for p in pieces) \
+            or any(_stem(w) in self.stem_intents for w in words) or any(w in self.change_names for w in words)
 
     def _read_clause(self, words: list[str], said_back: bool = False) -> GoingBack | None:
         strong = self.strong.find(words)
@@ -112,14 +139,24 @@ class GoingBackReader:
         weak = [(s, n, v) for s, n, v in weak if not asked & set(range(s, s + n))]
         if not strong and not weak and not said_back:
             return None
-        if self.original.find(words):
-            return GoingBack("original", strong=True)
+        said_original = self.original.find(words)
+        if said_original:
+            # "back to when the sky was brightened and the water was untouched": a version, not the original
+            spans = {i for s, n, _ in said_original for i in range(s, s + n)}
+            verbs_at = {i for s, n, _ in strong + weak for i in range(s, s + n)}
+            others = self._named([w for i, w in enumerate(words) if i not in spans and i not in verbs_at])
+            if not others or not self._names_a_change(others):
+                return GoingBack("original", strong=True)
         markers = sorted([(s, n, "before") for s, n, _ in self.before.find(words)]
                          + [(s, n, "without") for s, n, _ in self.without.find(words)]
                          + [(s, n, "keep") for s, n, _ in self.keep.find(words)])
         first_marker = markers[0][0] if markers else len(words)
         asked = words[:first_marker]     # what is asked, not how the version is described after "before"
-        if self.partial.find(asked) or any(find_phrases(asked, table) for table in (
+        # "the version that was only a little bit creamy": what describes a version is not a part-way take-back
+        described_at = min((s for s, _, _ in self.versions.find(asked)), default=len(asked))
+        partial = [(s, n) for s, n, _ in self.partial.find(asked[:described_at])
+                   if not (s > 0 and asked[s] in _PART_NOUNS and asked[s - 1] not in _PART_LEADS)]
+        if partial or any(find_phrases(asked, table) for table in (
                 self.vocab.pull_back, self.vocab.fractions, self.vocab.repeat_but)):
             return None         # "bring back a hint of colour", "too much, dial it back": a follow-up
         verbs = sorted((s, n) for s, n, _ in strong + weak)
@@ -272,6 +309,10 @@ class GoingBackReader:
 
 
 _JOINS = frozenset({"and", "then", "also", "plus"})
+#: "the mountain bit", "the face part": after a thing these name a part of the photo, not a share of a change;
+#: after one of _PART_LEADS ("a bit", "a little bit") they are a share.
+_PART_NOUNS = frozenset({"bit", "bits", "part", "parts"})
+_PART_LEADS = frozenset({"a", "an", "one", "little", "tiny", "wee", "small", "teeny", "just", "only"})
 
 
 def split_requests(tokens: list[str], request_verbs: frozenset[str] = frozenset()) -> list[list[str]]:

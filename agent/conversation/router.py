@@ -81,7 +81,7 @@ _CHANGE_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band
 _POLITE = frozenset({"please", "pls", "plz", "just", "now", "then", "and", "also", "so", "kindly", "maybe",
                      "perhaps", "quickly", "mind", "go", "try", "to"})
 #: Follow-up tables of the planner's vocabulary: a message that says one of these is about the photo.
-_FOLLOW_TABLES = ("repeat", "pull_back", "fractions", "repeat_but", "insist_words")
+_FOLLOW_TABLES = ("repeat", "pull_back", "fractions", "repeat_but", "insist_words", "retarget")
 
 
 class Router:
@@ -142,6 +142,7 @@ class Router:
         self.modals, self.request_subjects = w["request_modals"], w["request_subjects"]
         self.be_subjects, self.request_verbs = w["request_be_subjects"], w["request_verbs"]
         self.statement_verbs = w["statement_verbs"]
+        self.determiners = w["place_determiners"]
 
     # -- helpers --------------------------------------------------------------------
     def _rest(self, tokens: list[str], *found: list[tuple[int, int, Any]]) -> list[str]:
@@ -281,7 +282,10 @@ class Router:
                 continue
             if self._requests(plain_words(clause)):
                 return False
-            opening = [p for p in read_pieces(self.vocab, self._after_interjections(clause)) if p.category != "global"]
+            words = self._after_interjections(clause)
+            # "the brightening washed me out": a quality after a determiner names a change, it does not ask for one
+            opening = [p for p in read_pieces(self.vocab, words) if p.category != "global"
+                       and not (p.pos > 0 and words[p.pos - 1] in self.determiners)]
             if opening and opening[0].category in ("intent", "increase", "op", "set"):
                 return False            # "warmer, then undo": a request said first
         return True
@@ -290,9 +294,10 @@ class Router:
         """Whether a message names anything to change: a quality, a place, an op, a follow-up, a command word."""
         if any(p.category in _CHANGE_PIECES for p in pieces):
             return True
-        if any(p.category == "global" and len(p.text.split()) > 1 or p.text in ("overall", "everything")
-               for p in pieces):
+        if any(p.category == "global" and (len(p.text.split()) > 1 or p.text != "it") for p in pieces):
             return True             # "just the whole thing then": where the last request should go
+        if self.vocab.says_go_ahead(" ".join(said)):
+            return True             # "go ahead and guess": the answer to "where?"
         return any(find_phrases(said, getattr(self.vocab, table)) for table in _FOLLOW_TABLES)
 
     def content_wish(self, tokens: list[str]) -> str | None:
@@ -418,6 +423,8 @@ class Router:
             rest = [t for t in tokens[end:] if t not in self.filler and t not in SEPARATORS]
             lead = self._rest(tokens[:before[0][0]], [])
             if rest and not lead:
+                if all(t in self.going_back.noise or self.going_back.last.find([t]) for t in rest):
+                    return Route("command", "undo")     # "back to before that last change": one step
                 return Route("command", "back_before", words=rest)
         reset = find_phrases(tokens, c["reset_op"])
         if reset and reset[0][0] == next(i for i, t in enumerate(tokens) if t not in self.filler):
