@@ -103,6 +103,7 @@ class DialogueState:
     unmet: list[dict] = field(default_factory=list)
     unmet_labels: list[str] = field(default_factory=list)
     unmet_guess: str | None = None       # the planner's best guess for that place ("go ahead and guess")
+    unmet_place: str = ""                # the place it could not find, as said ("the cup")
 
     @property
     def last(self) -> TurnMoves | None:
@@ -197,22 +198,23 @@ def dialogue_state(store, session_id: str, head_asset_id: str | None = None) -> 
     session = store.get_session(session_id)
     stack = list(session.settings.get("redo_stack") or [])
     can_redo = bool(stack) and stack[-1] in by_id and by_id[stack[-1]].parent_id == head_asset_id
-    unmet, unmet_labels, guess = _unmet(turns, by_id[head_asset_id].turn if head_asset_id in by_id else 0)
-    return DialogueState(edits=edits, can_redo=can_redo, unmet=unmet, unmet_labels=unmet_labels, unmet_guess=guess)
+    unmet, unmet_labels, guess, place = _unmet(turns, by_id[head_asset_id].turn if head_asset_id in by_id else 0)
+    return DialogueState(edits=edits, can_redo=can_redo, unmet=unmet, unmet_labels=unmet_labels, unmet_guess=guess,
+                         unmet_place=place)
 
 
-def _unmet(turns: dict, head_turn: int) -> tuple[list[dict], list[str], str | None]:
-    """The steps of the last turn, when it came after the head and found no place for them, and the
-    planner's guess for that place."""
+def _unmet(turns: dict, head_turn: int) -> tuple[list[dict], list[str], str | None, str]:
+    """The steps of the last turn, when it came after the head and found no place for them, the
+    planner's guess for that place and the place as said."""
     if not turns:
-        return [], [], None
+        return [], [], None, ""
     last = turns[max(turns)]
     plan = last.plan or {}
     move = (plan.get("dialogue") or {})
     if last.turn <= head_turn or move.get("move") != "not_found":
-        return [], [], None
+        return [], [], None, ""
     return ([dict(g) for g in move.get("unmet") or []], [str(x) for x in plan.get("labels") or []],
-            move.get("guess"))
+            move.get("guess"), str(move.get("place") or ""))
 
 
 __all__ = ["Change", "DialogueState", "FOLLOWUP_MOVES", "TurnMoves", "changes_between", "dialogue_state"]

@@ -31,7 +31,7 @@ from dataclasses import replace
 
 from pipeline.state import WHOLE_FRAME_OPS
 from agent.planning.base import Plan, PlanRequest, SubGoal
-from agent.planning.followups import read_followup
+from agent.planning.followups import guessed_place_note, read_followup
 from agent.planning.grammar import read_request
 from agent.planning.moves import Draft, Move
 from agent.conversation.vocabulary import Vocabulary, read_pieces
@@ -310,11 +310,12 @@ class EmbeddedPlanner:
                           followup=followup.dialogue)
         else:
             draft = read_request(vocab, message, request, "message")
-        guessed = ""
+        guessed = str((followup.dialogue if followup is not None else {}).get("guessed") or "")
         if draft.unknown_places and not any(m.target for m in draft.moves):
             # a thing named that no finder knows: ask, with the request kept for "the whole thing then";
             # guess only a general stand-in ("the floor" is the bottom) or when told to go ahead
-            if not draft.place_guess or (draft.specific_place and not vocab.says_go_ahead(message)):
+            asked = draft.specific_place or not draft.place_stand_in
+            if not draft.place_guess or (asked and not vocab.says_go_ahead(message)):
                 return self._unknown_place(draft)
             draft, guessed = self._on_guessed_place(draft)
         notes = list(draft.notes)
@@ -387,10 +388,7 @@ class EmbeddedPlanner:
         # the request's own whole-image moves; a step back of the last change stays where that change was
         moves = [replace(m, target=spec, phrase=m.phrase.replace("the image", label))
                  if m.target is None and m.source != "followup" else m for m in draft.moves]
-        tail = " or paint over it and say \u201con the selection\u201d" if "selection" in self.vocab.targets else ""
-        note = (f"I can't pick out \u201c{place}\u201d by itself, so I worked on {label}, my best guess for it; "
-                f"say \u201cundo\u201d if that's wrong{tail}.")
-        return replace(draft, moves=moves), note
+        return replace(draft, moves=moves), guessed_place_note(self.vocab, place, label)
 
     def _missing_thing(self, draft: Draft) -> Plan:
         """"darken the water" on a photo with no water: say so, change nothing, offer what can be done."""
@@ -424,7 +422,8 @@ class EmbeddedPlanner:
                    if m.target is None and (m.value or m.mode == "set")]
         return Plan(sub_goals=[], reply=reply, understood=False, source=self.name, kind="clarify",
                     quick_replies=replies, labels=labels,
-                    dialogue={"move": "not_found", "unmet": pending, "guess": draft.place_guess} if pending else {})
+                    dialogue={"move": "not_found", "unmet": pending, "guess": draft.place_guess, "place": place}
+                    if pending else {})
 
     # -- parts -------------------------------------------------------------
     def _style_moves(self, request: PlanRequest, notes: list[str]) -> list[Move]:

@@ -167,7 +167,11 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
             return _finish_unmet(vocab, unmet, list(getattr(dialogue, "unmet_labels", None) or []), [None])
         guess = getattr(dialogue, "unmet_guess", None)
         if guess and vocab.says_go_ahead(message):
-            return _finish_unmet(vocab, unmet, list(getattr(dialogue, "unmet_labels", None) or []), [guess])
+            done = _finish_unmet(vocab, unmet, list(getattr(dialogue, "unmet_labels", None) or []), [guess])
+            place = getattr(dialogue, "unmet_place", "") or ""
+            if place:      # said in the reply, as a guess made at once is
+                done.dialogue["guessed"] = guessed_place_note(vocab, place, vocab.place(guess)[1])
+            return done
     # hesitations ("erm", "ooh", "whoa") and words no table knows ("crunchy") say nothing new; a word
     # after "the" names a place ("a bit more on the lamp"), which the grammar reads
     leftover = [t for i, t in enumerate(tokens) if i not in covered and t not in FILLER
@@ -266,6 +270,13 @@ def _repeat_moves(vocab: Vocabulary, base, scale: float, only=None) -> list[Move
             moves.append(Move(c.op, value, "add", c.target, f"more of {_what(base)}",
                               f"repeating {_what(base)} (\u00d7{scale:g})", "followup", 0, rank, "followup"))
     return moves
+
+
+def guessed_place_note(vocab: Vocabulary, place: str, label: str) -> str:
+    """What the reply says when a place no finder knows was worked on through its best guess."""
+    tail = " or paint over it and say \u201con the selection\u201d" if "selection" in vocab.targets else ""
+    return (f"I can't pick out \u201c{place}\u201d by itself, so I worked on {label}, my best guess for it; "
+            f"say \u201cundo\u201d if that's wrong{tail}.")
 
 
 def _finish_unmet(vocab: Vocabulary, unmet: list[dict], labels: list[str], targets: list[str | None]) -> FollowUp:
