@@ -222,3 +222,17 @@ def test_the_words_no_table_knows_are_the_ones_that_may_change_the_meaning():
     # a thing or a quality nobody wrote a table for is named, once
     assert vocabulary.unread_words("make the saucer warmer, the saucer!") == ["saucer"]
     assert vocabulary.unread_words("too wobbly now") == ["wobbly"]
+
+
+def test_a_constraint_said_after_its_place_protects_it(studio):
+    photo = np.ascontiguousarray(skimage.data.astronaut()[::2, ::2])
+    face = build_mask({"type": "face"}, photo, photo.shape[:2]) > 0.9
+    for text in ("warmer, but her face has to stay as it is", "warmer, but don't let her face change"):
+        sid = studio.start_session(photo).id
+        result = studio.send_message(sid, text)
+        after = studio.render(sid, long_side=None)
+        assert result.asset_id, (text, result.reply)
+        # "her" says whose face it is: the face keeps its colour, the rest warms
+        assert np.abs(after[face].astype(int) - photo[face].astype(int)).mean() < 1.0, text
+        assert image_stats(after, (~face).astype(np.float32))["b_mean"] > \
+            image_stats(photo, (~face).astype(np.float32))["b_mean"] + 1, text

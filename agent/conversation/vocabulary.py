@@ -439,6 +439,12 @@ def read_pieces(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
             hit = vocab.inflected.get(tok)
             pieces.append(Piece(hit[0], hit[1], tok, i) if hit else Piece("word", tok, tok, i))
             i += 1
+    # "her skin", "his face": a person's word before a place of theirs says whose it is, not the subject
+    persons = word_lists()["person_determiners"]
+    for k in range(len(pieces) - 1):
+        p, after = pieces[k], pieces[k + 1]
+        if p.category == "target" and p.text in persons and after.category == "target":
+            pieces[k] = Piece("word", p.text, p.text, p.pos)
     return pieces
 
 

@@ -354,9 +354,11 @@ def _size_prefix(size: int) -> str:
 
 def _protected(tokens: Sequence[str], lex: Lexicon) -> bool:
     """Whether the place named is one to keep ("but keep the sky as it is", "except her face"): a protect
-    word within a few words before a place, after something was asked."""
-    places = [s for s, _, _ in _find_phrases(tokens, list(lex.targets))]
-    return any(0 <= s2 - e <= 3 and s > 0 for s, e, _ in _find_phrases(tokens, lex.protect) for s2 in places)
+    word within a few words before a place, after something was asked, or after it ("but the backdrop has
+    to stay white", "don't let her skin go grey")."""
+    places = [(s, e) for s, e, _ in _find_phrases(tokens, list(lex.targets))]
+    return any((0 <= s2 - e <= 3 and s > 0) or (0 <= s - e2 <= 3 and s2 > 0)
+               for s, e, _ in _find_phrases(tokens, lex.protect) for s2, e2 in places)
 
 
 def place_words(target: str) -> str:

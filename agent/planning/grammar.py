@@ -453,8 +453,10 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             for c in said_first:                 # the place said on its own was not skipped after all
                 draft.skipped.remove(c)
                 draft.bare_targets = []
-        if not uses and targets and clause.of("protect") and previous_span[1] > previous_span[0]:
-            # "warmer but keep the skin natural": the change goes everywhere but that place
+        if targets and clause.of("protect") and previous_span[1] > previous_span[0] \
+                and not (uses and clause.pieces[0].category == "intent"):
+            # "warmer but keep the skin natural", "but the backdrop has to stay pure white": the change
+            # goes everywhere but that place (what it is to stay, "natural", "white", is no change of its own)
             draft.moves = _protect_moves(vocab, draft.moves, targets)     # every change asked so far
             draft.understood_any = True
             continue
