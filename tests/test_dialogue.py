@@ -93,24 +93,21 @@ def test_more_with_nothing_to_refer_to_asks_and_makes_no_version(studio, photo):
     assert studio.head(info.id).id == info.head_asset_id
 
 
-def test_a_place_no_mask_knows_is_asked_about_and_goes_on_the_best_guess_when_told(studio):
+def test_a_place_no_mask_knows_goes_on_the_best_guess_and_says_so(studio):
     info = studio.start_session(small_photo("coffee"))
     original = studio.render(info.id).tobytes()
     r = studio.send_message(info.id, "brighten the cup")
-    # asked, never guessed: no version, the request kept for the answer
-    assert r.kind == "clarify" and "the cup" in r.reply and r.asset_id is None
-    assert studio.head(info.id).id == info.head_asset_id
-    r = studio.send_message(info.id, "go ahead and guess")
     assert "the cup" in r.reply and "best guess" in r.reply and "Undo" in r.quick_replies
     state = studio.head(info.id).state
     assert not state["settings"].get("exposure")                 # never a silent global edit
     assert [l["mask"]["type"] for l in state["layers"]] == ["subject"] and state["layers"][0]["settings"]["exposure"] > 0
     studio.send_message(info.id, r.quick_replies[0])             # "Undo"
     assert studio.render(info.id).tobytes() == original
-    # a general stand-in is not asked about: the floor is the bottom of the frame, and the reply says so
-    r = studio.send_message(info.id, "darken the floor")
-    assert r.asset_id and "the floor" in r.reply
-    assert [l["mask"]["type"] for l in studio.head(info.id).state["layers"]] == ["gradient"]
+    # one particular thing is asked about; told to go ahead, the reply names it and the guess
+    asked = studio.send_message(info.id, "brighten that little saucer")
+    assert asked.kind == "clarify" and asked.asset_id is None and "Go ahead and guess" in asked.quick_replies
+    done = studio.send_message(info.id, "Go ahead and guess")
+    assert done.asset_id and "that little saucer" in done.reply and "best guess" in done.reply
 
 
 def test_a_place_the_photo_lacks_is_said_and_asked_about_with_no_version(studio):

@@ -223,12 +223,10 @@ def unknown_places(vocab: Vocabulary, clause: Clause) -> list[str]:
     return [p.text for p in named_places(vocab, clause)]
 
 
-def guess_place(vocab: Vocabulary, clause_text: str, place: str, default: bool = True) -> str | None:
-    """The target that best stands for a place no mask knows: by relation, by noun, else the default
-    (None with ``default=False``: only a general stand-in, "the floor" for the bottom)."""
+def guess_place(vocab: Vocabulary, clause_text: str, place: str) -> str | None:
+    """The target that best stands for a place no mask knows: by relation, by noun, else the default."""
     tokens = tokenize(clause_text)
     if vocab.place_relation_target and find_phrases(tokens, vocab.place_relations):
         return vocab.place_relation_target
     noun = place.split()[-1]
-    return vocab.place_nouns.get(noun) or vocab.place_nouns.get(noun.rstrip("s")) or \
-        (vocab.place_default if default else None)
+    return vocab.place_nouns.get(noun) or vocab.place_nouns.get(noun.rstrip("s")) or vocab.place_default

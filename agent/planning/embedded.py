@@ -314,8 +314,7 @@ class EmbeddedPlanner:
         if draft.unknown_places and not any(m.target for m in draft.moves):
             # a thing named that no finder knows: ask, with the request kept for "the whole thing then";
             # guess only a general stand-in ("the floor" is the bottom) or when told to go ahead
-            asked = draft.specific_place or not draft.place_stand_in
-            if not draft.place_guess or (asked and not vocab.says_go_ahead(message)):
+            if not draft.place_guess or (draft.specific_place and not vocab.says_go_ahead(message)):
                 return self._unknown_place(draft)
             draft, guessed = self._on_guessed_place(draft)
         notes = list(draft.notes)

@@ -538,7 +538,6 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             draft.specific_place = draft.specific_place or specific
             if places:
                 draft.place_guess = guess_place(vocab, clause.text, places[0])
-                draft.place_stand_in = guess_place(vocab, clause.text, places[0], default=False) is not None
             if places and targets:
                 uses = [replace(u, targets=[]) for u in uses]     # "in the middle" only locates the thing
         # "flat and dull", "dark and murky": one complaint said twice; its fix is planned once
