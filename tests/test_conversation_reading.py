@@ -236,3 +236,22 @@ def test_a_constraint_said_after_its_place_protects_it(studio):
         assert np.abs(after[face].astype(int) - photo[face].astype(int)).mean() < 1.0, text
         assert image_stats(after, (~face).astype(np.float32))["b_mean"] > \
             image_stats(photo, (~face).astype(np.float32))["b_mean"] + 1, text
+
+
+@pytest.mark.parametrize("message,said", [
+    # what a request is for names no place and asks nothing of its own
+    ("the background is kinda bright, can you dim it down so the woman pops more", "background"),
+    ("darken the background so that her face stands out", "background"),
+])
+def test_what_a_request_is_for_is_not_a_request(studio, message, said):
+    sid = studio.start_session(np.ascontiguousarray(skimage.data.astronaut()[::2, ::2])).id
+    result = studio.send_message(sid, message)
+    layers = studio.head(sid).state["layers"]
+    assert result.asset_id and layers and all(l["mask"].get("invert") for l in layers), (result.reply, layers)
+    assert said in result.reply
+
+
+def test_chat_with_a_little_word_of_a_follow_up_is_still_chat(router):
+    for text in ("morning! lovely old ruin this, took it on holiday", "hiya, first time on here"):
+        assert router.route(text).kind == "chat", text
+    assert router.route("nice. the same for the lake pls").kind == "modification"

@@ -58,11 +58,21 @@ def sizes_in_names(pieces: list[Piece]) -> list[Piece]:
 
 
 def split_clauses(pieces: list[Piece]) -> list[Clause]:
+    """Clauses at separators. What a request is for ("dim the backdrop so the pups pop more") is said
+    after a purpose word (grammar.purpose) and is no request of its own: it is left out up to the next
+    separator, when a request came before it in the clause."""
     out: list[Clause] = []
     current: list[Piece] = []
     joined: str | None = None
     pending: str | None = None
+    skipping = False
     for p in pieces:
+        if p.category == "purpose":
+            skipping = any(c.category in QUALITIES for c in current)
+            continue
+        if skipping and p.category != "separator":
+            continue
+        skipping = False
         if p.category == "separator":
             if current:
                 out.append(Clause(current, joined))

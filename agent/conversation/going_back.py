@@ -276,9 +276,10 @@ class GoingBackReader:
         limit = n - 1           # the head itself is not "going back"
         if back.before:
             first_before = next((i for i, e in enumerate(edits) if self.matches(e, back.before)), None)
-            if first_before is None:
+            if first_before is None and not back.named:
                 return None
-            limit = min(limit, first_before)      # versions 0..first_before (the one before that change)
+            if first_before is not None:          # (words that name no change made do not rule a version out)
+                limit = min(limit, first_before)  # versions 0..first_before (the one before that change)
         candidates = []
         for k in range(0, limit + 1):            # version k = after edits[0..k-1]
             made = edits[:k]

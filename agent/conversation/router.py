@@ -81,7 +81,10 @@ _CHANGE_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band
 _POLITE = frozenset({"please", "pls", "plz", "just", "now", "then", "and", "also", "so", "kindly", "maybe",
                      "perhaps", "quickly", "mind", "go", "try", "to"})
 #: Follow-up tables of the planner's vocabulary: a message that says one of these is about the photo.
-_FOLLOW_TABLES = ("repeat", "pull_back", "fractions", "repeat_but", "insist_words", "retarget")
+_FOLLOW_TABLES = ("repeat", "pull_back", "fractions", "repeat_but", "insist_words")
+#: Of the retarget phrases, those that can only point at the last change ("the same for the lake"), not
+#: "on" or "now", which chat says too.
+_SAME = frozenset({"same", "likewise"})
 
 
 class Router:
@@ -298,6 +301,9 @@ class Router:
             return True             # "just the whole thing then": where the last request should go
         if self.vocab.says_go_ahead(" ".join(said)):
             return True             # "go ahead and guess": the answer to "where?"
+        if any(_SAME & set(phrase) for phrase in (tuple(said[s:s + n]) for s, n, _ in
+                                                   find_phrases(said, self.vocab.retarget))):
+            return True             # "nice. the same for the lake pls"
         return any(find_phrases(said, getattr(self.vocab, table)) for table in _FOLLOW_TABLES)
 
     def content_wish(self, tokens: list[str]) -> str | None:

@@ -69,7 +69,8 @@ class Piece:
 
 # Same phrase in two lists: the earlier category wins.
 _CATEGORY_ORDER = ("relative", "rollback", "problem", "intent", "fix", "target", "band", "magnitude", "towards", "reduce",
-                   "avoid", "reset", "set", "increase", "objects", "global", "except", "protect", "separator", "op")
+                   "avoid", "reset", "set", "increase", "objects", "global", "except", "protect", "purpose", "separator",
+                   "op")
 
 
 def _language_words() -> frozenset[str]:
@@ -149,7 +150,7 @@ class Vocabulary:
             lists["band"] += [(w, band) for w in entry["words"]]
         lists["magnitude"] = [(w, w) for w in self.magnitudes]
         for cat in ("reduce", "avoid", "reset", "set", "increase", "objects", "global", "rollback", "towards", "except",
-                    "protect"):
+                    "protect", "purpose"):
             lists[cat] += [(w, cat) for w in grammar.get(cat, ())]
         lists["reduce"] += [(w, "reduce") for w in grammar.get("reduce_after", ())]
         # "tone down the sky": these reduce words, on a target with no quality named, mean
