@@ -255,3 +255,24 @@ def test_chat_with_a_little_word_of_a_follow_up_is_still_chat(router):
     for text in ("morning! lovely old ruin this, took it on holiday", "hiya, first time on here"):
         assert router.route(text).kind == "chat", text
     assert router.route("nice. the same for the lake pls").kind == "modification"
+
+
+def test_a_follow_up_with_a_place_kept_and_the_last_change_on_the_whole_photo(studio):
+    photo = np.ascontiguousarray(skimage.data.astronaut()[::2, ::2])
+    face = build_mask({"type": "face"}, photo, photo.shape[:2]) > 0.9
+    sid = studio.start_session(photo).id
+    studio.send_message(sid, "warmer")
+    before = studio.render(sid, long_side=None)
+    result = studio.send_message(sid, "a little more, but keep her face as it is")
+    after = studio.render(sid, long_side=None)
+    assert result.asset_id, result.reply
+    assert np.abs(after[face].astype(int) - before[face].astype(int)).mean() < 1.0        # the face kept
+    assert image_stats(after, (~face).astype(np.float32))["b_mean"] > \
+        image_stats(before, (~face).astype(np.float32))["b_mean"] + 0.5                  # the rest warmer again
+    # a local change said again of the whole photo, and of another place
+    sid = studio.start_session(photo).id
+    studio.send_message(sid, "brighten her face")
+    whole = studio.send_message(sid, "do that on the whole pic")
+    assert whole.asset_id and studio.head(sid).state["settings"].get("exposure", 0) > 0, whole.reply
+    other = studio.send_message(sid, "that but on the background")
+    assert other.kind != "chat" and other.asset_id, other.reply

@@ -351,6 +351,8 @@ class Router:
         if any(p.category in ("increase", "reduce", "problem", "fix", "op", "band", "relative", "towards")
                for p in pieces):
             return False
+        if any(n > 1 for _, n, _ in find_phrases(words, self.vocab.retarget)):
+            return False            # "that but on the background", "do that on her face": the last change again
         opening = [w for w in self._after_interjections(words) if w not in ("i", "we", "just")]
         told = bool(opening) and opening[0] in self.statement_verbs
         only_places = any(p.category == "target" for p in pieces) and not any(p.category == "intent" for p in pieces)

@@ -32,7 +32,7 @@ from dataclasses import replace
 from pipeline.state import WHOLE_FRAME_OPS
 from agent.planning.base import Plan, PlanRequest, SubGoal
 from agent.planning.followups import guessed_place_note, read_followup
-from agent.planning.grammar import read_request
+from agent.planning.grammar import protect_moves, read_request, split_protected
 from agent.planning.moves import Draft, Move
 from agent.conversation.vocabulary import Vocabulary, read_pieces
 from agent.conversation.words import find_phrases, tokenize
@@ -300,6 +300,12 @@ class EmbeddedPlanner:
         # change. The person's own feedback ("no, cooler instead") replaces it.
         by_person = bool(request.feedback) and request.feedback_from != "judge"
         followup = read_followup(vocab, message, request) if not by_person else None
+        if followup is None and not by_person:
+            # "more, but keep her face as it is": the follow-up, with those places kept as they are
+            asked, kept = split_protected(vocab, message)
+            followup = read_followup(vocab, asked, request) if kept else None
+            if followup is not None and followup.moves:
+                followup.moves = protect_moves(vocab, followup.moves, kept)
         if followup is not None and followup.question:
             return Plan(sub_goals=[], reply=followup.question, understood=False, source=self.name,
                         kind="clarify", quick_replies=followup.quick_replies)

@@ -203,7 +203,9 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         last_pull = max(pos for pos, _, _ in pull + fractions)
         wants_more = max(pos for pos, _, _ in repeat) > last_pull
         wants_less = not wants_more
-    if not (wants_less or wants_more or targets or insisted):    # a place alone after a change: "and the sky"
+    # "do that on the whole pic": the last change, said of the whole photo
+    whole = bool(retarget) and not targets and any(p.category == "global" and p.text != "it" for p in pieces)
+    if not (wants_less or wants_more or targets or insisted or whole):    # a place alone after a change: "and the sky"
         return None
     if targets and unmet and not (wants_less or wants_more):
         return _finish_unmet(vocab, unmet, list(getattr(dialogue, "unmet_labels", None) or []), targets)
@@ -224,6 +226,8 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         what = "less of" if wants_less else "more of"
         return FollowUp(question=f"There is no earlier change to go on yet: {what} what?",
                         quick_replies=list(vocab.no_history_replies))
+    if whole and not wants_less:
+        return _retarget(vocab, base, [None], mags[-1] if mags else (repeat[-1][2] if repeat else 1.0))
     state = request.state
     if wants_less:
         if fractions:
@@ -317,13 +321,13 @@ def _repeat_but(vocab: Vocabulary, tokens: list[str], repeat: list) -> float | N
     return None
 
 
-def _retarget(vocab: Vocabulary, base, targets: list[str], scale: float) -> FollowUp:
-    """The base change's moves again, on each place named."""
+def _retarget(vocab: Vocabulary, base, targets: list[str | None], scale: float) -> FollowUp:
+    """The base change's moves again, on each place named (None: the whole photo)."""
     moves = []
     # The whole-image moves of that change already reach the new place: only the local ones move.
     local = any(c.target for c in base.changes)
     for t in targets:
-        spec, place = vocab.place(t)
+        spec, place = vocab.place(t) if t is not None else (None, "the whole photo")
         for rank, c in enumerate(base.changes):
             if local and not c.target:
                 continue
@@ -335,7 +339,7 @@ def _retarget(vocab: Vocabulary, base, targets: list[str], scale: float) -> Foll
             moves.append(Move(c.op, value, "add", spec, f"same on {place}",
                               f"doing the same ({_what(base)}) on {place}", "followup", 0, rank, "followup"))
     return FollowUp(moves=moves, labels=list(base.labels),
-                    dialogue={"move": "retarget", "base_asset": base.asset_id, "targets": targets})
+                    dialogue={"move": "retarget", "base_asset": base.asset_id, "targets": [t for t in targets if t]})
 
 
 __all__ = ["FollowUp", "pull_back_moves", "read_followup", "reduce_look_moves"]

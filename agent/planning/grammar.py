@@ -457,7 +457,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                 and not (uses and clause.pieces[0].category == "intent"):
             # "warmer but keep the skin natural", "but the backdrop has to stay pure white": the change
             # goes everywhere but that place (what it is to stay, "natural", "white", is no change of its own)
-            draft.moves = _protect_moves(vocab, draft.moves, targets)     # every change asked so far
+            draft.moves = protect_moves(vocab, draft.moves, targets)     # every change asked so far
             draft.understood_any = True
             continue
         if not uses and (targets or bands):
@@ -579,7 +579,24 @@ def _excepted(vocab: Vocabulary, clause: Clause) -> dict[str, str]:
             if p.pos > marks[0].pos and f"all_but_{p.key}" in vocab.targets}
 
 
-def _protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str]) -> list[Move]:
+def split_protected(vocab: Vocabulary, message: str) -> tuple[str, list[str]]:
+    """A request and the places a last clause keeps ("more, but keep her face as it is": "more",
+    ["face"]), or (message, []) when no last clause only keeps places."""
+    tokens = tokenize((message or "")[:MAX_MESSAGE_CHARS])
+    pieces = read_pieces(vocab, tokens)
+    cuts = [i for i, p in enumerate(pieces) if p.category == "separator"]
+    for cut in reversed(cuts):
+        tail = pieces[cut + 1:]
+        kinds = {p.category for p in tail}
+        targets = [p.key for p in tail if p.category == "target"]
+        if "protect" in kinds and targets and not kinds & {"intent", "fix", "op", "increase", "relative"}:
+            head = [p for p in pieces[:cut]]
+            if head:
+                return " ".join(tokens[:head[-1].pos + len(head[-1].text.split())]), targets
+    return message, []
+
+
+def protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str]) -> list[Move]:
     """The whole-image moves of the clause before, put on everything but the places named (one local
     layer on their complement), so the protected places do not move at all."""
     specs, places = zip(*(vocab.place(t) for t in targets))
