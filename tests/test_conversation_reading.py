@@ -276,3 +276,16 @@ def test_a_follow_up_with_a_place_kept_and_the_last_change_on_the_whole_photo(st
     assert whole.asset_id and studio.head(sid).state["settings"].get("exposure", 0) > 0, whole.reply
     other = studio.send_message(sid, "that but on the background")
     assert other.kind != "chat" and other.asset_id, other.reply
+
+
+@pytest.mark.parametrize("message,kind", [
+    # a photo presented: its look words say what it is, nothing is asked
+    ("good evening! this is our cabin from a snowy weekend", "chat"),
+    ("hi, this is for an old-fashioned menu card", "chat"),
+    ("this is our cabin, make it warmer", "modification"),
+    ("this is a bit dark", "modification"),
+    # a question after a word that asks nothing itself
+    ("be honest, does it look overdone?", "evaluation"),
+])
+def test_a_photo_presented_is_not_a_request(router, message, kind):
+    assert router.route(message).kind == kind

@@ -217,10 +217,11 @@ class Router:
         edits = [p for p in pieces if p.category in _EDIT_PIECES]
         for name in ("capabilities", "exploration", "evaluation"):
             hits = find_phrases(tokens, self.questions[name])
-            if hits and (not edits or asks):
+            if hits and (not edits or asks) and not (not asks and self._presented(tokens)):
                 kind = "evaluation" if name == "evaluation" else "exploration"
                 return Route(kind, name)
-        if (not self._about_the_photo(said, pieces) or self._states(words, pieces)) and not self._requests(words):
+        if (not self._about_the_photo(said, pieces) or self._states(words, pieces) or self._presented(tokens)) \
+                and not self._requests(words):
             # "morning! lovely old ruin this, took it on holiday", "this is my dog": said to me, nothing to change
             return Route("chat", "remark", reply=self.remark_reply, quick_replies=self.remark_replies)
         return Route("modification")
@@ -355,8 +356,30 @@ class Router:
             return False            # "that but on the background", "do that on her face": the last change again
         opening = [w for w in self._after_interjections(words) if w not in ("i", "we", "just")]
         told = bool(opening) and opening[0] in self.statement_verbs
+
         only_places = any(p.category == "target" for p in pieces) and not any(p.category == "intent" for p in pieces)
         return told or (only_places and bool(opening) and opening[0] in ("this", "that", "it's", "its", "thats", "that's"))
+
+    def _presented(self, tokens: list[str]) -> bool:
+        """Whether a message presents the photo ("morning! this is my mate flying his drone last winter",
+        "hey, this is for a shop listing") and asks nothing in its other clauses: the look words in such a
+        clause ("winter", "vintage") say what the photo is, not what to do."""
+        clauses = [self._after_interjections([t for t in c if not any(t in table for table, _, _ in
+                                                                      self.chat.values() if (t,) in table)])
+                   for c in split_requests(tokens)]
+        found = None
+        for i, words in enumerate(clauses):
+            if len(words) > 2 and words[:2] in (["this", "is"], ["that", "is"], ["these", "are"], ["this", "was"]) \
+                    and words[2] in ("my", "our", "a", "an", "for", "from", "me", "us") \
+                    and not any(p.category in ("problem", "increase", "reduce", "magnitude", "relative", "fix")
+                                for p in read_pieces(self.vocab, words)):      # "this is a bit dark": a complaint
+                found = i
+                break
+        if found is None:
+            return False
+        asks = ("intent", "fix", "increase", "reduce", "op", "problem", "relative", "rollback", "reset", "set")
+        return not any(self._requests(words) or any(p.category in asks for p in read_pieces(self.vocab, words))
+                       for i, words in enumerate(clauses) if i != found and words)
 
     def _requests(self, words: list[str]) -> bool:
         """Whether a clause opens with a request ("add a moon", "can you put her on a beach", "please rebuild it")."""
