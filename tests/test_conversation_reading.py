@@ -289,3 +289,32 @@ def test_a_follow_up_with_a_place_kept_and_the_last_change_on_the_whole_photo(st
 ])
 def test_a_photo_presented_is_not_a_request(router, message, kind):
     assert router.route(message).kind == kind
+
+
+@pytest.mark.parametrize("first,then,stat,direction", [
+    ("desaturate it", "hmm, bring back a little of the colour", "chroma_mean", 1),
+    ("darker", "bring back some of the brightness", "L_mean", 1),
+    ("more contrast", "far too much, take it back to about half", "rms_contrast", -1),
+])
+def test_taking_back_a_share_said_in_other_words(studio, coffee, first, then, stat, direction):
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, first)
+    before = image_stats(studio.render(sid, long_side=256))
+    result = studio.send_message(sid, then)
+    after = image_stats(studio.render(sid, long_side=256))
+    original = image_stats(coffee)
+    assert result.asset_id and result.status == "auto_approved", result.reply
+    assert (after[stat] - before[stat]) * direction > 0, (stat, before[stat], after[stat])
+    # a share, never past the original
+    assert abs(after[stat] - original[stat]) < abs(before[stat] - original[stat]) + 0.5
+
+
+def test_a_complaint_about_the_last_change_with_a_share_is_its_reason(studio, coffee):
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "warmer")
+    b1 = _b(studio, sid)
+    result = studio.send_message(sid, "ugh too orange now, halve it")
+    assert result.status == "auto_approved" and b1 - 3 < _b(studio, sid) < b1 - 0.3, result.reply
+    # a complaint about something else is a request of its own
+    result = studio.send_message(sid, "too dark now, halve it")
+    assert "brighter" in result.reply.lower() or "brighten" in result.reply.lower(), result.reply

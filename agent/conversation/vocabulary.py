@@ -228,6 +228,14 @@ class Vocabulary:
         self.pull_back = {tuple(tokenize(w)): self.pull_back_fraction for w in pull.get("words") or ()}
         self.fractions = {tuple(tokenize(w)): float(v) for w, v in (fu.get("fractions") or {}).items()}
         self.reverse = {tuple(tokenize(w)): True for w in fu.get("reverse") or ()}
+        # "take it back to about half": a going-back verb said with a share is that share taken back
+        self.going_back_verbs = {tuple(tokenize(str(w))): True
+                                 for w in (((pe.get("router") or {}).get("going_back") or {}).get("strong_verbs") or ())}
+        restore = dict(fu.get("restore") or {})
+        self.restore = {tuple(tokenize(w)): True for w in restore.get("verbs") or ()}
+        self.restore_amounts = {str(k): float(v) for k, v in (restore.get("amounts") or {}).items()}
+        self.restore_fraction = float(restore.get("fraction", 0.5))
+        self.restore_nouns = {str(k): str(v) for k, v in (restore.get("nouns") or {}).items()}
         limits = dict(fu.get("pull_back_limits") or {})
         self.pull_back_limits = (float(limits.get("min", 0.15)), float(limits.get("max", 0.85)))
         self.discrete_ops = {str(o) for o in fu.get("discrete_ops") or ()}

@@ -159,6 +159,8 @@ def load_lexicon(path: str | None = None) -> Lexicon:
     less_fractions = {_norm(str(w)): float(v) for w, v in (efu.get("fractions") or {}).items()}
     repeat_but = {_norm(str(w)): float(v) for w, v in (efu.get("repeat_but") or {}).items()}
     pull_back = [_norm(str(w)) for w in (efu.get("pull_back") or {}).get("words") or ()]
+    # "bring back a hint of colour" after a desaturation: less of that change
+    pull_back += [_norm(str(w)) for w in (efu.get("restore") or {}).get("verbs") or ()]
     lex = Lexicon(
         properties=data["properties"], overshoot=tuple(data["overshoot"]),
         overshoot_floor=float(data["overshoot_floor"]), overshoot_full=float(data["overshoot_full"]),

@@ -145,21 +145,27 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     if not tokens:
         return None
     pieces = read_pieces(vocab, tokens)
-    if any(p.category in _ANCHORS for p in pieces):
-        return None
-    repeat = find_phrases(tokens, vocab.repeat)
     pull = find_phrases(tokens, vocab.pull_back)
     fractions = find_phrases(tokens, vocab.fractions)
+    anchors = [p for p in pieces if p.category in _ANCHORS]
+    # "whoa crunchy. halve that": a complaint about the last change, said with a share to take back, is
+    # the reason for taking it back ("too dark now, halve it" after a warming is a request of its own)
+    dialogue = getattr(request, "dialogue", None)
+    said_why = bool(fractions or pull) and bool(anchors) and all(p.category == "problem" for p in anchors) \
+        and all(_undoes_last(vocab, p.key, dialogue) for p in anchors)
+    if (anchors and not said_why) or find_phrases(tokens, vocab.restore):
+        return _restored(vocab, tokens, pieces, dialogue, request)
+    repeat = find_phrases(tokens, vocab.repeat)
     retarget = find_phrases(tokens, vocab.retarget)
     insisted = find_phrases(tokens, vocab.insist_words)     # "more, i insist": the repeat, past the sweet spot
     covered: set[int] = set()
-    for found in (repeat, pull, fractions, retarget, insisted):
+    for found in (repeat, pull, fractions, retarget, insisted,
+                  find_phrases(tokens, vocab.going_back_verbs) if fractions else []):
         for pos, n, _ in found:
             covered.update(range(pos, pos + n))
     for p in pieces:
-        if p.category in _CARRIED:
+        if p.category in _CARRIED or (said_why and p.category == "problem"):
             covered.update(range(p.pos, p.pos + len(p.text.split())))
-    dialogue = getattr(request, "dialogue", None)
     unmet = list(getattr(dialogue, "unmet", None) or [])
     if unmet and not (repeat or pull or fractions):
         # the last turn asked where ("I can't find the lamp"): "the whole thing then", "go ahead and guess"
@@ -274,6 +280,41 @@ def _repeat_moves(vocab: Vocabulary, base, scale: float, only=None) -> list[Move
             moves.append(Move(c.op, value, "add", c.target, f"more of {_what(base)}",
                               f"repeating {_what(base)} (\u00d7{scale:g})", "followup", 0, rank, "followup"))
     return moves
+
+
+def _restored(vocab: Vocabulary, tokens: list[str], pieces: list, dialogue, request) -> FollowUp | None:
+    """"bring back a hint of colour" after a desaturation: a share of the last change taken back on the ops
+    it moved against the quality named; None when the message says no such thing."""
+    anchors = [p for p in pieces if p.category in _ANCHORS]
+    named = [p.key for p in anchors if p.category == "intent"] + \
+        [vocab.restore_nouns[p.text] for p in pieces if p.category == "word" and p.text in vocab.restore_nouns]
+    if not find_phrases(tokens, vocab.restore) or any(p.category != "intent" for p in anchors) or not named:
+        return None
+    base = dialogue.base_edit() if dialogue is not None else None
+    if base is None or not base.changes:
+        return None
+    only = {op for key in named if key in vocab.intents for op, value in vocab.intents[key].ops
+            if base.touches(op, -1 if value > 0 else 1)}
+    if not only:
+        return None
+    amounts = [vocab.restore_amounts[t] for t in tokens if t in vocab.restore_amounts]
+    fraction = amounts[-1] if amounts else vocab.restore_fraction
+    moves = pull_back_moves(base, request.state, fraction, 0, only_ops=only, discrete=vocab.discrete_ops)
+    if not moves:
+        return None
+    said = ", ".join(dict.fromkeys(vocab.intents[k].label for k in named if k in vocab.intents))
+    return FollowUp(moves=moves, labels=[f"some of it back ({said})"],
+                    dialogue={"move": "pull_back", "base_asset": base.asset_id, "fraction": round(fraction, 2)})
+
+
+def _undoes_last(vocab: Vocabulary, problem: str, dialogue) -> bool:
+    """Whether a problem's fix moves back an op the last change moved ("crunchy" after "sharper")."""
+    base = dialogue.base_edit() if dialogue is not None else None
+    found = vocab.problems.get(problem)
+    if base is None or found is None:
+        return False
+    return any(base.touches(op, -1 if value > 0 else 1) for fix in found.fixes if fix in vocab.intents
+               for op, value in vocab.intents[fix].ops)
 
 
 def guessed_place_note(vocab: Vocabulary, place: str, label: str) -> str:
