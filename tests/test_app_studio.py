@@ -260,11 +260,14 @@ def test_keep_talking_while_a_turn_waits_then_undo_and_redo_bit_exact(server, br
     expect(page.locator("#score")).to_contain_text("version 1", timeout=TURN)
     assert np.array_equal(pixels(page, after_src(page)), pixels(page, first))
     page.locator("body").click(position={"x": 5, "y": 5})
+    settle(page)
     page.keyboard.press("Control+Shift+Z")
     expect(page.locator("#score")).to_contain_text("version 2", timeout=TURN)
     assert np.array_equal(pixels(page, after_src(page)), pixels(page, second))
+    settle(page)                                   # (a key pressed while the last step still renders is dropped)
     page.keyboard.press("Control+Z")
     expect(page.locator("#score")).to_contain_text("version 1", timeout=TURN)
+    settle(page)
     page.keyboard.press("Control+Z")
     expect(page.locator("#score")).to_contain_text("the original", timeout=TURN)
     assert np.array_equal(pixels(page, after_src(page)), pixels(page, original))
@@ -459,6 +462,7 @@ def test_a_phone_gets_one_column_in_the_right_order_and_a_touch_divider(server, 
     no_sideways_scroll(page)
     pick_demo(page, "chelsea")
     send(page, "a bit brighter")
+    settle(page)                                   # measured once the page has caught up
     no_sideways_scroll(page)
 
     def top(sel: str) -> float:
