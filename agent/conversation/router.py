@@ -215,12 +215,13 @@ class Router:
                 return routed
         pieces = read_pieces(self.vocab, said)
         edits = [p for p in pieces if p.category in _EDIT_PIECES]
+        presented = self._presented(tokens)
         for name in ("capabilities", "exploration", "evaluation"):
             hits = find_phrases(tokens, self.questions[name])
-            if hits and (not edits or asks) and not (not asks and self._presented(tokens)):
+            if hits and (not edits or asks) and not (not asks and presented):
                 kind = "evaluation" if name == "evaluation" else "exploration"
                 return Route(kind, name)
-        if (not self._about_the_photo(said, pieces) or self._states(words, pieces) or self._presented(tokens)) \
+        if (not self._about_the_photo(said, pieces) or self._states(words, pieces) or presented) \
                 and not self._requests(words):
             # "morning! lovely old ruin this, took it on holiday", "this is my dog": said to me, nothing to change
             return Route("chat", "remark", reply=self.remark_reply, quick_replies=self.remark_replies)
@@ -364,9 +365,7 @@ class Router:
         """Whether a message presents the photo ("morning! this is my mate flying his drone last winter",
         "hey, this is for a shop listing") and asks nothing in its other clauses: the look words in such a
         clause ("winter", "vintage") say what the photo is, not what to do."""
-        clauses = [self._after_interjections([t for t in c if not any(t in table for table, _, _ in
-                                                                      self.chat.values() if (t,) in table)])
-                   for c in split_requests(tokens)]
+        clauses = [self._after_interjections(c) for c in split_requests(tokens)]
         found = None
         for i, words in enumerate(clauses):
             if len(words) > 2 and words[:2] in (["this", "is"], ["that", "is"], ["these", "are"], ["this", "was"]) \

@@ -299,13 +299,13 @@ class Vocabulary:
                             | self.statements | _router_words(router) | self.spelling_extra | set(self.inflected))
         self.speller = Speller.from_profile(self.known_words, fixes)
         # what the judge counts as read: a word of any table of the profile ("i insist", "leave it untouched")
-        self.table_words = frozenset(self.known_words | _table_words(profile.data))
+        self.table_words = frozenset(self.known_words | _table_words(profile.data) | _language_words())
 
     def unread_words(self, text: str) -> list[str]:
         """Words of ``text`` that no table knows — the engine's vocabulary, its router, the language lists —
         after typing slips are put right ("too wobbly now": ["wobbly"]): what the agent could not read, so a
         result built on the rest is not kept without the person seeing it."""
-        known = self.table_words | _language_words()
+        known = self.table_words
         out = []
         for t in tokenize(self.spell(text or "")):
             if t in SEPARATORS or is_number(t) or "'" in t:
