@@ -137,11 +137,13 @@ class TorchRenderer(Renderer):
         names = list(state.settings) + [n for layer in state.layers for n in layer.settings]
         return all(ops.OPS[n].kind in _KINDS for n in names if n in ops.OPS) and all(n in ops.OPS for n in names)
 
-    def _render(self, source: SourceImage, state: EditState, size: tuple[int, int], frame=None) -> np.ndarray:
+    def _render(self, source: SourceImage, state: EditState, size: tuple[int, int], frame=None,
+                draft: bool = False) -> np.ndarray:
+        # (a draft is exact here: the device's LUT pass costs the same either way)
         if state.is_identity or frame is not None or not self.covers(state):
             if not state.is_identity:
                 self.cpu_fallbacks += 1
-            return super()._render(source, state, size, frame)
+            return super()._render(source, state, size, frame, draft)
         self.device_renders += 1
         out = self.render_tensor(source, state, size)
         return out.cpu().numpy()

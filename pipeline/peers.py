@@ -276,13 +276,21 @@ def _in_process(width: int, height: int, rounds: int) -> dict:
     renderer, source = Renderer(), SourceImage.from_array(photo)
     renderer.render(source, stack(0), long_side=1600)  # the proxy's coordinates, as after the first look
     drags = {}
-    for label, extra in (("lut_only", None), ("clarity", {"clarity": 30})):
-        cpu = []
-        for i in range(max(9, 3 * runs)):
-            c = time.process_time()
-            renderer.render(source, stack(10 + 2 * i, extra), long_side=1600)
-            cpu.append(time.process_time() - c)
-        drags[label] = statistics.median(cpu) * 1000.0
+    for draft in (False, True):       # the frame a slider stops on (exact), the frames while it moves (draft)
+        for label, extra in (("lut_only", None), ("clarity", {"clarity": 30})):
+            cpu = []
+            for i in range(max(9, 3 * runs)):
+                c = time.process_time()
+                # every frame a new value: no LUT compiled for one row is a cache hit for the next
+                value = 10 + 2 * i + (extra is not None) + 41 * draft
+                renderer.render(source, stack(value, extra), long_side=1600, draft=draft)
+                cpu.append(time.process_time() - c)
+            drags[label + ("_draft" if draft else "")] = statistics.median(cpu) * 1000.0
+    # the draft's error against the exact math: the benchmark's stack and a strong colour stack
+    draft_err = np.concatenate([
+        np.abs(renderer.render(source, EditState.from_dict({"settings": settings}), long_side=1600, draft=True)
+               .astype(np.int16) - naive_render(source.proxy(1600), settings).astype(np.int16)).ravel()
+        for settings in (GLOBAL_STACK, {"vibrance": 80, "whites": 40, "blacks": -40, "hue_blue": 50})])
 
     # applying one 3D LUT at this size: speed and error against the exact math
     exact = naive_render(photo, GLOBAL_STACK)
@@ -323,6 +331,9 @@ def _in_process(width: int, height: int, rounds: int) -> dict:
             "cold_first_render_cpu_ms": round(statistics.median(cold_cpu) * 1000.0, 1),
             "proxy_drag_lut_only_cpu_ms": round(drags["lut_only"], 1),
             "proxy_drag_clarity_cpu_ms": round(drags["clarity"], 1),
+            "proxy_draft_lut_only_cpu_ms": round(drags["lut_only_draft"], 1),
+            "proxy_draft_clarity_cpu_ms": round(drags["clarity_draft"], 1),
+            "proxy_draft_error_max": int(draft_err.max()), "proxy_draft_error_mean": round(float(draft_err.mean()), 3),
             "lut_methods": lut_rows,
             "targets": {"cold_first_render_wall_ms": 150, "proxy_drag_lut_only_cpu_ms": 16,
                         "proxy_drag_clarity_cpu_ms": 40, "error_max": 3, "error_mean": 0.2}}
@@ -418,6 +429,13 @@ def print_table(p: dict) -> None:
         tq["proxy_drag_lut_only_cpu_ms"])
     row("proxy 1600 drag, with clarity (CPU per render)", q["proxy_drag_clarity_cpu_ms"], "ms",
         tq["proxy_drag_clarity_cpu_ms"])
+    row("  while moving (draft LUT), LUT ops only", q["proxy_draft_lut_only_cpu_ms"], "ms",
+        tq["proxy_drag_lut_only_cpu_ms"])
+    row("  while moving (draft LUT), with clarity", q["proxy_draft_clarity_cpu_ms"], "ms",
+        tq["proxy_drag_clarity_cpu_ms"])
+    print(f"    {'  draft error against the exact math (max / mean)':<52} {q['proxy_draft_error_max']:>8} / "
+          f"{q['proxy_draft_error_mean']} levels{_mark(q['proxy_draft_error_max'], tq['error_max'])}")
+    print("    (the frame a slider stops on is rendered exactly: the first two rows)")
     print(f"\n    {'applying one 3D LUT (13 ops)':<52} {'CPU ms':>8} {'max':>4} {'mean':>6}   vs the previous path")
     for r in q["lut_methods"]:
         print(f"    {r['method']:<52} {r['cpu_ms']:>8} {r['error_max']:>4} {r['error_mean']:>6}   "

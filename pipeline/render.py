@@ -42,6 +42,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable, Hashable, Mapping
 
 import cv2
@@ -283,6 +284,79 @@ COORD_TABLE = np.stack(
 ).astype(np.float32).reshape(256, 1, 3)
 
 
+#: Ops that act on each channel alone (exposure, then the contrast curve, are the first ops of a stage):
+#: on the grid they are evaluated once per axis value (33 + 65 values), not at every grid point.
+_PER_CHANNEL = ("exposure", "contrast")
+
+
+#: Green samples of a draft LUT (a slider's live preview while it moves): half the grid, so half the
+#: compile; within the same error bounds as the full grid on the benchmark photo (see the bench).
+DRAFT_GREEN = 33
+
+
+@lru_cache(maxsize=4)
+def _lattice(green: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The evaluation grid for ``green`` samples and the index/weight that resample it to 256 levels."""
+    grid = _GRID if green == GREEN_SAMPLES else _grid(LUT_POINTS, green)
+    return (grid, *_green_resampler(green))
+
+
+def _grid_through(first: Mapping[str, int], grid: np.ndarray) -> np.ndarray:
+    """``grid`` after the per-channel ops at the head of ``first`` (``grid`` itself when it has none).
+
+    The same numbers as running those ops on the whole grid: they are elementwise, so each grid point's
+    value is its axis value's."""
+    head = {k: first[k] for k in _PER_CHANNEL if first.get(k)}
+    if not head:
+        return grid
+    rb, g = grid[0, 0, :, 0], grid[0, :, 0, 1]
+    rb, g = (apply_pixel_ops(np.repeat(v[:, None], 3, axis=1), head)[:, 0] for v in (rb, g))
+    B, G, R = np.meshgrid(rb, g, rb, indexing="ij")
+    return np.stack([R, G, B], axis=-1)
+
+
+def _compiled(stages: tuple[Mapping[str, int], ...], green: int = GREEN_SAMPLES, *,
+              levels: bool = False) -> np.ndarray:
+    """The LUT of ``stages``: float32 whole numbers 0..65535 (what the uint16 LUT holds), (n, 256*n, 3);
+    ``levels``: those numbers / 257 (the 8-bit pass's table)."""
+    first, rest = (stages[0], stages[1:]) if stages else ({}, ())
+    tail = {k: v for k, v in first.items() if k not in _PER_CHANNEL}
+    grid, index, weight = _lattice(green)
+
+    def run(rows: np.ndarray) -> np.ndarray:
+        out = apply_pixel_ops(rows, tail)
+        for settings in rest:
+            out = apply_pixel_ops(out, settings)
+        return out
+
+    start = _grid_through(first, grid)
+    if green < GREEN_SAMPLES:   # a draft: as fast in one thread, and half the CPU time of handing it out
+        coarse = run(start)
+    else:                       # numpy releases the GIL in its ufuncs: split the grid by blue rows across cores
+        coarse = np.concatenate(list(_POOL.map(run, np.array_split(start, _WORKERS, axis=0))), axis=0)
+    # Green resampled to 256 levels and rounded to 16 bits, one blue slice at a time (each pass stays in
+    # the CPU's cache; the same float32 operations, so the same numbers, as on the whole array at once).
+    n = LUT_POINTS
+    fine = np.empty((n, 256, n, 3), np.float32)
+    w = weight[:, None, None]
+    w_lo = 1.0 - w
+    hi = np.empty((256, n, 3), np.float32)
+    for b in range(n):
+        lo = fine[b]
+        np.take(coarse[b], index, axis=0, out=lo)
+        lo *= w_lo
+        np.take(coarse[b], index + 1, axis=0, out=hi)
+        hi *= w
+        lo += hi
+        lo *= 65535.0
+        lo += 0.5
+        np.clip(lo, 0, 65535, out=lo)
+        np.floor(lo, out=lo)
+        if levels:
+            lo *= np.float32(1.0 / 257.0)
+    return fine.reshape(n, 256 * n, 3)
+
+
 def compile_lut(*stages: Mapping[str, int]) -> np.ndarray:
     """Compile the per-pixel ops of one or more settings (applied in order)
     into a uint16 LUT image of shape (33, 256*33, 3).
@@ -292,20 +366,21 @@ def compile_lut(*stages: Mapping[str, int]) -> np.ndarray:
     bilinear remap can apply it. 16-bit entries keep the interpolated result
     within one rounding of the exact math (an 8-bit LUT would round twice).
     """
+    return np.ascontiguousarray(_compiled(stages).astype(np.uint16))
 
-    def run(rows: np.ndarray) -> np.ndarray:
-        out = rows
-        for settings in stages:
-            out = apply_pixel_ops(out, settings)
-        return out
 
-    # numpy releases the GIL in its ufuncs: split the grid by blue rows across cores.
-    chunks = np.array_split(_GRID, _WORKERS, axis=0)
-    coarse = np.concatenate(list(_POOL.map(run, chunks)), axis=0)  # (n, green, n, 3)
-    w = _GREEN_WEIGHT[None, :, None, None]
-    fine = coarse[:, _GREEN_INDEX] * (1.0 - w) + coarse[:, _GREEN_INDEX + 1] * w  # (n, 256, n, 3)
-    lut = np.clip(fine * 65535.0 + 0.5, 0, 65535).astype(np.uint16)
-    return np.ascontiguousarray(lut.reshape(LUT_POINTS, 256 * LUT_POINTS, 3))
+def compile_table(*stages: Mapping[str, int], draft: bool = False) -> np.ndarray:
+    """``lookup_table(compile_lut(*stages))`` without the uint16 image in between (the same numbers).
+
+    ``draft``: a uint8 table evaluated on :data:`DRAFT_GREEN` green samples instead of 65, for frames
+    shown while a slider moves (the frame kept when it stops is exact)."""
+    if not draft:
+        return _compiled(stages, levels=True)
+    # uint8 entries: OpenCV's 8-bit remap takes half the time of its float one, for a few hundredths
+    # of a level more error (the bench prints the draft's error against the exact math)
+    table = _compiled(stages, DRAFT_GREEN, levels=True)
+    table += 0.5
+    return np.ascontiguousarray(table, np.uint8)
 
 
 # The same table, one contiguous column per channel (red, green, blue).
@@ -344,7 +419,10 @@ class _StripWork:
                                dstmap2=self.frac[:rows] if frac is None else frac)
 
     def remap(self, lut: np.ndarray, xy: np.ndarray, frac: np.ndarray, out: np.ndarray) -> None:
-        """The LUT (float32, 0..255) looked up at a strip's coordinates, rounded to 8 bits into ``out``."""
+        """The LUT (float32 0..255, or a uint8 draft) looked up at a strip's coordinates, in 8 bits into ``out``."""
+        if lut.dtype == np.uint8:   # a draft table: looked up straight into the output
+            cv2.remap(lut, xy, frac, cv2.INTER_LINEAR, dst=out, borderMode=cv2.BORDER_REPLICATE)
+            return
         looked = cv2.remap(lut, xy, frac, cv2.INTER_LINEAR, dst=self.looked[:xy.shape[0]],
                            borderMode=cv2.BORDER_REPLICATE)
         cv2.convertScaleAbs(looked, dst=out)
@@ -354,7 +432,9 @@ def lookup_table(lut: np.ndarray) -> np.ndarray:
     """A compiled uint16 LUT image as the float32 0..255 table the 8-bit pass interpolates: OpenCV's
     float remap is vectorised, 16-bit is not (40% less time at 4K; the same bytes but for one value
     in a million, one level off, where the old double rounding of a tie went the other way)."""
-    return lut if lut.dtype == np.float32 else lut.astype(np.float32) * np.float32(1.0 / 257.0)
+    if lut.dtype in (np.float32, np.uint8):   # already a table (uint8: a draft's, see compile_table)
+        return lut
+    return lut.astype(np.float32) * np.float32(1.0 / 257.0)
 
 
 def lut_coordinates(img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -612,18 +692,18 @@ class Renderer:
                     self.masks.put(key, scratch.get(key))
 
     def lut(self, *stages: Mapping[str, int]) -> np.ndarray:
-        """The uint16 LUT image of ``stages`` (:func:`compile_lut`), cached."""
-        return self._luts(*stages)[0]
+        """The uint16 LUT image of ``stages`` (:func:`compile_lut`), cached (the 16-bit path reads it)."""
+        return self._cached_lut(stages, "uint16", compile_lut)
 
-    def table(self, *stages: Mapping[str, int]) -> np.ndarray:
-        """The same LUT as the 8-bit pass reads it (:func:`lookup_table`), cached with it."""
-        return self._luts(*stages)[1]
+    def table(self, *stages: Mapping[str, int], draft: bool = False) -> np.ndarray:
+        """The same LUT as the 8-bit pass reads it (:func:`compile_table`; ``draft``: its draft), cached."""
+        if draft:
+            return self._cached_lut(stages, "draft", lambda *s: compile_table(*s, draft=True))
+        return self._cached_lut(stages, "table", compile_table)
 
-    def _luts(self, *stages: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:
-        def make():
-            lut = _frozen(compile_lut(*stages))
-            return lut, _frozen(lookup_table(lut))
-        return self.luts.get_or_create(tuple(tuple(sorted(s.items())) for s in stages), make)
+    def _cached_lut(self, stages: tuple, kind: str, make) -> np.ndarray:
+        key = (tuple(tuple(sorted(s.items())) for s in stages), kind)
+        return self.luts.get_or_create(key, lambda: _frozen(make(*stages)))
 
     def _coords(self, source: SourceImage, size: tuple[int, int], frame: Frame | None = None):
         if frame is None:
@@ -671,9 +751,12 @@ class Renderer:
                        resized=source.resized)
         return feather_mask(m, feather) if feather else m
 
-    def render(self, source: SourceImage, state: EditState, long_side: int | None = None) -> np.ndarray:
+    def render(self, source: SourceImage, state: EditState, long_side: int | None = None, *,
+               draft: bool = False) -> np.ndarray:
         """uint8 RGB render of ``state`` at ``long_side`` (None = full resolution).
 
+        ``draft``: the colour and tone LUT is compiled on half the grid (:data:`DRAFT_GREEN`), for the
+        frames of a slider while it moves; the frame kept when it stops is rendered without it.
         The returned array is read-only (it may be shared through the cache).
         """
         source = self.with_generated(source, state)
@@ -682,12 +765,12 @@ class Renderer:
         except ValueError as exc:
             raise RenderError(str(exc)) from None
         size = frame.size_at(long_side) if frame else source.size_for(long_side)
-        key = (source.digest, state.key(), size) if self.renders.max_bytes else None
+        key = (source.digest, state.key(), size, draft) if self.renders.max_bytes else None
         cached = self.renders.get(key) if key else None
         if cached is not None:
             return cached
         with admission.reserve(admission.render_bytes(*size), what="a render"):  # large ones queue
-            out = self._render(source, state, size, frame)
+            out = self._render(source, state, size, frame, draft)
         out = _frozen(out) if out is not source.resized(size) else out
         if key:
             self.renders.put(key, out)
@@ -853,8 +936,12 @@ class Renderer:
         return ref, tuple(coords)
 
     def _render(self, source: SourceImage, state: EditState, size: tuple[int, int],
-                frame: Frame | None = None) -> np.ndarray:
+                frame: Frame | None = None, draft: bool = False) -> np.ndarray:
         base = self._base(source, frame, size)
+
+        def table(*stages: Mapping[str, int]) -> np.ndarray:
+            return self.table(*stages, draft=draft)
+
         if state.is_identity:
             return base
         g_pixel = pixel_settings(state.settings)
@@ -867,9 +954,9 @@ class Renderer:
         if not g_pixel:
             out = base
         elif coords is not None:
-            out = apply_lut(self.table(g_pixel), coords)
+            out = apply_lut(table(g_pixel), coords)
         else:
-            out, coords = self._lut_pass(source, size, frame, base, self.table(g_pixel))
+            out, coords = self._lut_pass(source, size, frame, base, table(g_pixel))
         masks: list[np.ndarray | None] = []
         fresh = True  # is `out` still LUT(base)? then a layer is one composite LUT on cached coordinates
         for layer in state.layers:
@@ -888,10 +975,10 @@ class Renderer:
             if not l_pixel:
                 continue
             if fresh:
-                lut = self.table(g_pixel, l_pixel) if g_pixel else self.table(l_pixel)
+                lut = table(g_pixel, l_pixel) if g_pixel else table(l_pixel)
                 layer_img = apply_lut(lut, coords) if coords is not None else apply_lut_image(lut, base)
             else:
-                layer_img = apply_lut_image(self.table(l_pixel), out)
+                layer_img = apply_lut_image(table(l_pixel), out)
             out = blend(out, layer_img, mask)
             fresh = False
         finish = _finish_settings(state.settings)

@@ -25,8 +25,9 @@ from conftest import small_photo
 from pipeline import imageio
 from pipeline.imageio import load_image
 from pipeline.raw import develop, write_cfa_dng
-from pipeline.render import (Renderer, SourceImage, apply_lut, apply_lut_image, compile_lut, lut_coordinates,
-                             STRIP_ROWS)
+from pipeline.render import (Renderer, SourceImage, apply_lut, apply_lut_image, compile_lut, compile_table,
+                             lookup_table, lut_coordinates, STRIP_ROWS)
+from pipeline.workload import naive_render
 from pipeline.state import EditState
 
 REPO = Path(__file__).resolve().parents[1]
@@ -135,6 +136,43 @@ def test_the_strip_pass_gives_the_whole_frame_bytes_and_coordinates():
     assert all(np.array_equal(a, b) for a, b in zip(keep, ref))
     xy, frac = lut_coordinates(img[:1, :1])  # one pixel
     assert xy.shape == (1, 1, 2) and frac.shape == (1, 1)
+
+
+@pytest.mark.parametrize("stages", [
+    [{"exposure": 25, "contrast": 30, "saturation": 20, "hue_blue": 30}],   # per-channel head, then the rest
+    [{"exposure": -70}], [{"contrast": -40}], [{"vibrance": 35, "temperature": -20}],   # head only, no head
+    [{"exposure": 40, "highlights": -30}, {"exposure": -20, "luminance_green": 30}],   # a layer's second stage
+])
+def test_the_8_bit_table_is_the_uint16_lut_read_as_levels(stages):
+    """compile_table skips the uint16 image but holds the same numbers (and the per-channel head,
+    evaluated on the grid's axes, gives the grid's own values)."""
+    assert np.array_equal(compile_table(*stages), lookup_table(compile_lut(*stages)))
+
+
+@pytest.mark.parametrize("settings", [
+    {"exposure": 30, "contrast": 25, "highlights": -30, "shadows": 25, "temperature": 15, "saturation": 10,
+     "vibrance": 20, "hue_orange": -10, "luminance_green": -20},
+    {"vibrance": 80, "whites": 40, "blacks": -40, "hue_blue": 50},
+])
+def test_a_draft_frame_while_a_slider_moves_is_close_to_the_exact_one(settings):
+    """The exact LUT stays within 3 levels (mean about 0.2; the bench's bound is on its own photo); a
+    draft (half the grid, 8-bit table) may be a few levels off on rare colours, far below the error of
+    the JPEG its live preview is shown as."""
+    photo = small_photo("astronaut", 640)
+    state = EditState.from_dict({"settings": settings})
+    renderer, source = Renderer(), SourceImage.from_array(photo)
+    exact, draft = renderer.render(source, state), renderer.render(source, state, draft=True)
+    truth = naive_render(photo, settings).astype(np.int16)
+    err = np.abs(exact.astype(np.int16) - truth)
+    assert err.max() <= 3 and err.mean() <= 0.25
+    err = np.abs(draft.astype(np.int16) - truth)
+    assert err.max() <= 8 and err.mean() <= 0.5
+    buffer = io.BytesIO()
+    Image.fromarray(exact).save(buffer, "JPEG", quality=90)
+    jpeg = np.asarray(Image.open(buffer).convert("RGB")).astype(np.int16)
+    assert err.mean() < np.abs(jpeg - truth).mean() / 3
+    assert not np.array_equal(exact, draft)                       # a different, cheaper table
+    assert np.array_equal(renderer.render(source, state), exact)  # the exact frame is not the cached draft
 
 
 @pytest.mark.parametrize("layers", [[], [{"mask": {"type": "gradient", "start": [0.5, 0], "end": [0.5, 1]},

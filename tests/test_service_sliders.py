@@ -5,11 +5,14 @@ Real Studio on a real SQLite file with the scripted planner and judge from conft
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 from PIL import Image
 
 from agent.service import InvalidInput
+from agent.service.renders import VIEW_QUALITY
 from conftest import ScriptedJudge, ScriptedPlanner, small_photo
 
 
@@ -44,6 +47,14 @@ def test_preview_renders_the_values_without_recording(make_studio, photo):
     assert shown.mean() > brighter.mean() + 5          # +60 is visibly brighter than the kept +20
     assert [a.id for a in studio.history(info.id)] == before   # nothing recorded
     assert studio.session(info.id).turns == 1
+    # a live frame is a draft; the version the sliders record is rendered exactly
+    recorded = studio.set_values(info.id, {"exposure": 60})
+    buffer = io.BytesIO()
+    Image.fromarray(studio.render(info.id, recorded.asset_id)).save(buffer, "JPEG", quality=VIEW_QUALITY)
+    exact = np.asarray(Image.open(buffer).convert("RGB"), dtype=float)
+    assert np.abs(shown - exact).mean() < 1.5                # the same picture (a draft) through the same JPEG
+    before = [a.id for a in studio.history(info.id)]
+    studio.undo(info.id)
     # the same values give the same file; bad values say which op and change nothing
     assert studio.preview(info.id, {"exposure": 60}) == path
     with pytest.raises(InvalidInput, match="exposure"):

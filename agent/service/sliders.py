@@ -119,7 +119,9 @@ class Sliders:
         path = folder / f"{state.key()}-{canonical_side(session.width, session.height, side)}.jpg"
         if not path.exists():
             source = self.sources.get(session_id)
-            shown = on_checkerboard(self.renderer.render(source, state, side), self.renderer.alpha_for(source, state, side))
+            # a draft frame: the slider is moving; the frame it stops on is kept exactly (keep / set_values)
+            shown = on_checkerboard(self.renderer.render(source, state, side, draft=True),
+                                    self.renderer.alpha_for(source, state, side))
             save_image(shown, path, quality=VIEW_QUALITY)
             for old in sorted(folder.glob("*.jpg"), key=lambda p: p.stat().st_mtime)[:-PREVIEWS_KEPT]:
                 old.unlink(missing_ok=True)
