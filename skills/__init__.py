@@ -19,7 +19,9 @@ A skill is data (the format is documented in docs/mcp.md, "Skills")::
 The shipped skills live here (``skills/*.yaml``); people add their own by
 dropping YAML files in the folder named by ``ATELIER_SKILLS_DIR`` (a user
 skill with a shipped name replaces it). A broken file is refused at load
-with :class:`SkillError` naming the file and the key. Loading is bounded, so a
+with :class:`SkillError` naming the file and the key: the file's data is checked by pydantic models
+(:class:`SkillFile`, :class:`AdjustmentSpec`, :class:`StepSpec`; :func:`skill_json_schema` is their JSON
+schema) and built into the frozen :class:`Skill` the rest of Atelier uses. Loading is bounded, so a
 hostile or mistaken file costs milliseconds, never minutes: at most
 :data:`MAX_FILE_BYTES` per file, :data:`MAX_FILES` files per folder,
 :data:`MAX_YAML_VALUES` values once YAML aliases are expanded (a "billion
@@ -37,13 +39,15 @@ from __future__ import annotations
 
 import os
 import re
-import reprlib
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Literal, Mapping
 
 import yaml
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError,
+                      ValidationInfo, WrapValidator, field_validator, model_validator)
+from pydantic_core import PydanticCustomError
 
 from pipeline import ops
 from pipeline.masks import MaskSpecError, normalize_mask_spec
@@ -53,7 +57,6 @@ SKILLS_DIR_ENV = "ATELIER_SKILLS_DIR"
 KINDS = ("look", "retouch", "compound")
 GATES = ("needs_face", "needs_sky", "colour_only")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,47}$")
-_TOP_KEYS = {"name", "kind", "order", "label", "description", "words", "gates", "adjust", "steps", "version", "author"}
 #: Bounds on what one skill file may cost to load (see the module docstring).
 MAX_FILE_BYTES = 64 * 1024
 MAX_FILES = 500
@@ -61,11 +64,10 @@ MAX_YAML_VALUES = 5000
 MAX_YAML_DEPTH = 16
 MAX_SKILL_STEPS = 32
 MAX_CHAIN = 32
-_SHOW = reprlib.Repr()
-_SHOW.maxlevel, _SHOW.maxlist, _SHOW.maxdict, _SHOW.maxstring, _SHOW.maxother = 3, 6, 6, 60, 60
 
-__all__ = ["GATES", "KINDS", "SKILLS_DIR", "SKILLS_DIR_ENV", "Adjustment", "Skill", "SkillError", "SkillStep",
-           "check_graph", "clear_skill_cache", "load_skill_file", "load_skills", "looks"]
+__all__ = ["GATES", "KINDS", "SKILLS_DIR", "SKILLS_DIR_ENV", "Adjustment", "AdjustmentSpec", "Skill", "SkillError",
+           "SkillFile", "SkillStep", "StepSpec", "check_graph", "clear_skill_cache", "load_skill_file", "load_skills",
+           "looks", "skill_json_schema"]
 
 
 class SkillError(ValueError):
@@ -134,40 +136,192 @@ def _fail(path: Path, key: str, problem: str):
     raise SkillError(str(path), key, problem)
 
 
-def _text(path: Path, key: str, value: Any, *, required: bool = True, default: str = "") -> str:
-    if value is None and not required:
-        return default
-    if not isinstance(value, str) or not value.strip():
-        _fail(path, key, f"expected text, got {value!r}")
-    return value.strip()
+#: Stands for an adjustment's key in a mask spec's message (``pipeline.masks`` names the place it is given).
+_HERE = "\x00here\x00"
 
 
-def _adjustment(path: Path, key: str, raw: Any) -> Adjustment:
-    if not isinstance(raw, Mapping):
-        _fail(path, key, f"expected {{op, value, mode, target}}, got {raw!r}")
-    unknown = set(raw) - {"op", "value", "mode", "target"}
-    if unknown:
-        _fail(path, f"{key}.{sorted(unknown)[0]}", "unknown key; expected op, value, mode, target")
+def _wrong(text: str, key: str | None = None) -> PydanticCustomError:
+    """A problem worded where it is found; ``key`` continues the dotted key past the model it is raised in."""
+    return PydanticCustomError("skill", text, {"key": key} if key else None)
+
+
+def _falsy_is(empty: type) -> BeforeValidator:
+    # ``words: null``, ``gates: []``, ``depends_on: ''`` and the like mean none, as they always have
+    return BeforeValidator(lambda value: value or empty())
+
+
+def _step_ids(value: Any) -> Any:
+    return [value] if isinstance(value, str) and value else value or []      # one id may stand alone
+
+
+def _op_name(value: Any) -> str:
     try:
-        op = ops.get_op(raw.get("op"))
+        return ops.get_op(value).name
     except ops.OpError as exc:
-        _fail(path, f"{key}.op", str(exc))
-    value = raw.get("value")
-    if isinstance(value, bool) or not isinstance(value, int):
-        _fail(path, f"{key}.value", f"expected a whole number {op.min}..{op.max}, got {value!r}")
-    mode = raw.get("mode", "set")
-    if mode not in ("set", "add"):
-        _fail(path, f"{key}.mode", f"expected set or add, got {mode!r}")
-    lo, hi = (op.min, op.max) if mode == "set" else (op.min - op.max, op.max - op.min)
-    if not lo <= value <= hi:
-        _fail(path, f"{key}.value", f"{value} is outside {lo}..{hi}")
-    target = raw.get("target")
-    if target is not None:
+        raise _wrong(str(exc)) from None
+
+
+def _mask_spec(value: Any) -> Any:
+    try:
+        return None if value is None else normalize_mask_spec(value, _HERE)
+    except MaskSpecError as exc:
+        raise _wrong(str(exc)) from None
+
+
+def _gate_name(value: Any) -> Any:
+    if value not in GATES:
+        raise _wrong(f"unknown gate; expected one of {', '.join(GATES)}")
+    return value
+
+
+def _as_one(what: str) -> WrapValidator:
+    """A problem inside a list of plain values reads as one, on the whole list (``words: expected ...``)."""
+    def check(value: Any, handler: Any) -> Any:
         try:
-            target = normalize_mask_spec(target, f"{key}.target")
-        except MaskSpecError as exc:
-            _fail(path, f"{key}.target", str(exc))
-    return Adjustment(op=op.name, value=int(value), mode=mode, target=target)
+            return handler(value)
+        except ValidationError:
+            raise _wrong(f"expected {what}, got {value!r}") from None
+    return WrapValidator(check)
+
+
+#: Text: stripped, never empty.
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+#: A phrase that asks for a skill, as the agent matches it (stripped, lower case).
+Phrase = Annotated[str, StringConstraints(strip_whitespace=True, to_lower=True, min_length=1)]
+
+
+class _Spec(BaseModel):
+    """Part of a skill file: typed (no "5" for 5, no 1 for true), frozen; an unknown key is an error.
+
+    A field's ``description`` is what it expects: a wrong value reads "expected <description>, got ...".
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, regex_engine="python-re")
+
+
+class AdjustmentSpec(_Spec):
+    """One entry of ``adjust:``: an op set to (``set``) or moved by (``add``) a whole number, globally or in a mask."""
+
+    op: Annotated[str, BeforeValidator(_op_name)] = Field(description="an op name")
+    value: int = Field(description="a whole number in the op's range")
+    mode: Literal["set", "add"] = Field("set", description="set or add")
+    target: Annotated[dict | None, BeforeValidator(_mask_spec)] = Field(None, description="a mask spec")
+
+    @field_validator("value", mode="wrap")
+    @classmethod
+    def _whole(cls, value: Any, handler: Any, info: ValidationInfo) -> int:
+        try:
+            return handler(value)
+        except ValidationError:
+            op = ops.OPS.get(info.data.get("op"))       # absent when the op itself is wrong
+            raise _wrong(f"expected a whole number{f' {op.min}..{op.max}' if op else ''}, got {value!r}") from None
+
+    @model_validator(mode="after")
+    def _in_range(self) -> "AdjustmentSpec":
+        op = ops.get_op(self.op)
+        lo, hi = (op.min, op.max) if self.mode == "set" else (op.min - op.max, op.max - op.min)
+        if not lo <= self.value <= hi:
+            raise _wrong(f"{self.value} is outside {lo}..{hi}", "value")
+        return self
+
+    def adjustment(self) -> Adjustment:
+        return Adjustment(op=self.op, value=self.value, mode=self.mode, target=self.target)
+
+
+class StepSpec(_Spec):
+    """One entry of ``steps:``: a skill in a compound skill's task graph."""
+
+    id: Any = Field(None, description="a step id (default: the skill's name)")
+    skill: str = Field(min_length=1, description="a skill name")
+    depends_on: Annotated[list[str], _as_one("a list of step ids"), BeforeValidator(_step_ids)] = Field(
+        [], description="a list of step ids")
+
+    def step(self) -> SkillStep:
+        return SkillStep(id=str(self.id or self.skill), skill=self.skill, depends_on=tuple(self.depends_on))
+
+
+class SkillFile(_Spec):
+    """A skill file's data (the format in the module docstring and docs/mcp.md, "Skills")."""
+
+    name: str = Field(pattern=_NAME.pattern, description="1-48 lower-case letters, digits or '_'")
+    kind: Literal["look", "retouch", "compound"] = Field(description=f"one of {', '.join(KINDS)}")
+    order: int = Field(100, description="a whole number (lists show lower numbers first)")
+    label: Text | None = Field(None, description="text")
+    description: Text = Field(description="text")
+    words: Annotated[list[Phrase], _as_one("a list of phrases"), _falsy_is(list)] = Field(
+        [], description="a list of phrases")
+    gates: Annotated[dict[Annotated[str, BeforeValidator(_gate_name)], bool], _falsy_is(dict)] = Field(
+        {}, description=f"a mapping of {', '.join(GATES)} to true/false")
+    adjust: Annotated[list[AdjustmentSpec], _falsy_is(list)] = Field(
+        [], description="a list of {op, value, mode, target}")
+    steps: Annotated[list[StepSpec], _falsy_is(list)] = Field([], description="a list of {id, skill, depends_on}")
+    version: Any = None
+    author: Any = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_mapping(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, Mapping):
+            raise _wrong("expected a mapping with name, kind, description and adjust or steps")
+        stem = (info.context or {}).get("stem")       # the name defaults to the file's
+        return {"name": stem, **data} if stem is not None and "name" not in data else data
+
+    @model_validator(mode="after")
+    def _by_kind(self) -> "SkillFile":
+        if self.kind == "compound":
+            if self.adjust:
+                raise _wrong("a compound skill lists steps (other skills), not adjustments", "adjust")
+            if not self.steps:
+                raise _wrong("expected a list of {id, skill, depends_on}", "steps")
+            if len(self.steps) > MAX_SKILL_STEPS:
+                raise _wrong(f"{len(self.steps)} steps; a compound skill has at most {MAX_SKILL_STEPS}", "steps")
+            return self
+        if self.steps:
+            raise _wrong(f"only a compound skill has steps; this one is a {self.kind}", "steps")
+        if not self.adjust:
+            raise _wrong("expected a list of {op, value, mode, target}", "adjust")
+        for i, a in enumerate(self.adjust):
+            if self.kind == "look" and (a.target is not None or a.mode != "set"):
+                raise _wrong("a look sets global values (mode set, no target); "
+                                "make it a retouch skill to use masks or relative moves", f"adjust[{i}]")
+        return self
+
+    def skill(self, path: Path, user: bool) -> Skill:
+        return Skill(name=self.name, kind=self.kind, label=self.label or self.name.replace("_", " ").capitalize(),
+                     description=self.description, words=tuple(self.words), gates=dict(self.gates),
+                     adjust=tuple(a.adjustment() for a in self.adjust), steps=tuple(s.step() for s in self.steps),
+                     path=str(path), user=user, order=self.order)
+
+
+def skill_json_schema() -> dict:
+    """The JSON schema of a skill file (for editors and other agents)."""
+    return SkillFile.model_json_schema()
+
+
+_ITEMS = {"adjust": AdjustmentSpec, "steps": StepSpec}
+
+
+def _problem(err: Mapping[str, Any]) -> tuple[str, str]:
+    """The dotted key (``adjust[0].value``, ``gates.needs_sky``) and what is wrong, for one pydantic error."""
+    loc, ctx, kind = tuple(err["loc"]), err.get("ctx") or {}, err["type"]
+    parts = [p for p in loc if p != "[key]"] + ([ctx["key"]] if ctx.get("key") else [])
+    key = "".join(f"[{p}]" if i and parts[i - 1] in _ITEMS else f".{p}" for i, p in enumerate(parts)).lstrip(".")
+    value = None if kind == "missing" else err.get("input")
+    owner = SkillFile if len(loc) == 1 else _ITEMS.get(loc[0]) if len(loc) == 3 else None
+    if kind == "skill":
+        return key, err["msg"].replace(_HERE, key)
+    if kind in ("extra_forbidden", "invalid_key"):
+        names = (", ".join(owner.model_fields) if owner is not SkillFile
+                 else "some of " + ", ".join(sorted(SkillFile.model_fields)))
+        return key, f"unknown key; expected {names}"
+    if kind == "model_type":                       # an entry of adjust or steps
+        return key, f"expected {{{', '.join(_ITEMS[loc[0]].model_fields)}}}, got {value!r}"
+    info = owner.model_fields.get(loc[-1]) if owner is not None else None
+    if info is not None and info.description:
+        return key, f"expected {info.description}, got {value!r}"
+    if kind == "bool_type":                        # a gate
+        return key, f"expected true or false, got {value!r}"
+    return key, err["msg"]
 
 
 def _check_nodes(path: Path, root: yaml.Node) -> None:
@@ -240,77 +394,17 @@ def load_skill_file(path: str | os.PathLike, *, user: bool = False) -> Skill:
     """Read and check one skill file; :class:`SkillError` names the file and the key that is wrong."""
     path = Path(path)
     data = _read_yaml(path)
-    if not isinstance(data, Mapping):
-        _fail(path, "", "expected a mapping with name, kind, description and adjust or steps")
-    unknown = set(data) - _TOP_KEYS
-    if unknown:
-        _fail(path, sorted(unknown)[0], f"unknown key; expected some of {', '.join(sorted(_TOP_KEYS))}")
-    name = data.get("name", path.stem)
-    if not isinstance(name, str) or not _NAME.match(name):
-        _fail(path, "name", f"expected 1-48 lower-case letters, digits or '_', got {name!r}")
-    kind = data.get("kind")
-    if kind not in KINDS:
-        _fail(path, "kind", f"expected one of {', '.join(KINDS)}, got {kind!r}")
-    order = data.get("order", 100)
-    if isinstance(order, bool) or not isinstance(order, int):
-        _fail(path, "order", f"expected a whole number (lists show lower numbers first), got {order!r}")
-    label = _text(path, "label", data.get("label"), required=False, default=name.replace("_", " ").capitalize())
-    description = _text(path, "description", data.get("description"))
-    words = data.get("words") or []
-    if not isinstance(words, list) or not all(isinstance(w, str) and w.strip() for w in words):
-        _fail(path, "words", f"expected a list of phrases, got {words!r}")
-    gates = data.get("gates") or {}
-    if not isinstance(gates, Mapping):
-        _fail(path, "gates", f"expected a mapping of {', '.join(GATES)} to true/false")
-    for gate, on in gates.items():
-        if gate not in GATES:
-            _fail(path, f"gates.{gate}", f"unknown gate; expected one of {', '.join(GATES)}")
-        if not isinstance(on, bool):
-            _fail(path, f"gates.{gate}", f"expected true or false, got {on!r}")
-    adjust, steps = data.get("adjust"), data.get("steps")
-    if kind == "compound":
-        if adjust:
-            _fail(path, "adjust", "a compound skill lists steps (other skills), not adjustments")
-        if not isinstance(steps, list) or not steps:
-            _fail(path, "steps", "expected a list of {id, skill, depends_on}")
-        if len(steps) > MAX_SKILL_STEPS:
-            _fail(path, "steps", f"{len(steps)} steps; a compound skill has at most {MAX_SKILL_STEPS}")
-        parsed_steps = tuple(_step(path, f"steps[{i}]", s) for i, s in enumerate(steps))
-        check_graph(parsed_steps, where=str(path))
-        parsed_adjust: tuple[Adjustment, ...] = ()
-    else:
-        if steps:
-            _fail(path, "steps", f"only a compound skill has steps; this one is a {kind}")
-        if not isinstance(adjust, list) or not adjust:
-            _fail(path, "adjust", "expected a list of {op, value, mode, target}")
-        parsed_adjust = tuple(_adjustment(path, f"adjust[{i}]", a) for i, a in enumerate(adjust))
-        parsed_steps = ()
-        if kind == "look":
-            for i, a in enumerate(parsed_adjust):
-                if a.target is not None or a.mode != "set":
-                    _fail(path, f"adjust[{i}]", "a look sets global values (mode set, no target); "
-                                                "make it a retouch skill to use masks or relative moves")
-    return Skill(name=name, kind=kind, label=label, description=description,
-                 words=tuple(w.strip().lower() for w in words), gates=dict(gates), adjust=parsed_adjust,
-                 steps=parsed_steps, path=str(path), user=user, order=order)
-
-
-def _step(path: Path, key: str, raw: Any) -> SkillStep:
-    if not isinstance(raw, Mapping):
-        _fail(path, key, f"expected {{id, skill, depends_on}}, got {raw!r}")
-    unknown = set(raw) - {"id", "skill", "depends_on"}
-    if unknown:
-        _fail(path, f"{key}.{sorted(unknown)[0]}", "unknown key; expected id, skill, depends_on")
-    sid = raw.get("id") or raw.get("skill")
-    skill = raw.get("skill")
-    if not isinstance(skill, str) or not skill:
-        _fail(path, f"{key}.skill", f"expected a skill name, got {skill!r}")
-    deps = raw.get("depends_on") or []
-    if isinstance(deps, str):
-        deps = [deps]
-    if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
-        _fail(path, f"{key}.depends_on", f"expected a list of step ids, got {deps!r}")
-    return SkillStep(id=str(sid), skill=skill, depends_on=tuple(deps))
+    try:
+        spec = SkillFile.model_validate(data, context={"stem": path.stem})
+    except ValidationError as exc:
+        # one problem, as a person fixes them: an unknown key (often a typo) before what it leaves missing
+        unknown = ("extra_forbidden", "invalid_key")
+        errors = sorted(exc.errors(include_url=False),
+                        key=lambda e: (e["type"] not in unknown, str(e["loc"]) if e["type"] in unknown else ""))
+        _fail(path, *_problem(errors[0]))
+    skill = spec.skill(path, user)
+    check_graph(skill.steps, where=str(path))
+    return skill
 
 
 def check_graph(steps: tuple[SkillStep, ...] | list[SkillStep], where: str = "skill graph",
