@@ -16,13 +16,12 @@ from __future__ import annotations
 import argparse
 import os
 
+from agent.service import Studio
 from ui.layout import build_studio, serving_options
 
 
 def create_app(studio=None):
     """The studio's ``gr.Blocks`` and its launch keywords, for one shared Studio."""
-    from agent.service import Studio
-
     studio = studio or Studio()
     options = serving_options(studio)
     from agent.interfaces.a2a import mount_a2a  # the A2A card (/.well-known/agent-card.json) and endpoint (/a2a)

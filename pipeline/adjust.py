@@ -21,6 +21,7 @@ from typing import Mapping
 
 import numpy as np
 
+from pipeline.finishing import apply_finishing_pixel_ops
 from pipeline.ops import BANDS
 
 # Rec.709 luma weights (for display-referred luma and linear luminance alike).
@@ -359,7 +360,6 @@ def apply_pixel_ops(rgb: np.ndarray, settings: Mapping[str, int]) -> np.ndarray:
     out = adjust_white_balance(out, settings.get("temperature", 0), settings.get("tint", 0))
     out = adjust_color(out, settings)
     if any(k in _FINISHING_PIXEL for k in settings):
-        from pipeline.finishing import apply_finishing_pixel_ops  # tone curve and grading, after HSL
         out = apply_finishing_pixel_ops(out, settings)
     return out
 

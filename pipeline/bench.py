@@ -44,7 +44,11 @@ import cv2
 import numpy as np
 from skimage import data
 
-from pipeline.imageio import encode_image
+from pipeline import ops
+from pipeline.geometry import detect_tilt
+from pipeline.healing import dust_map
+from pipeline.imageio import encode_image, load_image
+from pipeline.raw import write_cfa_dng
 from pipeline.render import Renderer, SourceImage, apply_lut, compile_lut, lut_coordinates
 from pipeline.state import EditState
 from pipeline.workload import GLOBAL_STACK, LOCAL_LAYER, bench_photo, naive_render
@@ -154,16 +158,12 @@ TOOLBOX_OPS = {
 
 def _heal_available() -> bool:
     """Whether the retouch helper's healing ops are in the registry (then the toolbox turn heals too)."""
-    from pipeline import ops
-
     return "dust_removal" in ops.OPS
 
 
 def run_toolbox(renderer: Renderer, source: SourceImage, runs: int) -> dict:
     """Issue 11's figures: each geometry / finishing op alone at 4K, tilt detection, and a
     4K turn and a proxy render with crop, straighten and grain on top of the full turn."""
-    from pipeline.geometry import detect_tilt
-
     per_op = {}
     for name, settings in TOOLBOX_OPS.items():
         ms, _ = _median_ms(lambda i: renderer.render(source, EditState.from_dict({"settings": settings(i)})), runs)
@@ -173,8 +173,6 @@ def run_toolbox(renderer: Renderer, source: SourceImage, runs: int) -> dict:
     out: dict = {"toolbox_op_4k_ms": per_op, "tilt_detection_4k_ms": round(detect_ms, 1),
                  "toolbox_turn_includes_heal": heal}
     if heal:
-        from pipeline.healing import dust_map
-
         # kept per photo and size, like the coordinates: the heal rows below pay only for a new amount
         out["dust_map_new_photo_4k_ms"] = round(_median_ms(lambda i: dust_map(source.pixels), max(1, runs // 2))[0], 1)
     for label, with_heal in (("", heal), ("_no_heal", False)) if heal else (("", False),):
@@ -263,8 +261,6 @@ def run_retouch(runs: int, width: int = 3840, height: int = 2160) -> dict:
     import tempfile
 
     from pipeline.blobs import BlobStore
-    from pipeline.imageio import load_image
-    from pipeline.raw import write_cfa_dng
     from pipeline.selections import click_mask
 
     photo = portrait_photo(width, height)

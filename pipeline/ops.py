@@ -27,6 +27,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from pipeline.finishing import finishing_ops
+from pipeline.geometry import geometry_ops
+
 #: Render stages, in render order.
 STAGES: tuple[str, ...] = (
     "retouch",
@@ -395,8 +398,6 @@ def _declare() -> dict[str, Op]:
            effect=Effect("detail", "fine detail", 110.0, noise=3.0),
            math="pipeline.spatial.sharpen"),
     ]
-    from pipeline.finishing import finishing_ops
-    from pipeline.geometry import geometry_ops
 
     ops = _retouch_ops() + ops + finishing_ops(Op) + geometry_ops(Op)
     return {op.name: op for op in ops}

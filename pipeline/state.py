@@ -18,7 +18,8 @@ from typing import Any, Mapping
 
 from pipeline import ops
 from pipeline.generate.layers import GeneratedLayer, GeneratedLayerError
-from pipeline.masks import MaskSpecError, normalize_mask_spec
+from pipeline.geometry import GeometryError, crop_insets, frame_for
+from pipeline.masks import MaskSpecError, mask_json_schema, normalize_mask_spec
 
 
 class EditStateError(ValueError):
@@ -37,7 +38,6 @@ def _settings(data: Any, where: str, clamp: bool, *, local: bool = True) -> dict
         if whole:
             raise EditStateError(f"{where}: {', '.join(whole)} apply to the whole picture, not to a local layer")
     elif any(ops.OPS[k].kind == "geometry" for k in settings):
-        from pipeline.geometry import GeometryError, frame_for
         try:
             frame_for(settings, 1000, 1000)
         except GeometryError as exc:
@@ -254,7 +254,6 @@ class EditState:
     def with_crop(self, rect: Any) -> "EditState":
         """Return a copy cropped to the normalised rectangle ``[x0, y0, x1, y1]`` (0..1 of
         the straightened frame); raises EditStateError for a rectangle outside the image."""
-        from pipeline.geometry import GeometryError, crop_insets
         try:
             insets = crop_insets(rect)
         except GeometryError as exc:
@@ -275,8 +274,6 @@ class EditState:
 
 def state_json_schema() -> dict:
     """JSON Schema of a serialised EditState, derived from the op registry."""
-    from pipeline.masks import mask_json_schema
-
     settings = ops.settings_json_schema()
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

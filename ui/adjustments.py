@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from agent.service import AtelierError
 from ui import views
 from ui.session_view import LAYER_POOL, LAYER_SLIDERS, SessionView, as_dict, view_outputs, view_updates
 
@@ -85,8 +86,6 @@ def moved_value(c: dict, base: dict | None, where: tuple, value) -> tuple[dict, 
 
 
 def create_event_handlers(c: dict, sv: SessionView) -> None:
-    from agent.service import AtelierError
-
     studio = sv.studio
 
     def commit(sid, base, value, where):

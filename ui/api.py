@@ -26,6 +26,7 @@ from typing import Any
 
 import gradio as gr
 
+from agent.service import AtelierError, SessionNotFound
 from ui.session_view import SessionView, as_dict
 from ui.views import REVIEW_MODES, export_name
 
@@ -92,8 +93,6 @@ def create_ui(c: dict, styles: list[str] | None = None, schemas: list[str] | Non
 
 
 def create_event_handlers(c: dict, sv: SessionView) -> None:
-    from agent.service import AtelierError, SessionNotFound
-
     studio = sv.studio
 
     def session_id(token: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from agent.service import AtelierError
 from ui.session_view import SessionView, as_dict, view_outputs, view_updates
 from ui.views import export_name
 
@@ -34,8 +35,6 @@ def create_ui(c: dict) -> None:
 
 
 def create_event_handlers(c: dict, sv: SessionView) -> None:
-    from agent.service import AtelierError
-
     studio = sv.studio
 
     def rollback_to(sid, selected):

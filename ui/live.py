@@ -29,6 +29,7 @@ import math
 import re
 from typing import Any, Mapping
 
+from agent.service import AtelierError, SessionNotFound
 from ui import views
 
 #: The route's path (relative to the app's root).
@@ -74,8 +75,6 @@ def preview_routes(studio: Any, secret: str, pool: tuple[int, int]) -> list:
     """The Starlette route of live previews (for ``launch(app_kwargs={"routes": ...})``)."""
     from starlette.responses import PlainTextResponse, Response
     from starlette.routing import Route
-
-    from agent.service import AtelierError, SessionNotFound
 
     def serve(request) -> Response:   # sync: Starlette runs it on its thread pool
         params = request.query_params

@@ -13,6 +13,7 @@ from typing import Any
 import gradio as gr
 import numpy as np
 
+from agent.service import AtelierError
 from ui.session_view import SessionView
 
 HELP = ("Paint over what you want to change and press **Use what I painted**, or click an object in the "
@@ -63,8 +64,6 @@ def create_ui(c: dict) -> None:
 
 
 def create_event_handlers(c: dict, sv: SessionView) -> None:
-    from agent.service import AtelierError
-
     studio = sv.studio
     outputs = [c["select_click"], c["select_status"]]
 

@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterator, Mapping
 import gradio as gr
 from PIL import Image
 
+from agent.service import AtelierError, SessionNotFound
 from pipeline.render import geometry_settings
 from ui import live, views
 
@@ -214,8 +215,6 @@ class SessionView:
 
     def remembered_sessions(self, tokens: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
         """This browser's tokens -> ('My sessions' choices, tokens that no longer resume)."""
-        from agent.service import SessionNotFound
-
         choices, stale = [], []
         for token in tokens:
             try:
@@ -258,8 +257,6 @@ def run_action(c: Mapping[str, Any], sv: SessionView, session_id: str, call: Cal
     per progress event (``event(e)``, default the progress line and the sub-goals), then the whole view
     with the turn's warnings. An ``AtelierError`` becomes ``failed(error)`` (default: its message as the
     notice, the panels as they were: nothing changed in the session)."""
-    from agent.service import AtelierError
-
     result = None
     for kind, item in run_with_progress(call):
         if kind == "event":

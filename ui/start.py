@@ -18,6 +18,7 @@ import html
 
 import gradio as gr
 
+from agent.service import AtelierError, SessionNotFound
 from ui import browser, views
 from ui.session_view import SessionView, as_dict, run_action, view_outputs, view_updates
 
@@ -105,8 +106,6 @@ def show_session(c: dict, sv: SessionView, sid: str | None, browser_value: Any,
 
 
 def create_event_handlers(c: dict, sv: SessionView, *, demo_photos: list[Path]) -> None:
-    from agent.service import AtelierError, SessionNotFound
-
     studio = sv.studio
     outputs = _session_outputs(c)
 

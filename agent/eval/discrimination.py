@@ -29,6 +29,9 @@ import numpy as np
 
 import agent.eval.checks as checks
 from agent.eval.scenarios import Condition, load_photo
+from agent.planning.base import SubGoal
+from pipeline.masks import build_mask, normalize_mask_spec
+from pipeline.state import EditState
 
 #: A request of the labelled set: the message, the right ops (op -> value), where
 #: (a mask spec for local requests, also the check region), and the pixel checks:
@@ -117,10 +120,7 @@ def labelled_cases(long_side: int = 512, judge=None,
 
     from agent.judging.base import JudgeRequest
     from agent.judging.embedded import EmbeddedJudge
-    from agent.planning.base import SubGoal
-    from pipeline.masks import build_mask, normalize_mask_spec
     from pipeline.render import render
-    from pipeline.state import EditState
 
     judge = judge or EmbeddedJudge()
     out: list[dict[str, Any]] = []

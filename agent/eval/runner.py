@@ -25,6 +25,8 @@ import agent.eval.checks as checks
 from agent.eval.metrics import INSTRUCTION_ACTIONS, drift, latency_excluding_model
 from agent.eval.recording import RecordingJudge, RecordingPlanner
 from agent.eval.scenarios import Scenario, Step, load_photo
+from agent.planning import default_planner
+from pipeline.masks import build_mask
 
 
 
@@ -75,7 +77,6 @@ def make_harness(options: RunOptions, root: Path) -> Harness:
         if not os.environ.get("ATELIER_VLM_BASE_URL"):
             raise EvalError("--vlm needs ATELIER_VLM_BASE_URL (and ATELIER_VLM_MODEL) to be set")
         from agent.judging import default_judge
-        from agent.planning import default_planner
 
         planner, judge = default_planner(), default_judge()
     else:
@@ -265,8 +266,6 @@ def check_step(step: Step, *, before: np.ndarray, after: np.ndarray, original: n
 
 
 def _region_mask(spec: dict, original: np.ndarray) -> np.ndarray:
-    from pipeline.masks import build_mask
-
     return np.clip(build_mask(spec, original, original.shape[:2]), 0.0, 1.0).astype(np.float32)
 
 

@@ -46,6 +46,7 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
+from agent.eval.checks import STAT_NAMES
 from pipeline import ops
 from pipeline.masks import MaskSpecError, normalize_mask_spec
 
@@ -225,8 +226,6 @@ def _step_number(where: str, value: Any, index: int) -> int:
 
 def check_stat_name(where: str, name: Any) -> str:
     """Validate a statistic name against :data:`agent.eval.checks.STAT_NAMES`."""
-    from agent.eval.checks import STAT_NAMES
-
     if name not in STAT_NAMES:
         close = [s for s in STAT_NAMES if isinstance(name, str) and (name in s or s in name)][:4]
         hint = f"; did you mean {', '.join(close)}?" if close else ""

@@ -41,8 +41,8 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Task, TaskState, TaskStatus
 
 from agent.errors import AtelierError
-from agent.interfaces.canonical import turn_data
-from agent.interfaces.card import A2A_PATH, base_url_for, build_card, card_routes
+from agent.interfaces.canonical import turn_data, unexpected
+from agent.interfaces.card import A2A_PATH, base_url_for, build_card, card_routes, configured_public_url
 
 log = logging.getLogger("atelier.a2a")
 
@@ -177,8 +177,6 @@ class AtelierExecutor(AgentExecutor):
             await updater.failed(say(str(exc)))
             return
         except Exception as exc:  # noqa: BLE001 - a full disk, a database that is down: one line, cause in the log
-            from agent.interfaces.canonical import unexpected
-
             await self._settle(sent)
             await updater.failed(say(unexpected("a2a", exc)["errors"][0]))
             return
@@ -264,8 +262,6 @@ def a2a_routes(studio: Any) -> list:
     from a2a.server.request_handlers import DefaultRequestHandler
     from a2a.server.routes import create_jsonrpc_routes
     from a2a.server.tasks import InMemoryTaskStore
-
-    from agent.interfaces.card import configured_public_url
 
     # the handler reads capabilities from the card; the URLs in it are rebuilt per request when served
     card = build_card(configured_public_url() or "http://127.0.0.1:7860/", studio)

@@ -20,6 +20,8 @@ import os
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
+from agent import __version__
+
 CARD_PATH = "/.well-known/agent-card.json"
 #: The 0.3-era path, kept as an alias of the same card.
 OLD_CARD_PATH = "/.well-known/agent.json"
@@ -75,8 +77,6 @@ def build_card(base_url: str, studio: Any = None):
 
     from a2a.types import (AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentProvider,
                            AgentSkill)
-
-    from agent import __version__
 
     base = base_url.rstrip("/")
     mcp_url = os.environ.get(MCP_URL_ENV) or DEFAULT_MCP_URL

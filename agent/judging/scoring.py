@@ -33,7 +33,7 @@ from typing import Sequence
 
 import numpy as np
 
-from agent.judging.reading import Lexicon, Move, Reading, load_lexicon
+from agent.judging.reading import Lexicon, Move, Reading, load_lexicon, place_words
 from pipeline import measure
 
 #: Below this share of the frame a content mask ("face", "sky") counts as not found.
@@ -368,8 +368,6 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
 
 
 def _place(reading: Reading) -> str:
-    from agent.judging.reading import place_words
-
     return place_words(reading.target) if reading.target else "the photo"
 
 

@@ -28,6 +28,8 @@ import cv2
 import numpy as np
 
 from pipeline import measure, ops
+from pipeline.finishing import CURVE_NAMES
+from pipeline.geometry import LEVEL_TOLERANCE, line_tilt
 
 #: Ops this module speaks for (every geometry and finishing op of the registry).
 TOOLBOX_OPS: frozenset[str] = frozenset(n for n, o in ops.OPS.items() if o.stage in ("geometry", "finishing"))
@@ -71,8 +73,6 @@ def check_toolbox_goal(goal, request, key: str) -> dict | None:
                        f"Cropped to {label} ({w}x{h})." if ok else
                        f"The frame is {w}x{h}, not {label}.", change=w / h, expected=a / b, unit="aspect")
     if op in ("straighten", "auto_straighten"):
-        from pipeline.geometry import LEVEL_TOLERANCE, line_tilt
-
         corners = [after[:3, :3], after[:3, -3:], after[-3:, :3], after[-3:, -3:]]
         empty = sum(1 for c in corners if c.max() <= 2) >= 2 and before[:3, :3].max() > 2
         if empty:
@@ -131,8 +131,6 @@ def check_toolbox_goal(goal, request, key: str) -> dict | None:
                        f"No visible change in {what} ({fb:.2f} -> {fa:.2f} levels).",
                        change=change, unit="fine spread")
     if op == "tone_curve":
-        from pipeline.finishing import CURVE_NAMES
-
         name = CURVE_NAMES[int(state.value("tone_curve"))]
         lb, la = measure.lab(before)[..., 0], measure.lab(after)[..., 0]
         q = lambda L, p: float(np.percentile(L, p))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from agent.config import AgentConfig, FailurePolicy, load_section
+from agent.config import AgentConfig, AgentConfigError, FailurePolicy, load_section
 
 KINDS = (*FailurePolicy.kinds(), "quality_below_bar")
 #: What a person reads for each kind.
@@ -96,7 +96,6 @@ def describe_failure(exc: BaseException) -> str:
     """
     import errno
 
-    from agent.config import AgentConfigError
     from profiles import ProfileError
     from skills import SkillError
 

@@ -26,6 +26,7 @@ from langgraph.graph import END, START, StateGraph
 from agent.config import AgentConfig
 from agent.loop.nodes import SourceLoader, TurnNodes, review_tier
 from agent.loop.state import AgentState
+from pipeline.render import SourceImage
 
 
 def route_start(state: AgentState) -> str:
@@ -112,7 +113,6 @@ def build_graph(planner, judge, store, renderer, config: AgentConfig, checkpoint
 def default_source_loader(store, config: AgentConfig) -> SourceLoader:
     """Load a session's original from its stored file (no cache: a Studio brings its own)."""
     from pipeline.imageio import load_image
-    from pipeline.render import SourceImage
 
     def load(session_id: str):
         session = store.get_session(session_id)

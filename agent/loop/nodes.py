@@ -34,7 +34,7 @@ from agent.loop.state import ActionRecord, AgentState, ToolContext
 from agent.store import Store, new_id
 from agent.conversation.wording import compose_reply
 from pipeline import ops
-from pipeline.masks import describe_mask, where_words
+from pipeline.masks import CONTENT_TYPES, describe_mask, where_words
 from pipeline.measure import image_stats
 from pipeline.render import in_frame_of
 from pipeline.state import EditState
@@ -319,8 +319,6 @@ class TurnNodes:
 
         Returns the kept steps, the missing places in words and the dropped steps.
         """
-        from pipeline.masks import CONTENT_TYPES
-
         kept, missing, dropped = [], [], []
         for g in goals:
             spec = g.target or {}

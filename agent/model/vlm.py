@@ -47,7 +47,7 @@ import numpy as np
 import yaml
 from PIL import Image
 
-from agent.redact import redact, register_secret
+from agent.redact import install_log_redaction, redact, register_secret
 from agent.config import DEFAULT_CONFIG_PATH, AgentConfig, VLMLimits, load_section
 from schemas import Schema
 
@@ -498,7 +498,6 @@ class VLMClient:
         from openai import OpenAI
 
         from agent.model.deadline_http import deadline_http_client
-        from agent.redact import install_log_redaction
 
         install_log_redaction()   # whatever the SDK or a caller logs about a failed request: no key in it
         self.settings = settings

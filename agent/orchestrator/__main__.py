@@ -11,6 +11,8 @@ from pathlib import Path
 
 import anyio
 
+from agent.orchestrator.loop import Orchestrator, ToolBox, Tracer, model_client as make_model_client
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m agent.orchestrator",
@@ -39,7 +41,6 @@ async def _main(args) -> int:
     from agent.config import load_config
     from agent.orchestrator.config import ModelEndpoint, orchestrator_settings
     from agent.orchestrator.eval import load_conversations, run_conversation, summary
-    from agent.orchestrator.loop import Orchestrator, ToolBox, Tracer, model_client as make_model_client
 
     settings = orchestrator_settings(load_config().orchestrator, max_tool_calls=args.max_tool_calls,
                                      max_invalid_retries=args.max_invalid_retries,

@@ -27,7 +27,7 @@ from typing import Any, TextIO
 
 import jsonschema
 
-from agent.redact import redact, redact_data
+from agent.redact import install_log_redaction, redact, redact_data, register_secret
 
 SYSTEM = (
     "You are a photo-retouching assistant driving Atelier through tools. Open the photo with open_photo, "
@@ -380,7 +380,6 @@ def model_client(base_url: str, api_key: str, timeout_s: float):
     from openai import OpenAI
 
     from agent.model.deadline_http import deadline_http_client
-    from agent.redact import install_log_redaction, register_secret
 
     register_secret(api_key if api_key != "not-needed" else None)
     install_log_redaction()

@@ -53,7 +53,7 @@ import numpy as np
 import yaml
 
 from agent.runs.parallel import ParallelError, map_jobs
-from pipeline.imageio import write_bytes_atomic
+from pipeline.imageio import load_image, write_bytes_atomic
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PHRASES_FILE = REPO_ROOT / "configs" / "synthesis.yaml"
@@ -477,7 +477,6 @@ def verify_renders(record: dict, out: Path, photo: Path, long_side: int) -> list
     """
     from PIL import Image
 
-    from pipeline.imageio import load_image
     from pipeline.render import Renderer, SourceImage
     from pipeline.state import EditState
 

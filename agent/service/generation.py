@@ -44,10 +44,13 @@ from agent.errors import AtelierError, InvalidInput
 from agent.loop.state import ActionRecord
 from agent.conversation.generative import vocabulary as generative_words
 from agent.service.records import TurnResult
+from pipeline import ops
 from pipeline.generate import operations as gen_ops
 from pipeline.generate.backends import backend_from_env
 from pipeline.generate.base import GenerationBackend, GenerationError, GenerationParams, NoBackend
 from pipeline.generate.layers import GeneratedLayer
+from pipeline.imageio import write_bytes_atomic
+from pipeline.masks import build_mask
 from pipeline.state import EditState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -165,7 +168,6 @@ class GenerationDesk:
                 if scope in self._scoped:   # the saved value is this caller's too from now on
                     self._scoped[scope] = {k: v for k, v in self._scoped[scope].items() if k not in image}
                 if persist:
-                    from pipeline.imageio import write_bytes_atomic
                     write_bytes_atomic(self._defaults_path,
                                        json.dumps(self._overrides, indent=2, sort_keys=True).encode())
             else:
@@ -487,8 +489,6 @@ class GenerationDesk:
     def _heals_instead(self, request: "GenerativeRequest") -> bool:
         """With no generation backend, "remove this / the selection" is still done: by the retouch stage's
         classic region fill (the "remove" op on the selection), planned by the ordinary edit turn."""
-        from pipeline import ops
-
         return (isinstance(self.backend, NoBackend) and request.kind == "remove" and request.target == "selection"
                 and "remove" in ops.OPS and ops.OPS["remove"].kind == "region")
 
@@ -506,7 +506,6 @@ class GenerationDesk:
             words = f"the {request.described or request.target}"
         else:
             return None, ""
-        from pipeline.masks import build_mask
 
         try:
             soft = build_mask(spec, below, size, blobs=self.studio.blobs)

@@ -27,6 +27,7 @@ import numpy as np
 
 from agent.config import AgentConfig, SkillSettings
 from agent.conversation.words import SEPARATORS, PhraseTable, find_phrases, tokenize, word_lists
+from pipeline.masks import build_mask, describe_mask, face_boxes
 from skills import GATES, Skill, SkillError, SkillStep, check_graph, load_skills
 
 __all__ = ["ImageFacts", "Selection", "SkillPlanner", "TaskPlan", "gate_failures", "plan_tasks", "run_tasks",
@@ -64,7 +65,6 @@ class ImageFacts:
     @classmethod
     def measure(cls, image: np.ndarray, settings: Mapping | None = None) -> "ImageFacts":
         """Faces (the face detector of pipeline.masks), sky share (its sky mask) and mean chroma (Lab)."""
-        from pipeline.masks import build_mask, face_boxes
         from pipeline.measure import image_stats
 
         s = dict(DEFAULTS, **(settings or {}))
@@ -245,7 +245,6 @@ def run_tasks(plan: TaskPlan, registry: Mapping[str, Skill], state, facts: Image
     """
     from agent.loop.nodes import apply_sub_goals
     from agent.planning.base import SubGoal
-    from pipeline.masks import describe_mask
 
     results: dict[str, dict] = {}
     goals: list[SubGoal] = []
