@@ -417,6 +417,8 @@ def _vanishing_tilt(lines: np.ndarray, width: int, height: int) -> float | None:
     if _weighted_median(miss, votes) > 1.0:
         return None
     dx, dy = (point[0], point[1]) if abs(point[2]) < 1e-9 else (point[0] / point[2], point[1] / point[2])
+    if abs(point[2]) >= 1e-9 and abs(dx) * scale < 0.5 * width and abs(dy) * scale < 0.5 * height:
+        return None  # they cross inside the picture: a stray line across them, not a vanishing point
     if dy < 0:  # the same direction, pointing down the frame
         dx, dy = -dx, -dy
     return float(np.degrees(np.arctan2(-dx, dy)))
@@ -434,15 +436,45 @@ def detect_tilt(original: np.ndarray, max_tilt: float = 20.0, tolerance: float =
     return 0.0 if tilt is None or abs(tilt) < tolerance else round(tilt, 3)
 
 
+def _mode(angles: np.ndarray, weights: np.ndarray, sigma: float) -> float:
+    """The most supported of weighted angle readings (degrees): the peak of their Gaussian kernel
+    density (``sigma`` wide) on a 0.05 degree grid, refined by mean-shift steps, so the reading moves
+    smoothly with the lines rather than snapping from one line to another."""
+    grid = np.arange(angles.min() - 1.0, angles.max() + 1.0001, 0.05)
+    density = (weights[None, :] * np.exp(-0.5 * ((grid[:, None] - angles[None, :]) / sigma) ** 2)).sum(axis=1)
+    mode = float(grid[int(np.argmax(density))])
+    for _ in range(30):
+        k = weights * np.exp(-0.5 * ((angles - mode) / sigma) ** 2)
+        step = float((k * angles).sum() / k.sum()) - mode
+        mode += step
+        if abs(step) < 1e-4:
+            break
+    return mode
+
+
+#: An edge pixel votes for the horizontal (vertical) lines only when its gradient lies within
+#: max_tilt plus this many degrees of vertical (horizontal): arches, foliage and the crossing
+#: family do not pile votes onto lines they do not belong to.
+EDGE_SLACK = 10.0
+#: Width (degrees) of the kernel that gathers line readings into one family.
+FAMILY_WIDTH = 0.5
+#: Verticals whose weighted median spread is at most this (degrees) are parallel; beyond it they converge.
+PARALLEL_SPREAD = 0.5
+
+
 def line_tilt(original: np.ndarray, max_tilt: float = 20.0) -> float | None:
     """Clockwise tilt of the strongest straight-line family in degrees, or None without one.
 
     Straight edges are found with Canny on a copy whose long side is
-    :data:`DETECT_SIDE`, then a standard Hough transform at 0.05 degree
-    resolution votes for lines within ``max_tilt`` of horizontal or vertical;
-    the strongest line family wins (its angle is the vote-weighted mean of the
-    lines within half a degree of the best-supported angle). None when no line is
-    long enough to trust (a third of the short side).
+    :data:`DETECT_SIDE`; edge pixels are split by the direction of their gradient into
+    those of near-horizontal and of near-vertical edges (within ``max_tilt`` plus
+    :data:`EDGE_SLACK`), and a standard Hough transform at 0.05 degree resolution on each
+    set votes for lines within ``max_tilt`` of horizontal or vertical. The strongest line
+    family wins: the vote-weighted mode of the lines' angles (a :data:`FAMILY_WIDTH` kernel,
+    refined by mean shift), so one slanted edge does not outvote a family of parallels.
+    Where verticals carry half the votes they decide: their median when parallel, the
+    direction to the point they converge to when in perspective. None when no line is long
+    enough to trust (a third of the short side).
     """
     img = np.asarray(original)
     if img.ndim == 3:
@@ -453,32 +485,38 @@ def line_tilt(original: np.ndarray, max_tilt: float = 20.0) -> float | None:
         img = cv2.resize(img, (max(1, round(w * s)), max(1, round(h * s))), interpolation=cv2.INTER_AREA)
     img = cv2.GaussianBlur(img, (0, 0), 1.2)
     med = float(np.median(img))
-    edges = cv2.Canny(img, max(10.0, 0.5 * med), max(30.0, 1.2 * med), L2gradient=True)
+    edges = cv2.Canny(img, max(10.0, 0.5 * med), max(30.0, 1.2 * med), L2gradient=True) > 0
+    f = img.astype(np.float32)
+    gx = cv2.Sobel(f, cv2.CV_32F, 1, 0, ksize=3)
+    gy = cv2.Sobel(f, cv2.CV_32F, 0, 1, ksize=3)
+    # Angle of the gradient from vertical: 0 on a horizontal edge, 90 on a vertical one.
+    from_vertical = np.degrees(np.arctan2(np.abs(gx), np.abs(gy)))
+    reach = max_tilt + EDGE_SLACK
+    horizontal_px = (edges & (from_vertical <= reach)).astype(np.uint8) * 255
+    vertical_px = (edges & (from_vertical >= 90.0 - reach)).astype(np.uint8) * 255
     short = min(img.shape[:2])
     threshold = max(20, int(short / 3))
     step = math.radians(0.05)
     t = math.radians(max_tilt)
     found: list[tuple[float, float]] = []  # (clockwise tilt in degrees, votes)
     verticals = []  # (rho, theta, votes) of the lines near vertical
-    for lo, hi, centre in ((math.pi / 2 - t, math.pi / 2 + t, 90.0), (0.0, t, 0.0), (math.pi - t, math.pi, 180.0)):
-        lines = cv2.HoughLinesWithAccumulator(edges, 1, step, threshold, min_theta=lo, max_theta=hi)
+    for px, lo, hi, centre in ((horizontal_px, math.pi / 2 - t, math.pi / 2 + t, 90.0),
+                               (vertical_px, 0.0, t, 0.0), (vertical_px, math.pi - t, math.pi, 180.0)):
+        lines = cv2.HoughLinesWithAccumulator(px, 1, step, threshold, min_theta=lo, max_theta=hi)
         if lines is None:
             continue
-        lines = lines.reshape(-1, 3)[:60]
+        lines = lines.reshape(-1, 3)[:200]
         found += [(math.degrees(theta) - centre, float(votes)) for _rho, theta, votes in lines]
         if centre != 90.0:
             verticals.append(lines)
     if not found:
         return None
-    # Consensus, not the single strongest edge: the angle whose neighbourhood
-    # (half a degree) gathers the most votes, so one slanted edge (a roof, a
-    # leaning pole in perspective) does not outvote a family of parallel lines.
+    # Consensus, not the single strongest edge: the angle whose neighbourhood gathers the most
+    # votes, so one slanted edge (a roof, a leaning pole in perspective) does not outvote a family
+    # of parallel lines.
     angles = np.array([a for a, _ in found])
     votes = np.array([v for _, v in found])
-    support = [(votes[np.abs(angles - a) <= 0.5].sum(), a) for a in angles]
-    best = max(support)[1]
-    near = np.abs(angles - best) <= 0.5
-    tilt = float((angles[near] * votes[near]).sum() / votes[near].sum())
+    tilt = _mode(angles, votes, FAMILY_WIDTH)
     if verticals:
         # Buildings: verticals in perspective converge, and tapered towers lean both ways, so no one
         # family of parallels is the true vertical; the point they converge to is (seen from the centre).
@@ -487,9 +525,10 @@ def line_tilt(original: np.ndarray, max_tilt: float = 20.0) -> float | None:
         if len(vert) >= 4 and vert[:, 2].sum() >= 0.5 * votes.sum():
             middle = _weighted_median(v_angles, vert[:, 2])
             spread = _weighted_median(np.abs(v_angles - middle), vert[:, 2])
-            if spread <= 0.75:  # parallel verticals: their median
+            if spread <= PARALLEL_SPREAD:  # parallel verticals: their median
                 tilt = middle
             else:  # converging ones: where they meet, if most of them do meet in one point
                 converge = _vanishing_tilt(vert, img.shape[1], img.shape[0])
-                tilt = converge if converge is not None else tilt
+                # Tapered shapes leaning both ways that meet nowhere in particular: their middle.
+                tilt = converge if converge is not None else middle
     return tilt
