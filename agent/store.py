@@ -462,13 +462,6 @@ class Store:
         with self._sessions.begin() as db:
             db.execute(update(AssetRow).where(AssetRow.id == asset_id).values(**values))
 
-    def set_status(self, asset_ids: Iterable[str], status: str) -> None:
-        ids = list(asset_ids)
-        if not ids:
-            return
-        with self._sessions.begin() as db:
-            db.execute(update(AssetRow).where(AssetRow.id.in_(ids)).values(status=status))
-
     def delete_assets(self, session_id: str, asset_ids: Iterable[str]) -> None:
         """Delete rows first, then their cached files (a file without a row is only a cache miss)."""
         ids = list(asset_ids)

@@ -497,10 +497,6 @@ def check_settings(settings: Mapping[str, Any], *, clamp: bool = False) -> dict[
     return {n: out[n] for n in OPS if n in out}
 
 
-def ops_in_stage(stage: str) -> list[Op]:
-    return [o for o in OPS.values() if o.stage == stage]
-
-
 def op_table(names: Iterable[str] | None = None) -> str:
     """Human-readable op table, one op per line with its name first.
 
@@ -582,11 +578,3 @@ def subgoal_json_schema(mask_schema: dict | None = None) -> dict:
             "description": {"type": "string"},
         },
     }
-
-
-def magnitude_range(word: str) -> tuple[int, int]:
-    """Range on the 0..100 scale for a magnitude word ("slight", "strong", ...)."""
-    try:
-        return MAGNITUDES[word]
-    except KeyError:
-        raise OpError(f"unknown magnitude {word!r}; expected one of {', '.join(MAGNITUDES)}") from None

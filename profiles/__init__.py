@@ -205,13 +205,6 @@ class Profile:
         return SweetSpot(op, int(low), int(high), entry.get("why", ""),
                          tuple(entry.get("failure_modes", ())))
 
-    def op_range(self, op: str) -> tuple[int, int]:
-        """The range this model should use for ``op`` (default: the registry's range)."""
-        o = ops.get_op(op)
-        entry = self.parameter_space["ops"].get(op) or {}
-        low, high = entry.get("range", (o.min, o.max))
-        return int(low), int(high)
-
     def iteration_signal(self, diagnosis: str) -> IterationSignal | None:
         """The fix for a diagnosed problem ("highlights_clipped", "Oversaturated"), or None.
 

@@ -29,8 +29,7 @@ import base64
 import binascii
 import logging
 import threading
-from cachetools import LRUCache
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,8 @@ from a2a.helpers import new_data_part, new_raw_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Message, Part, Task, TaskState, TaskStatus
+from a2a.types import Message, Task, TaskState, TaskStatus
+from cachetools import LRUCache
 
 from agent.errors import AtelierError
 from agent.interfaces.canonical import turn_data, unexpected

@@ -305,10 +305,6 @@ class Reading:
     def is_edit(self) -> bool:
         return self.kind in ("edit", "follow_up") and bool(self.expects)
 
-    @property
-    def is_local(self) -> bool:
-        return self.target is not None
-
     def describe(self) -> str:
         """Plain words: 'warmer and a touch brighter, on the sky'."""
         lex = load_lexicon()

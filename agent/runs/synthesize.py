@@ -499,10 +499,6 @@ class Summary:
     stats: dict
     out: Path
 
-    @property
-    def per_minute(self) -> float:
-        return 60.0 * self.conversations / self.seconds if self.seconds else 0.0
-
 
 def synthesize(photos: Sequence[str | os.PathLike], out: str | os.PathLike, *, conversations: int, turns: int = 5,
                seed: int = 0, workers: int = 1, ray_address: str | None = None, vlm: bool = False,

@@ -147,11 +147,6 @@ class Studio:
         """One wall-clock deadline for a turn's model calls (``vlm.turn_deadline_s``)."""
         return self.endpoint.turn_deadline_s
 
-    @property
-    def model_circuit(self):
-        """The circuit breaker the planner's and judge's model clients share."""
-        return self.endpoint.circuit
-
     def model_status(self) -> dict:
         """Which planner and judge answer now, for the studio's badge (see ModelEndpoint.status)."""
         return self.endpoint.status()

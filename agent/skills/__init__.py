@@ -129,15 +129,6 @@ def _match(text: str, skill: Skill) -> tuple[float, str]:
     return round(best, 3), phrase
 
 
-def skill_confidence(text: str, skill: Skill) -> float:
-    """0..1: how surely ``text`` asks for ``skill``.
-
-    Naming it ("the clean portrait skill", "clean_portrait") is 1.0; one of its phrases scores by
-    how much of the clause it covers (a two-word phrase in a short clause is about 0.8); nothing, 0.
-    """
-    return _match(text, skill)[0]
-
-
 @dataclass
 class Selection:
     """The skill chosen for one clause (or None: the fallback), how sure, and why."""
