@@ -541,11 +541,12 @@ def _print_table(r: dict) -> None:
 def run_retouch_peers(runs: int) -> dict:
     """Retouching side by side with peers (pipeline.retouch_peers): removal on a painted 4000x3000
     photo against cv2.inpaint (Telea, NS) and skimage's biharmonic inpainting, and straighten residuals."""
-    from pipeline.retouch_peers import (dust_peers, mask_peers, person_peers, removal_peers, straighten_peers,
-                                        texture_peers)
+    from pipeline.retouch_peers import (dust_peers, mask_peers, person_peers, removal_peers, skin_mask_peers,
+                                        straighten_peers, texture_peers)
 
     return {"removal": removal_peers(runs=max(1, min(runs, 5))), "texture": texture_peers(),
-            "dust": dust_peers(), "straighten": straighten_peers(), "faces": mask_peers(), "person": person_peers()}
+            "dust": dust_peers(), "straighten": straighten_peers(), "faces": mask_peers(), "person": person_peers(),
+            "skin": skin_mask_peers()}
 
 
 def _print_retouch_peers(p: dict) -> None:
@@ -582,6 +583,15 @@ def _print_retouch_peers(p: dict) -> None:
     print("Person mask IoU on the astronaut (hand-drawn polygon):")
     for name, r in p["person"].items():
         print(f"  {name:36s} person {r['iou_person']:.3f}   with the helmet she holds {r['iou_with_helmet']:.3f}")
+    skin = p.get("skin")
+    if skin:
+        photos = list(next(iter(skin.values()))["photos"])
+        print(f"Skin mask IoU on hand-labelled skin ({len(photos)} photos; mask at 0.5; soft IoU = sum min / sum max):")
+        print(f"  {'way':34s}" + "".join(f" {n.split('_')[0][:9]:>9s}" for n in photos)
+              + f" {'mean':>6s} {'soft':>6s} {'prec':>6s} {'recall':>6s}")
+        for name, r in skin.items():
+            print(f"  {name:34s}" + "".join(f" {r['photos'][n]['iou']:9.3f}" for n in photos) +
+                  f" {r['mean_iou']:6.3f} {r['mean_soft_iou']:6.3f} {r['mean_precision']:6.3f} {r['mean_recall']:6.3f}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -411,6 +411,197 @@ ASTRONAUT_PERSON = ((157, 63), (167, 33), (200, 17), (240, 15), (280, 30), (300,
 ASTRONAUT_HELMET = ((395, 470), 128)
 
 
+#: Skin labelled by hand, per photo at its own size ("size" is (width, height), checked): "skin" polygons
+#: (face, ears, neck, chest, arms, hands, legs), minus "not" (eyes, brows, lips and open mouths, the
+#: sunglasses) and leaving out "ignore" (a pearl necklace, fingers curled in shadow, the small people at
+#: the tables behind, beards' edges), which count neither way. Hair, clothes, the astronaut's suit and
+#: everything else is not skin. Each label was rasterised (cv2.fillPoly) over its photo and checked by
+#: eye at 2-5x, to a few pixels at the edges. Photos: the astronaut (the person IoU's), friends_shore
+#: (five people, long blond and red hair, a warm evening sky), mountain_selfie, latte_cheers (three
+#: hands over a wooden table, no face), luispedro (a close-up) and lunch_table (three men at a
+#: cafeteria table, a beige shirt). The five eval photos are held out (assets/eval/README.md;
+#: mountain_selfie is in a planner tuning file, not a mask's); the astronaut is a demo photo.
+LABELLED_SKIN: dict[str, dict] = {
+    "astronaut": {  # face, ear and neck down to the turtleneck
+        "size": (512, 512),
+        "skin": (
+            ((181, 97), (185, 89), (192, 84), (200, 80), (210, 78), (225, 77), (240, 78), (250, 80), (258, 86),
+             (264, 93), (268, 100), (269, 115), (274, 118), (276, 128), (272, 138), (266, 142), (263, 152),
+             (262, 165), (258, 172), (254, 178), (248, 183), (240, 187), (230, 190), (220, 190), (205, 188),
+             (195, 186), (190, 180), (186, 175), (186, 160), (184, 150), (181, 130), (180, 110)),
+        ),
+        "not": (
+            ((190, 102), (196, 98), (204, 97), (213, 101), (206, 106), (197, 106)),
+            ((236, 104), (242, 99), (250, 98), (258, 102), (251, 107), (242, 107)),
+            ((187, 95), (195, 92), (205, 92), (212, 95), (205, 95), (195, 96)),
+            ((235, 97), (245, 94), (255, 95), (262, 99), (255, 98), (245, 98)),
+            ((206, 140), (224, 136), (244, 140), (238, 153), (224, 157), (210, 152)),
+        ),
+    },
+    "asset:eval/friends_shore.jpg": {
+        "size": (1000, 667),
+        "skin": (
+            # sunglasses: head and neck; arm, hand and leg; the hand on the blonde's shoulder
+            ((201, 90), (207, 86), (215, 84), (240, 80), (265, 81), (290, 85), (305, 95), (312, 105), (310, 120),
+             (307, 130), (300, 145), (295, 158), (298, 165), (285, 175), (270, 178), (250, 188), (233, 195),
+             (222, 175), (212, 153), (207, 140), (210, 125), (203, 118), (200, 100)),
+            ((53, 313), (75, 318), (97, 325), (140, 328), (170, 307), (203, 297), (227, 292), (237, 296),
+             (243, 315), (243, 340), (240, 360), (237, 375), (236, 395), (230, 410), (218, 430), (205, 460),
+             (197, 500), (193, 540), (191, 580), (190, 620), (157, 620), (156, 590), (152, 560), (146, 525),
+             (137, 485), (131, 445), (127, 410), (127, 390), (97, 387), (63, 390), (50, 380), (48, 350)),
+            ((237, 283), (257, 273), (283, 270), (293, 273), (294, 303), (280, 313), (275, 327), (260, 327),
+             (243, 300)),
+            # the blonde: face and neck; behind her: face, ear and neck
+            ((360, 240), (373, 240), (387, 245), (400, 258), (407, 282), (407, 308), (403, 332), (390, 355),
+             (387, 380), (385, 395), (340, 395), (340, 370), (343, 362), (327, 348), (318, 332), (315, 300),
+             (315, 282), (320, 272), (330, 252)),
+            ((440, 240), (470, 237), (507, 240), (517, 250), (522, 250), (530, 262), (527, 278), (517, 282),
+             (510, 300), (502, 312), (502, 333), (480, 348), (460, 350), (443, 344), (440, 320), (438, 300),
+             (438, 260)),
+            # centre: face, neck and chest; her right arm; right: face, neck and chest; her right arm
+            ((585, 301), (600, 302), (615, 310), (632, 330), (636, 365), (640, 385), (632, 395), (615, 420),
+             (622, 440), (620, 470), (625, 490), (618, 520), (600, 535), (580, 552), (565, 562), (545, 560),
+             (530, 552), (515, 545), (520, 520), (535, 490), (545, 460), (548, 440), (550, 425), (537, 410),
+             (531, 390), (531, 365), (535, 340), (555, 310)),
+            ((670, 445), (680, 440), (710, 450), (735, 480), (745, 515), (752, 565), (760, 615), (757, 666),
+             (687, 666), (685, 610), (680, 550), (672, 490)),
+            ((690, 310), (720, 295), (760, 292), (785, 305), (797, 340), (797, 375), (787, 400), (795, 410),
+             (810, 420), (840, 428), (863, 428), (840, 437), (827, 453), (817, 477), (807, 503), (800, 523),
+             (793, 543), (780, 560), (760, 565), (745, 515), (735, 480), (710, 450), (700, 430), (700, 415),
+             (690, 385), (680, 375), (682, 350), (685, 320)),
+            ((870, 435), (880, 443), (890, 477), (893, 510), (887, 543), (873, 577), (860, 603), (857, 597),
+             (847, 570), (830, 560), (820, 543), (820, 510), (827, 477), (833, 460), (847, 443)),
+        ),
+        "not": (
+            # the sunglasses, a mouth, then each face's eyes, brows and mouth
+            ((207, 86), (225, 87), (260, 95), (290, 103), (314, 107), (314, 118), (308, 127), (297, 131),
+             (282, 125), (272, 113), (262, 118), (248, 123), (230, 119), (224, 110), (220, 96), (207, 93)),
+            ((240, 137), (260, 140), (283, 137), (278, 148), (262, 153), (248, 150)),
+            ((333, 282), (343, 278), (355, 283), (345, 287)),
+            ((378, 281), (390, 277), (400, 280), (390, 285)),
+            ((328, 272), (340, 267), (357, 270), (340, 273)),
+            ((377, 270), (390, 265), (402, 269), (390, 271)),
+            ((348, 320), (368, 318), (388, 318), (380, 333), (368, 338), (355, 333)),
+            ((448, 248), (458, 245), (467, 249), (457, 252)),
+            ((483, 249), (493, 245), (502, 248), (493, 252)),
+            ((443, 241), (457, 238), (470, 241), (457, 243)),
+            ((480, 241), (495, 238), (507, 241), (495, 243)),
+            ((460, 280), (478, 278), (495, 281), (480, 288), (465, 287)),
+            ((542, 353), (555, 350), (567, 354), (555, 357)),
+            ((587, 356), (600, 352), (615, 356), (600, 360)),
+            ((540, 341), (555, 337), (570, 340), (555, 344)),
+            ((585, 344), (600, 340), (620, 344), (600, 347)),
+            ((552, 392), (577, 390), (600, 392), (590, 405), (575, 408), (560, 404)),
+            ((700, 340), (712, 335), (725, 340), (712, 345)),
+            ((745, 342), (760, 337), (775, 342), (760, 347)),
+            ((695, 327), (710, 322), (725, 326), (710, 329)),
+            ((745, 329), (760, 325), (780, 329), (760, 332)),
+            ((705, 378), (730, 375), (755, 378), (745, 392), (730, 395), (715, 390)),
+        ),
+        "ignore": (
+            # the right one's pearl necklace
+            ((691, 403), (692, 423), (695, 444), (705, 465), (719, 478), (737, 482), (754, 477), (769, 459),
+             (780, 441), (786, 424), (790, 411), (784, 409), (780, 422), (774, 439), (765, 455), (750, 473),
+             (737, 476), (721, 472), (709, 461), (701, 442), (698, 423), (697, 403)),
+        ),
+    },
+    "asset:eval/mountain_selfie.jpg": {
+        "size": (572, 562),
+        "skin": (
+            ((192, 205), (205, 195), (220, 180), (240, 167), (270, 160), (300, 162), (330, 170), (350, 185),
+             (365, 205), (370, 215), (372, 240), (385, 240), (395, 255), (395, 285), (385, 300), (375, 302),
+             (370, 330), (345, 365), (350, 400), (342, 450), (330, 485), (300, 498), (290, 500), (282, 495),
+             (274, 475), (260, 452), (250, 440), (242, 430), (240, 400), (235, 390), (215, 370), (200, 350),
+             (192, 330), (190, 280)),
+        ),
+        "not": (
+            ((200, 223), (220, 217), (245, 220), (245, 230), (220, 227), (202, 230)),
+            ((290, 221), (315, 216), (343, 219), (343, 229), (315, 226), (290, 230)),
+            ((207, 250), (225, 242), (243, 248), (235, 255), (218, 256)),
+            ((292, 248), (310, 242), (330, 246), (320, 253), (300, 254)),
+            ((235, 318), (260, 312), (285, 314), (320, 313), (310, 335), (290, 348), (268, 351), (248, 343)),
+        ),
+        "ignore": (
+            # a blurred arm in the corner
+            ((0, 505), (30, 505), (60, 540), (70, 561), (0, 561)),
+        ),
+    },
+    "asset:eval/latte_cheers.jpg": {
+        "size": (640, 427),
+        "skin": (
+            # the arm with the iced coffee, the hand from above, the darker hand on the right
+            ((0, 282), (50, 277), (90, 267), (120, 250), (150, 225), (180, 205), (200, 190), (225, 180), (231, 186),
+             (210, 205), (195, 220), (190, 250), (192, 280), (200, 297), (237, 313), (270, 315), (297, 307),
+             (308, 304), (310, 312), (290, 330), (270, 337), (257, 343), (250, 360), (237, 367), (203, 382),
+             (193, 381), (167, 376), (133, 365), (100, 352), (70, 348), (33, 346), (0, 345)),
+            ((243, 0), (320, 0), (333, 20), (345, 32), (360, 50), (372, 70), (376, 82), (366, 82), (355, 62),
+             (330, 55), (310, 55), (285, 60), (265, 70), (252, 90), (247, 110), (248, 135), (255, 155), (262, 165),
+             (248, 172), (232, 162), (213, 142), (206, 118), (213, 95), (222, 70), (230, 40), (236, 20)),
+            ((400, 170), (430, 160), (465, 163), (490, 175), (515, 195), (540, 215), (557, 232), (570, 245),
+             (590, 255), (596, 252), (602, 303), (593, 311), (567, 316), (533, 319), (500, 318), (470, 314),
+             (452, 322), (430, 322), (410, 326), (401, 320), (408, 312), (422, 310), (440, 300), (455, 292),
+             (470, 285), (485, 275), (492, 265), (495, 250), (492, 225), (485, 205), (465, 190), (440, 180),
+             (400, 178)),
+        ),
+        "ignore": (
+            # fingers curled round the cup, in shadow
+            ((440, 180), (470, 183), (492, 205), (496, 235), (480, 215), (460, 200), (445, 192)),
+        ),
+    },
+    "asset:eval/luispedro.jpg": {
+        "size": (300, 377),
+        "skin": (
+            ((43, 97), (57, 77), (87, 67), (120, 68), (153, 67), (180, 73), (190, 90), (192, 107), (200, 125),
+             (207, 150), (217, 167), (233, 170), (253, 170), (268, 183), (268, 213), (260, 237), (247, 250),
+             (227, 253), (227, 257), (223, 280), (223, 313), (220, 327), (213, 340), (207, 376), (90, 376),
+             (83, 333), (87, 320), (70, 305), (56, 285), (48, 260), (43, 230), (42, 190), (42, 140)),
+        ),
+        "not": (
+            ((52, 172), (62, 163), (75, 161), (85, 166), (80, 176), (65, 180), (55, 178)),
+            ((123, 160), (135, 152), (150, 150), (163, 156), (155, 168), (140, 172), (128, 168)),
+            ((43, 148), (60, 140), (80, 140), (88, 146), (85, 152), (62, 150), (45, 156)),
+            ((113, 135), (135, 127), (160, 128), (180, 138), (178, 145), (158, 138), (135, 138), (115, 145)),
+            ((78, 252), (95, 245), (112, 245), (133, 250), (125, 262), (105, 272), (88, 270), (80, 262)),
+        ),
+    },
+    "asset:eval/lunch_table.jpg": {
+        "size": (500, 375),
+        "skin": (
+            # left: face, the hand at his chin and forearm; his other forearm; centre: face above the beard,
+            # clasped hands; right: face, crossed forearms
+            ((64, 152), (76, 150), (84, 158), (88, 175), (89, 190), (88, 208), (90, 224), (94, 240), (100, 260),
+             (104, 305), (85, 310), (76, 314), (73, 290), (72, 262), (62, 255), (58, 245), (50, 232), (44, 214),
+             (50, 206), (52, 195), (62, 188), (64, 170)),
+            ((100, 250), (120, 248), (130, 245), (140, 242), (150, 244), (158, 250), (160, 258), (158, 265),
+             (150, 268), (130, 268), (100, 270)),
+            ((235, 104), (255, 102), (275, 105), (278, 115), (276, 125), (270, 130), (262, 128), (255, 127),
+             (245, 127), (238, 130), (233, 127), (232, 115)),
+            ((267, 152), (280, 149), (292, 152), (302, 160), (305, 172), (300, 182), (285, 185), (267, 182),
+             (252, 177), (251, 167), (260, 160)),
+            ((418, 97), (440, 94), (462, 95), (467, 100), (468, 120), (466, 132), (452, 145), (438, 146),
+             (426, 143), (420, 125), (416, 110)),
+            ((378, 185), (385, 180), (400, 177), (412, 185), (420, 200), (445, 202), (475, 207), (499, 210),
+             (499, 232), (470, 230), (440, 225), (407, 220), (378, 215)),
+        ),
+        "not": (
+            ((239, 109), (244, 106), (249, 108), (244, 112)),  # the centre man's eyes, then the right man's
+            ((257, 111), (262, 108), (267, 111), (262, 114)),
+            ((422, 109), (429, 105), (436, 108), (430, 113)),
+            ((445, 109), (450, 106), (455, 109), (450, 111)),
+            ((430, 128), (438, 126), (445, 128), (438, 132)),
+        ),
+        "ignore": (
+            # the four people at the tables behind; the centre man's beard line
+            ((38, 35), (105, 35), (110, 125), (38, 125)),
+            ((140, 40), (205, 40), (205, 100), (140, 100)),
+            ((185, 25), (220, 25), (220, 60), (185, 60)),
+            ((300, 28), (370, 28), (370, 100), (300, 100)),
+            ((232, 125), (278, 125), (276, 133), (234, 133)),
+        ),
+    },
+}
+
+
 def person_peers() -> dict:
     """IoU of the person mask on the astronaut (:data:`ASTRONAUT_PERSON`, with and without the helmet she
     holds): the person model against the saliency cut ("subject" without the model)."""
@@ -504,4 +695,61 @@ def mask_peers() -> dict:
     for r in rows.values():
         r["eye_err"] = round(float(np.mean(r["eye_err"])), 3) if r["eye_err"] else None
         r["mouth_err"] = round(float(np.mean(r["mouth_err"])), 3) if r["mouth_err"] else None
+    return rows
+
+
+def skin_label(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(skin, counted) bool masks of :data:`LABELLED_SKIN` ``name`` at the photo's own size: the skin
+    polygons less the "not" ones, and every pixel but the "ignore" ones."""
+    label = LABELLED_SKIN[name]
+    w, h = label["size"]
+
+    def fill(polys) -> np.ndarray:
+        m = np.zeros((h, w), np.uint8)
+        if polys:
+            cv2.fillPoly(m, [np.array(p, np.int32) for p in polys], 1)
+        return m > 0
+
+    return fill(label["skin"]) & ~fill(label.get("not")), ~fill(label.get("ignore"))
+
+
+def skin_mask_peers(names: tuple[str, ...] | None = None) -> dict:
+    """Each way of making the skin mask on :data:`LABELLED_SKIN` (``names``: some of its photos):
+    IoU, precision and recall of the mask at 0.5 and the soft IoU (sum of min / sum of max of the soft
+    mask and the label), per photo and their means, over the counted pixels. The ways: the colour model
+    alone (a photo where no face is found), skin learnt from the LBP cascade's faces (the heuristic),
+    the skin mask as built (``build_mask``: BlazeFace's faces when the LiteRT runtime is installed) and,
+    with the runtime, that mask times the person model (selfie segmentation), a candidate."""
+    from pipeline.masks import CONTENT_SIDE, FACE_SIDE, MaskCache, build_mask, models
+    from pipeline.masks.detectors import cascade_faces, skin_mask
+    from pipeline.masks.shapes import fit_long_side, resize_mask
+
+    rows: dict[str, dict] = {}
+    for name in names or tuple(LABELLED_SKIN):
+        img = _photo_at_own_size(name)
+        h, w = img.shape[:2]
+        if (w, h) != LABELLED_SKIN[name]["size"]:
+            raise ValueError(f"{name}: the photo is {w}x{h}, its skin label {LABELLED_SKIN[name]['size']}")
+        truth, counted = skin_label(name)
+        small = fit_long_side(img, CONTENT_SIDE)
+        masks = {"colour only (no face found)": skin_mask(small, np.zeros((0, 4), np.float32)),
+                 "cascade faces (heuristic)": skin_mask(small, cascade_faces(fit_long_side(img, FACE_SIDE)))}
+        masks = {k: resize_mask(m, h, w) for k, m in masks.items()}
+        built = build_mask({"type": "skin"}, img, (h, w), cache=MaskCache())
+        masks["skin mask as built"] = built
+        if models.available():
+            masks["as built x person model (LiteRT)"] = built * resize_mask(models.person_mask(small), h, w)
+        t = truth[counted]
+        for way, m in masks.items():
+            soft = np.clip(m[counted], 0.0, 1.0)
+            on = soft >= 0.5
+            both = float(np.count_nonzero(on & t))
+            rows.setdefault(way, {"photos": {}})["photos"][name.split("/")[-1].removesuffix(".jpg")] = {
+                "iou": round(both / max(1, np.count_nonzero(on | t)), 3),
+                "precision": round(both / max(1, np.count_nonzero(on)), 3),
+                "recall": round(both / max(1, np.count_nonzero(t)), 3),
+                "soft_iou": round(float(np.minimum(soft, t).sum() / max(1e-9, np.maximum(soft, t).sum())), 3)}
+    for r in rows.values():
+        for k in ("iou", "soft_iou", "precision", "recall"):
+            r[f"mean_{k}"] = round(float(np.mean([v[k] for v in r["photos"].values()])), 3)
     return rows
