@@ -718,10 +718,10 @@ def skin_mask_peers(names: tuple[str, ...] | None = None) -> dict:
     IoU, precision and recall of the mask at 0.5 and the soft IoU (sum of min / sum of max of the soft
     mask and the label), per photo and their means, over the counted pixels. The ways: the colour model
     alone (a photo where no face is found), skin learnt from the LBP cascade's faces (the heuristic),
-    the skin mask as built (``build_mask``: BlazeFace's faces when the LiteRT runtime is installed) and,
-    with the runtime, that mask times the person model (selfie segmentation), a candidate."""
+    with the LiteRT runtime, skin learnt from BlazeFace's faces, and the skin mask as built (``build_mask``:
+    with the runtime, that one held to the people the person model finds)."""
     from pipeline.masks import CONTENT_SIDE, FACE_SIDE, MaskCache, build_mask, models
-    from pipeline.masks.detectors import cascade_faces, skin_mask
+    from pipeline.masks.detectors import cascade_faces, detect_faces, skin_mask
     from pipeline.masks.shapes import fit_long_side, resize_mask
 
     rows: dict[str, dict] = {}
@@ -735,10 +735,10 @@ def skin_mask_peers(names: tuple[str, ...] | None = None) -> dict:
         masks = {"colour only (no face found)": skin_mask(small, np.zeros((0, 4), np.float32)),
                  "cascade faces (heuristic)": skin_mask(small, cascade_faces(fit_long_side(img, FACE_SIDE)))}
         masks = {k: resize_mask(m, h, w) for k, m in masks.items()}
-        built = build_mask({"type": "skin"}, img, (h, w), cache=MaskCache())
-        masks["skin mask as built"] = built
-        if models.available():
-            masks["as built x person model (LiteRT)"] = built * resize_mask(models.person_mask(small), h, w)
+        if models.available():   # what was built before the person model held it (BlazeFace's faces)
+            masks["model faces, skin tones alone"] = resize_mask(
+                skin_mask(small, detect_faces(fit_long_side(img, FACE_SIDE)).reshape(-1, 4)), h, w)
+        masks["skin mask as built"] = build_mask({"type": "skin"}, img, (h, w), cache=MaskCache())
         t = truth[counted]
         for way, m in masks.items():
             soft = np.clip(m[counted], 0.0, 1.0)

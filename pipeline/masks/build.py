@@ -183,9 +183,29 @@ def _subject(canvas: _Canvas) -> np.ndarray:
     return subject_mask(canvas.analysis(SUBJECT_SIDE))
 
 
+#: Below this share of the frame the person model found no one to hold skin to.
+PERSON_MIN_SHARE = 0.02
+
+
+def _skin(canvas: _Canvas) -> np.ndarray:
+    """Skin: the skin-tone model (learnt from the faces found), held to the people the person model
+    finds when the LiteRT runtime is here (IoU 0.558 against 0.522 on six hand-labelled photos, no photo
+    worse: a wooden table or a sandy beach is no longer skin; bench --peers). Without the runtime, or
+    when it finds no one, the skin-tone model alone."""
+    import pipeline.masks.models as models
+
+    skin = skin_mask(canvas.analysis(CONTENT_SIDE), canvas.face_boxes())
+    if not models.available():
+        return skin
+    person = models.person_mask(canvas.analysis(CONTENT_SIDE))
+    if person.shape != skin.shape or float(person.mean()) < PERSON_MIN_SHARE:
+        return skin
+    return (skin * person).astype(np.float32)
+
+
 _CONTENT: dict[str, Callable[[_Canvas], np.ndarray]] = {
     "face": lambda canvas: face_mask(canvas.analysis(FACE_SIDE), canvas.face_boxes()),
-    "skin": lambda canvas: skin_mask(canvas.analysis(CONTENT_SIDE), canvas.face_boxes()),
+    "skin": _skin,
     "sky": lambda canvas: sky_mask(canvas.analysis(CONTENT_SIDE)),
     "subject": lambda canvas: _subject(canvas),
 }
