@@ -488,3 +488,12 @@ def test_the_subject_of_a_portrait_is_the_person_from_the_person_model():
     built = rows["subject mask as built"]
     assert built["iou_person"] >= 0.65 and built["iou_with_helmet"] >= 0.85
     assert built["iou_person"] > rows["saliency cut (heuristic)"]["iou_person"] + 0.1
+
+
+def test_the_mask_types_listed_without_the_models_are_the_models_own():
+    """``MASK_TYPES`` is written out so that importing the masks does not build the pydantic models (a
+    one-shot edit of global values never meets a mask); it must stay the models' own list, in order."""
+    from pipeline.masks import spec_models, specs  # noqa: I001
+
+    assert specs.MASK_TYPES == spec_models.MASK_TYPES
+    assert set(specs.CONTENT_TYPES) | set(specs.SELECTION_TYPES) <= set(spec_models.MASK_TYPES)
