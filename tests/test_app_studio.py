@@ -593,6 +593,7 @@ def test_a_photo_edited_start_to_finish_with_only_the_keyboard(server, browser, 
     page.locator("#compare [data-testid=slider]").focus()
     page.keyboard.press("Control+Z")
     expect(page.locator("#score")).to_contain_text("version 1", timeout=TURN)
+    settle(page)   # a key pressed while the undo still renders can land on a control drawn pending
     page.keyboard.press("ArrowRight")
     # Export as PNG: choose the format and press the button, then open the download link.
     tab_to("#export-format input[value=png]")
@@ -613,6 +614,28 @@ def test_a_photo_edited_start_to_finish_with_only_the_keyboard(server, browser, 
         # version 1 (warmer and brighter), not the original
         assert np.asarray(exported.convert("RGB"), dtype=float).mean() > np.asarray(source.convert("RGB"),
                                                                                      dtype=float).mean() + 2
+    context.close()
+
+
+def test_two_quick_ctrl_z_presses_undo_two_versions(server, browser):
+    """A second Ctrl+Z pressed while the first undo still renders is queued, not dropped."""
+    url, _ = server
+    context, page = open_page(browser, url)
+    pick_demo(page, "coffee")
+    for text in ("warmer", "brighter", "more contrast"):
+        send(page, text)
+        settled(page)
+    wait_captions(page, 4)
+    expect(page.locator("#score")).to_contain_text("version 3", timeout=TURN)
+    page.locator("#compare [data-testid=slider]").focus()
+    page.keyboard.press("Control+Z")
+    page.keyboard.press("Control+Z")                     # at once: no wait for the first to render
+    expect(page.locator("#score")).to_contain_text("version 1", timeout=TURN)
+    settle(page)
+    expect(page.locator("#score")).to_contain_text("version 1")
+    page.keyboard.press("Control+Shift+Z")
+    page.keyboard.press("Control+Shift+Z")
+    expect(page.locator("#score")).to_contain_text("version 3", timeout=TURN)
     context.close()
 
 

@@ -91,10 +91,12 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
     def redo(sid):
         return step(sid, "redo")
 
+    # every press counts: a second Ctrl+Z while the first still renders is queued, not dropped
+    # (Gradio's default trigger_mode, "once", drops it); the session's lease runs them one by one
     c["undo"].click(undo, [c["sid"]], view_outputs(c) + [c["notice"]], concurrency_id="studio",
-                    api_visibility="private", show_progress="hidden")
+                    api_visibility="private", show_progress="hidden", trigger_mode="multiple")
     c["redo"].click(redo, [c["sid"]], view_outputs(c) + [c["notice"]], concurrency_id="studio",
-                    api_visibility="private", show_progress="hidden")
+                    api_visibility="private", show_progress="hidden", trigger_mode="multiple")
     c["rollback_to"].click(rollback_to, [c["sid"], c["selected"]], view_outputs(c) + [c["notice"]],
                            concurrency_id="studio", api_visibility="private", show_progress="minimal")
     def share(sid, value):
