@@ -470,7 +470,10 @@ def test_a_phone_gets_one_column_in_the_right_order_and_a_touch_divider(server, 
 
     assert top("#compare") < top("#instruction") < top("#chat") < top("#adjustments"), \
         [top(s) for s in ("#compare", "#instruction", "#chat", "#adjustments")]
-    assert abs(top("#send") - top("#instruction")) < 60                 # Send beside the box
+    # Send beside the box (polled: the row can still be reflowing as the turn's last updates land)
+    page.wait_for_function("""() => {
+        const top = (s) => document.querySelector(s).getBoundingClientRect().top;
+        return Math.abs(top('#send') - top('#instruction')) < 60; }""", timeout=10_000)
     for sel in ("#send", "#export", "#undo", "#instruction"):
         box = page.locator(sel).bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] + 1, (sel, box)
