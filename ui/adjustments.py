@@ -90,7 +90,7 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
 
     def commit(sid, base, value, where):
         if not sid or not base:
-            return {}
+            return gr.skip()  # no session: nothing to update ({} would read as one value)
         settings, layers = moved_value(c, base, where, value)
         if not settings and not layers:
             # released where it was (or a number box lost the focus): only the photo goes back to the

@@ -39,7 +39,7 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
 
     def rollback_to(sid, selected):
         if not sid or not selected:
-            return {}
+            return gr.skip()  # no session: nothing to update ({} would read as one value)
         try:
             result = as_dict(studio.review(sid, "rollback", target=selected))
         except AtelierError as exc:
@@ -101,7 +101,7 @@ def create_event_handlers(c: dict, sv: SessionView) -> None:
                            concurrency_id="studio", api_visibility="private", show_progress="minimal")
     def share(sid, value):
         if not sid:
-            return {}
+            return gr.skip()  # no session: nothing to update ({} would read as one value)
         try:
             info = as_dict(studio.set_shareable(sid, bool(value)))
         except AtelierError as exc:

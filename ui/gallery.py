@@ -15,7 +15,7 @@ def create_ui(c: dict) -> None:
 def create_event_handlers(c: dict, sv: SessionView) -> None:
     def show_version(sid, ids, evt: gr.SelectData):
         if not sid or not ids or not 0 <= int(evt.index) < len(ids):
-            return {}
+            return gr.skip()  # no session: nothing to update ({} would read as one value)
         out = view_updates(c, sv.build(sid, selected=ids[int(evt.index)]), sv)
         out.pop(c["gallery"])  # keep the gallery (and its highlighted thumbnail) as it is
         return out

@@ -183,7 +183,7 @@ def create_event_handlers(c: dict, sv: SessionView, *, demo_photos: list[Path]) 
 
     def switch(token, browser_value):
         if not token:
-            return {}
+            return gr.skip()  # no session: nothing to update ({} would read as one value)
         try:
             info = as_dict(studio.resume(token))
         except SessionNotFound:
