@@ -454,6 +454,9 @@ def apply_lut(lut: np.ndarray, coords: tuple[np.ndarray, np.ndarray]) -> np.ndar
     xy, frac = coords
     lut = lookup_table(lut)
     out = np.empty(frac.shape + (3,), np.uint8)
+    if lut.dtype == np.uint8:   # a draft table needs no buffer between lookup and output: one call
+        cv2.remap(lut, xy, frac, cv2.INTER_LINEAR, dst=out, borderMode=cv2.BORDER_REPLICATE)
+        return out
     work = _StripWork(frac.shape[1], lut)
     for s in _strips(frac.shape[0]):
         work.remap(lut, xy[s], frac[s], out[s])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -265,6 +266,7 @@ def test_opening_a_16_bit_7000_px_png_and_a_turn_stay_under_one_and_a_half_gigab
     del img
     got = _child(f"""
 import json
+import os
 from pipeline.imageio import load_image
 from pipeline.measure import image_stats
 from pipeline.render import Renderer, SourceImage
@@ -288,6 +290,7 @@ def test_the_one_shot_cli_grows_by_at_most_12_mb_per_megapixel(tmp_path):
         Image.fromarray(cv2.resize(small_photo("coffee", 600), (w, h))).save(path, quality=90)
         sizes[w * h / 1e6] = _child(f"""
 import json
+import os
 from pipeline.apply import main
 main([{str(path)!r}, {str(tmp_path / 'out.jpg')!r}, "--set", "exposure=20", "--set", "vibrance=30"])
 print(json.dumps({{"peak_mb": peak_mb()}}))
@@ -303,3 +306,30 @@ def test_apply_develops_a_cropped_raw_in_full_even_when_wanted_small(tmp_path):
     assert main([str(tmp_path / "shot.dng"), str(tmp_path / "crop.png"), "--long-side", "250",
                  "--set", "crop=0.25,0.25,0.75,0.75"]) == 0
     assert cv2.imread(str(tmp_path / "crop.png"), cv2.IMREAD_UNCHANGED).shape[:2] == (167, 250)
+
+
+_BLAS_PROBE = """
+import os, runpy, sys
+os.environ.pop("OPENBLAS_NUM_THREADS", None)
+sys.argv = ["pipeline.apply", "--list-ops"]
+if os.environ.get("AS_MAIN"):
+    try:
+        runpy.run_module("pipeline.apply", run_name="__main__")
+    except SystemExit:
+        pass
+else:
+    import pipeline.apply
+print("BLAS", os.environ.get("OPENBLAS_NUM_THREADS"), "numpy" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("as_main, expected", [("1", "BLAS 1 True"), ("", "BLAS None True")])
+def test_the_one_shot_command_runs_without_a_blas_thread_pool_and_importers_keep_theirs(as_main, expected):
+    # OpenBLAS's idle threads spin through a whole one-shot edit (a third of its CPU time): the command
+    # asks for one thread before numpy loads; a program that imports the module is left as it is
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env["AS_MAIN"] = as_main
+    done = subprocess.run([sys.executable, "-c", _BLAS_PROBE], capture_output=True, text=True, env=env,
+                          cwd=Path(__file__).resolve().parents[1], timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == expected
