@@ -263,14 +263,16 @@ class GoingBackReader:
             return min(back.steps, n)
         if back.kind in ("change", "before"):
             words = back.named if back.kind == "change" else back.before
-            run = self._last_run(edits, words)
+            run = self._last_run(edits, words, same_thing=back.kind == "change" and not back.whole)
             if run is None:
                 return None
             start, end = run
             if back.kind == "change":
                 if end != n - 1:
                     return None      # undoing a change in the middle would undo the later ones too
-                return n - start if back.whole else n - end
+                # a change named ("get rid of the punch stuff" after "more punch" and "punchier still") is
+                # the whole unbroken run of it; "undo that" (kind "last") is one step
+                return n - start
             return n - start
         # a version described by what it had (and lacked), the latest such unless "first"
         limit = n - 1           # the head itself is not "going back"
@@ -298,15 +300,26 @@ class GoingBackReader:
             k = max(candidates)
         return n - k if n - k >= 1 else None
 
-    def _last_run(self, edits: list[TurnMoves], words: list[str]) -> tuple[int, int] | None:
-        """(first, last) index of the most recent unbroken run of edits that ``words`` name."""
+    def _last_run(self, edits: list[TurnMoves], words: list[str], same_thing: bool = False) -> tuple[int, int] | None:
+        """(first, last) index of the most recent unbroken run of edits that ``words`` name (``same_thing``: each
+        carrying on the one before, see :func:`_same_thing`)."""
         end = next((i for i in range(len(edits) - 1, -1, -1) if self.matches(edits[i], words)), None)
         if end is None:
             return None
         start = end
-        while start > 0 and self.matches(edits[start - 1], words):
+        while start > 0 and self.matches(edits[start - 1], words) and (
+                not same_thing or _same_thing(edits[start - 1], edits[start])):
             start -= 1
         return start, end
+
+
+def _same_thing(earlier: TurnMoves, later: TurnMoves) -> bool:
+    """Whether ``later`` carried on ``earlier``'s change: it asked for the same look or quality ("more punch",
+    then "punchier still"), or repeated it ("more", "i insist"). Two colour changes of different kinds
+    ("bluer", then "black and white") are two changes."""
+    if later.followup.get("move") in ("repeat", "insist") and later.followup.get("base_asset") == earlier.asset_id:
+        return True
+    return bool(set(earlier.intents) & set(later.intents))
 
 
 _JOINS = frozenset({"and", "then", "also", "plus"})
