@@ -163,6 +163,22 @@ def test_scrapping_a_named_change_undoes_just_that_change(studio, coffee):
     assert result.status == "rolled_back" and studio.head(sid).id == bright
 
 
+def test_scrapping_a_named_change_takes_the_turns_that_carried_it_on_and_no_other(studio, coffee):
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "warmer")
+    warm = studio.head(sid).id
+    studio.send_message(sid, "more saturated")
+    saturated = studio.head(sid).id
+    studio.send_message(sid, "more contrast")
+    studio.send_message(sid, "a bit more")                         # the same change carried on
+    result = studio.send_message(sid, "ugh the contrast stuff is overdone, get rid of it")
+    assert result.status == "rolled_back" and studio.head(sid).id == saturated
+    # two colour changes of different kinds are two changes: "lose the colour" takes the last one only
+    studio.send_message(sid, "black and white")
+    result = studio.send_message(sid, "no, put the colour back")
+    assert result.status == "rolled_back" and studio.head(sid).id == saturated and warm != saturated
+
+
 def test_before_the_last_change_is_one_step_and_a_named_change_said_as_it_goes(studio, coffee):
     sid = studio.start_session(coffee).id
     studio.send_message(sid, "warmer")

@@ -93,21 +93,44 @@ def test_more_with_nothing_to_refer_to_asks_and_makes_no_version(studio, photo):
     assert studio.head(info.id).id == info.head_asset_id
 
 
-def test_a_place_no_mask_knows_goes_on_the_best_guess_and_says_so(studio):
+def test_a_thing_no_mask_knows_is_asked_about_and_goes_on_the_best_guess_only_when_told(studio):
     info = studio.start_session(small_photo("coffee"))
     original = studio.render(info.id).tobytes()
-    r = studio.send_message(info.id, "brighten the cup")
-    assert "the cup" in r.reply and "best guess" in r.reply and "Undo" in r.quick_replies
+    # "the cup" is a thing of its own, not a word for a part of the frame: asked about, nothing changes
+    asked = studio.send_message(info.id, "brighten the cup")
+    assert asked.kind == "clarify" and asked.asset_id is None and "the cup" in asked.reply
+    assert "paint over it" in asked.reply and "Go ahead and guess" in asked.quick_replies
+    assert studio.head(info.id).id == info.head_asset_id and studio.render(info.id).tobytes() == original
+    # told to go ahead, the request goes on the guess, said in the reply, and "Undo" is offered
+    done = studio.send_message(info.id, "Go ahead and guess")
+    assert done.asset_id and "the cup" in done.reply and "best guess" in done.reply
     state = studio.head(info.id).state
     assert not state["settings"].get("exposure")                 # never a silent global edit
     assert [l["mask"]["type"] for l in state["layers"]] == ["subject"] and state["layers"][0]["settings"]["exposure"] > 0
-    studio.send_message(info.id, r.quick_replies[0])             # "Undo"
+    studio.send_message(info.id, "undo")
     assert studio.render(info.id).tobytes() == original
-    # one particular thing is asked about; told to go ahead, the reply names it and the guess
-    asked = studio.send_message(info.id, "brighten that little saucer")
-    assert asked.kind == "clarify" and asked.asset_id is None and "Go ahead and guess" in asked.quick_replies
-    done = studio.send_message(info.id, "Go ahead and guess")
-    assert done.asset_id and "that little saucer" in done.reply and "best guess" in done.reply
+    # said with the request, "i insist" goes ahead too
+    insisted = studio.send_message(info.id, "brighten that little saucer, i insist")
+    assert insisted.asset_id and "that little saucer" in insisted.reply and "best guess" in insisted.reply
+
+
+def test_a_general_word_for_a_part_of_the_frame_goes_on_that_part(studio):
+    info = studio.start_session(small_photo("coffee"))
+    r = studio.send_message(info.id, "darken the table around the cup")
+    layers = studio.head(info.id).state["layers"]
+    assert r.asset_id and [l["mask"]["type"] for l in layers] == ["subject"] and layers[0]["mask"].get("invert")
+
+
+def test_a_thing_dropped_from_the_talk_is_neither_asked_about_nor_undone(studio):
+    info = studio.start_session(small_photo("coffee"))
+    asked = studio.send_message(info.id, "warmer on the saucer")
+    assert asked.kind == "clarify" and asked.asset_id is None
+    first = studio.send_message(info.id, "warmer please")
+    warmth = studio.head(info.id).state["settings"]["temperature"]
+    assert first.asset_id and warmth > 0
+    r = studio.send_message(info.id, "ok never mind the saucer. a bit more")
+    assert r.asset_id and r.asset_id != first.asset_id and "saucer" not in r.reply
+    assert studio.head(info.id).state["settings"]["temperature"] > warmth     # more of the warmth, not an undo
 
 
 def test_a_place_the_photo_lacks_is_said_and_asked_about_with_no_version(studio):

@@ -299,11 +299,14 @@ def test_tone_down_a_place_the_last_change_did_not_touch_is_a_request_of_its_own
 
 # -- complaints and local requests said of things ----------------------------------------------
 
-def test_a_thing_no_mask_knows_said_in_a_complaint_is_never_a_silent_global_edit(planner):
+def test_a_thing_no_mask_knows_said_in_a_complaint_is_asked_about_never_a_silent_global_edit(planner):
     for text in ("the helmet is too dark", "the coffee looks too dark", "the shuttle looks dull"):
         plan = _plan(planner, text)
-        assert plan.sub_goals and all(g.target for g in plan.sub_goals), text
-        assert "best guess" in plan.reply, text
+        assert not plan.sub_goals and plan.kind == "clarify" and "paint over it" in plan.reply, text
+        assert plan.dialogue["move"] == "not_found" and plan.dialogue["unmet"], text   # kept for "go ahead"
+    # said to go ahead, it goes on the best guess, never the whole photo
+    plan = _plan(planner, "the helmet is too dark, just guess")
+    assert plan.sub_goals and all(g.target for g in plan.sub_goals) and "best guess" in plan.reply
     # the colour finds the thing: no place to guess
     assert _moves(_plan(planner, "the suit is too orange")) == {("saturation_orange", None): -20}
 

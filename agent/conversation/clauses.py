@@ -233,10 +233,17 @@ def unknown_places(vocab: Vocabulary, clause: Clause) -> list[str]:
     return [p.text for p in named_places(vocab, clause)]
 
 
-def guess_place(vocab: Vocabulary, clause_text: str, place: str) -> str | None:
-    """The target that best stands for a place no mask knows: by relation, by noun, else the default."""
+def stand_in(vocab: Vocabulary, clause_text: str, place: str) -> str | None:
+    """The target a place no mask knows is a general word for ("the floor" is the bottom, "the table around the
+    cup" the background), or None when it names a thing of its own ("the sign", "the boat")."""
     tokens = tokenize(clause_text)
     if vocab.place_relation_target and find_phrases(tokens, vocab.place_relations):
         return vocab.place_relation_target
     noun = place.split()[-1]
-    return vocab.place_nouns.get(noun) or vocab.place_nouns.get(noun.rstrip("s")) or vocab.place_default
+    return vocab.place_nouns.get(noun) or vocab.place_nouns.get(noun.rstrip("s"))
+
+
+def guess_place(vocab: Vocabulary, clause_text: str, place: str) -> str | None:
+    """The target that best stands for a place no mask knows: its :func:`stand_in`, else the default (a guess
+    made only when the person says to go ahead)."""
+    return stand_in(vocab, clause_text, place) or vocab.place_default

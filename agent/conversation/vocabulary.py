@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from agent.conversation.words import (SEPARATORS, PhraseTable, Speller, is_number, plain_words, token_spans,
+from agent.conversation.words import (SEPARATORS, PhraseTable, Speller, drop_clauses, find_phrases, is_number, plain_words, token_spans,
                                      tokenize, word_lists)
 from pipeline import ops
 from pipeline.masks import describe_mask, normalize_mask_spec
@@ -260,6 +260,7 @@ class Vocabulary:
         self.pointing_words = {t for w in guesses.get("pointing") or () for t in tokenize(str(w))}
         # "go ahead and guess": the person lets the planner put a request on its best guess for a place
         self.go_ahead = PhraseTable((str(w), True) for w in guesses.get("go_ahead") or ())
+        self.dismiss = PhraseTable((str(w), True) for w in guesses.get("dismiss") or ())
         for t in [self.place_default, self.place_relation_target, *self.place_nouns.values()]:
             if t is not None and t not in self.targets:
                 raise ProfileError(str(profile.path), "vocabulary.place_guesses", f"no target called {t!r}")
@@ -307,7 +308,7 @@ class Vocabulary:
         result built on the rest is not kept without the person seeing it."""
         known = self.table_words
         out = []
-        for t in tokenize(self.spell(text or "")):
+        for t in tokenize(self.drop_dismissed(self.spell(text or ""))):
             if t in SEPARATORS or is_number(t) or "'" in t:
                 continue
             # "ummm", "sooo": a drawn-out word is the word
@@ -317,9 +318,18 @@ class Vocabulary:
             out.append(t)
         return list(dict.fromkeys(out))
 
+    def drop_dismissed(self, text: str) -> str:
+        """``text`` without the clauses that drop a thing from the talk ("ok never mind the cord. bit more of
+        that pop" -> "bit more of that pop"); as said when nothing else would be left."""
+        tokens = tokenize(text or "")
+        kept = drop_clauses(tokens, self.dismiss, FILLER | word_lists()["interjections"])
+        return text if len(kept) == len(tokens) else " ".join(kept)
+
     def says_go_ahead(self, text: str) -> bool:
-        """Whether ``text`` tells the planner to go ahead and guess ("just guess", "your best guess")."""
-        return self.go_ahead.has(tokenize(text))
+        """Whether ``text`` tells the planner to go ahead and guess ("just guess", "your best guess"), or
+        insists on the request as said ("warmer on the phone, i insist")."""
+        tokens = tokenize(text)
+        return self.go_ahead.has(tokens) or bool(find_phrases(tokens, self.insist_words))
 
     def place(self, name: str) -> tuple[dict, str]:
         """A named target's mask spec and the words for it ("the sky", "the top of the frame")."""

@@ -241,6 +241,43 @@ def dropped_vowel(typed: str, word: str) -> bool:
     return any(word[:i] + word[i + 1:] == typed and word[i] in _VOWELS for i in range(1, len(word) - 1))
 
 
-__all__ = ["PhraseTable", "SEPARATORS", "Speller", "another_form", "dropped_vowel", "filter_spans",
+__all__ = ["PhraseTable", "SEPARATORS", "Speller", "another_form", "drop_clauses", "dropped_vowel", "filter_spans",
            "find_phrases", "is_number", "normalise", "one_edit", "phrase", "plain_possessives", "plain_words",
            "token_spans", "tokenize", "word_lists", "words_only"]
+
+
+def drop_clauses(tokens: list[str], opening_phrases: PhraseTable, skippable: Iterable[str] = (),
+                 unless: Iterable[str] = ("else", "rest", "other", "others", "remaining")) -> list[str]:
+    """``tokens`` without the leading clauses (split at :data:`SEPARATORS`) that open with one of
+    ``opening_phrases`` after any ``skippable`` words ("ok never mind the cord. more pop": the first clause
+    goes; after a request, "sharpen it, never mind the sky" keeps the sky out of it and stays); all of
+    ``tokens`` when nothing else would be left, or when the rest points back at what was dropped with one of
+    ``unless`` ("never mind the dog, sharpen everything else")."""
+    skippable = set(skippable)
+    kept: list[str] = []
+    clause: list[str] = []
+
+    def close(end: str | None) -> None:
+        words = list(clause)
+        while words:
+            hit = opening_phrases.find(words)
+            if hit and hit[0][0] == 0:
+                break
+            if words[0] not in skippable:
+                words = []
+                break
+            words = words[1:]
+        if not words or any(t not in SEPARATORS for t in kept):
+            kept.extend(clause + ([end] if end else []))
+        clause.clear()
+
+    for t in tokens:
+        if t in SEPARATORS:
+            close(t)
+        else:
+            clause.append(t)
+    close(None)
+    if not any(t not in SEPARATORS for t in kept) or set(kept) & set(unless):
+        return list(tokens)
+    return kept
+

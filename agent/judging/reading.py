@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
-from agent.conversation.words import SEPARATORS, PhraseTable, Speller, normalise, tokenize
+from agent.conversation.words import SEPARATORS, PhraseTable, Speller, drop_clauses, normalise, tokenize, word_lists
 
 READING_FILE = Path(__file__).resolve().parents[2] / "profiles" / "_reading.yaml"
 #: The planner's profile: its complaint table (``vocabulary.complaints``) is read, not copied.
@@ -96,6 +96,7 @@ class Lexicon:
     avoid: tuple[str, ...] = ()              # the engine's grammar.avoid ("don't")
     avoid_degree: tuple[str, ...] = ()       # ... and avoid_degree: "don't make it so yellow" is "not so yellow"
     protect: tuple[str, ...] = ()            # the engine's grammar.protect + except: "but leave her face alone"
+    dismiss: tuple[str, ...] = ()            # the engine's place_guesses.dismiss: "never mind the cord"
     speller: Speller | None = None           # typing slips of the words above put right ("brigther")
 
     def size_of(self, prop: str, size: int) -> float:
@@ -194,13 +195,14 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         avoid_degree=tuple(_norm(str(w)) for w in (engine.get("grammar") or {}).get("avoid_degree") or ()),
         protect=tuple(_norm(str(w)) for key in ("protect", "except")
                       for w in (engine.get("grammar") or {}).get(key) or ()),
+        dismiss=tuple(_norm(str(w)) for w in (engine.get("place_guesses") or {}).get("dismiss") or ()),
     )
     # the words every table knows, and the planner profile's real words never to be "corrected"
     spelling = engine.get("spelling") or {}
     tables = (lex.magnitudes, lex.qualities, lex.complaint_frames, lex.negations, lex.reduce_after, lex.enough,
               lex.follow_more, lex.follow_less, lex.retarget, lex.undo, lex.chat, lex.question_starts,
               lex.unsupported, lex.targets, lex.bands, lex.not_places, lex.global_words, lex.tools, lex.complaints,
-              lex.place_reducers, lex.repeat_but, lex.problem_also, lex.wishes, lex.filler, lex.avoid, lex.avoid_degree,
+              lex.place_reducers, lex.repeat_but, lex.problem_also, lex.wishes, lex.filler, lex.avoid, lex.avoid_degree, lex.dismiss,
               [str(w) for w in spelling.get("known") or ()])
     known = {w for table in tables for phrase in table for w in re.findall(r"[a-z]+", _norm(str(phrase)))}
     return replace(lex, speller=Speller.from_profile(known, spelling))
@@ -575,6 +577,11 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     text = _ANSWER.sub(" ", " ".join(normalise(message).split())).strip()
     if lex.speller is not None:
         text = lex.speller(text)
+    # "ok never mind the cord. bit more of that pop": the thing dropped is neither the place nor an undo
+    said = tokenize(text)
+    kept = drop_clauses(said, _table(lex.dismiss), lex.filler | word_lists()["interjections"])
+    if len(kept) < len(said):
+        text = " ".join(kept)
     tokens = _tokens(text)
     if not tokens:
         return Reading(message, "unknown")

@@ -295,7 +295,8 @@ class EmbeddedPlanner:
         (``kind="clarify"`` with quick replies) instead of a guess.
         """
         vocab = self.vocab
-        message = vocab.join_particles(vocab.strip_preamble(vocab.spell((request.message or "").strip())))
+        message = vocab.drop_dismissed(
+            vocab.join_particles(vocab.strip_preamble(vocab.spell((request.message or "").strip()))))
         # The judge's replan of a follow-up is still that follow-up: "more" keeps meaning the last
         # change. The person's own feedback ("no, cooler instead") replaces it.
         by_person = bool(request.feedback) and request.feedback_from != "judge"
@@ -319,8 +320,10 @@ class EmbeddedPlanner:
         guessed = str((followup.dialogue if followup is not None else {}).get("guessed") or "")
         if draft.unknown_places and not any(m.target for m in draft.moves):
             # a thing named that no finder knows: ask, with the request kept for "the whole thing then";
-            # guess only a general stand-in ("the floor" is the bottom) or when told to go ahead
-            if not draft.place_guess or (draft.specific_place and not vocab.says_go_ahead(message)):
+            # guess only a general stand-in ("the floor" is the bottom) or when told to go ahead (a sign,
+            # a boat, a lamp is no more "the subject" than anything else)
+            unsure = draft.specific_place or not draft.place_stand_in
+            if not draft.place_guess or (unsure and not vocab.says_go_ahead(message)):
                 return self._unknown_place(draft)
             draft, guessed = self._on_guessed_place(draft)
         notes = list(draft.notes)

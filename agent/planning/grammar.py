@@ -13,7 +13,7 @@ from typing import Mapping
 
 from agent.planning.base import PlanRequest
 from agent.planning.moves import Draft, Move
-from agent.conversation.clauses import (PERSONS, Clause, around, avoided_degree, guess_place, names_a_thing,
+from agent.conversation.clauses import (PERSONS, Clause, around, avoided_degree, guess_place, names_a_thing, stand_in,
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import MAX_MESSAGE_CHARS, Intent, Piece, Vocabulary, read_pieces
@@ -538,6 +538,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             draft.specific_place = draft.specific_place or specific
             if places:
                 draft.place_guess = guess_place(vocab, clause.text, places[0])
+                draft.place_stand_in = stand_in(vocab, clause.text, places[0]) is not None
             if places and targets:
                 uses = [replace(u, targets=[]) for u in uses]     # "in the middle" only locates the thing
         # "flat and dull", "dark and murky": one complaint said twice; its fix is planned once

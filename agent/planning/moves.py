@@ -54,5 +54,6 @@ class Draft:
     unknown_places: list[str] = field(default_factory=list)   # "the cup": a place no mask can find
     place_guess: str | None = None                             # the target standing in for it
     specific_place: bool = False                               # "that lamp", "her nose": asked, never guessed
+    place_stand_in: bool = False                               # the guess is what the place's word means ("the floor")
     missing_things: list[str] = field(default_factory=list)   # "the water" on a photo with no blue
     missing_labels: list[str] = field(default_factory=list)   # what was asked of them ("darker")
