@@ -226,6 +226,24 @@ def test_a_follow_up_after_a_hesitation(studio, coffee):
     assert result.status == "auto_approved" and _b(studio, sid) > b1 + 0.5
 
 
+def test_a_sound_said_first_is_not_a_place_and_more_of_that_names_the_last_change(studio, coffee):
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "warmer")
+    b1 = _b(studio, sid)
+    # "right" before "ok" / "so" is a sound, not the right of the frame: the whole photo gets more
+    result = studio.send_message(sid, "right ok erm... a little more")
+    assert result.asset_id and not studio.head(sid).state["layers"] and _b(studio, sid) > b1
+    b2 = _b(studio, sid)
+    # a word no table knows after "more of that" is what the last change did, not a thing to find
+    result = studio.send_message(sid, "right so, umm... bit more of that creaminess")
+    assert result.asset_id and not studio.head(sid).state["layers"] and _b(studio, sid) > b2
+    # one such word running into the request is the request's own
+    from agent.conversation.words import opening_interjections, tokenize
+    assert opening_interjections(tokenize("right side darker")) == 0
+    assert opening_interjections(tokenize("cool the highlights")) == 0
+    assert opening_interjections(tokenize("ok cool")) == 0
+
+
 def test_the_words_no_table_knows_are_the_ones_that_may_change_the_meaning():
     from agent.conversation.vocabulary import Vocabulary
     from profiles import load_profile

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from agent.conversation.words import (SEPARATORS, PhraseTable, Speller, drop_clauses, find_phrases, is_number, plain_words, token_spans,
+from agent.conversation.words import (SEPARATORS, PhraseTable, Speller, drop_clauses, find_phrases, is_number,
+                                     opening_interjections, plain_words, token_spans,
                                      tokenize, word_lists)
 from pipeline import ops
 from pipeline.masks import describe_mask, normalize_mask_spec
@@ -345,6 +346,9 @@ class Vocabulary:
         """
         spans = token_spans(text)
         toks = plain_words([t for t, _ in spans])
+        said = opening_interjections(toks)
+        if said:      # "right ok erm... a little more": "right" is a sound here, not the right side
+            return text[spans[said][1]:]
         i, chatted = 0, False
         longest = max((len(k) for k in self.preamble), default=1)
         while i < len(toks):

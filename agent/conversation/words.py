@@ -241,7 +241,7 @@ def dropped_vowel(typed: str, word: str) -> bool:
     return any(word[:i] + word[i + 1:] == typed and word[i] in _VOWELS for i in range(1, len(word) - 1))
 
 
-__all__ = ["PhraseTable", "SEPARATORS", "Speller", "another_form", "drop_clauses", "dropped_vowel", "filter_spans",
+__all__ = ["PhraseTable", "SEPARATORS", "Speller", "another_form", "drop_clauses", "dropped_vowel", "opening_interjections", "filter_spans",
            "find_phrases", "is_number", "normalise", "one_edit", "phrase", "plain_possessives", "plain_words",
            "token_spans", "tokenize", "word_lists", "words_only"]
 
@@ -280,4 +280,18 @@ def drop_clauses(tokens: list[str], opening_phrases: PhraseTable, skippable: Ite
     if not any(t not in SEPARATORS for t in kept) or set(kept) & set(unless):
         return list(tokens)
     return kept
+
+
+def opening_interjections(tokens: list[str]) -> int:
+    """How many leading ``tokens`` are sounds said before the message ("right ok erm... a little more",
+    "right, so"): a run of interjections (and punctuation) of two or more tokens, or ending at a punctuation
+    mark. One such word running straight into the rest is the message's own ("right side darker", "cool the
+    highlights"); a message of nothing else is left whole (0)."""
+    sounds = word_lists()["interjections"]
+    i = 0
+    while i < len(tokens) and (tokens[i] in sounds or (i and tokens[i] in SEPARATORS)):
+        i += 1
+    if i == 0 or i >= len(tokens) or not any(t not in SEPARATORS for t in tokens[i:]):
+        return 0
+    return i if i >= 2 or tokens[i - 1] in SEPARATORS else 0
 

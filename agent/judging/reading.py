@@ -29,7 +29,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
-from agent.conversation.words import SEPARATORS, PhraseTable, Speller, drop_clauses, normalise, tokenize, word_lists
+from agent.conversation.words import (SEPARATORS, PhraseTable, Speller, drop_clauses, normalise, opening_interjections,
+                                     tokenize, word_lists)
 
 READING_FILE = Path(__file__).resolve().parents[2] / "profiles" / "_reading.yaml"
 #: The planner's profile: its complaint table (``vocabulary.complaints``) is read, not copied.
@@ -579,7 +580,9 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
         text = lex.speller(text)
     # "ok never mind the cord. bit more of that pop": the thing dropped is neither the place nor an undo
     said = tokenize(text)
-    kept = drop_clauses(said, _table(lex.dismiss), lex.filler | word_lists()["interjections"])
+    # "right ok erm... a little more": sounds before the message ("right" is not the right side)
+    kept = said[opening_interjections(said):]
+    kept = drop_clauses(kept, _table(lex.dismiss), lex.filler | word_lists()["interjections"])
     if len(kept) < len(said):
         text = " ".join(kept)
     tokens = _tokens(text)

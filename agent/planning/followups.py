@@ -166,6 +166,11 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     for p in pieces:
         if p.category in _CARRIED or (said_why and p.category == "problem"):
             covered.update(range(p.pos, p.pos + len(p.text.split())))
+    for pos, n, _ in repeat:
+        # "bit more of that creaminess": a word no table knows after "more of that" names the last change
+        after = pos + n
+        if tokens[after - 1] in DETERMINERS and after < len(tokens) and tokens[after] not in vocab.known_words:
+            covered.add(after)
     unmet = list(getattr(dialogue, "unmet", None) or [])
     if unmet and not (repeat or pull or fractions):
         # the last turn asked where ("I can't find the lamp"): "the whole thing then", "go ahead and guess"
