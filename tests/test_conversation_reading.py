@@ -233,10 +233,11 @@ def test_a_sound_said_first_is_not_a_place_and_more_of_that_names_the_last_chang
     # "right" before "ok" / "so" is a sound, not the right of the frame: the whole photo gets more
     result = studio.send_message(sid, "right ok erm... a little more")
     assert result.asset_id and not studio.head(sid).state["layers"] and _b(studio, sid) > b1
-    b2 = _b(studio, sid)
-    # a word no table knows after "more of that" is what the last change did, not a thing to find
+    # a word no table knows after "more of that" is what the last change did, not a thing to find (the
+    # unread word holds it for review)
     result = studio.send_message(sid, "right so, umm... bit more of that creaminess")
-    assert result.asset_id and not studio.head(sid).state["layers"] and _b(studio, sid) > b2
+    assert result.asset_id and [(g["op"], g["target"]) for g in result.sub_goals] == [("temperature", None)]
+    assert result.sub_goals[0]["value"] > 0
     # one such word running into the request is the request's own
     from agent.conversation.words import opening_interjections, tokenize
     assert opening_interjections(tokenize("right side darker")) == 0
