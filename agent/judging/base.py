@@ -36,6 +36,8 @@ class JudgeRequest:
     # spec -> soft mask at this size, sharing the renderer's mask cache (None: the judge builds its own)
     locate: Callable[[dict], np.ndarray] | None = None
     held: bool = False                    # the executor held a step short of the plan (sweet spot, range)
+    # parts of the message the plan said it left out ("I skipped ..."): the result is not all that was asked
+    skipped: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -774,6 +774,10 @@ class EmbeddedJudge:
                 # a place the judge could not find itself is the plan's guess: the person confirms it
                 score = min(score, float(t["doubt_cap"]))
         unread = _unread_words(request) if request.sub_goals else []
+        skipped = list(request.skipped) if request.sub_goals else []
+        if skipped and score > float(t["doubt_cap"]):
+            # part of the message was left out: what was done is not all that was asked, the person decides
+            score = float(t["doubt_cap"])
         if unread and score > float(t["unread_cap"]):
             # words no table knows: what was read may not be what was meant, so the person looks first
             score = float(t["unread_cap"])
@@ -804,6 +808,8 @@ class EmbeddedJudge:
         diagnoses += technical.diagnoses
         if unread:
             diagnoses.append("unread_words")
+        if skipped:
+            diagnoses.append("part_skipped")
         if preservation is not None and preservation.spill:
             diagnoses.append("local_spill")
         diagnoses = list(dict.fromkeys(diagnoses))
@@ -824,6 +830,9 @@ class EmbeddedJudge:
         details += technical.sentences
         if unread:
             plain.append("I wasn't sure what \u201c" + "\u201d, \u201c".join(unread[:2]) + "\u201d meant here, "
+                         "so have a look before it is kept.")
+        if skipped:
+            plain.append("Part of what you asked (\u201c" + skipped[0][:40] + "\u201d) was not done, "
                          "so have a look before it is kept.")
         if not request.sub_goals:
             changed = measure.delta_e(views.before, views.after) > 0.5

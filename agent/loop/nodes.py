@@ -465,6 +465,7 @@ class TurnNodes:
             history=history, before_last=before_last,
             locate=lambda spec: self.renderer.mask(source, spec, original_img.shape[:2]),
             held=any(row.get("status") == "clamped" for row in state.get("sub_goals") or []),
+            skipped=[] if state.get("person_modified") else [str(s) for s in (state.get("plan") or {}).get("skipped") or ()],
         ))
         if not isinstance(result, Assessment):
             raise TypeError(f"the judge returned {type(result).__name__}, expected an Assessment")

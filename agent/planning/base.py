@@ -148,6 +148,7 @@ class Plan:
     labels: list[str] = field(default_factory=list)     # the looks / qualities named ("warmer", "dreamy")
     intents: list[str] = field(default_factory=list)    # the profile intents behind them
     dialogue: dict = field(default_factory=dict)        # a follow-up: {"move": ..., "base_asset": ...}
+    skipped: list[str] = field(default_factory=list)    # parts of the message the plan does not carry out
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -162,6 +163,7 @@ class Plan:
             "labels": list(self.labels),
             "intents": list(self.intents),
             "dialogue": dict(self.dialogue),
+            "skipped": list(self.skipped),
         }
 
 

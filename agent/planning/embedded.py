@@ -386,7 +386,8 @@ class EmbeddedPlanner:
                 replies.append(f"{what.capitalize()} on the selection")
         return Plan(sub_goals=goals, reply=_reply(pairs, conflict_notes, extra),
                     understood=True, notes=conflict_notes + notes + capped_notes, source=self.name,
-                    labels=labels, intents=intents, dialogue=dict(draft.followup), quick_replies=replies)
+                    labels=labels, intents=intents, dialogue=dict(draft.followup), quick_replies=replies,
+                    skipped=[s[:80] for s in draft.skipped])
 
     def _on_guessed_place(self, draft: Draft) -> tuple[Draft, str]:
         """Put whole-image moves on the best guess for a place no mask knows, and say so."""
