@@ -8,6 +8,7 @@ and follow-ups with hesitations. Each test drives the real Studio on a real SQLi
 
 from __future__ import annotations
 
+import json
 import numpy as np
 import pytest
 import skimage.data
@@ -194,6 +195,22 @@ def test_before_the_last_change_is_one_step_and_a_named_change_said_as_it_goes(s
     fresh = studio.start_session(coffee).id
     result = studio.send_message(fresh, "the vignette is too heavy, get rid of it")
     assert result.status != "rolled_back"
+
+
+def test_a_colour_said_as_the_place_to_keep_is_kept(studio):
+    # a blue "sea" below an orange "sand": "don't change the water" keeps the blues as they were
+    photo = np.zeros((120, 160, 3), np.uint8)
+    photo[:60] = (60, 110, 180)
+    photo[60:] = (190, 140, 90)
+    sid = studio.start_session(photo).id
+    result = studio.send_message(sid, "more saturated, but don't change the water")
+    assert result.asset_id
+    (target,) = {json.dumps(g["target"], sort_keys=True) for g in result.sub_goals}
+    target = json.loads(target)
+    assert target["type"] == "color" and target["invert"] and 180 < target["hue"] < 260   # not the blues
+    after = studio.render(sid, result.asset_id, long_side=None)
+    assert abs(image_stats(after[:60])["chroma_mean"] - image_stats(photo[:60])["chroma_mean"]) < 1.0
+    assert image_stats(after[60:])["chroma_mean"] > image_stats(photo[60:])["chroma_mean"] + 1.0
 
 
 def test_a_place_no_finder_knows_is_asked_about_and_then_done_where_told(studio, coffee):

@@ -152,9 +152,12 @@ def load_lexicon(path: str | None = None) -> Lexicon:
     for name, t in data["targets"].items():
         for w in t["words"]:
             targets[_norm(str(w))] = (name, dict(t["mask"]))
-    bands = {_norm(w): band for band, words in data["bands"].items() for w in words}
     fu = data["follow_ups"]
     engine = _engine_section(Path(path).parent / ENGINE_FILE.name if path else ENGINE_FILE)
+    # the judge's colour words, and the planner profile's ("the water" is the blues there too)
+    bands = {_norm(str(w)): band for band, entry in (engine.get("bands") or {}).items()
+             for w in (entry or {}).get("words") or ()}
+    bands.update({_norm(w): band for band, words in data["bands"].items() for w in words})
     complaints, object_fix = _engine_complaints(data.get("op_properties") or {}, engine)
     efu = engine.get("followups") or {}
     more_scales = {_norm(str(w)): float(v) for w, v in (efu.get("repeat") or {}).items()}
@@ -357,7 +360,7 @@ def _protected(tokens: Sequence[str], lex: Lexicon) -> bool:
     """Whether the place named is one to keep ("but keep the sky as it is", "except her face"): a protect
     word within a few words before a place, after something was asked, or after it ("but the backdrop has
     to stay white", "don't let her skin go grey")."""
-    places = [(s, e) for s, e, _ in _find_phrases(tokens, list(lex.targets))]
+    places = [(s, e) for s, e, _ in _find_phrases(tokens, list(lex.targets) + list(lex.bands))]
     return any((0 <= s2 - e <= 3 and s > 0) or (0 <= s - e2 <= 3 and s2 > 0)
                for s, e, _ in _find_phrases(tokens, lex.protect) for s2, e2 in places)
 

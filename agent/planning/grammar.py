@@ -453,11 +453,12 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             for c in said_first:                 # the place said on its own was not skipped after all
                 draft.skipped.remove(c)
                 draft.bare_targets = []
-        if targets and clause.of("protect") and previous_span[1] > previous_span[0] \
+        if (targets or bands) and clause.of("protect") and previous_span[1] > previous_span[0] \
                 and not (uses and clause.pieces[0].category == "intent"):
             # "warmer but keep the skin natural", "but the backdrop has to stay pure white": the change
-            # goes everywhere but that place (what it is to stay, "natural", "white", is no change of its own)
-            draft.moves = protect_moves(vocab, draft.moves, targets)     # every change asked so far
+            # goes everywhere but that place (what it is to stay, "natural", "white", is no change of its own);
+            # "more saturated, but don't change the water": the water's colour is the place
+            draft.moves = protect_moves(vocab, draft.moves, targets, [] if targets else bands)
             draft.understood_any = True
             continue
         if not uses and (targets or bands):
@@ -597,10 +598,14 @@ def split_protected(vocab: Vocabulary, message: str) -> tuple[str, list[str]]:
     return message, []
 
 
-def protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str]) -> list[Move]:
+def protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str],
+                  bands: list[str] = ()) -> list[Move]:
     """The whole-image moves of the clause before, put on everything but the places named (one local
-    layer on their complement), so the protected places do not move at all."""
-    specs, places = zip(*(vocab.place(t) for t in targets))
+    layer on their complement), so the protected places do not move at all. A colour said as the place
+    ("but don't change the water": the blues) is protected by its colour mask."""
+    named = [vocab.place(t) for t in targets] + [(normalize_mask_spec({"type": "color", "band": b}),
+                                                  f"the {b}s") for b in bands]
+    specs, places = zip(*named)
     if len(specs) == 1:
         outside = normalize_mask_spec(dict(specs[0], invert=not specs[0].get("invert")))
     else:
