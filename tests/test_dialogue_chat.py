@@ -490,3 +490,13 @@ def test_behind_her_is_the_background_and_the_request_says_how_much(planner):
         assert _plan(planner, text).sub_goals[0].target == _plan(planner, "darken the background").sub_goals[0].target
     assert "everything but the subject" in _plan(planner, "everything except her darker").reply
     assert _plan(planner, "brighten her").sub_goals[0].target.get("invert") is None
+
+
+def test_a_place_said_with_only_after_the_requests_restricts_them_to_it(planner):
+    # "..., only the face": what was asked for the whole photo goes on that place alone
+    assert _moves(_plan(planner, "warmer and brighter, only the face")) == {("temperature", "face"): 25,
+                                                                           ("exposure", "face"): 20}
+    moves = _moves(_plan(planner, "make the sky a deeper, richer blue, only the sky"))
+    assert moves and all(where == "sky" for _, where in moves), moves
+    # without "only" a place said alone is no restriction of what came before
+    assert ("temperature", None) in _moves(_plan(planner, "warmer, and the face"))

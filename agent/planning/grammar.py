@@ -16,7 +16,7 @@ from agent.planning.moves import Draft, Move
 from agent.conversation.clauses import (PERSONS, Clause, around, avoided_degree, guess_place, names_a_thing, stand_in,
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
-from agent.conversation.vocabulary import MAX_MESSAGE_CHARS, Intent, Piece, Vocabulary, read_pieces
+from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Piece, Vocabulary, read_pieces
 from agent.conversation.words import find_phrases, tokenize
 from pipeline import ops
 from pipeline.masks import normalize_mask_spec
@@ -453,6 +453,13 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             for c in said_first:                 # the place said on its own was not skipped after all
                 draft.skipped.remove(c)
                 draft.bare_targets = []
+        if targets and not bands and not uses and previous_span[1] > previous_span[0] \
+                and _only_there(vocab, clause):
+            # "make the sky deeper, richer blue, only the sky": what was asked so far for the whole photo
+            # goes on that place alone
+            draft.moves = restrict_moves(vocab, draft.moves, targets)
+            draft.understood_any = True
+            continue
         if (targets or bands) and clause.of("protect") and previous_span[1] > previous_span[0] \
                 and not (uses and clause.pieces[0].category == "intent"):
             # "warmer but keep the skin natural", "but the backdrop has to stay pure white": the change
@@ -596,6 +603,27 @@ def split_protected(vocab: Vocabulary, message: str) -> tuple[str, list[str]]:
             if head:
                 return " ".join(tokens[:head[-1].pos + len(head[-1].text.split())]), targets
     return message, []
+
+
+#: Words that make a place said on its own a restriction of what was asked before it ("..., only the sky").
+_ONLY = frozenset({"only", "just", "solely"})
+
+
+def _only_there(vocab: Vocabulary, clause: Clause) -> bool:
+    """Whether the clause is a place said with "only"/"just" and nothing else that asks ("only the sky", "but
+    just on her face")."""
+    rest = [w for p in clause.pieces if p.category != "target" for w in p.text.split()]
+    return bool(_ONLY & set(rest)) and all(w in _ONLY or w in FILLER or w in {"on", "in", "for", "to"} for w in rest)
+
+
+def restrict_moves(vocab: Vocabulary, moves: list[Move], targets: list[str]) -> list[Move]:
+    """The whole-image moves asked so far, put on the places named (one layer on their union)."""
+    specs, places = zip(*(vocab.place(t) for t in targets))
+    spec = specs[0] if len(specs) == 1 else normalize_mask_spec({"type": "union", "masks": list(specs)})
+    where = " and ".join(places)
+    return [replace(m, target=spec, phrase=m.phrase.replace("the image", where))
+            if m.target is None and m.value and ops.get_op(m.op).stage not in ("geometry", "finishing") else m
+            for m in moves]
 
 
 def protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str],
