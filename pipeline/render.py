@@ -316,9 +316,9 @@ def _grid_through(first: Mapping[str, int], grid: np.ndarray) -> np.ndarray:
 
 
 def _compiled(stages: tuple[Mapping[str, int], ...], green: int = GREEN_SAMPLES, *,
-              levels: bool = False, bytes_: bool = False) -> np.ndarray:
+              levels: bool = False, as_bytes: bool = False) -> np.ndarray:
     """The LUT of ``stages``: float32 whole numbers 0..65535 (what the uint16 LUT holds), (n, 256*n, 3);
-    ``levels``: those numbers / 257 (the 8-bit pass's table); ``bytes_``: uint8 levels rounded once (a
+    ``levels``: those numbers / 257 (the 8-bit pass's table); ``as_bytes``: uint8 levels rounded once (a
     draft's table)."""
     first, rest = (stages[0], stages[1:]) if stages else ({}, ())
     tail = {k: v for k, v in first.items() if k not in _PER_CHANNEL}
@@ -338,14 +338,14 @@ def _compiled(stages: tuple[Mapping[str, int], ...], green: int = GREEN_SAMPLES,
     # Green resampled to 256 levels and rounded to 16 bits, one blue slice at a time (each pass stays in
     # the CPU's cache; the same float32 operations, so the same numbers, as on the whole array at once).
     n = LUT_POINTS
-    fine = np.empty((n, 256, n, 3), np.uint8 if bytes_ else np.float32)
+    fine = np.empty((n, 256, n, 3), np.uint8 if as_bytes else np.float32)
     w = weight[:, None, None]
     w_lo = 1.0 - w
     hi = np.empty((256, n, 3), np.float32)
-    scratch = np.empty((256, n, 3), np.float32) if bytes_ else None
-    top = 255.0 if bytes_ else 65535.0
+    scratch = np.empty((256, n, 3), np.float32) if as_bytes else None
+    top = 255.0 if as_bytes else 65535.0
     for b in range(n):
-        lo = scratch if bytes_ else fine[b]
+        lo = scratch if as_bytes else fine[b]
         np.take(coarse[b], index, axis=0, out=lo)
         lo *= w_lo
         np.take(coarse[b], index + 1, axis=0, out=hi)
@@ -354,7 +354,7 @@ def _compiled(stages: tuple[Mapping[str, int], ...], green: int = GREEN_SAMPLES,
         lo *= top
         lo += 0.5
         np.clip(lo, 0, top, out=lo)
-        if bytes_:
+        if as_bytes:
             np.copyto(fine[b], lo, casting="unsafe")     # truncation of values >= 0: the floor
             continue
         np.floor(lo, out=lo)
@@ -384,7 +384,7 @@ def compile_table(*stages: Mapping[str, int], draft: bool = False) -> np.ndarray
         return _compiled(stages, levels=True)
     # uint8 entries: OpenCV's 8-bit remap takes half the time of its float one, for a few hundredths
     # of a level more error (the bench prints the draft's error against the exact math)
-    return _compiled(stages, DRAFT_GREEN, bytes_=True)
+    return _compiled(stages, DRAFT_GREEN, as_bytes=True)
 
 
 # The same table, one contiguous column per channel (red, green, blue).

@@ -24,6 +24,8 @@ from profiles import Profile, ProfileError
 MAX_MESSAGE_CHARS = 1000
 #: Words that carry no request of their own (profiles/language/words.yaml).
 FILLER = word_lists()["filler"]
+#: Words that may come before a clause without being what it says ("ok never mind the cord").
+_SAID_FIRST = FILLER | word_lists()["interjections"]
 
 
 # ---------------------------------------------------------------------------
@@ -323,7 +325,7 @@ class Vocabulary:
         """``text`` without the clauses that drop a thing from the talk ("ok never mind the cord. bit more of
         that pop" -> "bit more of that pop"); as said when nothing else would be left."""
         tokens = tokenize(text or "")
-        kept = drop_clauses(tokens, self.dismiss, FILLER | word_lists()["interjections"])
+        kept = drop_clauses(tokens, self.dismiss, _SAID_FIRST)
         return text if len(kept) == len(tokens) else " ".join(kept)
 
     def says_go_ahead(self, text: str) -> bool:

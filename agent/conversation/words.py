@@ -254,29 +254,31 @@ def drop_clauses(tokens: list[str], opening_phrases: PhraseTable, skippable: Ite
     ``tokens`` when nothing else would be left, or when the rest points back at what was dropped with one of
     ``unless`` ("never mind the dog, sharpen everything else")."""
     skippable = set(skippable)
-    kept: list[str] = []
-    clause: list[str] = []
+    clauses: list[list[str]] = [[]]
+    for t in tokens:                 # each clause with the mark that ends it
+        clauses[-1].append(t)
+        if t in SEPARATORS:
+            clauses.append([])
 
-    def close(end: str | None) -> None:
-        words = list(clause)
+    def opens(clause: list[str]) -> bool:
+        words = [t for t in clause if t not in SEPARATORS]
         while words:
             hit = opening_phrases.find(words)
             if hit and hit[0][0] == 0:
-                break
+                return True
             if words[0] not in skippable:
-                words = []
-                break
+                return False
             words = words[1:]
-        if not words or any(t not in SEPARATORS for t in kept):
-            kept.extend(clause + ([end] if end else []))
-        clause.clear()
+        return False
 
-    for t in tokens:
-        if t in SEPARATORS:
-            close(t)
-        else:
-            clause.append(t)
-    close(None)
+    dropped = set()
+    for i, clause in enumerate(clauses):
+        if all(t in SEPARATORS for t in clause):
+            continue                 # punctuation alone opens nothing
+        if not opens(clause):
+            break
+        dropped.add(i)
+    kept = [t for i, clause in enumerate(clauses) if i not in dropped for t in clause]
     if not any(t not in SEPARATORS for t in kept) or set(kept) & set(unless):
         return list(tokens)
     return kept

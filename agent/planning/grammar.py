@@ -620,10 +620,7 @@ def restrict_moves(vocab: Vocabulary, moves: list[Move], targets: list[str]) -> 
     """The whole-image moves asked so far, put on the places named (one layer on their union)."""
     specs, places = zip(*(vocab.place(t) for t in targets))
     spec = specs[0] if len(specs) == 1 else normalize_mask_spec({"type": "union", "masks": list(specs)})
-    where = " and ".join(places)
-    return [replace(m, target=spec, phrase=m.phrase.replace("the image", where))
-            if m.target is None and m.value and ops.get_op(m.op).stage not in ("geometry", "finishing") else m
-            for m in moves]
+    return _onto(moves, spec, " and ".join(places))
 
 
 def protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str],
@@ -638,15 +635,15 @@ def protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str],
         outside = normalize_mask_spec(dict(specs[0], invert=not specs[0].get("invert")))
     else:
         outside = normalize_mask_spec({"type": "invert", "mask": {"type": "union", "masks": list(specs)}})
-    kept = " and ".join(places)
-    out = []
-    for m in moves:
-        if m.target is None and m.value and ops.get_op(m.op).stage not in ("geometry", "finishing"):
-            out.append(replace(m, target=outside,
-                               phrase=m.phrase.replace("the image", f"everything but {kept}")))
-        else:
-            out.append(m)
-    return out
+    return _onto(moves, outside, "everything but " + " and ".join(places))
+
+
+def _onto(moves: list[Move], spec: dict, where: str) -> list[Move]:
+    """The whole-image moves put on the mask ``spec`` ("the image" in their phrase becomes ``where``);
+    framing and finishing ops stay on the whole frame."""
+    return [replace(m, target=spec, phrase=m.phrase.replace("the image", where))
+            if m.target is None and m.value and ops.get_op(m.op).stage not in ("geometry", "finishing") else m
+            for m in moves]
 
 
 def _damped(vocab: Vocabulary, use: Use, scale: float) -> float:
