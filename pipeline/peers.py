@@ -250,6 +250,11 @@ def _per_megapixel(folder: Path, width: int, height: int, rounds: int, launcher:
             "targets": {"memory_mb_per_mp": 12}}
 
 
+#: The sliders whose drags the bench times: the first stage's per-channel head, then one op of each
+#: later stage (tone, white balance, colour).
+DRAG_SLIDERS = ("exposure", "highlights", "temperature", "saturation")
+
+
 def _in_process(width: int, height: int, rounds: int) -> dict:
     """Cold first render, proxy drags and the ways to apply a 3D LUT, on the main benchmark's photo."""
     from PIL import Image, ImageFilter
@@ -261,9 +266,8 @@ def _in_process(width: int, height: int, rounds: int) -> dict:
     photo = bench_photo(width, height)
     runs = max(3, rounds)
 
-    def stack(i: int, extra: dict | None = None) -> EditState:
-        return EditState.from_dict({"settings": {**GLOBAL_STACK, "exposure": GLOBAL_STACK["exposure"] - 40 + i,
-                                                 **(extra or {})}})
+    def stack(i: int, extra: dict | None = None, op: str = "exposure") -> EditState:
+        return EditState.from_dict({"settings": {**GLOBAL_STACK, op: GLOBAL_STACK[op] - 40 + i, **(extra or {})}})
 
     Renderer().render(SourceImage.from_array(photo[:64, :64]), stack(0))  # OpenCV's thread pool starts once
     cold_wall, cold_cpu = [], []
@@ -275,22 +279,32 @@ def _in_process(width: int, height: int, rounds: int) -> dict:
         cold_wall.append(time.perf_counter() - w)
     renderer, source = Renderer(), SourceImage.from_array(photo)
     renderer.render(source, stack(0), long_side=1600)  # the proxy's coordinates, as after the first look
-    drags = {}
-    for draft in (False, True):       # the frame a slider stops on (exact), the frames while it moves (draft)
-        for label, extra in (("lut_only", None), ("clarity", {"clarity": 30})):
-            cpu = []
-            for i in range(max(9, 3 * runs)):
-                c = time.process_time()
-                # every frame a new value: no LUT compiled for one row is a cache hit for the next
-                value = 10 + 2 * i + (extra is not None) + 41 * draft
-                renderer.render(source, stack(value, extra), long_side=1600, draft=draft)
-                cpu.append(time.process_time() - c)
-            drags[label + ("_draft" if draft else "")] = statistics.median(cpu) * 1000.0
-    # the draft's error against the exact math: the benchmark's stack and a strong colour stack
+
+    def drag(extra: dict | None, op: str, draft: bool) -> float:
+        """Median CPU ms of the frames of one slider's drag (every frame a new value: no LUT compiled for
+        one frame is a cache hit for the next)."""
+        cpu = []
+        for i in range(max(9, 3 * runs)):
+            c = time.process_time()
+            renderer.render(source, stack(10 + 2 * i + (extra is not None) + 41 * draft, extra, op),
+                            long_side=1600, draft=draft)
+            cpu.append(time.process_time() - c)
+        return statistics.median(cpu) * 1000.0
+
+    drags, sliders = {}, {}
+    for label, extra in (("lut_only", None), ("clarity", {"clarity": 30})):
+        # the frame a slider stops on (exact), and the frames while it moves (drafts): every slider's,
+        # since a draft reuses what the moving slider does not change (the slowest is the row)
+        drags[label] = drag(extra, "exposure", False)
+        sliders[label] = {op: round(drag(extra, op, True), 1) for op in DRAG_SLIDERS}
+        drags[label + "_draft"] = max(sliders[label].values())
+    # the draft's error against the exact math: the benchmark's stack, a strong colour stack, and strong
+    # exposure and contrast (the ops a draft reads through its cubic rather than on its grid)
     draft_err = np.concatenate([
         np.abs(renderer.render(source, EditState.from_dict({"settings": settings}), long_side=1600, draft=True)
                .astype(np.int16) - naive_render(source.proxy(1600), settings).astype(np.int16)).ravel()
-        for settings in (GLOBAL_STACK, {"vibrance": 80, "whites": 40, "blacks": -40, "hue_blue": 50})])
+        for settings in (GLOBAL_STACK, {"vibrance": 80, "whites": 40, "blacks": -40, "hue_blue": 50},
+                         {**GLOBAL_STACK, "exposure": 80, "contrast": 60})])
 
     # applying one 3D LUT at this size: speed and error against the exact math
     exact = naive_render(photo, GLOBAL_STACK)
@@ -333,6 +347,7 @@ def _in_process(width: int, height: int, rounds: int) -> dict:
             "proxy_drag_clarity_cpu_ms": round(drags["clarity"], 1),
             "proxy_draft_lut_only_cpu_ms": round(drags["lut_only_draft"], 1),
             "proxy_draft_clarity_cpu_ms": round(drags["clarity_draft"], 1),
+            "proxy_draft_sliders_cpu_ms": sliders,
             "proxy_draft_error_max": int(draft_err.max()), "proxy_draft_error_mean": round(float(draft_err.mean()), 3),
             "lut_methods": lut_rows,
             "targets": {"cold_first_render_wall_ms": 150, "proxy_drag_lut_only_cpu_ms": 16,
@@ -426,10 +441,13 @@ def print_table(p: dict) -> None:
     row("cold first render of a new photo (wall)", q["cold_first_render_wall_ms"], "ms", tq["cold_first_render_wall_ms"])
     row("  the same, CPU time of all threads", q["cold_first_render_cpu_ms"], "ms")
     # a drag's frames are drafts; the frame the slider stops on is rendered exactly once, after the drag
+    # the slowest of the sliders dragged; each slider's own figure follows
     row("proxy 1600 drag, LUT ops only (CPU per frame)", q["proxy_draft_lut_only_cpu_ms"], "ms",
         tq["proxy_drag_lut_only_cpu_ms"])
+    print(f"    {'  by slider':<52} " + ", ".join(f"{k} {v}" for k, v in q["proxy_draft_sliders_cpu_ms"]["lut_only"].items()))
     row("proxy 1600 drag, with clarity (CPU per frame)", q["proxy_draft_clarity_cpu_ms"], "ms",
         tq["proxy_drag_clarity_cpu_ms"])
+    print(f"    {'  by slider':<52} " + ", ".join(f"{k} {v}" for k, v in q["proxy_draft_sliders_cpu_ms"]["clarity"].items()))
     print(f"    {'  draft error against the exact math (max / mean)':<52} {q['proxy_draft_error_max']:>8} / "
           f"{q['proxy_draft_error_mean']} levels (the preview JPEG's own: about 2)")
     row("the frame it stops on (exact), LUT ops only", q["proxy_drag_lut_only_cpu_ms"], "ms")

@@ -248,10 +248,13 @@ def _warp(x: np.ndarray) -> np.ndarray:
     return (1 - _EDGE_WARP) * x + _EDGE_WARP * (0.5 + np.arcsin(2 * x - 1) / np.pi)
 
 
+@lru_cache(maxsize=8)
 def _grid_values(n: int) -> np.ndarray:
-    """Red/blue grid points: the inverse warp of n evenly spaced positions."""
+    """Red/blue grid points: the inverse warp of n evenly spaced positions (read-only)."""
     fine = np.linspace(0.0, 1.0, 65537)
-    return np.interp(np.linspace(0.0, 1.0, n), _warp(fine), fine).astype(np.float32)
+    out = np.interp(np.linspace(0.0, 1.0, n), _warp(fine), fine).astype(np.float32)
+    out.flags.writeable = False
+    return out
 
 
 def _grid(n: int = LUT_POINTS, green: int = GREEN_SAMPLES) -> np.ndarray:
@@ -289,8 +292,8 @@ COORD_TABLE = np.stack(
 _PER_CHANNEL = ("exposure", "contrast")
 
 
-#: Green samples of a draft LUT (a slider's live preview while it moves): half the grid, so half the
-#: compile; within the same error bounds as the full grid on the benchmark photo (see the bench).
+#: Green samples of a draft LUT (a slider's live preview while it moves): half the exact grid's 65
+#: (see :func:`_draft_table`; the bench prints the draft's error against the exact math).
 DRAFT_GREEN = 33
 
 
@@ -316,10 +319,9 @@ def _grid_through(first: Mapping[str, int], grid: np.ndarray) -> np.ndarray:
 
 
 def _compiled(stages: tuple[Mapping[str, int], ...], green: int = GREEN_SAMPLES, *,
-              levels: bool = False, as_bytes: bool = False) -> np.ndarray:
+              levels: bool = False) -> np.ndarray:
     """The LUT of ``stages``: float32 whole numbers 0..65535 (what the uint16 LUT holds), (n, 256*n, 3);
-    ``levels``: those numbers / 257 (the 8-bit pass's table); ``as_bytes``: uint8 levels rounded once (a
-    draft's table)."""
+    ``levels``: those numbers / 257 (the 8-bit pass's table)."""
     first, rest = (stages[0], stages[1:]) if stages else ({}, ())
     tail = {k: v for k, v in first.items() if k not in _PER_CHANNEL}
     grid, index, weight = _lattice(green)
@@ -330,37 +332,122 @@ def _compiled(stages: tuple[Mapping[str, int], ...], green: int = GREEN_SAMPLES,
             out = apply_pixel_ops(out, settings)
         return out
 
+    # numpy releases the GIL in its ufuncs: split the grid by blue rows across cores
     start = _grid_through(first, grid)
-    if green < GREEN_SAMPLES:   # a draft: as fast in one thread, and half the CPU time of handing it out
-        coarse = run(start)
-    else:                       # numpy releases the GIL in its ufuncs: split the grid by blue rows across cores
-        coarse = np.concatenate(list(_POOL.map(run, np.array_split(start, _WORKERS, axis=0))), axis=0)
-    # Green resampled to 256 levels and rounded to 16 bits, one blue slice at a time (each pass stays in
-    # the CPU's cache; the same float32 operations, so the same numbers, as on the whole array at once).
+    coarse = np.concatenate(list(_POOL.map(run, np.array_split(start, _WORKERS, axis=0))), axis=0)
+    return _green_levels(coarse, index, weight, levels=levels)
+
+
+def _green_levels(coarse: np.ndarray, index: np.ndarray, weight: np.ndarray, *, levels: bool = False) -> np.ndarray:
+    """A grid (n, green, n, 3) in 0..1 with green resampled to 256 levels (``index``/``weight``) and
+    rounded: float32 whole numbers 0..65535, (n, 256*n, 3); ``levels``: those numbers / 257."""
+    # One blue slice at a time (each pass stays in the CPU's cache; the same float32 operations, so the
+    # same numbers, as on the whole array at once).
     n = LUT_POINTS
-    fine = np.empty((n, 256, n, 3), np.uint8 if as_bytes else np.float32)
+    fine = np.empty((n, 256, n, 3), np.float32)
     w = weight[:, None, None]
     w_lo = 1.0 - w
     hi = np.empty((256, n, 3), np.float32)
-    scratch = np.empty((256, n, 3), np.float32) if as_bytes else None
-    top = 255.0 if as_bytes else 65535.0
     for b in range(n):
-        lo = scratch if as_bytes else fine[b]
+        lo = fine[b]
         np.take(coarse[b], index, axis=0, out=lo)
         lo *= w_lo
         np.take(coarse[b], index + 1, axis=0, out=hi)
         hi *= w
         lo += hi
-        lo *= top
+        lo *= 65535.0
         lo += 0.5
-        np.clip(lo, 0, top, out=lo)
-        if as_bytes:
-            np.copyto(fine[b], lo, casting="unsafe")     # truncation of values >= 0: the floor
-            continue
+        np.clip(lo, 0, 65535.0, out=lo)
         np.floor(lo, out=lo)
         if levels:
             lo *= np.float32(1.0 / 257.0)
     return fine.reshape(n, 256 * n, 3)
+
+
+def _green_bytes(coarse: np.ndarray, index: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """:func:`_green_levels` for a draft: uint8 levels rounded once, (n, 256*n, 3). On the whole
+    array at once (a draft's grid is small; a few calls instead of a few per blue slice)."""
+    w = weight[None, :, None, None]
+    lo = np.take(coarse, index, axis=1)
+    lo *= 1.0 - w
+    hi = np.take(coarse, index + 1, axis=1)
+    hi *= w
+    lo += hi
+    lo *= 255.0
+    lo += 0.5
+    np.clip(lo, 0, 255.0, out=lo)
+    return lo.astype(np.uint8).reshape(LUT_POINTS, -1, 3)   # truncation of values >= 0: the floor
+
+
+def _frozen_stages(stages: tuple[Mapping[str, int], ...]) -> tuple:
+    return tuple(tuple(sorted(s.items())) for s in stages)
+
+
+#: Red and blue samples of a draft's grid: a quarter of the points of the exact grid's 33 x 33. The
+#: table's 33 red and blue places are read from them through a cubic (see :func:`_draft_table`).
+DRAFT_POINTS = 17
+
+
+@lru_cache(maxsize=8)
+def _draft_grid(stages: tuple) -> np.ndarray:
+    """``stages`` (frozen, see :func:`_frozen_stages`) evaluated on the draft grid (DRAFT_POINTS x
+    DRAFT_GREEN x DRAFT_POINTS), read-only. Cached: every frame of an exposure or contrast drag has the
+    same stages here (see :func:`_draft_table`)."""
+    out = _grid(DRAFT_POINTS, DRAFT_GREEN)
+    for settings in stages:
+        out = apply_pixel_ops(out, dict(settings))
+    out.flags.writeable = False
+    return out
+
+
+def _head_positions(head: Mapping[str, int], values: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where ``values`` land, after the per-channel ``head`` ops, on a warped axis of ``points`` samples:
+    the lower sample's index and the weight of the next."""
+    moved = apply_pixel_ops(np.repeat(values[:, None], 3, axis=1), head)[:, 0] if head else values
+    pos = (points - 1) * _warp(moved)
+    i = np.minimum(np.floor(pos).astype(np.intp), points - 2)
+    return i, (pos - i).astype(np.float32)
+
+
+#: The 256 8-bit levels as 0..1.
+_LEVELS = np.arange(256, dtype=np.float32) / np.float32(255.0)
+
+
+def _along(grid: np.ndarray, axis: int, index: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """``grid`` (0..1) read along ``axis`` between samples ``index`` and ``index + 1`` at ``weight``:
+    Catmull-Rom through the four nearest samples (a linear read here would be a second linear
+    interpolation on top of the LUT's own: half again the draft's mean error), clipped to 0..1."""
+    shape = [1] * grid.ndim
+    shape[axis] = -1
+    t = weight.reshape(shape)
+    t2, t3 = t * t, t * t * t
+    taps = (np.maximum(index - 1, 0), index, index + 1, np.minimum(index + 2, grid.shape[axis] - 1))
+    weights = (0.5 * (t2 + t2 - t3 - t), 1.5 * t3 - 2.5 * t2 + 1.0, 0.5 * (4.0 * t2 - 3.0 * t3 + t),
+               0.5 * (t3 - t2))
+    out = np.take(grid, taps[0], axis=axis) * weights[0]
+    for i, w in zip(taps[1:], weights[1:]):
+        out += np.take(grid, i, axis=axis) * w
+    return np.clip(out, 0.0, 1.0, out=out)
+
+
+def _draft_table(stages: tuple[Mapping[str, int], ...]) -> np.ndarray:
+    """A draft's uint8 table (see :func:`compile_table`), for the frames shown while a slider moves.
+
+    The exact math runs on a grid of a quarter of the exact one's red/blue points (:data:`DRAFT_POINTS`)
+    and half its green ones (:data:`DRAFT_GREEN`), without the first stage's per-channel head (exposure,
+    contrast): the head moves where each axis is read instead (a 1-D curve per axis; every frame of an
+    exposure or contrast drag then finds the grid cached). Red and blue are read at the table's 33
+    places, so moved, through a Catmull-Rom cubic (linear reads would add a second linear interpolation
+    to the LUT's own: half again the mean error), and green is resampled to 256 levels at its moved
+    places. The bench prints the draft's error against the exact math."""
+    first, rest = (stages[0], stages[1:]) if stages else ({}, ())
+    head = {k: first[k] for k in _PER_CHANNEL if first.get(k)}
+    tail = {k: v for k, v in first.items() if k not in head}
+    coarse = _draft_grid(_frozen_stages((tail, *rest)))
+    i, w = _head_positions(head, _grid_values(LUT_POINTS), DRAFT_POINTS)
+    coarse = _along(_along(coarse, 2, i, w), 0, i, w)
+    index, weight = _head_positions(head, _LEVELS, DRAFT_GREEN)
+    return _green_bytes(coarse, index, weight)
 
 
 def compile_lut(*stages: Mapping[str, int]) -> np.ndarray:
@@ -378,13 +465,13 @@ def compile_lut(*stages: Mapping[str, int]) -> np.ndarray:
 def compile_table(*stages: Mapping[str, int], draft: bool = False) -> np.ndarray:
     """``lookup_table(compile_lut(*stages))`` without the uint16 image in between (the same numbers).
 
-    ``draft``: a uint8 table evaluated on :data:`DRAFT_GREEN` green samples instead of 65, for frames
-    shown while a slider moves (the frame kept when it stops is exact)."""
+    ``draft``: a uint8 table from a coarser grid (:func:`_draft_table`), for frames shown while a slider
+    moves (the frame kept when it stops is exact)."""
     if not draft:
         return _compiled(stages, levels=True)
     # uint8 entries: OpenCV's 8-bit remap takes half the time of its float one, for a few hundredths
     # of a level more error (the bench prints the draft's error against the exact math)
-    return _compiled(stages, DRAFT_GREEN, as_bytes=True)
+    return _draft_table(stages)
 
 
 # The same table, one contiguous column per channel (red, green, blue).
@@ -762,8 +849,8 @@ class Renderer:
                draft: bool = False) -> np.ndarray:
         """uint8 RGB render of ``state`` at ``long_side`` (None = full resolution).
 
-        ``draft``: the colour and tone LUT is compiled on half the grid (:data:`DRAFT_GREEN`), for the
-        frames of a slider while it moves; the frame kept when it stops is rendered without it.
+        ``draft``: the colour and tone LUT is a draft (:func:`compile_table`), for the frames of a slider
+        while it moves; the frame kept when it stops is rendered without it.
         The returned array is read-only (it may be shared through the cache).
         """
         source = self.with_generated(source, state)
@@ -772,7 +859,9 @@ class Renderer:
         except ValueError as exc:
             raise RenderError(str(exc)) from None
         size = frame.size_at(long_side) if frame else source.size_for(long_side)
-        key = (source.digest, state.key(), size, draft) if self.renders.max_bytes else None
+        # A draft frame is not kept: it is shown once while the slider moves, and a kept frame would make
+        # every next frame fresh memory from the OS (page faults: a third of a frame's time)
+        key = (source.digest, state.key(), size) if self.renders.max_bytes and not draft else None
         cached = self.renders.get(key) if key else None
         if cached is not None:
             return cached

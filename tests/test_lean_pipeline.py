@@ -154,11 +154,14 @@ def test_the_8_bit_table_is_the_uint16_lut_read_as_levels(stages):
     {"exposure": 30, "contrast": 25, "highlights": -30, "shadows": 25, "temperature": 15, "saturation": 10,
      "vibrance": 20, "hue_orange": -10, "luminance_green": -20},
     {"vibrance": 80, "whites": 40, "blacks": -40, "hue_blue": 50},
+    # strong exposure and contrast: the ops a draft reads through its cubic instead of on its grid
+    {"exposure": 60, "contrast": 50, "highlights": -30, "saturation": 20},
+    {"exposure": -70, "contrast": -50, "temperature": -20},
 ])
 def test_a_draft_frame_while_a_slider_moves_is_close_to_the_exact_one(settings):
     """The exact LUT stays within 3 levels (mean about 0.2; the bench's bound is on its own photo); a
-    draft (half the grid, 8-bit table) may be a few levels off on rare colours, far below the error of
-    the JPEG its live preview is shown as."""
+    draft (an eighth of the grid read through a cubic, 8-bit table) may be a few levels off on rare
+    colours, far below the error of the JPEG its live preview is shown as."""
     photo = small_photo("astronaut", 640)
     state = EditState.from_dict({"settings": settings})
     renderer, source = Renderer(), SourceImage.from_array(photo)
@@ -174,6 +177,34 @@ def test_a_draft_frame_while_a_slider_moves_is_close_to_the_exact_one(settings):
     assert err.mean() < np.abs(jpeg - truth).mean() / 3
     assert not np.array_equal(exact, draft)                       # a different, cheaper table
     assert np.array_equal(renderer.render(source, state), exact)  # the exact frame is not the cached draft
+
+
+def test_an_exposure_drag_reuses_the_rest_of_the_stack_and_keeps_no_draft_frames():
+    """While exposure (or contrast) moves, every other op of the stack is the same: each draft frame
+    reads one cached grid through new curves instead of evaluating it again. Draft frames are not kept
+    in the render cache (each is shown once); the exact frame is."""
+    from pipeline import render
+
+    photo = small_photo("coffee", 320)
+    renderer, source = Renderer(), SourceImage.from_array(photo)
+    rest = {"highlights": -30, "temperature": 15, "saturation": 10, "hue_orange": -10}
+    frames = []
+    render._draft_grid.cache_clear()
+    for value in (10, 20, 30, 40):
+        state = EditState.from_dict({"settings": {**rest, "exposure": value}})
+        frames.append(renderer.render(source, state, draft=True))
+        assert renderer.render(source, state, draft=True) is not frames[-1]   # drafts are not kept
+    info = render._draft_grid.cache_info()
+    assert info.misses == 1 and info.hits == 3
+    assert all(frames[i].mean() < frames[i + 1].mean() for i in range(3))   # brighter frame by frame
+    exact = EditState.from_dict({"settings": {**rest, "exposure": 40}})
+    assert renderer.render(source, exact) is renderer.render(source, exact)   # the kept frame is cached
+    truth = naive_render(photo, exact.settings).astype(np.int16)
+    assert np.abs(frames[-1].astype(np.int16) - truth).mean() <= 0.5
+    # another slider's drag evaluates its grid again (the cache holds what the moving op does not touch)
+    renderer.render(source, EditState.from_dict({"settings": {**rest, "exposure": 40, "saturation": 30}}),
+                    draft=True)
+    assert render._draft_grid.cache_info().misses == 2
 
 
 @pytest.mark.parametrize("layers", [[], [{"mask": {"type": "gradient", "start": [0.5, 0], "end": [0.5, 1]},
