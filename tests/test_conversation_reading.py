@@ -105,6 +105,8 @@ def test_going_back_is_read_in_other_words(router, message, kind):
 
 @pytest.mark.parametrize("message", [
     "bring back a touch of colour", "ease it back a little", "remove the dust spots", "cool it down a touch",
+    # "back" as a place: the back of the scene is not a return
+    "the mountains at the back are too dark, lift them", "darken the wall at the back of the room",
 ])
 def test_partial_take_backs_and_retouches_are_not_going_back(router, message):
     route = router.route(message)

@@ -166,3 +166,14 @@ def test_an_unreadable_request_falls_back_to_the_plan_and_is_shown_before_it_is_
     # a message read in full is kept as before
     b = ask(judge, im, "warmer please", edit(temperature=25), [SubGoal("temperature", 25)])
     assert b.score >= AUTO and "unread_words" not in b.diagnoses
+
+
+@pytest.mark.parametrize("message", ["add a soft vignette", "add a soft grain", "add some grain"])
+def test_an_effect_asked_for_is_not_read_as_a_complaint_or_a_second_quality(message):
+    """"a soft vignette" is how the vignette is, not softer as well; "grain" asked for is the effect, not
+    a complaint about noise (which would expect more fine detail)."""
+    from agent.judging.reading import read_attempt
+
+    reading = read_attempt(message)
+    assert not any(m.prop == "detail" for e in reading.expects for alt in e.alternatives for m in alt), reading
+    assert read_attempt("it's too grainy").expects        # the complaint is still read

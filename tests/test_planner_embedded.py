@@ -499,3 +499,29 @@ def test_a_judges_replan_of_a_local_request_stays_local(planner, message, judged
     assert plan.sub_goals, plan.reply
     for g in plan.sub_goals:
         assert g.target is not None or ops.get_op(g.op).stage == "retouch", (g, plan.reply)
+
+
+@pytest.mark.parametrize("message, expected", [
+    # "lift" said as a command is brighter, said of the place named
+    ("the background is too dark, lift it", {("exposure", "subject!"): 20}),
+    ("lift the sky a touch", {("exposure", "sky")}),
+    # a quality word said of an effect is how much of it, not a second request
+    ("add a soft vignette", {("vignette", None)}),
+    ("add a heavy vignette", {("vignette", None)}),
+])
+def test_lift_as_a_command_and_a_manner_word_on_an_effect(planner, message, expected):
+    got = moves(plan_for(planner, message))
+    if isinstance(expected, dict):
+        assert got == expected
+    else:
+        assert set(got) == expected
+    if "vignette" in message:
+        default = moves(plan_for(planner, "add a vignette"))[("vignette", None)]
+        assert (got[("vignette", None)] < default) == ("soft" in message)
+        assert (got[("vignette", None)] > default) == ("heavy" in message)
+
+
+def test_other_forms_of_lift_ask_for_nothing(planner):
+    """"lifting", "lifted": only "lift" itself is a request ("the label is lifting off" names no change)."""
+    plan = plan_for(planner, "the label is lifting off at the corner")
+    assert not plan.sub_goals

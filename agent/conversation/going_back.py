@@ -131,7 +131,9 @@ class GoingBackReader:
             or any(_stem(w) in self.stem_intents for w in words) or any(w in self.change_names for w in words)
 
     def _read_clause(self, words: list[str], said_back: bool = False) -> GoingBack | None:
-        strong = self.strong.find(words)
+        # "the mountains at the back", "the back of the room": "back" after an article is a place, not a return
+        strong = [(s, n, v) for s, n, v in self.strong.find(words)
+                  if not (words[s:s + n] == ["back"] and s > 0 and words[s - 1] in _ARTICLES)]
         weak = self.weak.find(words)
         # "remove the haze", "clean up the spots": the verb is part of a request the planner knows
         asked = {i for p in read_pieces(self.vocab, words) if p.category in ("intent", "fix")
@@ -326,6 +328,7 @@ _JOINS = frozenset({"and", "then", "also", "plus"})
 #: "the mountain bit", "the face part": after a thing these name a part of the photo, not a share of a change;
 #: after one of _PART_LEADS ("a bit", "a little bit") they are a share.
 _PART_NOUNS = frozenset({"bit", "bits", "part", "parts"})
+_ARTICLES = frozenset({"the", "a", "its", "their", "his", "her", "my", "your"})
 _PART_LEADS = frozenset({"a", "an", "one", "little", "tiny", "wee", "small", "teeny", "just", "only"})
 
 

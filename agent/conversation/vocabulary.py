@@ -254,6 +254,9 @@ class Vocabulary:
         self.monochrome = dict(pe.get("monochrome") or {})
         # Nouns that follow "the" without naming a place ("the colours", "the mood", "the edit").
         self.not_places = {t for w in pe.get("not_places") or () for t in tokenize(w)}
+        manner = pe.get("manner") or {}
+        self.manner_words = {str(k): str(v) for k, v in (manner.get("words") or {}).items()}
+        self.manner_effects = {" ".join(tokenize(str(w))) for w in manner.get("effects") or ()}
         guesses = dict(pe.get("place_guesses") or {})
         self.place_default = guesses.get("default")
         self.place_relations = {tuple(tokenize(w)): True for w in guesses.get("relations") or ()}
@@ -292,8 +295,9 @@ class Vocabulary:
         self.longest = max((len(t) for t in self.phrases), default=1)
         # "brightening", "softened", "cools": a quality word in another form, heard as that quality
         self.inflected: dict[str, tuple[str, Any]] = {}
+        uninflected = {str(w) for w in pe.get("uninflected") or ()}
         for key, hit in self.phrases.items():
-            if len(key) == 1 and hit[0] in ("intent", "fix") and key[0].isalpha():
+            if len(key) == 1 and hit[0] in ("intent", "fix") and key[0].isalpha() and key[0] not in uninflected:
                 for form in _inflections(key[0]):
                     if (form,) not in self.phrases:
                         self.inflected.setdefault(form, hit)
@@ -470,6 +474,10 @@ def read_pieces(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
         p, after = pieces[k], pieces[k + 1]
         if p.category == "target" and p.text in persons and after.category == "target":
             pieces[k] = Piece("word", p.text, p.text, p.pos)
+        elif p.text in vocab.manner_words and after.text in vocab.manner_effects \
+                and vocab.manner_words[p.text] in vocab.magnitudes:
+            # "a soft vignette": how much vignette, not softer as well
+            pieces[k] = Piece("magnitude", vocab.manner_words[p.text], p.text, p.pos)
     return pieces
 
 

@@ -98,6 +98,8 @@ class Lexicon:
     avoid_degree: tuple[str, ...] = ()       # ... and avoid_degree: "don't make it so yellow" is "not so yellow"
     protect: tuple[str, ...] = ()            # the engine's grammar.protect + except: "but leave her face alone"
     dismiss: tuple[str, ...] = ()            # the engine's place_guesses.dismiss: "never mind the cord"
+    manner: frozenset[str] = frozenset()     # the engine's grammar.manner: "a soft vignette" is not softer
+    manner_effects: tuple[str, ...] = ()
     speller: Speller | None = None           # typing slips of the words above put right ("brigther")
 
     def size_of(self, prop: str, size: int) -> float:
@@ -200,6 +202,8 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         protect=tuple(_norm(str(w)) for key in ("protect", "except")
                       for w in (engine.get("grammar") or {}).get(key) or ()),
         dismiss=tuple(_norm(str(w)) for w in (engine.get("place_guesses") or {}).get("dismiss") or ()),
+        manner=frozenset(_norm(str(w)) for w in (engine.get("manner") or {}).get("words") or ()),
+        manner_effects=tuple(_norm(str(w)) for w in (engine.get("manner") or {}).get("effects") or ()),
     )
     # the words every table knows, and the planner profile's real words never to be "corrected"
     spelling = engine.get("spelling") or {}
@@ -465,6 +469,8 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
     for s, e, p in _find_phrases(tokens, phrases):
         q = phrases[p]
         used.update(range(s, e))
+        if p in lex.manner and any(" ".join(tokens[e:e + 2]).startswith(f) for f in lex.manner_effects):
+            continue   # "a soft vignette": how the vignette is, not softer as well
         obj = _object_of(tokens, s, ends)
         ends.add(e)
         if obj is not None:
