@@ -372,3 +372,21 @@ def test_a_complaint_about_the_last_change_with_a_share_is_its_reason(studio, co
     # a complaint about something else is a request of its own
     result = studio.send_message(sid, "too dark now, halve it")
     assert "brighter" in result.reply.lower() or "brighten" in result.reply.lower(), result.reply
+
+
+@pytest.mark.parametrize("message", ["ok no. give me the original back, colour and all",
+                                     "give me the original back, crop included"])
+def test_what_a_going_back_takes_along_is_not_a_request(router, message):
+    route = router.route(message)
+    assert route.name == "going_back" and route.going_back[0].kind == "original", route
+
+
+def test_a_complaint_that_pulls_back_does_what_ease_off_says(studio, coffee):
+    """"too gritty now, ease off a bit" after more texture: the texture is pulled back, and the reply does
+    not claim "ease off a bit" was skipped."""
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "bring out the texture")
+    result = studio.send_message(sid, "too gritty now, ease off a bit")
+    assert [(g["op"], g["mode"]) for g in result.sub_goals] == [("clarity", "set")]
+    assert 0 < result.sub_goals[0]["value"] < 30
+    assert "skipped" not in result.reply

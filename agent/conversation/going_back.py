@@ -73,6 +73,7 @@ class GoingBackReader:
         self.partial = phrases("partial")
         self.keep = phrases("keep")
         self.whole = phrases("whole")
+        self.including = [tuple(tokenize(str(w))) for w in table.get("including") or ()]
         # "brightening", "warmed": a word no table has, heard as the quality whose word shares its stem
         self.stem_intents: dict[str, str] = {}
         for name, entry in (vocab.profile.vocabulary.get("intent_translations") or {}).items():
@@ -123,6 +124,12 @@ class GoingBackReader:
             if all(not b.named and not b.before for b in out):
                 out.insert(0, GoingBack("original", strong=True))
         return out
+
+    def includes(self, clause: list[str]) -> bool:
+        """Whether ``clause`` only says what the going back takes along ("colour and all", "including the
+        crop"): a scope, not a request."""
+        words = [w for w in clause if w not in SEPARATORS]
+        return any((words[-len(p):] == list(p) or words[:len(p)] == list(p)) for p in self.including if words)
 
     def _names_a_change(self, words: list[str]) -> bool:
         """Whether ``words`` name a kind of change: a look, quality, problem, op, band or change word."""

@@ -317,6 +317,10 @@ class EmbeddedPlanner:
                           followup=followup.dialogue)
         else:
             draft = read_request(vocab, message, request, "message")
+            if (draft.followup or {}).get("move") == "reduce_look":
+                # "too gritty now, ease off a bit": the complaint pulled the last change back, which is
+                # what "ease off" says; that clause was done, not skipped
+                draft.skipped = [c for c in draft.skipped if not find_phrases(tokenize(c), vocab.pull_back)]
         guessed = str((followup.dialogue if followup is not None else {}).get("guessed") or "")
         if draft.unknown_places and not any(m.target for m in draft.moves):
             # a thing named that no finder knows: ask, with the request kept for "the whole thing then";
