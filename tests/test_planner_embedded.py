@@ -525,3 +525,20 @@ def test_other_forms_of_lift_ask_for_nothing(planner):
     """"lifting", "lifted": only "lift" itself is a request ("the label is lifting off" names no change)."""
     plan = plan_for(planner, "the label is lifting off at the corner")
     assert not plan.sub_goals
+
+
+@pytest.mark.parametrize("message, expected", [
+    # the request after a complaint about the same place is the person's fix for it
+    ("the sky feels murky, can you lift just the sky a touch", {("exposure", "sky")}),
+    # a request of the other kind, or joined on with "and", is asked as well
+    ("it's too dark, warmer please", {("exposure", None), ("temperature", None)}),
+    ("it's too dark, and warmer", {("exposure", None), ("temperature", None)}),
+    # another place: the complaint's fix stays where it was said
+    ("her face looks grey, brighten the background", None),
+])
+def test_a_request_after_a_complaint_is_its_remedy(planner, message, expected):
+    got = moves(plan_for(planner, message))
+    if expected is None:
+        assert ("exposure", "subject!") in got and any(w == "face" for _, w in got)
+    else:
+        assert set(got) == expected

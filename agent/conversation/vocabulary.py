@@ -254,6 +254,8 @@ class Vocabulary:
         self.monochrome = dict(pe.get("monochrome") or {})
         # Nouns that follow "the" without naming a place ("the colours", "the mood", "the edit").
         self.not_places = {t for w in pe.get("not_places") or () for t in tokenize(w)}
+        # "it's too dark, and warmer": a request joined on with these is asked as well as a complaint's fix
+        self.additive_joins = frozenset(str(w) for w in pe.get("additive_joins") or ())
         manner = pe.get("manner") or {}
         self.manner_words = {str(k): str(v) for k, v in (manner.get("words") or {}).items()}
         self.manner_effects = {" ".join(tokenize(str(w))) for w in manner.get("effects") or ()}

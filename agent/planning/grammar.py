@@ -566,7 +566,42 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         previous_span, previous_order = (start, len(draft.moves)), order
         previous_targets = uses[0].targets if uses else []
     draft.moves = _asked_over_complained(draft.moves)
+    draft.moves = _remedy_said(vocab, draft.moves, clauses, tokens, order0)
     return draft
+
+
+def _remedy_said(vocab: Vocabulary, moves: list[Move], clauses: list[Clause], tokens: list[str],
+                 order0: int) -> list[Move]:
+    """"the sky feels murky, can you lift it a touch": a complaint, then a request for the same place in a
+    later clause, is the person saying how to fix it; the complaint's own fix of the same kind (tone, or
+    colour) for that place gives way. A request of the other kind ("it's too dark, warmer please"), or
+    joined on with "and", "also", "plus" ("it's too dark, and warmer"), is asked as well."""
+    def clause_of(m: Move) -> int:
+        return (m.order - order0) // 100
+
+    def kind(m: Move) -> tuple[str, str]:
+        return m.key[1], "colour" if m.op in _COLOUR_OPS or m.op.startswith(_COLOUR_PREFIXES) else "tone"
+
+    additive = vocab.additive_joins
+    remedies = {}
+    for m in moves:
+        if m.complaint or m.mode != "add" or not m.value or m.source != "message":
+            continue
+        ci = clause_of(m)
+        if not 0 < ci < len(clauses) or not clauses[ci].pieces:
+            continue
+        start = clauses[ci].pieces[0].pos
+        if additive & set(tokens[max(0, start - 2):start]):
+            continue
+        remedies[kind(m)] = max(remedies.get(kind(m), ci), ci)
+    if not remedies:
+        return moves
+    return [m for m in moves if not (m.complaint and clause_of(m) < remedies.get(kind(m), -1))]
+
+
+#: Ops that change colour rather than tone or detail (see :func:`_remedy_said`).
+_COLOUR_OPS = frozenset({"temperature", "tint", "saturation", "vibrance"})
+_COLOUR_PREFIXES = ("hue_", "saturation_", "grade_")
 
 
 def _asked_over_complained(moves: list[Move]) -> list[Move]:
