@@ -497,3 +497,23 @@ def test_the_mask_types_listed_without_the_models_are_the_models_own():
 
     assert specs.MASK_TYPES == spec_models.MASK_TYPES
     assert set(specs.CONTENT_TYPES) | set(specs.SELECTION_TYPES) <= set(spec_models.MASK_TYPES)
+
+
+def test_sky_seen_through_an_opening_is_sky_and_water_below_is_not():
+    """A wall with an arch under a blue sky: the sky through the arch is sky (a deeper blue than at the
+    top, as away from the sun). Turquoise water under the horizon, as flat and as bright, is not."""
+    from pipeline.masks.detectors import sky_mask
+
+    h, w = 240, 320
+    rng = np.random.default_rng(0)
+    img = np.zeros((h, w, 3), np.uint8)
+    img[:] = (150, 120, 95)                                             # a sandstone wall
+    img += rng.integers(0, 40, (h, w, 1), dtype=np.uint8)               # with its texture
+    img[:40] = (135, 180, 235)                                          # the sky above it
+    img[90:150, 60:120] = (110, 160, 230)                               # an arch: the sky behind
+    img[190:225, 180:260] = (60, 175, 170)                              # a pool: turquoise water
+    mask = sky_mask(img)
+    assert mask[:30].mean() > 0.9
+    assert mask[100:140, 70:110].mean() > 0.8                           # through the arch
+    assert mask[195:220, 190:250].mean() < 0.1                          # the water
+    assert mask[160:185, 150:300].mean() < 0.1                          # the wall

@@ -182,6 +182,7 @@ def sky_mask(img: np.ndarray) -> np.ndarray:
                 keep[i] = False
     if not keep.any():
         return np.zeros((h, w), np.float32)
+    keep |= _sky_through_openings(keep, labels, stats, lab, blue, h, w)
     sky = keep[labels].astype(np.uint8)
     # The texture test leaves a margin around towers, branches and the skyline;
     # take back nearby pixels whose colour matches the sky at the same height.
@@ -189,6 +190,38 @@ def sky_mask(img: np.ndarray) -> np.ndarray:
     # Close pinholes (stars, birds, JPEG blocks) that are inside the sky.
     sky = cv2.morphologyEx(sky, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5)))
     return _refine(sky.astype(np.float32), img, radius=max(2, round(0.012 * min(h, w))), eps=1e-3)
+
+
+#: Sky seen through an opening (an arch, a window, between branches): a flat, blue region that does not
+#: reach the top, at least this share of the frame, within this Delta E of the sky's mean colour at the
+#: top (the sky deepens away from the sun) and of its hue, and no wider than this share of the frame (water that
+#: reflects the sky spans it); one that reaches the bottom edge must be cut by a side edge too (an arch
+#: at the frame's corner; a pond at the bottom is not sky).
+_OPENING_MIN_AREA = 0.0008
+_OPENING_DELTA_E = 20.0
+_OPENING_MAX_WIDTH = 0.5
+_OPENING_HUE = 10.0     # degrees of Lab hue from the sky's
+
+
+def _sky_through_openings(keep: np.ndarray, labels: np.ndarray, stats: np.ndarray, lab: np.ndarray,
+                          blue: np.ndarray, h: int, w: int) -> np.ndarray:
+    """The candidate regions (not kept) that are the sky seen through an opening (see above)."""
+    sky_colour = lab[keep[labels]].mean(axis=0)
+    out = np.zeros_like(keep)
+    for i in range(1, len(keep)):
+        x, y, bw, bh, area = stats[i]
+        if keep[i] or area < _OPENING_MIN_AREA * h * w or bw > _OPENING_MAX_WIDTH * w:
+            continue
+        if y + bh >= h and x > 0 and x + bw < w:
+            continue
+        part = labels == i
+        colour = lab[part].mean(axis=0)
+        # the same hue as the sky (water is greener: turquoise under a blue sky, 13-17 degrees off)
+        turn = abs((np.degrees(np.arctan2(colour[2], colour[1]) - np.arctan2(sky_colour[2], sky_colour[1]))
+                    + 180.0) % 360.0 - 180.0)
+        out[i] = float(blue[part].mean()) >= 0.8 and turn <= _OPENING_HUE \
+            and float(np.linalg.norm(colour - sky_colour)) < _OPENING_DELTA_E
+    return out
 
 
 def _grow_by_colour(region: np.ndarray, lab: np.ndarray, reach: int, tolerance: float) -> np.ndarray:
