@@ -147,6 +147,9 @@ class JudgeSettings(OwnedSection):
     fail_cap: Share = 0.45
     doubt_below: Share = 0.8
     doubt_cap: Share = 0.8
+    # Each doubt about the reading past the first (unread words, a part skipped, a spill, a fall-short)
+    # lowers the ceiling by `doubt_step` below `doubt_cap`.
+    doubt_step: Share = 0.05
     # A message with words no table knows ("too wobbly now") is read only in part: its result is capped at
     # `unread_cap` (under auto_approve 0.9), so the person sees it before it is kept.
     unread_cap: Share = 0.88

@@ -177,3 +177,18 @@ def test_an_effect_asked_for_is_not_read_as_a_complaint_or_a_second_quality(mess
     reading = read_attempt(message)
     assert not any(m.prop == "detail" for e in reading.expects for alt in e.alternatives for m in alt), reading
     assert read_attempt("it's too grainy").expects        # the complaint is still read
+
+
+def test_each_further_doubt_about_the_reading_lowers_the_score(judge, photos):
+    """Words not read, then also a part of the message the plan left out: the more doubt about what was
+    meant, the lower the edit ranks (never under the pass mark on doubt alone)."""
+    im = photos["astronaut"]
+    goals = [SubGoal("temperature", 25)]
+    one = ask(judge, im, "warmer xyzzy", edit(temperature=25), goals)
+    two = judge.assess(JudgeRequest(
+        original=im, current=render(im, edit(temperature=25)), sub_goals=goals, state=edit(temperature=25),
+        previous_state=EditState(), previous=im, masks={}, message="warmer xyzzy, plugh frobozz",
+        skipped=["plugh frobozz"]))
+    assert "unread_words" in one.diagnoses and "part_skipped" not in one.diagnoses
+    assert {"unread_words", "part_skipped"} <= set(two.diagnoses)
+    assert MIN_PASS < two.score < one.score < AUTO

@@ -678,6 +678,12 @@ def _engine_vocabulary():
     return Vocabulary(load_profile("engine"))
 
 
+#: Diagnoses that doubt the reading of the request rather than the quality of the result.
+_DOUBTS = frozenset({"unread_words", "part_skipped", "local_spill", "target_not_found", "not_asked"})
+#: The lowest ceiling doubts alone set (above the default pass mark, 0.6).
+_DOUBT_FLOOR = 0.65
+
+
 def _unread_words(request: JudgeRequest) -> list[str]:
     """The message's words no table knows (none for the person's own slider values: no message)."""
     message = str(request.message or "")
@@ -813,6 +819,13 @@ class EmbeddedJudge:
         if preservation is not None and preservation.spill:
             diagnoses.append("local_spill")
         diagnoses = list(dict.fromkeys(diagnoses))
+        doubts = [d for d in diagnoses if d in _DOUBTS or d.startswith(("too_weak:", "wrong_direction:"))]
+        if len(doubts) > 1:
+            # each further sign that this may not be what was meant (words not read, a part left out, a
+            # change that spread, one that fell short) lowers the ceiling: the more doubt, the lower it ranks
+            # (never under the pass mark on doubt alone: the person decides, the agent does not replan)
+            score = min(score, max(float(t["doubt_cap"]) - float(t["doubt_step"]) * (len(doubts) - 1),
+                                   _DOUBT_FLOOR))
 
         # Plain words for the person; the measurements go to the details.
         plain: list[str] = []
