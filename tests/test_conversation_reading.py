@@ -390,3 +390,19 @@ def test_a_complaint_that_pulls_back_does_what_ease_off_says(studio, coffee):
     assert [(g["op"], g["mode"]) for g in result.sub_goals] == [("clarity", "set")]
     assert 0 < result.sub_goals[0]["value"] < 30
     assert "skipped" not in result.reply
+
+
+def test_saying_how_much_was_meant_scales_the_last_change_back(studio, coffee):
+    """"too much, i only wanted it a bit brighter" after "much brighter": the brightening is taken back to
+    about a bit's worth (not a second brightening), and the judge reads it the same way; "less warm"
+    right after a warming is still a negation of its own."""
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "brighten it a lot")
+    result = studio.send_message(sid, "too much, i only wanted it a bit brighter")
+    (goal,) = result.sub_goals
+    assert goal["op"] == "exposure" and goal["mode"] == "set" and 0 < goal["value"] < 20
+    assert result.status == "auto_approved", result.reply
+    from agent.judging.reading import read_request
+    reading = read_request("too much, i only wanted it a bit brighter", ["brighten it a lot"])
+    assert reading.follow == "less"
+    assert read_request("too much, make it warmer instead", ["brighten it a lot"]).follow != "less"

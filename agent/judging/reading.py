@@ -633,6 +633,9 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
         taken_back = _takes_back(message, expects, target, history, lex)
         if taken_back is not None:
             return taken_back
+        if _follow_kind(tokens, lex) == "less" and _restates_last(expects, history, lex):
+            # "too much, i only wanted it a bit brighter" after "much brighter": less of that change
+            return _follow_up(message, "less", tokens, target, mask, history, lex)
         return Reading(message, "edit", tuple(expects), target, mask)
     follow = _follow_kind(tokens, lex)
     if follow is not None:
@@ -742,6 +745,16 @@ def _repeat_but(tokens: Sequence[str], lex: Lexicon) -> float | None:
 
 def _magnitude_words(lex: Lexicon) -> frozenset[str]:
     return frozenset(w for p in lex.magnitudes for w in p.split())
+
+
+def _restates_last(expects: Sequence[Expect], history: Sequence[str], lex: Lexicon) -> bool:
+    """Whether every quality of ``expects`` is one the last change asked for, the same way (a wish, not a
+    complaint or a negation): said with a pull-back, it says how much of that change was meant."""
+    last = _last_edit(history, lex)
+    if last is None or not expects or any(e.negated or e.complaint for e in expects):
+        return False
+    asked = {(m.prop, m.sign) for e in last.expects for alt in e.alternatives for m in alt}
+    return all(any({(m.prop, m.sign) for m in alt} <= asked for alt in e.alternatives) for e in expects)
 
 
 def _follow_kind(tokens: Sequence[str], lex: Lexicon) -> str | None:

@@ -153,6 +153,16 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     dialogue = getattr(request, "dialogue", None)
     said_why = bool(fractions or pull) and bool(anchors) and all(p.category == "problem" for p in anchors) \
         and all(_undoes_last(vocab, p.key, dialogue) for p in anchors)
+    # "too much, i only wanted it a bit brighter" after "much brighter": the quality the last change asked,
+    # said with a pull-back and how much was meant, is that change scaled back to that much
+    base_intents = set(getattr(dialogue.base_edit(), "intents", ()) or ()) \
+        if dialogue is not None and dialogue.base_edit() is not None else set()
+    said_how = bool(pull) and not fractions and bool(anchors) and not said_why \
+        and all(p.category == "intent" and p.key in base_intents for p in anchors) \
+        and not any(p.category == "reduce" and not any(s <= p.pos < s + n for s, n, _ in pull) for p in pieces) \
+        and not any(s + n in (a.pos, a.pos - 1) for s, n, _ in pull for a in anchors)   # "less warm": a negation
+    if said_how:
+        return _scaled_back(vocab, dialogue.base_edit(), anchors, pieces, request.state)
     if (anchors and not said_why) or find_phrases(tokens, vocab.restore):
         return _restored(vocab, tokens, pieces, dialogue, request)
     repeat = find_phrases(tokens, vocab.repeat)
@@ -266,6 +276,24 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         return _retarget(vocab, base, targets, scale)
     return FollowUp(moves=_repeat_moves(vocab, base, scale), labels=list(base.labels),
                     dialogue={"move": "repeat", "base_asset": base.asset_id, "scale": scale})
+
+
+def _scaled_back(vocab: Vocabulary, base, anchors: list, pieces: list, state: EditState) -> FollowUp:
+    """The last change taken back to the amount said ("only a bit brighter": a bit of the quality's usual
+    step, against what the change moved); the profile's pull-back share when nothing says how much."""
+    mags = [vocab.magnitudes[p.key] for p in pieces if p.category == "magnitude"]
+    low, high = vocab.pull_back_limits
+    fraction = vocab.pull_back_fraction
+    intent = vocab.intents.get(anchors[0].key)
+    if mags and intent is not None and intent.ops:
+        op, usual = next(iter(intent.ops))
+        moved = [c for c in base.changes if c.op == op and c.delta]
+        if moved and usual:
+            fraction = 1.0 - mags[-1] * abs(usual) / abs(moved[0].delta)
+    fraction = min(high, max(low, fraction))
+    moves = pull_back_moves(base, state, fraction, 0, discrete=vocab.discrete_ops)
+    return FollowUp(moves=moves, labels=[f"less of {', '.join(base.labels[:2]) or 'the last change'}"],
+                    dialogue={"move": "pull_back", "base_asset": base.asset_id, "fraction": round(fraction, 2)})
 
 
 def _repeat_moves(vocab: Vocabulary, base, scale: float, only=None) -> list[Move]:
