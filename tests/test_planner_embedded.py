@@ -542,3 +542,25 @@ def test_a_request_after_a_complaint_is_its_remedy(planner, message, expected):
         assert ("exposure", "subject!") in got and any(w == "face" for _, w in got)
     else:
         assert set(got) == expected
+
+
+@pytest.mark.parametrize("message, tone", [
+    ("warmer, but keep the snow white", "white"),
+    ("now warm the whole thing up a bit, but the backdrop has to stay pure white", "white"),
+    ("brighten it up but keep the black background black", "black"),
+])
+def test_a_tone_said_as_what_stays_is_kept_wherever_it_is(planner, message, tone):
+    """What is to stay, said as a tone, is kept by its brightness: nothing skipped, nothing guessed."""
+    plan = plan_for(planner, message)
+    assert plan.understood and not plan.skipped
+    (goal,) = plan.sub_goals
+    mask = goal.target
+    assert mask["type"] == "luminance" and mask["invert"] is True
+    assert (mask["low"] >= 0.7) if tone == "white" else (mask["high"] <= 0.2)
+
+
+def test_a_thing_said_as_what_stays_is_not_read_by_the_judge_as_asked_for():
+    from agent.judging.reading import read_request
+
+    reading = read_request("warmer, but keep the snow white")
+    assert reading.kind == "edit" and reading.target is None

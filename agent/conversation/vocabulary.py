@@ -256,6 +256,9 @@ class Vocabulary:
         self.not_places = {t for w in pe.get("not_places") or () for t in tokenize(w)}
         # "it's too dark, and warmer": a request joined on with these is asked as well as a complaint's fix
         self.additive_joins = frozenset(str(w) for w in pe.get("additive_joins") or ())
+        tones = pe.get("kept_tones") or {}
+        self.kept_tones = {tuple(tokenize(str(w))): name for name, e in tones.items() for w in e.get("words") or ()}
+        self.kept_tone_masks = {name: (dict(e["mask"]), str(e.get("label") or name)) for name, e in tones.items()}
         manner = pe.get("manner") or {}
         self.manner_words = {str(k): str(v) for k, v in (manner.get("words") or {}).items()}
         self.manner_effects = {" ".join(tokenize(str(w))) for w in manner.get("effects") or ()}

@@ -605,7 +605,9 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
         return Reading(message, "undo")     # "go back halfway", "undo half of that": a pull-back
     # a place inside a tool's own words ("clean up her skin") belongs to that tool, not to the qualities
     in_tools = {i for s, e, _ in _find_phrases(tokens, lex.tools) for i in range(s, e)}
-    target, mask = _target(tokens, lex, used | in_tools, in_tools)
+    # a thing no table knows said as what is to stay ("keep the snow white") is not where the change goes
+    kept = _kept_spans(tokens, lex)
+    target, mask = _target(tokens, lex, used | in_tools | kept, in_tools)
     if _has(tokens, lex.global_words):
         target, mask = None, None
     if target is not None and mask is not None and _protected(tokens, lex):
@@ -616,7 +618,8 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
         return Reading(message, "chat")      # "cool", "thanks!", "nice, thank you"
     if not expects and _has(tokens, lex.tools):
         return Reading(message, "unknown", target=target, target_mask=mask)   # a studio tool: the plan is checked
-    things = _find_phrases(tokens, lex.unsupported)
+    # "warmer, but keep the snow white": a thing said as what is to stay is no thing asked for
+    things = [(s, e, p) for s, e, p in _find_phrases(tokens, lex.unsupported) if s not in kept]
     thing_words = _things(lex)
     if any(p in thing_words for _, _, p in things):
         return Reading(message, "unsupported", target=target, target_mask=mask)
@@ -745,6 +748,17 @@ def _repeat_but(tokens: Sequence[str], lex: Lexicon) -> float | None:
 
 def _magnitude_words(lex: Lexicon) -> frozenset[str]:
     return frozenset(w for p in lex.magnitudes for w in p.split())
+
+
+def _kept_spans(tokens: Sequence[str], lex: Lexicon) -> set[int]:
+    """Token positions after a protect phrase ("keep", "leave", "has to stay"), up to the next clause."""
+    out: set[int] = set()
+    for s, e, _ in _find_phrases(tokens, lex.protect):
+        i = e
+        while i < len(tokens) and tokens[i] not in (",", ".", ";", "!", "?", "and", "but"):
+            out.add(i)
+            i += 1
+    return out
 
 
 def _restates_last(expects: Sequence[Expect], history: Sequence[str], lex: Lexicon) -> bool:

@@ -460,6 +460,14 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             draft.moves = restrict_moves(vocab, draft.moves, targets)
             draft.understood_any = True
             continue
+        kept_tone = _kept_tone(vocab, clause) if clause.of("protect") and not uses else None
+        if kept_tone is not None and previous_span[1] > previous_span[0]:
+            # "warmer, but keep the snow white", "the backdrop has to stay pure white": what is to stay is a
+            # tone; the tone itself is kept, wherever it is (a place no finder knows is found by it)
+            spec, label = kept_tone
+            draft.moves = _onto(draft.moves, normalize_mask_spec(dict(spec, invert=True)), f"everything but {label}")
+            draft.understood_any = True
+            continue
         if (targets or bands) and clause.of("protect") and previous_span[1] > previous_span[0] \
                 and not (uses and clause.pieces[0].category == "intent"):
             # "warmer but keep the skin natural", "but the backdrop has to stay pure white": the change
@@ -671,6 +679,14 @@ def protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str],
     else:
         outside = normalize_mask_spec({"type": "invert", "mask": {"type": "union", "masks": list(specs)}})
     return _onto(moves, outside, "everything but " + " and ".join(places))
+
+
+def _kept_tone(vocab: Vocabulary, clause: Clause) -> tuple[dict, str] | None:
+    """The tone a protect clause keeps ("keep the snow white": the whites), as its mask and label."""
+    words = [p.text for p in clause.pieces]
+    for s, n, key in find_phrases(words, vocab.kept_tones):
+        return vocab.kept_tone_masks[key]
+    return None
 
 
 def _onto(moves: list[Move], spec: dict, where: str) -> list[Move]:
