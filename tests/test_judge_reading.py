@@ -192,3 +192,12 @@ def test_each_further_doubt_about_the_reading_lowers_the_score(judge, photos):
     assert "unread_words" in one.diagnoses and "part_skipped" not in one.diagnoses
     assert {"unread_words", "part_skipped"} <= set(two.diagnoses)
     assert MIN_PASS < two.score < one.score < AUTO
+
+
+def test_a_place_asked_before_a_kept_one_is_the_place_of_the_change():
+    """"lift the shadows but keep the snow exactly as it is": the shadows are where the change goes; only
+    what follows "keep" is kept ("but the backdrop has to stay white" still keeps the backdrop)."""
+    from agent.judging.reading import read_request
+
+    assert read_request("lift the shadows but keep the snow exactly as it is").target == "shadows"
+    assert read_request("warmer but the backdrop has to stay white").target.startswith("everything but")

@@ -365,8 +365,15 @@ def _protected(tokens: Sequence[str], lex: Lexicon) -> bool:
     word within a few words before a place, after something was asked, or after it ("but the backdrop has
     to stay white", "don't let her skin go grey")."""
     places = [(s, e) for s, e, _ in _find_phrases(tokens, list(lex.targets) + list(lex.bands))]
-    return any((0 <= s2 - e <= 3 and s > 0) or (0 <= s - e2 <= 3 and s2 > 0)
+
+    def joined(a: int, b: int) -> bool:      # no clause break between ("lift the shadows but keep the snow")
+        return not any(t in _CLAUSE_BREAKS for t in tokens[a:b])
+
+    return any((0 <= s2 - e <= 3 and s > 0) or (0 <= s - e2 <= 3 and s2 > 0 and joined(e2, s))
                for s, e, _ in _find_phrases(tokens, lex.protect) for s2, e2 in places)
+
+
+_CLAUSE_BREAKS = frozenset({",", ".", ";", "!", "?", "but", "and", "then"})
 
 
 def place_words(target: str) -> str:
@@ -755,7 +762,7 @@ def _kept_spans(tokens: Sequence[str], lex: Lexicon) -> set[int]:
     out: set[int] = set()
     for s, e, _ in _find_phrases(tokens, lex.protect):
         i = e
-        while i < len(tokens) and tokens[i] not in (",", ".", ";", "!", "?", "and", "but"):
+        while i < len(tokens) and tokens[i] not in _CLAUSE_BREAKS:
             out.add(i)
             i += 1
     return out
