@@ -201,3 +201,26 @@ def test_a_place_asked_before_a_kept_one_is_the_place_of_the_change():
 
     assert read_request("lift the shadows but keep the snow exactly as it is").target == "shadows"
     assert read_request("warmer but the backdrop has to stay white").target.startswith("everything but")
+
+
+@pytest.mark.parametrize("message, asked", [
+    ("give it more clarity, just keep the lake glassy like it is", ["clarity"]),
+    ("warmer but keep the sky blue", ["warmer"]),
+])
+def test_what_is_to_stay_asks_for_no_quality(message, asked):
+    """"keep the lake glassy": glassy is how the lake is to stay, not a change asked for (nor "bluer")."""
+    from agent.judging.reading import read_request
+
+    assert [e.source for e in read_request(message).expects] == asked
+
+
+@pytest.mark.parametrize("message, kind", [
+    ("darken just the bottom, the snow in front is glaring", "edit"),   # the snow is in the photo
+    ("brighten the stars", "edit"),
+    ("add some snow", "unsupported"),                                   # snow wished in
+    ("make it snow", "unsupported"),
+])
+def test_a_thing_said_with_the_is_in_the_photo_not_wished_in(message, kind):
+    from agent.judging.reading import read_request
+
+    assert read_request(message).kind == kind

@@ -374,6 +374,7 @@ def _protected(tokens: Sequence[str], lex: Lexicon) -> bool:
 
 
 _CLAUSE_BREAKS = frozenset({",", ".", ";", "!", "?", "but", "and", "then"})
+_DEFINITE = frozenset({"the", "that", "those", "this", "these", "her", "his", "its", "their", "my", "your"})
 
 
 def place_words(target: str) -> str:
@@ -607,13 +608,14 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     but_scale = _repeat_but(tokens, lex)
     if but_scale is not None:     # "same again but less": the last change again, scaled, same way
         return _follow_up(message, "more", tokens, None, None, history, lex, scale=but_scale)
-    expects, used = _qualities(tokens, lex)
+    # what is to stay ("keep the lake glassy like it is", "leave her skin natural") asks for no quality
+    kept = _kept_spans(tokens, lex)
+    expects, used = _qualities([t if i not in kept else "\u00b7" for i, t in enumerate(tokens)], lex)
     if _is_undo(tokens, lex) and not expects and not _find_phrases(tokens, lex.less_fractions):
         return Reading(message, "undo")     # "go back halfway", "undo half of that": a pull-back
     # a place inside a tool's own words ("clean up her skin") belongs to that tool, not to the qualities
     in_tools = {i for s, e, _ in _find_phrases(tokens, lex.tools) for i in range(s, e)}
     # a thing no table knows said as what is to stay ("keep the snow white") is not where the change goes
-    kept = _kept_spans(tokens, lex)
     target, mask = _target(tokens, lex, used | in_tools | kept, in_tools)
     if _has(tokens, lex.global_words):
         target, mask = None, None
@@ -626,7 +628,10 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     if not expects and _has(tokens, lex.tools):
         return Reading(message, "unknown", target=target, target_mask=mask)   # a studio tool: the plan is checked
     # "warmer, but keep the snow white": a thing said as what is to stay is no thing asked for
-    things = [(s, e, p) for s, e, p in _find_phrases(tokens, lex.unsupported) if s not in kept]
+    # ... and one said with "the" or "her" is in the photo already ("darken the bottom, the snow in front
+    # is glaring", "brighten the stars"): not a thing wished in
+    things = [(s, e, p) for s, e, p in _find_phrases(tokens, lex.unsupported)
+              if s not in kept and not (s > 0 and tokens[s - 1] in _DEFINITE)]
     thing_words = _things(lex)
     if any(p in thing_words for _, _, p in things):
         return Reading(message, "unsupported", target=target, target_mask=mask)
