@@ -46,6 +46,8 @@ def test_polite_requests_are_not_questions(router, message):
 
 @pytest.mark.parametrize("message", [
     "took this at my cousin's wedding last summer", "good evening! long day", "this is my dog rufus",
+    # what the photo is for, with a size and a look word in the name of the shop
+    "hey, this is for a little vintage shop listing",
 ])
 def test_a_remark_that_asks_nothing_is_answered_not_edited(router, message):
     route = router.route(message)
@@ -101,6 +103,11 @@ def test_going_back_is_read_in_other_words(router, message, kind):
         assert route.going_back[0].before, route        # the clause after the comma says which change
     assert (route.name == "going_back" and route.going_back[0].kind == kind) or \
         (kind == "before" and route.name == "back_before")     # the older command reads that one too
+
+
+@pytest.mark.parametrize("message", ["this is a bit dark", "this is for print, a bit too dark though"])
+def test_a_complaint_said_as_what_the_photo_is_still_edits(router, message):
+    assert router.route(message).kind != "chat"
 
 
 @pytest.mark.parametrize("message", [

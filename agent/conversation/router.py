@@ -370,8 +370,10 @@ class Router:
         for i, words in enumerate(clauses):
             if len(words) > 2 and words[:2] in (["this", "is"], ["that", "is"], ["these", "are"], ["this", "was"]) \
                     and words[2] in ("my", "our", "a", "an", "for", "from", "me", "us") \
-                    and not any(p.category in ("problem", "increase", "reduce", "magnitude", "relative", "fix")
-                                for p in read_pieces(self.vocab, words)):      # "this is a bit dark": a complaint
+                    and not any(p.category in ("problem", "increase", "reduce", "relative", "fix")
+                                or (p.category == "magnitude" and words[2] != "for")
+                                for p in read_pieces(self.vocab, words)):
+                # "this is a bit dark": a complaint; "this is for a little vintage shop": what it is for
                 found = i
                 break
         if found is None:
