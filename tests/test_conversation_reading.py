@@ -413,3 +413,24 @@ def test_saying_how_much_was_meant_scales_the_last_change_back(studio, coffee):
     reading = read_request("too much, i only wanted it a bit brighter", ["brighten it a lot"])
     assert reading.follow == "less"
     assert read_request("too much, make it warmer instead", ["brighten it a lot"]).follow != "less"
+
+
+def test_go_on_have_a_guess_guesses_and_the_guess_is_shown_before_it_is_kept(studio, coffee):
+    """"go on then, have a guess" after a place could not be found: "go on" is the go-ahead, not a repeat.
+    The change goes on the planner's guess, and a guessed place is never kept without the person."""
+    sid = studio.start_session(coffee).id
+    asked = studio.send_message(sid, "make that little sugar bowl warmer")
+    assert asked.kind == "clarify"
+    b0 = _b(studio, sid)
+    done = studio.send_message(sid, "go on then, have a guess")
+    assert done.sub_goals and done.sub_goals[0]["op"] == "temperature"
+    assert "guess" in done.reply and done.status == "awaiting_review"   # the person confirms the guess
+    assert _b(studio, sid) == b0                                         # nothing kept until then
+
+
+def test_a_smidge_more_is_still_a_step_that_shows(studio, coffee):
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "cooler please")
+    more = studio.send_message(sid, "hmm yeah ok, a smidge more")
+    (goal,) = more.sub_goals
+    assert goal["op"] == "temperature" and goal["value"] <= -10      # 0.4 of the -25 at least

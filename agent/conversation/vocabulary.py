@@ -241,6 +241,7 @@ class Vocabulary:
         self.restore_nouns = {str(k): str(v) for k, v in (restore.get("nouns") or {}).items()}
         limits = dict(fu.get("pull_back_limits") or {})
         self.pull_back_limits = (float(limits.get("min", 0.15)), float(limits.get("max", 0.85)))
+        self.repeat_floor = float(fu.get("repeat_floor", 0.0))
         self.discrete_ops = {str(o) for o in fu.get("discrete_ops") or ()}
         self.retarget = {tuple(tokenize(w)): True for w in fu.get("retarget") or ()}
         self.repeat_but = {tuple(tokenize(w)): float(v) for w, v in (fu.get("repeat_but") or {}).items()}

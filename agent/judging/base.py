@@ -38,6 +38,8 @@ class JudgeRequest:
     held: bool = False                    # the executor held a step short of the plan (sweet spot, range)
     # parts of the message the plan said it left out ("I skipped ..."): the result is not all that was asked
     skipped: list[str] = field(default_factory=list)
+    # the plan put the change on its own guess for a place it could not find ("the archways": the subject)
+    guessed: bool = False
 
 
 @dataclass

@@ -679,7 +679,8 @@ def _engine_vocabulary():
 
 
 #: Diagnoses that doubt the reading of the request rather than the quality of the result.
-_DOUBTS = frozenset({"unread_words", "part_skipped", "local_spill", "target_not_found", "not_asked"})
+_DOUBTS = frozenset({"unread_words", "part_skipped", "local_spill", "target_not_found", "not_asked",
+                     "place_guessed"})
 #: The lowest ceiling doubts alone set (above the default pass mark, 0.6).
 _DOUBT_FLOOR = 0.65
 
@@ -781,6 +782,9 @@ class EmbeddedJudge:
                 score = min(score, float(t["doubt_cap"]))
         unread = _unread_words(request) if request.sub_goals else []
         skipped = list(request.skipped) if request.sub_goals else []
+        if getattr(request, "guessed", False) and request.sub_goals and score > float(t["doubt_cap"]):
+            # the plan's own guess for a place it could not find: the person confirms it
+            score = float(t["doubt_cap"])
         if skipped and score > float(t["doubt_cap"]):
             # part of the message was left out: what was done is not all that was asked, the person decides
             score = float(t["doubt_cap"])
@@ -816,6 +820,8 @@ class EmbeddedJudge:
             diagnoses.append("unread_words")
         if skipped:
             diagnoses.append("part_skipped")
+        if getattr(request, "guessed", False) and request.sub_goals:
+            diagnoses.append("place_guessed")
         if preservation is not None and preservation.spill:
             diagnoses.append("local_spill")
         diagnoses = list(dict.fromkeys(diagnoses))

@@ -466,6 +466,8 @@ class TurnNodes:
             locate=lambda spec: self.renderer.mask(source, spec, original_img.shape[:2]),
             held=any(row.get("status") == "clamped" for row in state.get("sub_goals") or []),
             skipped=[] if state.get("person_modified") else [str(s) for s in (state.get("plan") or {}).get("skipped") or ()],
+            guessed=not state.get("person_modified") and bool(((state.get("plan") or {}).get("dialogue") or {})
+                                                              .get("guessed_place")),
         ))
         if not isinstance(result, Assessment):
             raise TypeError(f"the judge returned {type(result).__name__}, expected an Assessment")

@@ -330,6 +330,7 @@ class EmbeddedPlanner:
             if not draft.place_guess or (unsure and not vocab.says_go_ahead(message)):
                 return self._unknown_place(draft)
             draft, guessed = self._on_guessed_place(draft)
+            draft.followup = {**draft.followup, "guessed_place": True}
         notes = list(draft.notes)
         moves = list(draft.moves)
 

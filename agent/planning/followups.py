@@ -182,7 +182,9 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         if tokens[after - 1] in DETERMINERS and after < len(tokens) and tokens[after] not in vocab.known_words:
             covered.add(after)
     unmet = list(getattr(dialogue, "unmet", None) or [])
-    if unmet and not (repeat or pull or fractions):
+    go_ahead = vocab.says_go_ahead(message) and not (pull or fractions)
+    if unmet and (go_ahead or not (repeat or pull or fractions)):
+        # ("go on then, have a guess": "go on" is the go-ahead here, not a repeat)
         # the last turn asked where ("I can't find the lamp"): "the whole thing then", "go ahead and guess"
         if any(p.category == "global" for p in pieces) and not any(p.category == "target" for p in pieces):
             return _finish_unmet(vocab, unmet, list(getattr(dialogue, "unmet_labels", None) or []), [None])
@@ -192,6 +194,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
             place = getattr(dialogue, "unmet_place", "") or ""
             if place:      # said in the reply, as a guess made at once is
                 done.dialogue["guessed"] = guessed_place_note(vocab, place, vocab.place(guess)[1])
+                done.dialogue["guessed_place"] = True
             return done
     # hesitations ("erm", "ooh", "whoa") and words no table knows ("crunchy") say nothing new; a word
     # after "the" names a place ("a bit more on the lamp"), which the grammar reads
@@ -264,6 +267,8 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         return FollowUp(moves=moves, labels=[f"less of {', '.join(base.labels[:2]) or 'the last change'}"],
                         dialogue={"move": "pull_back", "base_asset": base.asset_id, "fraction": round(fraction, 2)})
     scale = mags[-1] if mags else (repeat[-1][2] if repeat else 1.0)
+    if wants_more:
+        scale = max(scale, vocab.repeat_floor)       # "a smidge more" is still a step that shows
     if but_scale is not None:
         scale = (repeat[0][2] if repeat else 1.0) * but_scale
     if targets:
