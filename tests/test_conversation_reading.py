@@ -434,3 +434,13 @@ def test_a_smidge_more_is_still_a_step_that_shows(studio, coffee):
     more = studio.send_message(sid, "hmm yeah ok, a smidge more")
     (goal,) = more.sub_goals
     assert goal["op"] == "temperature" and goal["value"] <= -10      # 0.4 of the -25 at least
+
+
+def test_a_pull_back_on_one_aspect_of_the_last_change_takes_back_that_aspect(studio, coffee):
+    """"gone a bit far on the colour, just a little less" after a punchier, more vivid edit: the colour ops
+    go back part of the way; the contrast the same change made stays."""
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "make it punchy and vivid")
+    result = studio.send_message(sid, "hmm that's gone a bit far on the colour, just a little less")
+    moved = {g["op"] for g in result.sub_goals}
+    assert moved and moved <= {"saturation", "vibrance"}, result.sub_goals

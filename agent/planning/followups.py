@@ -176,6 +176,13 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     for p in pieces:
         if p.category in _CARRIED or (said_why and p.category == "problem"):
             covered.update(range(p.pos, p.pos + len(p.text.split())))
+    # "gone a bit far on the colour, just a little less": an aspect of the last change named with a
+    # follow-up ("the colour", "the texture") says which of its ops the follow-up is about
+    aspects = [vocab.restore_nouns[t] for i, t in enumerate(tokens) if t in vocab.restore_nouns
+               and (repeat or pull) and i > 0 and tokens[i - 1] in DETERMINERS]
+    if aspects:
+        covered.update(i for i, t in enumerate(tokens) if t in vocab.restore_nouns)
+        covered.update(i for i, t in enumerate(tokens) if t in ("on", "gone", "went", "got", "far", "with"))
     for pos, n, _ in repeat:
         # "bit more of that creaminess": a word no table knows after "more of that" names the last change
         after = pos + n
@@ -260,7 +267,14 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
             low, high = vocab.pull_back_limits
             fraction = min(high, max(low, vocab.pull_back_fraction * (mags[-1] if mags else 1.0)))
         only_targets = [normalize_mask_spec(vocab.targets[t]) for t in targets] if targets else None
-        moves = pull_back_moves(base, state, fraction, 0, only_targets=only_targets, discrete=vocab.discrete_ops)
+        # the aspect's ops, and every op of the change in the same stage ("the colour": vibrance too)
+        named = {op for a in aspects if a in vocab.intents for op, _ in vocab.intents[a].ops}
+        stages = {ops.get_op(op).stage for op in named}
+        only_ops = {c.op for c in base.changes if c.op in named or ops.get_op(c.op).stage in stages} or None
+        if only_ops is not None and not any(c.op in only_ops for c in base.changes):
+            only_ops = None          # the aspect named is not among what the change moved: all of it
+        moves = pull_back_moves(base, state, fraction, 0, only_ops=only_ops, only_targets=only_targets,
+                                discrete=vocab.discrete_ops)
         if not moves:
             return FollowUp(notes=["That change is already fully taken back."],
                             dialogue={"move": "pull_back", "base_asset": base.asset_id})
