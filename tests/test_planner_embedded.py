@@ -530,6 +530,8 @@ def test_other_forms_of_lift_ask_for_nothing(planner):
 @pytest.mark.parametrize("message, expected", [
     # the request after a complaint about the same place is the person's fix for it
     ("the sky feels murky, can you lift just the sky a touch", {("exposure", "sky")}),
+    # ... said after the request, the complaint is why it is asked
+    ("brighten the bottom a bit, its muddy down there", {("exposure", "gradient")}),
     # a request of the other kind, or joined on with "and", is asked as well
     ("it's too dark, warmer please", {("exposure", None), ("temperature", None)}),
     ("it's too dark, and warmer", {("exposure", None), ("temperature", None)}),

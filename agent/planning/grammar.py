@@ -580,31 +580,33 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
 
 def _remedy_said(vocab: Vocabulary, moves: list[Move], clauses: list[Clause], tokens: list[str],
                  order0: int) -> list[Move]:
-    """"the sky feels murky, can you lift it a touch": a complaint, then a request for the same place in a
-    later clause, is the person saying how to fix it; the complaint's own fix of the same kind (tone, or
-    colour) for that place gives way. A request of the other kind ("it's too dark, warmer please"), or
-    joined on with "and", "also", "plus" ("it's too dark, and warmer"), is asked as well."""
+    """"the sky feels murky, can you lift it a touch", "brighten the bottom a bit, it's muddy down there":
+    a complaint and a request for the same place in another clause of the message is the person saying
+    how to fix it (or why they ask); the complaint's own fix of the same kind (tone, or colour) for that
+    place gives way. A request of the other kind ("it's too dark, warmer please"), or a clause joined on
+    with "and", "also", "plus" ("it's too dark, and warmer"), is asked as well."""
     def clause_of(m: Move) -> int:
         return (m.order - order0) // 100
 
     def kind(m: Move) -> tuple[str, str]:
         return m.key[1], "colour" if m.op in _COLOUR_OPS or m.op.startswith(_COLOUR_PREFIXES) else "tone"
 
-    additive = vocab.additive_joins
-    remedies = {}
-    for m in moves:
-        if m.complaint or m.mode != "add" or not m.value or m.source != "message":
-            continue
-        ci = clause_of(m)
+    def joined_on(ci: int) -> bool:          # the clause is added with "and", "also", "plus"
         if not 0 < ci < len(clauses) or not clauses[ci].pieces:
-            continue
+            return False
         start = clauses[ci].pieces[0].pos
-        if additive & set(tokens[max(0, start - 2):start]):
-            continue
-        remedies[kind(m)] = max(remedies.get(kind(m), ci), ci)
-    if not remedies:
-        return moves
-    return [m for m in moves if not (m.complaint and clause_of(m) < remedies.get(kind(m), -1))]
+        return bool(vocab.additive_joins & set(tokens[max(0, start - 2):start]))
+
+    remedies: dict[tuple[str, str], set[int]] = {}
+    for m in moves:
+        if not m.complaint and m.mode == "add" and m.value and m.source == "message":
+            remedies.setdefault(kind(m), set()).add(clause_of(m))
+
+    def gives_way(m: Move) -> bool:
+        ci = clause_of(m)
+        return m.complaint and any(r != ci and not joined_on(max(r, ci)) for r in remedies.get(kind(m), ()))
+
+    return [m for m in moves if not gives_way(m)] if remedies else moves
 
 
 #: Ops that change colour rather than tone or detail (see :func:`_remedy_said`).
