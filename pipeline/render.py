@@ -268,14 +268,16 @@ def _grid(n: int = LUT_POINTS, green: int = GREEN_SAMPLES) -> np.ndarray:
 _GRID = _grid()
 
 
-def _green_resampler(green: int = GREEN_SAMPLES) -> tuple[np.ndarray, np.ndarray]:
-    """Index and weight that resample the green axis from grid samples to all 256 levels."""
-    pos = (green - 1) * _warp(np.arange(256) / 255.0)
-    i = np.minimum(np.floor(pos).astype(np.intp), green - 2)
+def _axis_read(values: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where ``values`` (0..1) lie on a warped axis of ``points`` samples: the lower sample's index and
+    the weight of the next."""
+    pos = (points - 1) * _warp(values)
+    i = np.minimum(np.floor(pos).astype(np.intp), points - 2)
     return i, (pos - i).astype(np.float32)
 
 
-_GREEN_INDEX, _GREEN_WEIGHT = _green_resampler()
+# Index and weight that resample the green axis from the grid's samples to all 256 levels.
+_GREEN_INDEX, _GREEN_WEIGHT = _axis_read(np.arange(256) / 255.0, GREEN_SAMPLES)
 # 8-bit value -> LUT image coordinate, per channel (red, green, blue).
 COORD_TABLE = np.stack(
     [
@@ -297,13 +299,6 @@ _PER_CHANNEL = ("exposure", "contrast")
 DRAFT_GREEN = 33
 
 
-@lru_cache(maxsize=4)
-def _lattice(green: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The evaluation grid for ``green`` samples and the index/weight that resample it to 256 levels."""
-    grid = _GRID if green == GREEN_SAMPLES else _grid(LUT_POINTS, green)
-    return (grid, *_green_resampler(green))
-
-
 def _grid_through(first: Mapping[str, int], grid: np.ndarray) -> np.ndarray:
     """``grid`` after the per-channel ops at the head of ``first`` (``grid`` itself when it has none).
 
@@ -312,19 +307,21 @@ def _grid_through(first: Mapping[str, int], grid: np.ndarray) -> np.ndarray:
     head = {k: first[k] for k in _PER_CHANNEL if first.get(k)}
     if not head:
         return grid
-    rb, g = grid[0, 0, :, 0], grid[0, :, 0, 1]
-    rb, g = (apply_pixel_ops(np.repeat(v[:, None], 3, axis=1), head)[:, 0] for v in (rb, g))
+    rb, g = (_through_head(head, v) for v in (grid[0, 0, :, 0], grid[0, :, 0, 1]))
     B, G, R = np.meshgrid(rb, g, rb, indexing="ij")
     return np.stack([R, G, B], axis=-1)
 
 
-def _compiled(stages: tuple[Mapping[str, int], ...], green: int = GREEN_SAMPLES, *,
-              levels: bool = False) -> np.ndarray:
+def _through_head(head: Mapping[str, int], values: np.ndarray) -> np.ndarray:
+    """Axis values (0..1) after the per-channel ``head`` ops."""
+    return apply_pixel_ops(np.repeat(values[:, None], 3, axis=1), head)[:, 0]
+
+
+def _compiled(stages: tuple[Mapping[str, int], ...], *, levels: bool = False) -> np.ndarray:
     """The LUT of ``stages``: float32 whole numbers 0..65535 (what the uint16 LUT holds), (n, 256*n, 3);
     ``levels``: those numbers / 257 (the 8-bit pass's table)."""
     first, rest = (stages[0], stages[1:]) if stages else ({}, ())
     tail = {k: v for k, v in first.items() if k not in _PER_CHANNEL}
-    grid, index, weight = _lattice(green)
 
     def run(rows: np.ndarray) -> np.ndarray:
         out = apply_pixel_ops(rows, tail)
@@ -333,9 +330,9 @@ def _compiled(stages: tuple[Mapping[str, int], ...], green: int = GREEN_SAMPLES,
         return out
 
     # numpy releases the GIL in its ufuncs: split the grid by blue rows across cores
-    start = _grid_through(first, grid)
+    start = _grid_through(first, _GRID)
     coarse = np.concatenate(list(_POOL.map(run, np.array_split(start, _WORKERS, axis=0))), axis=0)
-    return _green_levels(coarse, index, weight, levels=levels)
+    return _green_levels(coarse, _GREEN_INDEX, _GREEN_WEIGHT, levels=levels)
 
 
 def _green_levels(coarse: np.ndarray, index: np.ndarray, weight: np.ndarray, *, levels: bool = False) -> np.ndarray:
@@ -401,12 +398,8 @@ def _draft_grid(stages: tuple) -> np.ndarray:
 
 
 def _head_positions(head: Mapping[str, int], values: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray]:
-    """Where ``values`` land, after the per-channel ``head`` ops, on a warped axis of ``points`` samples:
-    the lower sample's index and the weight of the next."""
-    moved = apply_pixel_ops(np.repeat(values[:, None], 3, axis=1), head)[:, 0] if head else values
-    pos = (points - 1) * _warp(moved)
-    i = np.minimum(np.floor(pos).astype(np.intp), points - 2)
-    return i, (pos - i).astype(np.float32)
+    """Where ``values`` land, after the per-channel ``head`` ops, on a warped axis of ``points`` samples."""
+    return _axis_read(_through_head(head, values) if head else values, points)
 
 
 #: The 256 8-bit levels as 0..1.
@@ -796,7 +789,7 @@ class Renderer:
         return self._cached_lut(stages, "table", compile_table)
 
     def _cached_lut(self, stages: tuple, kind: str, make) -> np.ndarray:
-        key = (tuple(tuple(sorted(s.items())) for s in stages), kind)
+        key = (_frozen_stages(stages), kind)
         return self.luts.get_or_create(key, lambda: _frozen(make(*stages)))
 
     def _coords(self, source: SourceImage, size: tuple[int, int], frame: Frame | None = None):

@@ -782,11 +782,10 @@ class EmbeddedJudge:
                 score = min(score, float(t["doubt_cap"]))
         unread = _unread_words(request) if request.sub_goals else []
         skipped = list(request.skipped) if request.sub_goals else []
-        if getattr(request, "guessed", False) and request.sub_goals and score > float(t["doubt_cap"]):
-            # the plan's own guess for a place it could not find: the person confirms it
-            score = float(t["doubt_cap"])
-        if skipped and score > float(t["doubt_cap"]):
-            # part of the message was left out: what was done is not all that was asked, the person decides
+        guessed = request.guessed and bool(request.sub_goals)
+        if (skipped or guessed) and score > float(t["doubt_cap"]):
+            # part of the message was left out, or the change went on the plan's own guess for a place it
+            # could not find: what was done may not be what was asked, the person decides
             score = float(t["doubt_cap"])
         if unread and score > float(t["unread_cap"]):
             # words no table knows: what was read may not be what was meant, so the person looks first
@@ -820,7 +819,7 @@ class EmbeddedJudge:
             diagnoses.append("unread_words")
         if skipped:
             diagnoses.append("part_skipped")
-        if getattr(request, "guessed", False) and request.sub_goals:
+        if guessed:
             diagnoses.append("place_guessed")
         if preservation is not None and preservation.spill:
             diagnoses.append("local_spill")

@@ -374,7 +374,7 @@ def _protected(tokens: Sequence[str], lex: Lexicon) -> bool:
 
 
 _CLAUSE_BREAKS = frozenset({",", ".", ";", "!", "?", "but", "and", "then"})
-_DEFINITE = frozenset({"the", "that", "those", "this", "these", "her", "his", "its", "their", "my", "your"})
+_DEFINITE = word_lists()["place_determiners"] | {"its"}
 
 
 def place_words(target: str) -> str:

@@ -155,14 +155,13 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         and all(_undoes_last(vocab, p.key, dialogue) for p in anchors)
     # "too much, i only wanted it a bit brighter" after "much brighter": the quality the last change asked,
     # said with a pull-back and how much was meant, is that change scaled back to that much
-    base_intents = set(getattr(dialogue.base_edit(), "intents", ()) or ()) \
-        if dialogue is not None and dialogue.base_edit() is not None else set()
-    said_how = bool(pull) and not fractions and bool(anchors) and not said_why \
-        and all(p.category == "intent" and p.key in base_intents for p in anchors) \
+    last = dialogue.base_edit() if dialogue is not None else None
+    said_how = bool(pull) and not fractions and bool(anchors) and not said_why and last is not None \
+        and all(p.category == "intent" and p.key in last.intents for p in anchors) \
         and not any(p.category == "reduce" and not any(s <= p.pos < s + n for s, n, _ in pull) for p in pieces) \
         and not any(s + n in (a.pos, a.pos - 1) for s, n, _ in pull for a in anchors)   # "less warm": a negation
     if said_how:
-        return _scaled_back(vocab, dialogue.base_edit(), anchors, pieces, request.state)
+        return _scaled_back(vocab, last, anchors, pieces, request.state)
     if (anchors and not said_why) or find_phrases(tokens, vocab.restore):
         return _restored(vocab, tokens, pieces, dialogue, request)
     repeat = find_phrases(tokens, vocab.repeat)
@@ -278,8 +277,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         if not moves:
             return FollowUp(notes=["That change is already fully taken back."],
                             dialogue={"move": "pull_back", "base_asset": base.asset_id})
-        return FollowUp(moves=moves, labels=[f"less of {', '.join(base.labels[:2]) or 'the last change'}"],
-                        dialogue={"move": "pull_back", "base_asset": base.asset_id, "fraction": round(fraction, 2)})
+        return _pulled_back(base, moves, fraction)
     scale = mags[-1] if mags else (repeat[-1][2] if repeat else 1.0)
     if wants_more:
         scale = max(scale, vocab.repeat_floor)       # "a smidge more" is still a step that shows
@@ -310,7 +308,11 @@ def _scaled_back(vocab: Vocabulary, base, anchors: list, pieces: list, state: Ed
         if moved and usual:
             fraction = 1.0 - mags[-1] * abs(usual) / abs(moved[0].delta)
     fraction = min(high, max(low, fraction))
-    moves = pull_back_moves(base, state, fraction, 0, discrete=vocab.discrete_ops)
+    return _pulled_back(base, pull_back_moves(base, state, fraction, 0, discrete=vocab.discrete_ops), fraction)
+
+
+def _pulled_back(base, moves: list[Move], fraction: float) -> FollowUp:
+    """The follow-up that takes ``fraction`` of ``base`` back with ``moves``."""
     return FollowUp(moves=moves, labels=[f"less of {', '.join(base.labels[:2]) or 'the last change'}"],
                     dialogue={"move": "pull_back", "base_asset": base.asset_id, "fraction": round(fraction, 2)})
 

@@ -685,10 +685,8 @@ def protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str],
 
 def _kept_tone(vocab: Vocabulary, clause: Clause) -> tuple[dict, str] | None:
     """The tone a protect clause keeps ("keep the snow white": the whites), as its mask and label."""
-    words = [p.text for p in clause.pieces]
-    for s, n, key in find_phrases(words, vocab.kept_tones):
-        return vocab.kept_tone_masks[key]
-    return None
+    found = find_phrases([p.text for p in clause.pieces], vocab.kept_tones)
+    return vocab.kept_tone_masks[found[0][2]] if found else None
 
 
 def _onto(moves: list[Move], spec: dict, where: str) -> list[Move]:
