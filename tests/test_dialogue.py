@@ -222,3 +222,39 @@ def test_a_complaint_about_one_thing_is_fixed_there_and_takes_nothing_back(studi
     assert state["settings"].get("saturation", 0) == desaturated
     for layer in state.get("layers") or []:
         assert layer["settings"].get("saturation", 0) >= 0, layer  # never a desaturation on the cup
+
+
+def test_a_quality_said_again_with_still_is_more_of_the_last_change_where_it_was(studio):
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "make the sky warmer")
+    first = studio.head(sid).state
+    r = studio.send_message(sid, "warmer still")
+    state = studio.head(sid).state
+    sky = [l for l in state["layers"] if l["mask"]["type"] == "sky"]
+    assert r.asset_id and "warmer" in r.reply.lower()
+    assert not state["settings"].get("temperature")            # not a new warming of the whole photo
+    assert sky[0]["settings"]["temperature"] > first["layers"][0]["settings"]["temperature"]
+    # without a word that carries it on, the same quality is a request of its own, on the whole photo
+    studio.send_message(sid, "warmer")
+    assert studio.head(sid).state["settings"].get("temperature", 0) > 0
+
+
+def test_not_before_a_quality_leaves_it_alone_and_the_correction_is_done(studio, photo):
+    sid = studio.start_session(photo).id
+    studio.send_message(sid, "make it colder")
+    cooled = _settings(studio, sid)["temperature"]
+    r = studio.send_message(sid, "no wait, not colder. warmer!")
+    assert cooled < 0 and r.asset_id
+    assert "cool" not in r.reply.lower().replace("leaving cooler alone", "")
+    warmed = _settings(studio, sid).get("temperature", 0)
+    assert warmed > cooled                                      # warmer, never cooled again
+    studio.send_message(sid, "it's not warm enough")            # "not ... enough" asks for more of it
+    assert _settings(studio, sid).get("temperature", 0) > warmed
+
+
+def test_a_colour_asked_less_of_is_named_as_asked_when_the_place_is_asked_about(studio):
+    info = studio.start_session(small_photo("coffee"))
+    r = studio.send_message(info.id, "that saucer with the stripes, can it be less blue")
+    assert r.kind == "clarify" and r.asset_id is None
+    assert "less blue overall" in r.reply and "Less blue overall" in r.quick_replies
+    assert "saturated" not in r.reply

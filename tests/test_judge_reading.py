@@ -7,6 +7,8 @@ a named place is penalised; the words agree with the numbers.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from skimage import data as skdata
@@ -37,7 +39,7 @@ def edit(**values) -> EditState:
 
 
 def ask(judge, original, message, state, goals=None, *, previous_state=None, history=(), before_last=None,
-        masks=None):
+        masks=None, before_last_state=None):
     """Judge ``state`` (rendered) for ``message``, as the agent would."""
     previous_state = previous_state or EditState()
     previous = render(original, previous_state)
@@ -45,7 +47,7 @@ def ask(judge, original, message, state, goals=None, *, previous_state=None, his
     return judge.assess(JudgeRequest(
         original=original, current=render(original, state), sub_goals=goals, state=state,
         previous_state=previous_state, previous=previous, masks=masks or {}, message=message,
-        history=list(history), before_last=before_last))
+        history=list(history), before_last=before_last, before_last_state=before_last_state))
 
 
 def test_warm_for_warmer_passes_and_the_same_cool_edit_fails(judge, photos):
@@ -224,3 +226,41 @@ def test_a_thing_said_with_the_is_in_the_photo_not_wished_in(message, kind):
     from agent.judging.reading import read_request
 
     assert read_request(message).kind == kind
+
+
+def test_a_bare_follow_up_is_measured_against_the_last_change_as_it_landed(judge, photos):
+    """The old words named the cup, but the last change went on the whole photo: "bit more" of it is
+    that change again on the whole photo, not a spill beyond a cup; the wrong way still fails."""
+    im = photos["coffee"]
+    kwargs = dict(previous_state=edit(exposure=-20), history=["the cup has a nasty glare, can you tame it"],
+                  before_last=render(im, EditState()), before_last_state=EditState())
+    again = ask(judge, im, "bit more", edit(exposure=-30), [SubGoal("exposure", -10)], **kwargs)
+    wrong = ask(judge, im, "bit more", edit(exposure=-10), [SubGoal("exposure", 10)], **kwargs)
+    assert again.score >= AUTO, again.assessment
+    assert "not just the cup" not in again.assessment
+    assert wrong.score < MIN_PASS
+
+
+def test_a_bare_follow_up_stays_where_the_last_change_went(judge, photos):
+    """The last change brightened the sky; words the judge cannot place ("them") do not move it: more
+    there passes, the same step spread over the whole photo does not."""
+    im = photos["rocket"]
+    on_sky = EditState().with_value("exposure", 20, mask=SKY)
+    sky = build_mask(SKY, im, im.shape[:2])
+    kwargs = dict(previous_state=on_sky, history=["lift them a little"], before_last=render(im, EditState()),
+                  before_last_state=EditState(), masks={json.dumps(SKY, sort_keys=True): sky})
+    there = ask(judge, im, "a hair more on them", on_sky.with_value("exposure", 30, mask=SKY),
+                [SubGoal("exposure", 10, target=SKY)], **kwargs)
+    everywhere = ask(judge, im, "a hair more on them", on_sky.with_value("exposure", 10),
+                     [SubGoal("exposure", 10)], **kwargs)
+    assert there.score >= MIN_PASS, there.assessment
+    assert everywhere.score < there.score
+    assert "local_spill" in everywhere.diagnoses
+
+
+def test_a_quality_said_again_with_still_is_more_of_the_last_change():
+    from agent.judging.reading import read_request
+
+    r = read_request("warmer still", ["make the sky warmer"])
+    assert (r.kind, r.follow, r.target) == ("follow_up", "more", "sky")
+    assert read_request("warmer", ["make the sky warmer"]).kind == "edit"

@@ -186,6 +186,8 @@ class Vocabulary:
         lists["separator"] = [(w, "soft") for w in grammar.get("separators", ())]
         self.trailing_also = {" ".join(tokenize(w)) for w in grammar.get("trailing_also", ())}
         self.avoid_degree = {" ".join(tokenize(w)) for w in grammar.get("avoid_degree", ())}
+        self.not_before = {str(w).lower() for w in grammar.get("not_before") or ()}
+        self.not_unless_after = {str(w).lower() for w in grammar.get("not_unless_after") or ()}
         self.back_references = {" ".join(tokenize(w)) for w in grammar.get("back_references", ())}
         # Op names and labels ("temperature", "green saturation", "saturation_green"): lowest priority.
         for op in ops.OPS.values():
@@ -242,6 +244,7 @@ class Vocabulary:
         limits = dict(fu.get("pull_back_limits") or {})
         self.pull_back_limits = (float(limits.get("min", 0.15)), float(limits.get("max", 0.85)))
         self.repeat_floor = float(fu.get("repeat_floor", 0.0))
+        self.carry_on = {str(w).lower() for w in fu.get("carry_on") or ()}
         self.discrete_ops = {str(o) for o in fu.get("discrete_ops") or ()}
         self.retarget = {tuple(tokenize(w)): True for w in fu.get("retarget") or ()}
         self.repeat_but = {tuple(tokenize(w)): float(v) for w, v in (fu.get("repeat_but") or {}).items()}

@@ -159,7 +159,7 @@ def labelled_cases(long_side: int = 512, judge=None,
             a = judge.assess(JudgeRequest(
                 original=original, current=current, sub_goals=goals, state=state, previous_state=prev_state,
                 previous=previous, masks=masks, message=req.message, history=list(req.history),
-                before_last=before_last))
+                before_last=before_last, before_last_state=EditState() if before_last is not None else None))
             verdict = _pixel_verdict(req, previous, current, region, before_last)
             out.append({"photo": req.photo, "message": req.message, "variant": name, "score": float(a.score),
                         "pixel_pass": verdict, "assessment": a.assessment,

@@ -30,6 +30,8 @@ class JudgeRequest:
     # render before the last of them: the judge reads follow-ups ("bit more", "halve it") with them.
     history: list[str] = field(default_factory=list)
     before_last: np.ndarray | None = None
+    # the state of that render: where the last change went is the layers it moved (None: not known)
+    before_last_state: EditState | None = None
     # The person's feedback when they sent the last plan back ("/replan no, softer instead"):
     # this attempt answers it, so the judge reads it with the message (agent.judging.reading.read_attempt).
     feedback: str = ""

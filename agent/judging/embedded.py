@@ -41,7 +41,7 @@ import numpy as np
 
 from agent.config import DEFAULT_CONFIG_PATH, JudgeSettings
 from agent.judging.base import Assessment, JudgeRequest
-from agent.judging.scoring import score_reading
+from agent.judging.scoring import LastChange, score_reading
 from agent.planning.base import SubGoal
 from agent.judging.reading import Reading, read_attempt
 from pipeline import measure, ops
@@ -636,12 +636,56 @@ def _reading_mask(reading: Reading, original: np.ndarray, warnings: list[str],
     if not reading.target_mask:
         return None
     try:
-        if locate is not None:   # the renderer's masks: a face found once is not searched for again
-            return np.clip(np.asarray(locate(dict(reading.target_mask)), np.float32), 0.0, 1.0)
-        return np.clip(build_mask(reading.target_mask, original, original.shape[:2]), 0.0, 1.0)
+        return _located(dict(reading.target_mask), original, locate)
     except (MaskSpecError, ValueError) as exc:
         warnings.append(f"the judge could not locate {reading.target} ({exc})")
         return None
+
+
+def _located(spec: dict, original: np.ndarray, locate: Callable[[dict], np.ndarray] | None) -> np.ndarray:
+    if locate is not None:   # the renderer's masks: a face found once is not searched for again
+        return np.clip(np.asarray(locate(spec), np.float32), 0.0, 1.0)
+    return np.clip(build_mask(spec, original, original.shape[:2]), 0.0, 1.0)
+
+
+def _last_change_place(request: JudgeRequest, original: np.ndarray) -> LastChange | None:
+    """The last change, ``before_last_state`` -> ``previous_state``: the ops it moved (op -> signed step)
+    and where (None for the whole photo, else the union of the masks of the layers it moved). None
+    without the states, when it moved no op (a generated layer), or when a layer's mask cannot be built."""
+    older, newer = getattr(request, "before_last_state", None), request.previous_state
+    if older is None or newer is None:
+        return None
+
+    def steps(a: Mapping, b: Mapping) -> dict[str, float]:
+        out = {}
+        for op in set(a) | set(b):
+            va, vb = a.get(op, 0), b.get(op, 0)
+            if isinstance(va, (int, float)) and isinstance(vb, (int, float)) and va != vb:
+                out[op] = float(vb) - float(va)
+        return out
+
+    moved = steps(older.settings, newer.settings)
+    if moved:
+        return LastChange(moved, None)
+
+    def layers(state) -> dict[str, Any]:
+        return {json.dumps(normalize_mask_spec(layer.mask), sort_keys=True): layer for layer in state.layers}
+
+    a, b = layers(older), layers(newer)
+    places: list[str] = []
+    for key in sorted(set(a) | set(b)):
+        step = steps(a[key].settings if key in a else {}, b[key].settings if key in b else {})
+        if step:
+            places.append(key)
+            for op, v in step.items():
+                moved[op] = moved.get(op, 0.0) + v
+    if not moved:
+        return None
+    try:
+        masks = [_located(json.loads(k), original, getattr(request, "locate", None)) for k in places]
+    except (MaskSpecError, ValueError):
+        return None
+    return LastChange(moved, np.maximum.reduce(masks) if len(masks) > 1 else masks[0])
 
 
 def _nothing_asked_happened(judged) -> bool:
@@ -749,7 +793,7 @@ class EmbeddedJudge:
                                target_mask=_reading_mask(reading, original, warnings,
                                                          getattr(request, "locate", None)),
                                plan_mask=plan_mask, plan_is_local=bool(local),
-                               views=(views.before, views.after))
+                               views=(views.before, views.after), last_change=_last_change_place(request, original))
         # a repeat the planner stopped at a sweet-spot edge falls short of the repeat on purpose
         held = _held(request) or (reading.follow == "more" and any(c.verdict == "weak" for c in judged.checks)
                                    and _stopped_at_sweet_spot(request))

@@ -98,6 +98,9 @@ class Lexicon:
     avoid_degree: tuple[str, ...] = ()       # ... and avoid_degree: "don't make it so yellow" is "not so yellow"
     protect: tuple[str, ...] = ()            # the engine's grammar.protect + except: "but leave her face alone"
     dismiss: tuple[str, ...] = ()            # the engine's place_guesses.dismiss: "never mind the cord"
+    carry_on: frozenset[str] = frozenset()   # the engine's followups.carry_on: "warmer still", "even brighter"
+    op_properties: Mapping[str, tuple[str, int]] = field(default_factory=dict)   # op -> (property, way) it moves
+    op_prefix_properties: Mapping[str, tuple[str, int]] = field(default_factory=dict)   # "saturation_" -> chroma up
     manner: frozenset[str] = frozenset()     # the engine's grammar.manner: "a soft vignette" is not softer
     manner_effects: tuple[str, ...] = ()
     speller: Speller | None = None           # typing slips of the words above put right ("brigther")
@@ -107,6 +110,12 @@ class Lexicon:
 
     def noise(self, prop: str) -> float:
         return float(self.properties[prop]["noise"])
+
+    def moved_by(self, op: str) -> tuple[str, int] | None:
+        """(property, way) a raise of ``op`` moves, None for an op the judge measures no property of."""
+        if op in self.op_properties:
+            return self.op_properties[op]
+        return next((v for k, v in self.op_prefix_properties.items() if op.startswith(k)), None)
 
     def word(self, prop: str, sign: int) -> str:
         return str(self.properties[prop]["up" if sign > 0 else "down"])
@@ -197,6 +206,9 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         wishes=tuple(_norm(w) for w in data.get("wishes") or ()),
         complaint_damping=float((engine.get("complaints") or {}).get("magnitude_damping") or 0.0),
         filler=frozenset(t for w in efu.get("filler") or () for t in _tokens(_norm(str(w)))),
+        carry_on=frozenset(_norm(str(w)) for w in efu.get("carry_on") or ()),
+        op_properties=_op_properties(data.get("op_properties")),
+        op_prefix_properties=_op_properties(data.get("op_prefix_properties")),
         avoid=tuple(_norm(str(w)) for w in (engine.get("grammar") or {}).get("avoid") or ()),
         avoid_degree=tuple(_norm(str(w)) for w in (engine.get("grammar") or {}).get("avoid_degree") or ()),
         protect=tuple(_norm(str(w)) for key in ("protect", "except")
@@ -214,6 +226,12 @@ def load_lexicon(path: str | None = None) -> Lexicon:
               [str(w) for w in spelling.get("known") or ()])
     known = {w for table in tables for phrase in table for w in re.findall(r"[a-z]+", _norm(str(phrase)))}
     return replace(lex, speller=Speller.from_profile(known, spelling))
+
+
+def _op_properties(table: Mapping | None) -> dict[str, tuple[str, int]]:
+    """op -> (property, +1/-1) a raise of the op moves: {"exposure": {"L": "up"}} -> {"exposure": ("L", 1)}."""
+    return {str(op): (str(prop), 1 if way == "up" else -1)
+            for op, entry in (table or {}).items() for prop, way in list((entry or {}).items())[:1]}
 
 
 def _intent_moves(intent: Mapping, op_properties: Mapping[str, Mapping[str, str]]) -> tuple[tuple[str, int], ...]:
@@ -310,6 +328,7 @@ class Reading:
     share: float | None = None    # a bounded follow-up's share of the last change to take back, when said
     repeat: float | None = None   # a "more" follow-up's size as a share of the last change ("a smidge more": 0.25)
     since_original: bool = False  # a bounded one measured from the original, not the version before the last change
+    bare: bool = False            # a follow-up that names no quality of its own ("bit more", "halve it", "same again")
 
     @property
     def is_edit(self) -> bool:
@@ -607,7 +626,7 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
         return Reading(message, "unknown")
     but_scale = _repeat_but(tokens, lex)
     if but_scale is not None:     # "same again but less": the last change again, scaled, same way
-        return _follow_up(message, "more", tokens, None, None, history, lex, scale=but_scale)
+        return _follow_up(message, "more", tokens, None, None, history, lex, scale=but_scale, bare=True)
     # what is to stay ("keep the lake glassy like it is", "leave her skin natural") asks for no quality
     kept = _kept_spans(tokens, lex)
     expects, used = _qualities([t if i not in kept else "\u00b7" for i, t in enumerate(tokens)], lex)
@@ -651,10 +670,13 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
         if _follow_kind(tokens, lex) == "less" and _restates_last(expects, history, lex):
             # "too much, i only wanted it a bit brighter" after "much brighter": less of that change
             return _follow_up(message, "less", tokens, target, mask, history, lex)
+        if target is None and lex.carry_on & set(tokens) and _restates_last(expects, history, lex):
+            # "warmer still", "even brighter" after "warm the sky": more of that change, where it was
+            return _follow_up(message, "more", tokens, None, None, history, lex)
         return Reading(message, "edit", tuple(expects), target, mask)
     follow = _follow_kind(tokens, lex)
     if follow is not None:
-        return _follow_up(message, follow, tokens, target, mask, history, lex)
+        return _follow_up(message, follow, tokens, target, mask, history, lex, bare=True)
     if things:
         return Reading(message, "unsupported", target=target, target_mask=mask)
     if "?" in text or any(text.startswith(q + " ") for q in lex.question_starts):
@@ -837,26 +859,28 @@ def _takes_back(message: str, expects: Sequence[Expect], target: str | None, his
 
 
 def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | None, mask: dict | None,
-               history: Sequence[str], lex: Lexicon, scale: float | None = None) -> Reading:
+               history: Sequence[str], lex: Lexicon, scale: float | None = None, bare: bool = False) -> Reading:
+    """``bare``: the message names no quality of its own ("bit more", "same on the right"): the judge
+    may measure it against the last change as it landed instead of these words (scoring.landed_moves)."""
     last = _last_edit(history, lex)
     if last is None:
-        return Reading(message, "follow_up", follow=follow, notes=("no earlier change to follow",))
+        return Reading(message, "follow_up", follow=follow, notes=("no earlier change to follow",), bare=bare,
+                       repeat=(scale or _more_scale(tokens, lex)[0]) if follow == "more" else None,
+                       bounded=follow == "less", target=target if follow == "retarget" else None,
+                       target_mask=mask if follow == "retarget" else None)
     if follow == "retarget":
-        return Reading(message, "follow_up", last.expects, target, mask, follow="retarget")
+        return Reading(message, "follow_up", last.expects, target, mask, follow="retarget", bare=bare)
     if follow == "more":
         # the planner profile's scale of the phrase ("a touch more" 0.3, "double it" 2.0) sizes it
         # (``scale`` given: "same again but less", already sized)
-        found = _find_phrases(tokens, lex.more_scales) if scale is None else []
         if scale is None:
-            scale = lex.more_scales[found[-1][2]] if found else 1.0
-            size = 0 if scale <= 0.5 else 2 if scale >= 1.6 else 1
-            if not found:
-                size = _magnitude(tokens, len(tokens), lex, size)
+            scale, size = _more_scale(tokens, lex)
         else:
             size = 0 if scale < 1.0 else 2 if scale >= 1.6 else 1
         expects = tuple(Expect(tuple(tuple(replace(m, size=min(size, m.size)) for m in alt)
                                      for alt in e.alternatives), e.source, look=e.look) for e in last.expects)
-        return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="more", repeat=scale)
+        return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="more", repeat=scale,
+                       bare=bare)
     # less: the other way, by a share of the last change (the profile's fraction: "halve it" 0.5,
     # "way too much" 0.8), never past the version before it
     found = _find_phrases(tokens, lex.less_fractions)
@@ -867,7 +891,18 @@ def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | N
     expects = tuple(Expect(tuple(tuple(replace(m, sign=-m.sign, size=0) for m in alt) for alt in e.alternatives),
                            e.source) for e in last.expects)
     return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="less", bounded=True,
-                   share=share)
+                   share=share, bare=bare)
+
+
+def _more_scale(tokens: Sequence[str], lex: Lexicon) -> tuple[float, int]:
+    """(share of the last change, size) a "more" asks: the planner profile's scale of the phrase
+    ("a touch more" 0.3, "double it" 2.0), or a magnitude said with it."""
+    found = _find_phrases(tokens, lex.more_scales)
+    scale = lex.more_scales[found[-1][2]] if found else 1.0
+    size = 0 if scale <= 0.5 else 2 if scale >= 1.6 else 1
+    if not found:
+        size = _magnitude(tokens, len(tokens), lex, size)
+    return scale, size
 
 
 __all__ = ["Expect", "Lexicon", "Move", "PROPERTIES", "Reading", "load_lexicon", "read_attempt", "read_request"]

@@ -28,12 +28,12 @@ The person-facing sentence uses plain words; the numbers go to ``details``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
 
-from agent.judging.reading import Lexicon, Move, Reading, load_lexicon, place_words
+from agent.judging.reading import Expect, Lexicon, Move, Reading, load_lexicon, place_words
 from pipeline import measure
 
 #: Below this share of the frame a content mask ("face", "sky") counts as not found.
@@ -183,6 +183,10 @@ def score_move(move: Move, change: float, lex: Lexicon, *, last: float | None = 
             return "past", 0.2, expected
         # graded: best at the share asked ("halve it": half), 0.85 at a full undo or the least share
         return "met", 1.0 - 0.15 * min(1.0, abs(signed / last - share) / 0.5), expected
+    if expected is not None and expected < 2.0 * noise and abs(signed) < noise:
+        # a repeat's share of a change that small is barely visible ("a smidge more" of a faint step):
+        # no visible move is no fault
+        return "met", 0.9, expected
     if expected is None:
         expected = lex.size_of(move.prop, move.size) * scale
     if signed <= -max(noise, 0.25 * expected):
@@ -239,7 +243,8 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
                   original: np.ndarray | None = None, before_last: np.ndarray | None = None,
                   target_mask: np.ndarray | None = None, plan_mask: np.ndarray | None = None,
                   plan_is_local: bool = False, lexicon: Lexicon | None = None,
-                  views: tuple[measure.LabImage, measure.LabImage] | None = None) -> ReadingScore:
+                  views: tuple[measure.LabImage, measure.LabImage] | None = None,
+                  last_change: LastChange | None = None) -> ReadingScore:
     """Score the turn ``before`` -> ``after`` (same-size uint8 RGB) against ``reading``.
 
     ``target_mask``: the reading's own target mask (0..1, full size), when it
@@ -248,8 +253,26 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
     ``before_last``: the version before the last change (for "less" follow-ups; a complaint
     about the edits so far is measured from ``original``).
     ``views``: the analysis copies of ``before`` and ``after`` when the caller has them.
+    ``last_change``: the ops the last change moved and where: a bare follow-up ("bit more", "halve it")
+    is measured against that change as it landed.
     """
     lex = lexicon or load_lexicon()
+    if reading.bare and last_change is not None and before_last is not None:
+        where = last_change.where
+        # "bit more", "a hair more on them", "same on the right": the last change is the one that landed
+        # (its main moves and, for more or less of it, its place), whatever its old words read as
+        b_view = views[0] if views is not None else measure.LabImage.of(before)
+        moves = landed_moves(measure.LabImage.of(before_last), b_view, last_change, lex)
+        if moves:
+            if reading.follow == "less":
+                moves = tuple(replace(m, sign=-m.sign, size=0) for m in moves)
+            reading = replace(reading, expects=(Expect((moves,), "the last change as it landed"),))
+            if reading.follow != "retarget":
+                # a place the judge can find keeps its name; one it cannot ("them", "the two") is "the same place"
+                named = reading.target if reading.target_mask is not None else None
+                reading = replace(reading, target=None if where is None else (named or "same place"),
+                                  target_mask=None)
+                target_mask, plan_mask, plan_is_local = where, None, False
     if reading.kind in _NO_EDIT_WORDS:
         changed = not np.array_equal(before, after)
         if not changed:
@@ -367,6 +390,39 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
     return out
 
 
+@dataclass
+class LastChange:
+    """What the last change moved (op -> signed step) and where (0..1 mask; None: the whole photo)."""
+
+    steps: dict[str, float]
+    where: np.ndarray | None = None
+
+
+#: A property counts as moved by the last change at this many times its noise.
+LANDED_VISIBLE = 3.0
+
+
+def landed_moves(before_last: measure.LabImage, before: measure.LabImage, change: LastChange,
+                 lex: Lexicon) -> tuple[Move, ...]:
+    """The moves of the last change as it landed, ``before_last`` -> ``before`` (analysis copies): each
+    property one of its ops moves, the way the op went, that visibly moved that way where it went.
+    Empty when none did (the judge keeps the words' reading).
+
+    A bare follow-up ("a hair more", "halve it") is about that change whatever its old words read as.
+    """
+    ways: dict[str, set[int]] = {}
+    for op, step in change.steps.items():
+        moved = lex.moved_by(op)
+        if moved is not None and step:
+            ways.setdefault(moved[0], set()).add(moved[1] * (1 if step > 0 else -1))
+    if not ways:
+        return ()
+    weight = None if change.where is None else before.masked(change.where).weight
+    last = property_changes(before_last, before, weight, sorted(ways))
+    return tuple(Move(p, 1 if last[p] > 0 else -1, 1) for p in sorted(ways)
+                 if abs(last[p]) >= LANDED_VISIBLE * lex.noise(p) and (1 if last[p] > 0 else -1) in ways[p])
+
+
 def _place(reading: Reading) -> str:
     return place_words(reading.target) if reading.target else "the photo"
 
@@ -400,4 +456,4 @@ def _verdict_sentences(checks: list[MoveCheck], reading: Reading, where: str, le
     return out
 
 
-__all__ = ["MoveCheck", "ReadingScore", "property_changes", "score_move", "score_reading"]
+__all__ = ["MoveCheck", "ReadingScore", "LastChange", "landed_moves", "property_changes", "score_move", "score_reading"]

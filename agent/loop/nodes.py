@@ -219,10 +219,11 @@ class TurnNodes:
         chain = self.store.ancestors(base_asset_id)
         messages = {t.turn: t.message for t in self.store.turns(session_id)}
         history = [messages[a.turn] for a in chain[1:] if messages.get(a.turn)]
-        before_last = None
+        before_last = last_state = None
         if len(chain) >= 2:
-            before_last = self.renderer.render(source, EditState.from_dict(chain[-2].state), side)
-        return history, before_last
+            last_state = EditState.from_dict(chain[-2].state)
+            before_last = self.renderer.render(source, last_state, side)
+        return history, before_last, last_state
 
     # -- nodes -----------------------------------------------------------------------------
     @guarded("planner")
@@ -454,7 +455,8 @@ class TurnNodes:
                                   if hasattr(self.renderer, "mask_for")
                                   else self.renderer.mask(source, g.target, original_img.shape[:2]))
         session = self.store.get_session(state["session_id"])
-        history, before_last = self.judge_history(source, state["session_id"], state["base_asset_id"], side)
+        history, before_last, last_state = self.judge_history(source, state["session_id"], state["base_asset_id"],
+                                                              side)
         result = self.judge.assess(JudgeRequest(
             original=original_img, current=current_img, sub_goals=goals, state=candidate,
             previous_state=previous, previous=previous_img, masks=masks,
@@ -462,7 +464,7 @@ class TurnNodes:
             message="" if state.get("person_modified") else _message_judged(state),
             feedback="" if state.get("person_modified") else str(state.get("replan_feedback") or ""),
             schema=str(session.settings.get("quality_schema", "default")), schema_root=self.schemas_root,
-            history=history, before_last=before_last,
+            history=history, before_last=before_last, before_last_state=last_state,
             locate=lambda spec: self.renderer.mask(source, spec, original_img.shape[:2]),
             held=any(row.get("status") == "clamped" for row in state.get("sub_goals") or []),
             skipped=[] if state.get("person_modified") else [str(s) for s in (state.get("plan") or {}).get("skipped") or ()],

@@ -162,9 +162,12 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         and not any(s + n in (a.pos, a.pos - 1) for s, n, _ in pull for a in anchors)   # "less warm": a negation
     if said_how:
         return _scaled_back(vocab, last, anchors, pieces, request.state)
+    carried = not (pull or fractions) and _carried_on(vocab, tokens, anchors, pieces, last)
+    if carried:       # "warmer still", "even brighter" after "make the sky warmer": that change again, there
+        anchors = []
     if (anchors and not said_why) or find_phrases(tokens, vocab.restore):
         return _restored(vocab, tokens, pieces, dialogue, request)
-    repeat = find_phrases(tokens, vocab.repeat)
+    repeat = find_phrases(tokens, vocab.repeat) or ([(0, 0, 1.0)] if carried else [])
     retarget = find_phrases(tokens, vocab.retarget)
     insisted = find_phrases(tokens, vocab.insist_words)     # "more, i insist": the repeat, past the sweet spot
     covered: set[int] = set()
@@ -173,7 +176,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         for pos, n, _ in found:
             covered.update(range(pos, pos + n))
     for p in pieces:
-        if p.category in _CARRIED or (said_why and p.category == "problem"):
+        if p.category in _CARRIED or (said_why and p.category == "problem") or (carried and p.category == "intent"):
             covered.update(range(p.pos, p.pos + len(p.text.split())))
     # "gone a bit far on the colour, just a little less": an aspect of the last change named with a
     # follow-up ("the colour", "the texture") says which of its ops the follow-up is about
@@ -293,6 +296,24 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         return _retarget(vocab, base, targets, scale)
     return FollowUp(moves=_repeat_moves(vocab, base, scale), labels=list(base.labels),
                     dialogue={"move": "repeat", "base_asset": base.asset_id, "scale": scale})
+
+
+def _carried_on(vocab: Vocabulary, tokens: list[str], anchors: list, pieces: list, last) -> bool:
+    """Whether the message only says the last change's own qualities again, with a word that carries
+    them on ("deeper still" after "a deeper blue", "even warmer" after "warm the sky"): a repeat of that
+    change where it was, not a new request on the whole photo."""
+    if last is None or not last.changes or not anchors or not any(t in vocab.carry_on for t in tokens):
+        return False
+    if any(p.category in ("reduce", "target", "rollback", "reset", "global") for p in pieces):
+        return False
+    said = tokenize(last.message.lower())
+    if not all(p.category == "intent" and (p.key in last.intents or all(w in said for w in p.text.split()))
+               for p in anchors):
+        return False
+    spoken = {i for p in pieces if p.category in ("intent", "magnitude")
+              for i in range(p.pos, p.pos + len(p.text.split()))}
+    return all(i in spoken or t in vocab.carry_on or t in FILLER or t in vocab.chatter or t in SEPARATORS
+               or t in INTERJECTIONS for i, t in enumerate(tokens))
 
 
 def _scaled_back(vocab: Vocabulary, base, anchors: list, pieces: list, state: EditState) -> FollowUp:

@@ -109,6 +109,14 @@ def _uses(vocab: Vocabulary, clause: Clause, after_complaint: bool = False) -> l
                     use.set_mode = True
                 elif p.category in ("reset", "rollback") and not use.problem:
                     use.reset = True
+    # "not colder. warmer!": a bare "not" right before a quality leaves it alone ("not warm enough" does not)
+    pieces = clause.pieces
+    for i, p in enumerate(pieces[:-1]):
+        quality = pieces[i + 1]
+        if p.text in vocab.not_before and quality.category == "intent" and quality.pos == p.pos + 1 \
+                and not (i + 2 < len(pieces) and pieces[i + 2].text in vocab.not_unless_after):
+            for use in uses[quality.pos]:
+                use.avoid = True
     # "set contrast to 20" / "contrast = 20": a number after "to" or "=" is absolute.
     for i, p in enumerate(clause.pieces):
         if p.category == "number" and i and clause.pieces[i - 1].text in ("to", "at", "="):
@@ -224,6 +232,19 @@ def _locate(vocab: Vocabulary, values: list[tuple[str, int]], mode: str, target_
     return values, spec
 
 
+def _said_label(vocab: Vocabulary, intent: Intent, negated: bool, band: str | None) -> str:
+    """The words a move is named by in replies and questions: "less blue", not the band intent's own
+    "more saturated"; "less warm" is the profile's "cooler" where the intent has an opposite."""
+    if band and intent.primary == "saturation" and intent.mode == "add":
+        return f"{'less' if negated else 'more'} {band}"
+    if not negated:
+        return intent.label
+    opposite = vocab.intents.get(intent.opposite or "")
+    if opposite is not None:
+        return opposite.label
+    return "less " + intent.label.removeprefix("more ")
+
+
 def _moves_at(vocab: Vocabulary, use: Use, target_name: str | None, band: str | None, state: EditState,
               order: int, source: str, notes: list[str]) -> list[Move]:
     intent = use.intent
@@ -234,11 +255,13 @@ def _moves_at(vocab: Vocabulary, use: Use, target_name: str | None, band: str | 
     def current(op: str, at: dict | None) -> int:
         return state.value(op, normalize_mask_spec(at)) if at else state.value(op)
 
+    negated = use.negated
+    label = intent.label
+
     def move(op: str, value: int, mode: str, at: dict | None, phrase: str, rank: int) -> Move:
-        return Move(op, value, mode, at, intent.label, phrase, source, order, rank, intent.kind, intent.name,
+        return Move(op, value, mode, at, label, phrase, source, order, rank, intent.kind, intent.name,
                     complaint=bool(use.problem or use.fixes))
 
-    negated = use.negated
     if use.reset:
         # reset / remove: back to 0 what this intent moved; nothing moved means "less of it".
         moved = [op for op, _ in values if current(op, spec)]
@@ -249,6 +272,7 @@ def _moves_at(vocab: Vocabulary, use: Use, target_name: str | None, band: str | 
             notes.append(f"{intent.label.capitalize()}{on_where} is already at its neutral value.")
             return []
         negated = True
+    label = _said_label(vocab, intent, negated, band)
     if intent.mode == "set" and use.number is None:
         phrase = f"bringing the colour back to {where}" if negated else intent.doing.format(where=where)
         return [move(op, 0 if negated else v, "set", spec, phrase, rank) for rank, (op, v) in enumerate(values)]
