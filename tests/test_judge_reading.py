@@ -264,3 +264,25 @@ def test_a_quality_said_again_with_still_is_more_of_the_last_change():
     r = read_request("warmer still", ["make the sky warmer"])
     assert (r.kind, r.follow, r.target) == ("follow_up", "more", "sky")
     assert read_request("warmer", ["make the sky warmer"]).kind == "edit"
+
+
+@pytest.mark.parametrize("message, target", [
+    ("go a bit darker then, but keep the sky exactly how it is", "everything but the sky"),
+    ("brighten everything except her face", "everything but the face"),
+    ("brighten her face but leave the sky", "face"),              # another place kept: this one is not
+    ("now brighten the cat but not the keyboard", "subject"),      # "but not the keyboard" names its own thing
+    ("lift the two puppies a little", "puppies"),                  # a count is not the thing
+    ("its pretty murky, brighten it", None),                       # a degree word is not a thing
+])
+def test_the_place_of_a_request_and_the_places_kept(message, target):
+    from agent.judging.reading import read_request
+
+    assert read_request(message).target == target
+
+
+def test_a_too_that_ends_a_complaint_is_as_well_not_a_complaint_about_the_next_word():
+    from agent.judging.reading import read_request
+
+    r = read_request("its pretty murky too, brighten?")
+    assert ("L", 1) in {(m.prop, m.sign) for e in r.expects for alt in e.alternatives for m in alt}
+    assert ("L", -1) not in {(m.prop, m.sign) for e in r.expects for alt in e.alternatives for m in alt}

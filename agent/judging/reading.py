@@ -99,6 +99,7 @@ class Lexicon:
     protect: tuple[str, ...] = ()            # the engine's grammar.protect + except: "but leave her face alone"
     dismiss: tuple[str, ...] = ()            # the engine's place_guesses.dismiss: "never mind the cord"
     carry_on: frozenset[str] = frozenset()   # the engine's followups.carry_on: "warmer still", "even brighter"
+    counting: frozenset[str] = frozenset()   # "the two puppies": the thing is the word after the count
     op_properties: Mapping[str, tuple[str, int]] = field(default_factory=dict)   # op -> (property, way) it moves
     op_prefix_properties: Mapping[str, tuple[str, int]] = field(default_factory=dict)   # "saturation_" -> chroma up
     manner: frozenset[str] = frozenset()     # the engine's grammar.manner: "a soft vignette" is not softer
@@ -207,6 +208,7 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         complaint_damping=float((engine.get("complaints") or {}).get("magnitude_damping") or 0.0),
         filler=frozenset(t for w in efu.get("filler") or () for t in _tokens(_norm(str(w)))),
         carry_on=frozenset(_norm(str(w)) for w in efu.get("carry_on") or ()),
+        counting=frozenset(_norm(str(w)) for w in data.get("counting") or ()),
         op_properties=_op_properties(data.get("op_properties")),
         op_prefix_properties=_op_properties(data.get("op_prefix_properties")),
         avoid=tuple(_norm(str(w)) for w in (engine.get("grammar") or {}).get("avoid") or ()),
@@ -379,16 +381,22 @@ def _size_prefix(size: int) -> str:
     return {0: "a touch ", 1: "", 2: "much "}[size]
 
 
-def _protected(tokens: Sequence[str], lex: Lexicon) -> bool:
-    """Whether the place named is one to keep ("but keep the sky as it is", "except her face"): a protect
-    word within a few words before a place, after something was asked, or after it ("but the backdrop has
-    to stay white", "don't let her skin go grey")."""
-    places = [(s, e) for s, e, _ in _find_phrases(tokens, list(lex.targets) + list(lex.bands))]
+def _protected(tokens: Sequence[str], lex: Lexicon, at: int) -> bool:
+    """Whether the place named at ``at`` is one to keep ("but keep the sky as it is", "except her face"): a
+    protect word within a few words before it, after something was asked, or after it ("but the backdrop
+    has to stay white", "don't let her skin go grey"). Another place kept ("brighten her face but leave
+    the sky") does not make this one kept."""
+    places = [(s, e) for s, e, _ in _find_phrases(tokens, list(lex.targets) + list(lex.bands)) if s <= at < e]
 
     def joined(a: int, b: int) -> bool:      # no clause break between ("lift the shadows but keep the snow")
         return not any(t in _CLAUSE_BREAKS for t in tokens[a:b])
 
-    return any((0 <= s2 - e <= 3 and s > 0) or (0 <= s - e2 <= 3 and s2 > 0 and joined(e2, s))
+    # (the protect phrase may end in the place's own article: "keep the" + "the sky")
+    def predicate(s: int, e: int) -> bool:   # "has to stay", "stays": said of a place before it, not "keep the"
+        return tokens[e - 1] not in _DEFINITE and (e >= len(tokens) or tokens[e] not in _DEFINITE)
+
+    return any((s < s2 and s2 - e <= 3 and s > 0)
+               or (0 <= s - e2 <= 3 and s2 > 0 and joined(e2, s) and predicate(s, e))
                for s, e, _ in _find_phrases(tokens, lex.protect) for s2, e2 in places)
 
 
@@ -458,6 +466,12 @@ def _magnitude(tokens: Sequence[str], start: int, lex: Lexicon, default: int = 1
 def _target(tokens: Sequence[str], lex: Lexicon, skip: set[int],
             inside: frozenset[int] | set[int] = frozenset()) -> tuple[str | None, dict | None]:
     """The first place named: a band, a vocabulary target, or an object word after 'the/his/her'."""
+    return _target_at(tokens, lex, skip, inside)[1:]
+
+
+def _target_at(tokens: Sequence[str], lex: Lexicon, skip: set[int],
+               inside: frozenset[int] | set[int] = frozenset()) -> tuple[int, str | None, dict | None]:
+    """(position, name, mask spec) of the first place named; (-1, None, None) when none is."""
     candidates: list[tuple[int, str, dict | None]] = []
     for s, e, p in _find_phrases(tokens, lex.bands):
         if not skip.intersection(range(s, e)) or p.startswith("the "):
@@ -471,14 +485,17 @@ def _target(tokens: Sequence[str], lex: Lexicon, skip: set[int],
     known_words = set(w for p in list(lex.targets) + list(lex.bands) for w in p.split())
     for i, t in enumerate(tokens[:-1]):
         if t in ("the", "his", "her", "its", "their") and i + 1 not in skip:
-            noun = tokens[i + 1].removesuffix("'s")
+            after = i + 1
+            while after < len(tokens) - 1 and tokens[after] in lex.counting:
+                after += 1          # "the two puppies", "the little cup": the thing comes after
+            noun = tokens[after].removesuffix("'s")
             if (noun not in lex.not_places and noun not in known_words and noun not in lex.magnitudes
                     and not any(noun == q.split()[0] for q in lex.qualities) and len(noun) > 2):
                 candidates.append((i, noun, None))
     if not candidates:
-        return None, None
+        return -1, None, None
     candidates.sort(key=lambda c: c[0])
-    return candidates[0][1], candidates[0][2]
+    return candidates[0]
 
 
 def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[int]]:
@@ -508,7 +525,10 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
         negated = False
         if not q.problem and not q.fix:
             # a frame word before it, or inside the phrase itself ("too contrasty")
-            complaint = (_before(tokens, s, lex.complaint_frames, skip=skip_words)
+            # ... but a "too" that ends the quality before ("it's murky too, brighten") says "as well"
+            also = any(s - len(w.split()) in ends and list(tokens[s - len(w.split()):s]) == w.split()
+                       for w in lex.problem_also)
+            complaint = ((_before(tokens, s, lex.complaint_frames, skip=skip_words) and not also)
                          or p.split()[0] in lex.complaint_frames or _names_a_problem(tokens, s, e, p, lex))
             negated = _before(tokens, s, lex.negations, skip=skip_words) \
                 or (not expects and _avoided_degree(tokens, s, lex))       # not a caution on a wish before it
@@ -635,10 +655,11 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     # a place inside a tool's own words ("clean up her skin") belongs to that tool, not to the qualities
     in_tools = {i for s, e, _ in _find_phrases(tokens, lex.tools) for i in range(s, e)}
     # a thing no table knows said as what is to stay ("keep the snow white") is not where the change goes
-    target, mask = _target(tokens, lex, used | in_tools | kept, in_tools)
-    if _has(tokens, lex.global_words):
+    at, target, mask = _target_at(tokens, lex, used | in_tools | kept, in_tools)
+    kept_place = target is not None and mask is not None and _protected(tokens, lex, at)
+    if _has(tokens, lex.global_words) and not kept_place:    # ("brighten everything except her face")
         target, mask = None, None
-    if target is not None and mask is not None and _protected(tokens, lex):
+    if kept_place:
         # "warm it up but leave her face alone": the change goes everywhere but there, and there holds
         target, mask = f"everything but {place_words(target)}", dict(mask, invert=not mask.get("invert"))
     if set(tokens) <= lex.chat | {"there", "so", "much", "very", "you", "anyway", "all", "that", "it", "is",
