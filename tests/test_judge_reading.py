@@ -286,3 +286,12 @@ def test_a_too_that_ends_a_complaint_is_as_well_not_a_complaint_about_the_next_w
     r = read_request("its pretty murky too, brighten?")
     assert ("L", 1) in {(m.prop, m.sign) for e in r.expects for alt in e.alternatives for m in alt}
     assert ("L", -1) not in {(m.prop, m.sign) for e in r.expects for alt in e.alternatives for m in alt}
+
+
+def test_insisting_asks_for_a_strong_step_and_the_corners_are_a_place():
+    from agent.judging.reading import read_attempt, read_request
+
+    sizes = {m.size for e in read_attempt("more contrast. yes more, i insist").expects
+             for alt in e.alternatives for m in alt}
+    assert sizes == {2}
+    assert read_request("darken the corners a little").target == "edges"

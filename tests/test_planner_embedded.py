@@ -566,3 +566,19 @@ def test_a_thing_said_as_what_stays_is_not_read_by_the_judge_as_asked_for():
 
     reading = read_request("warmer, but keep the snow white")
     assert reading.kind == "edit" and reading.target is None
+
+
+def test_a_quality_said_twice_in_one_message_is_one_request():
+    """"darken the corners a little, like a soft vignette" asks for one soft vignette, not two."""
+    from agent.planning.base import PlanRequest
+    from pipeline.state import EditState
+
+    planner = EmbeddedPlanner()
+    once = planner.plan(PlanRequest("a soft vignette", EditState()))
+    twice = planner.plan(PlanRequest("darken the corners a little, like a soft vignette", EditState()))
+    assert [(g.op, g.value) for g in twice.sub_goals] == [(g.op, g.value) for g in once.sub_goals]
+    # two different qualities on the same op still add up
+    def temperature(message: str) -> int:
+        return sum(g.value for g in planner.plan(PlanRequest(message, EditState())).sub_goals if g.op == "temperature")
+
+    assert temperature("warmer, golden hour") > max(temperature("warmer"), temperature("golden hour"))

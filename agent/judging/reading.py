@@ -100,6 +100,7 @@ class Lexicon:
     dismiss: tuple[str, ...] = ()            # the engine's place_guesses.dismiss: "never mind the cord"
     carry_on: frozenset[str] = frozenset()   # the engine's followups.carry_on: "warmer still", "even brighter"
     counting: frozenset[str] = frozenset()   # "the two puppies": the thing is the word after the count
+    insist: tuple[str, ...] = ()             # the engine's insist.words: "more contrast, i insist" is a strong step
     op_properties: Mapping[str, tuple[str, int]] = field(default_factory=dict)   # op -> (property, way) it moves
     op_prefix_properties: Mapping[str, tuple[str, int]] = field(default_factory=dict)   # "saturation_" -> chroma up
     manner: frozenset[str] = frozenset()     # the engine's grammar.manner: "a soft vignette" is not softer
@@ -209,6 +210,7 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         filler=frozenset(t for w in efu.get("filler") or () for t in _tokens(_norm(str(w)))),
         carry_on=frozenset(_norm(str(w)) for w in efu.get("carry_on") or ()),
         counting=frozenset(_norm(str(w)) for w in data.get("counting") or ()),
+        insist=tuple(_norm(str(w)) for w in (engine.get("insist") or {}).get("words") or ()),
         op_properties=_op_properties(data.get("op_properties")),
         op_prefix_properties=_op_properties(data.get("op_prefix_properties")),
         avoid=tuple(_norm(str(w)) for w in (engine.get("grammar") or {}).get("avoid") or ()),
@@ -720,6 +722,11 @@ def read_attempt(message: str, history: Sequence[str] = (), feedback: str = "",
     """
     lex = lexicon or load_lexicon()
     asked = read_request(message, history, lex)
+    if asked.expects and _has(_tokens(normalise(message)), lex.insist):
+        # "more contrast, i insist": past the sweet spot on purpose, a strong step is what was asked
+        asked = replace(asked, expects=tuple(replace(e, alternatives=tuple(tuple(replace(m, size=2) for m in alt)
+                                                                         for alt in e.alternatives))
+                                             for e in asked.expects))
     if not (feedback or "").strip():
         return asked
     said = read_request(feedback, list(history) + [message], lex)

@@ -68,7 +68,7 @@ def _merge(moves: list[Move], state: EditState, notes: list[str]) -> list[Move]:
         # The reply names the person's words, not the style underneath them.
         first = min(group, key=lambda m: (m.source in ("style", "signal"), m.order, m.rank))
         sets = [m for m in group if m.mode == "set"]
-        adds = sum(m.value for m in group if m.mode == "add")
+        adds = _said_once([m for m in group if m.mode == "add"])
         if sets:
             value, mode = sets[-1].value + adds, "set"
         else:
@@ -88,6 +88,21 @@ def _merge(moves: list[Move], state: EditState, notes: list[str]) -> list[Move]:
                 continue
         merged.append(replace(first, value=value, mode=mode, rank=min(m.rank for m in group)))
     return merged
+
+
+def _said_once(adds: list[Move]) -> int:
+    """The summed step of one op's moves, where a quality said twice in one message ("darken the corners
+    a little, like a soft vignette") is one request: its larger step the same way, not both."""
+    said: dict[str, int] = {}
+    total = 0
+    for m in adds:
+        if m.source != "message" or not m.intent:
+            total += m.value
+        elif m.intent in said and said[m.intent] * m.value > 0:
+            said[m.intent] = max(said[m.intent], m.value, key=abs)
+        else:
+            said[m.intent] = said.get(m.intent, 0) + m.value
+    return total + sum(said.values())
 
 
 def _limit(moves: list[Move], max_sub_goals: int, notes: list[str]) -> list[Move]:
