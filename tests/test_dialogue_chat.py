@@ -500,3 +500,34 @@ def test_a_place_said_with_only_after_the_requests_restricts_them_to_it(planner)
     assert moves and all(where == "sky" for _, where in moves), moves
     # without "only" a place said alone is no restriction of what came before
     assert ("temperature", None) in _moves(_plan(planner, "warmer, and the face"))
+
+
+@pytest.mark.parametrize("text, back_to", [
+    ("ditch the last two changes", 1),                    # a count is not a change's name
+    ("the previous version was better", 2),               # a version said to have been better
+    ("i liked it better a moment ago", 2),
+    ("nah, back to how it looked after the warming", 1),  # right after the change it names
+    ("get rid of everything you did", 0),                 # everything, nothing named: the original
+    ("roll it all back", 0),
+])
+def test_going_back_in_other_words_lands_on_the_version_meant(studio, text, back_to):
+    sid = studio.start_session(small_photo("coffee")).id
+    heads = [studio.head(sid).id]
+    for message in ("make it warmer", "brighten it a bit", "more contrast"):
+        studio.send_message(sid, message)
+        heads.append(studio.head(sid).id)
+    r = studio.send_message(sid, text)
+    assert r.status == "rolled_back", r.reply
+    assert studio.head(sid).id == heads[back_to]
+
+
+def test_a_change_named_in_the_middle_is_taken_out_and_the_later_ones_stay(studio):
+    sid = studio.start_session(small_photo("coffee")).id
+    for message in ("make it warmer", "brighten it a bit", "more contrast"):
+        studio.send_message(sid, message)
+    before = studio.head(sid).state["settings"]
+    r = studio.send_message(sid, "get rid of all the colour stuff")
+    after = studio.head(sid).state["settings"]
+    assert r.asset_id and "Took out" in r.reply and "later changes stay" in r.reply
+    assert not after.get("temperature")
+    assert after.get("exposure") == before.get("exposure") and after.get("contrast") == before.get("contrast")

@@ -37,7 +37,8 @@ class GoingBack:
     before the named change: "back to before the brightening"), "version" (a version described by
     what it had: "the first warm one", "the warm one without the extra colour").
     ``named``: the words naming the change or what the version had; ``without``: what it lacked;
-    ``before``: a change the version came before; ``first``: the earliest such version, not the latest.
+    ``before``: a change the version came before; ``after``: a change the version came right after;
+    ``first``: the earliest such version, not the latest.
     ``strong``: said with a word that only means going back (undo, revert, back to); a weak verb
     ("remove", "get rid of") goes back only when it names a change that was made.
     """
@@ -47,13 +48,15 @@ class GoingBack:
     named: list[str] = field(default_factory=list)
     without: list[str] = field(default_factory=list)
     before: list[str] = field(default_factory=list)
+    after: list[str] = field(default_factory=list)
     first: bool = False
     strong: bool = True
     whole: bool = False         # "all the colour boosting", "the texture stuff altogether": the whole run
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "steps": self.steps, "named": self.named, "without": self.without,
-                "before": self.before, "first": self.first, "strong": self.strong, "whole": self.whole}
+                "before": self.before, "after": self.after, "first": self.first, "strong": self.strong,
+                "whole": self.whole}
 
 
 class GoingBackReader:
@@ -68,7 +71,7 @@ class GoingBackReader:
 
         self.strong, self.weak = phrases("strong_verbs"), phrases("weak_verbs")
         self.original, self.versions = phrases("original"), phrases("versions")
-        self.first, self.before = phrases("first"), phrases("before")
+        self.first, self.before, self.after = phrases("first"), phrases("before"), phrases("after")
         self.without, self.last = phrases("without"), phrases("last")
         self.partial = phrases("partial")
         self.keep = phrases("keep")
@@ -157,6 +160,7 @@ class GoingBackReader:
             if not others or not self._names_a_change(others):
                 return GoingBack("original", strong=True)
         markers = sorted([(s, n, "before") for s, n, _ in self.before.find(words)]
+                         + [(s, n, "after") for s, n, _ in self.after.find(words)]
                          + [(s, n, "without") for s, n, _ in self.without.find(words)]
                          + [(s, n, "keep") for s, n, _ in self.keep.find(words)])
         first_marker = markers[0][0] if markers else len(words)
@@ -177,11 +181,14 @@ class GoingBackReader:
             named = after or before_verb
         else:
             named = self._named(words[:first_marker])
-        parts: dict[str, list[str]] = {"before": [], "without": []}
+        parts: dict[str, list[str]] = {"before": [], "without": [], "after": []}
         for k, (s, n, kind) in enumerate(markers):
             end = markers[k + 1][0] if k + 1 < len(markers) else len(words)
             if kind in parts:
                 parts[kind] += self._named(words[s + n:end])
+        if parts["after"]:
+            # "back to how it looked after the warming": right after that change
+            return GoingBack("version", named=parts["after"], after=parts["after"], strong=bool(strong) or said_back)
         described = self.versions.find(words) or self.first.find(words) or said_back
         if described and (named or parts["without"] or parts["before"]):
             return GoingBack("version", named=named, without=parts["without"], before=parts["before"],
@@ -195,6 +202,9 @@ class GoingBackReader:
             return GoingBack("steps", steps=count, named=named, strong=bool(strong))
         if named:
             return GoingBack("change", named=named, strong=bool(strong), whole=bool(self.whole.find(words)))
+        if self.whole.find(words):
+            # "get rid of everything you did", "roll it all back": every change, back to the original
+            return GoingBack("original", strong=True)
         if strong or self.last.find(words):
             return GoingBack("last", strong=bool(strong))
         return None
@@ -213,6 +223,7 @@ class GoingBackReader:
     def _named(self, words: Iterable[str]) -> list[str]:
         """The words that name a change: content words, not the table's noise ("the stuff", "one", "it")."""
         return [w for w in words if w not in self.noise and w not in SEPARATORS and not w.isdigit()
+                and (w,) not in self.numbers and not self.whole.find([w])
                 and not self.versions.find([w]) and not self.last.find([w]) and not self.first.find([w])]
 
     # -- finding --------------------------------------------------------------------
@@ -283,6 +294,10 @@ class GoingBackReader:
                 # the whole unbroken run of it; "undo that" (kind "last") is one step
                 return n - start
             return n - start
+        if back.after:
+            # right after the latest change it names (a version, not the head itself)
+            k = next((i + 1 for i in range(n - 1, -1, -1) if self.matches(edits[i], back.after)), None)
+            return n - k if k is not None and n - k >= 1 else None
         # a version described by what it had (and lacked), the latest such unless "first"
         limit = n - 1           # the head itself is not "going back"
         if back.before:
@@ -308,6 +323,16 @@ class GoingBackReader:
         else:
             k = max(candidates)
         return n - k if n - k >= 1 else None
+
+    def taken_out(self, back: GoingBack, state: DialogueState) -> list[TurnMoves]:
+        """The edits a named change is, when it is not the last ("get rid of all the colour stuff" after
+        warming, then brightening): taken out as a new version, the later changes kept; [] otherwise."""
+        if back.kind != "change" or not state.edits:
+            return []
+        run = self._last_run(state.edits, back.named, same_thing=not back.whole)
+        if run is None or run[1] == len(state.edits) - 1:
+            return []
+        return state.edits[run[0]:run[1] + 1]
 
     def _last_run(self, edits: list[TurnMoves], words: list[str], same_thing: bool = False) -> tuple[int, int] | None:
         """(first, last) index of the most recent unbroken run of edits that ``words`` name (``same_thing``: each

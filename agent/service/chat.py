@@ -176,6 +176,10 @@ def _going_back(studio: "Studio", session_id: str, route: Route, progress, text:
                 return studio.undo(session_id, steps=steps, progress=progress, said=text)
             except InvalidInput as exc:
                 return _answered(studio, session_id, text, str(exc)[:1].upper() + str(exc)[1:] + ".", kind="command")
+    for back in route.going_back:
+        out = reader.taken_out(back, state)
+        if out and all(c.target is None for e in out for c in e.changes):
+            return _take_out(studio, session_id, out, progress, text)
     if not any(back.strong for back in route.going_back):
         return None
     if not state.edits:
@@ -184,6 +188,26 @@ def _going_back(studio: "Studio", session_id: str, route: Route, progress, text:
     return _answered(studio, session_id, text, "I couldn't tell which version you mean, so nothing changed. "
                      "Say \u201cundo\u201d for the last change, or pick a version in the history.",
                      kind="clarify", quick_replies=["Undo", "What did you change?", "Back to the original"])
+
+
+def _take_out(studio: "Studio", session_id: str, edits: list, progress, text: str) -> TurnResult:
+    """A change named that is not the last ("lose the warm stuff" after warming, then brightening): its steps
+    taken out of the head's values as a new version; what came after it stays."""
+    state = EditState.from_dict(studio.head(session_id).state)
+    steps: dict[str, int] = {}
+    for e in edits:
+        for c in e.changes:
+            steps[c.op] = steps.get(c.op, 0) + c.delta
+    values = {op: state.value(op) - d for op, d in steps.items() if d and isinstance(state.value(op), (int, float))}
+    with studio.leases.leased(session_id):
+        session = studio.leases.session(session_id)
+        result = studio.turns.start(session, text, modify_values=values, progress=progress)
+    labels = list(dict.fromkeys(label for e in edits for label in e.labels))
+    what = ("the “" + "” and “".join(labels) + "” change") if labels else "that change"
+    if result.asset_id:
+        result.reply = f"Took out {what}; the later changes stay. " + (result.reply or "")
+    result.kind = "command"
+    return result
 
 
 _AGENT_LABELS = {"planner": "the planner", "quality": "the judge", "executor": "the executor"}
