@@ -531,3 +531,35 @@ def test_a_change_named_in_the_middle_is_taken_out_and_the_later_ones_stay(studi
     assert r.asset_id and "Took out" in r.reply and "later changes stay" in r.reply
     assert not after.get("temperature")
     assert after.get("exposure") == before.get("exposure") and after.get("contrast") == before.get("contrast")
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("lovely launch pic innit. is it a bit dark overall?", "evaluation"),   # a remark, then the question
+    ("lol he fell asleep on my desk again", "chat"),                        # "again" in a remark
+    ("go on then, have a guess — do it to the whole photo", "modification"),
+])
+def test_a_remark_before_a_question_and_a_remark_that_says_again(router, text, kind):
+    assert router.route(text).kind == kind
+
+
+def _targets(planner, text):
+    return list(_moves(_plan(planner, text)))
+
+
+def test_a_thing_said_to_be_in_a_part_of_the_frame_is_changed_there(planner):
+    plan = _plan(planner, "the table at the bottom right is kinda bright, bring it down")
+    assert plan.sub_goals and plan.kind != "clarify"
+    assert {(g.target or {}).get("type") for g in plan.sub_goals} == {"radial"}
+    assert "where you said it is" in plan.reply
+    # a complaint said of it after the request is why it is asked, not a second change on the whole photo
+    assert all(t == "gradient" for _, t in _targets(planner, "lift the tower on the left a little, its lost in the dark"))
+    # a thing with no part of the frame said is still asked about
+    assert _plan(planner, "the lamp is really glary, tone it down").kind == "clarify"
+
+
+def test_a_place_said_with_a_part_of_the_frame_is_where_both_are(planner):
+    plan = _plan(planner, "the background on the right is busy, darken it a little")
+    targets = [g.target for g in plan.sub_goals]
+    assert targets and all(t["type"] == "intersect" for t in targets)
+    assert "the background on the right of the frame" in plan.reply
+    assert {t for _, t in _targets(planner, "brighten the sky and the left")} == {"sky", "gradient"}

@@ -273,6 +273,8 @@ def test_a_quality_said_again_with_still_is_more_of_the_last_change():
     ("now brighten the cat but not the keyboard", "subject"),      # "but not the keyboard" names its own thing
     ("lift the two puppies a little", "puppies"),                  # a count is not the thing
     ("its pretty murky, brighten it", None),                       # a degree word is not a thing
+    ("the background on the right is busy, darken it", "background on the right"),   # where both are
+    ("darken the top and the sky", "top"),                         # two places joined are not one
 ])
 def test_the_place_of_a_request_and_the_places_kept(message, target):
     from agent.judging.reading import read_request

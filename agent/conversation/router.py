@@ -82,6 +82,8 @@ _POLITE = frozenset({"please", "pls", "plz", "just", "now", "then", "and", "also
                      "perhaps", "quickly", "mind", "go", "try", "to"})
 #: Follow-up tables of the planner's vocabulary: a message that says one of these is about the photo.
 _FOLLOW_TABLES = ("repeat", "pull_back", "fractions", "repeat_but", "insist_words")
+#: Words no table knows, besides a follow-up phrase, that make a message a remark ("he fell asleep again").
+_REMARK_WORDS = 3
 #: Of the retarget phrases, those that can only point at the last change ("the same for the lake"), not
 #: "on" or "now", which chat says too.
 _SAME = frozenset({"same", "likewise"})
@@ -271,8 +273,16 @@ class Router:
                     advice = find_phrases(words, self.openings) and \
                         find_phrases(words, self.openings)[0][2] == "exploration"
                     return "exploration" if advice or first in ("should", "would") else "evaluation"
+            if "?" in tokens and self._remark(words):
+                continue               # "lovely launch pic innit. is it a bit dark overall?": the remark asks nothing
             return None
         return None
+
+    def _remark(self, words: list[str]) -> bool:
+        """Whether a clause only remarks ("lovely pic innit", "lol he fell asleep again"): it names nothing to
+        change and asks for nothing."""
+        return not self._requests(plain_words(words)) and not any(
+            p.category in _CHANGE_PIECES for p in read_pieces(self.vocab, words))
 
     def _offered(self, said: list[str]) -> list[str]:
         """The intents a question names ("would it look better in black and white?"), to offer them."""
@@ -306,7 +316,15 @@ class Router:
         if any(_SAME & set(phrase) for phrase in (tuple(said[s:s + n]) for s, n, _ in
                                                    find_phrases(said, self.vocab.retarget))):
             return True             # "nice. the same for the lake pls"
-        return any(find_phrases(said, getattr(self.vocab, table)) for table in _FOLLOW_TABLES)
+        found = [(s, n) for table in _FOLLOW_TABLES for s, n, _ in find_phrases(said, getattr(self.vocab, table))]
+        if not found:
+            return False
+        # "lol he fell asleep on my desk again": a remark that happens to say "again" is no follow-up
+        spans = {i for s, n in found for i in range(s, s + n)}
+        others = [w for i, w in enumerate(said) if i not in spans and w not in self.vocab.known_words
+                  and w not in self.filler and w not in self.interjections and w not in self.vocab.chatter
+                  and w not in SEPARATORS and w not in self.determiners]
+        return len(others) < _REMARK_WORDS
 
     def content_wish(self, tokens: list[str]) -> str | None:
         """The thing a message wishes into the picture ("a rainbow" in "a rainbow would be nice", "i wish

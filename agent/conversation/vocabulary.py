@@ -189,6 +189,7 @@ class Vocabulary:
         self.not_before = {str(w).lower() for w in grammar.get("not_before") or ()}
         self.not_unless_after = {str(w).lower() for w in grammar.get("not_unless_after") or ()}
         self.back_references = {" ".join(tokenize(w)) for w in grammar.get("back_references", ())}
+        self.pronoun_subjects = {" ".join(tokenize(str(w))) for w in grammar.get("pronoun_subjects", ())}
         # Op names and labels ("temperature", "green saturation", "saturation_green"): lowest priority.
         for op in ops.OPS.values():
             lists["op"] += [(op.name.replace("_", " "), op.name), (op.name, op.name), (op.label.lower(), op.name)]

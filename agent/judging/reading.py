@@ -497,7 +497,19 @@ def _target_at(tokens: Sequence[str], lex: Lexicon, skip: set[int],
     if not candidates:
         return -1, None, None
     candidates.sort(key=lambda c: c[0])
+    located = [c for c in candidates if c[2] is not None]
+    if len(located) >= 2 and located[0] is candidates[0] and located[1][0] - located[0][0] <= 4 \
+            and not _CLAUSE_BREAKS & set(tokens[located[0][0]:located[1][0]]) \
+            and _frame_part(located[0][2]) != _frame_part(located[1][2]):
+        # "the background on the right", "the sky up top": one place, where both are
+        place, part = (located[0], located[1]) if _frame_part(located[1][2]) else (located[1], located[0])
+        return located[0][0], f"{place[1]} on the {part[1]}", {"type": "intersect", "masks": [place[2], part[2]]}
     return candidates[0]
+
+
+def _frame_part(mask: Mapping) -> bool:
+    """A part of the frame (a side or half: a gradient mask), not a thing in it."""
+    return mask.get("type") == "gradient"
 
 
 def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[int]]:

@@ -394,7 +394,7 @@ class EmbeddedPlanner:
             reply = " ".join(conflict_notes + capped_notes + notes) or \
                 "Nothing to change: those settings are already where you asked."
             return Plan(sub_goals=[], reply=reply, understood=False, notes=conflict_notes + notes, source=self.name)
-        extra = ([guessed] if guessed else []) + list(capped_notes)
+        extra = ([guessed] if guessed else []) + list(draft.said) + list(capped_notes)
         if draft.skipped:
             extra.append("I skipped \u201c" + "\u201d, \u201c".join(s[:40] for s in draft.skipped[:2])
                          + "\u201d: I can't do that yet.")

@@ -13,7 +13,7 @@ from typing import Mapping
 
 from agent.planning.base import PlanRequest
 from agent.planning.moves import Draft, Move
-from agent.conversation.clauses import (PERSONS, Clause, around, avoided_degree, guess_place, names_a_thing, stand_in,
+from agent.conversation.clauses import (PERSONS, SIZES, Clause, around, avoided_degree, guess_place, names_a_thing, stand_in,
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Piece, Vocabulary, read_pieces
@@ -192,7 +192,7 @@ def _towards_uses(vocab: Vocabulary, clause: Clause, notes: list[str]) -> list[U
 def _where(vocab: Vocabulary, target_name: str | None, band: str | None, spec: Mapping | None) -> str:
     band_text = f"the {band}s" if band else ""
     if target_name:
-        place = vocab.place(target_name)[1]
+        place = _target_label(vocab, target_name)
         return f"{band_text} in {place}" if band else place
     return band_text or "the image"
 
@@ -222,7 +222,7 @@ def _intent_moves(vocab: Vocabulary, use: Use, state: EditState, order: int, sou
 def _locate(vocab: Vocabulary, values: list[tuple[str, int]], mode: str, target_name: str | None,
             band: str | None) -> tuple[list[tuple[str, int]], dict | None]:
     """Where moves land: band ops for a named band, else the target's mask (and the band's)."""
-    spec = dict(vocab.targets[target_name]) if target_name else None
+    spec = _target_spec(vocab, target_name) if target_name else None
     if band:
         mapped = _band_moves(vocab, values, band) if mode == "add" else None
         if mapped:
@@ -230,6 +230,53 @@ def _locate(vocab: Vocabulary, values: list[tuple[str, int]], mode: str, target_
         band_mask = {"type": "color", "band": band}
         spec = band_mask if spec is None else {"type": "intersect", "masks": [spec, band_mask]}
     return values, spec
+
+
+#: Joins the two names of a place qualified by a part of the frame ("the background on the right").
+_ON = "&"
+
+
+def _frame_part(vocab: Vocabulary, name: str) -> bool:
+    """A part of the frame: a side or half (a gradient mask) or a corner (an off-centre radial one)."""
+    spec = vocab.targets.get(name) or {}
+    centre = spec.get("center") or [0.5, 0.5]
+    return spec.get("type") == "gradient" or (spec.get("type") == "radial" and max(
+        abs(float(centre[0]) - 0.5), abs(float(centre[1]) - 0.5)) > 0.2)
+
+
+def _qualified_place(vocab: Vocabulary, targets: list[str]) -> str | None:
+    """"the background on the right", "the sky up top": a place and the part of the frame it is said to be
+    in are one place, where both are (its name joins the two); None for any other set of places."""
+    if len(targets) != 2:
+        return None
+    parts = [t for t in targets if _frame_part(vocab, t)]
+    if len(parts) != 1:
+        return None
+    other = next(t for t in targets if t != parts[0])
+    return f"{other}{_ON}{parts[0]}"
+
+
+def _target_spec(vocab: Vocabulary, name: str) -> dict:
+    if _ON in name:
+        return {"type": "intersect", "masks": [dict(vocab.targets[n]) for n in name.split(_ON)]}
+    return dict(vocab.targets[name])
+
+
+def _target_label(vocab: Vocabulary, name: str) -> str:
+    if _ON in name:
+        place, part = name.split(_ON)
+        return f"{vocab.place(place)[1]} on {vocab.place(part)[1]}"
+    return vocab.place(name)[1]
+
+
+def _placed_in_frame(vocab: Vocabulary, targets: list[str], named: list) -> bool:
+    """Whether a thing named is located by a part of the frame (a side, a half, a corner: a gradient or an
+    off-centre radial mask) and is not one small particular thing ("that knob in the middle", "the little
+    nose on the left" are asked about)."""
+    if not all(_frame_part(vocab, t) for t in targets):
+        return False
+    return not any(p.text.split()[0] in vocab.pointing_words or p.text.split()[0] in PERSONS
+                   or SIZES & set(p.text.split()) for p in named)
 
 
 def _said_label(vocab: Vocabulary, intent: Intent, negated: bool, band: str | None) -> str:
@@ -454,6 +501,13 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         uses = _uses(vocab, clause, complained)
         complained = any(u.problem for u in uses)
         targets = [p.key for p in clause.of("target")]
+        qualified = _qualified_place(vocab, targets)
+        if qualified is not None:
+            # "the background on the right is busy, darken it": one place, where both are
+            for u in uses:
+                if set(u.targets) == set(targets):
+                    u.targets = [qualified]
+            targets = [qualified]
         excepted = _excepted(vocab, clause)
         if excepted:
             # "everything except her face darker": the rest of the frame, not the face
@@ -574,6 +628,13 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             # ("the suit is too orange": the colour finds the thing, no place to guess; one particular
             # thing, said first or pointed at, is asked about whatever the request)
             places = [p.text for p in named] or topic
+            if places and targets and _placed_in_frame(vocab, targets, named):
+                # "the table at the bottom right is too bright", "the mountains at the top look washed out":
+                # the thing is where the person says it is, a part of the frame; the change goes there
+                label = vocab.place(targets[0])[1]
+                draft.said.append(f"I can't find {places[0]} by itself, so I worked on {label}, where you said "
+                                  f"it is; paint over it for a closer fit.")
+                places = []
             draft.unknown_places += places
             draft.specific_place = draft.specific_place or specific
             if places:
@@ -626,9 +687,14 @@ def _remedy_said(vocab: Vocabulary, moves: list[Move], clauses: list[Clause], to
         if not m.complaint and m.mode == "add" and m.value and m.source == "message":
             remedies.setdefault(kind(m), set()).add(clause_of(m))
 
+    def said_of_it(ci: int) -> bool:         # "its lost in the dark": the complaint is about the place asked
+        return 0 <= ci < len(clauses) and bool(clauses[ci].pieces) \
+            and clauses[ci].pieces[0].text in vocab.pronoun_subjects
+
     def gives_way(m: Move) -> bool:
         ci = clause_of(m)
-        return m.complaint and any(r != ci and not joined_on(max(r, ci)) for r in remedies.get(kind(m), ()))
+        kinds = [kind(m)] + ([k for k in remedies if k[1] == kind(m)[1]] if not m.target and said_of_it(ci) else [])
+        return m.complaint and any(r != ci and not joined_on(max(r, ci)) for k in kinds for r in remedies.get(k, ()))
 
     return [m for m in moves if not gives_way(m)] if remedies else moves
 

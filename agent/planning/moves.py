@@ -44,6 +44,7 @@ class Draft:
 
     moves: list[Move] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)          # notes the reply says ("I worked on the left ...")
     skipped: list[str] = field(default_factory=list)
     rollback: bool = False
     objects: bool = False
