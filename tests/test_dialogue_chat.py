@@ -563,3 +563,23 @@ def test_a_place_said_with_a_part_of_the_frame_is_where_both_are(planner):
     assert targets and all(t["type"] == "intersect" for t in targets)
     assert "the background on the right of the frame" in plan.reply
     assert {t for _, t in _targets(planner, "brighten the sky and the left")} == {"sky", "gradient"}
+
+
+def test_a_colour_before_a_small_thing_still_names_the_thing_and_it_is_asked_about(planner):
+    plan = _plan(planner, "the little pink nose on the left one, can you make it pinker")
+    assert plan.kind == "clarify" and not plan.sub_goals and "the pink nose" in plan.reply
+
+
+def test_going_back_names_a_change_after_a_tool_phrase_and_carries_its_follow_ups(studio, router):
+    # "get rid of that" is the selection tool; "get rid of that warm thing" names a change
+    assert router.route("get rid of that").kind != "command"
+    assert router.route("get rid of that warm thing").name == "going_back"
+    sid = studio.start_session(small_photo("rocket")).id
+    start = studio.head(sid).id
+    studio.send_message(sid, "lift the tower on the left a little")
+    studio.send_message(sid, "ok same on the right hand one")
+    r = studio.send_message(sid, "meh, scrap those tower changes")     # the change and its "same on the right"
+    assert r.status == "rolled_back" and studio.head(sid).id == start
+    studio.send_message(sid, "make the sky a bit warmer")
+    r = studio.send_message(sid, "hmm the sky one looks weird, take it back")   # the version that has it is the head
+    assert r.status == "rolled_back" and studio.head(sid).id == start

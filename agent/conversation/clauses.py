@@ -207,9 +207,15 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
             continue                # "everything's orange from the lamp": why, not where
         run, sized = [], False
         end = i + 1
-        for p in pieces[i + 1:]:
+        for k, p in enumerate(pieces[i + 1:], i + 1):
             if p.category == "magnitude" and not run:
                 sized = True        # "that little sugar bowl": a size word inside the thing's name
+                end += 1
+                continue
+            noun_next = k + 1 < len(pieces) and pieces[k + 1].category == "word" \
+                and pieces[k + 1].text not in DETERMINERS and pieces[k + 1].text not in PLACE_ENDS
+            if p.category == "band" and noun_next:
+                run.append(p.text)  # "the little pink nose": a colour before a thing describes it
                 end += 1
                 continue
             if p.category != "word" or p.text in DETERMINERS or p.text in PLACE_ENDS:

@@ -146,7 +146,9 @@ class GoingBackReader:
                   if not (words[s:s + n] == ["back"] and s > 0 and words[s - 1] in _ARTICLES)]
         weak = self.weak.find(words)
         # "remove the haze", "clean up the spots": the verb is part of a request the planner knows
+        # ... unless a change is named right after it ("get rid of that warm thing": not the selection tool)
         asked = {i for p in read_pieces(self.vocab, words) if p.category in ("intent", "fix")
+                 and not self._names_a_change(words[p.pos + len(p.text.split()):])
                  for i in range(p.pos, p.pos + len(p.text.split()))}
         weak = [(s, n, v) for s, n, v in weak if not asked & set(range(s, s + n))]
         if not strong and not weak and not said_back:
@@ -316,7 +318,10 @@ class GoingBackReader:
             if has and lacks and (k > 0 or not back.named):
                 candidates.append(k)
         if not candidates:
-            return None
+            # "the water one looks weird, put it back": the version that has it is the head itself, so the
+            # going back is that change undone
+            run = self._last_run(edits, back.named, same_thing=True) if back.named and not back.before else None
+            return n - run[0] if run is not None and run[1] == n - 1 else None
         if back.first and back.named:
             # "the first warm version": right after the first change that made it warm
             k = min(candidates)
@@ -340,6 +345,10 @@ class GoingBackReader:
         end = next((i for i in range(len(edits) - 1, -1, -1) if self.matches(edits[i], words)), None)
         if end is None:
             return None
+        # "scrap those tower changes": a repeat or "the same on the right" after it carries it on
+        while end + 1 < len(edits) and edits[end + 1].followup.get("base_asset") == edits[end].asset_id \
+                and edits[end + 1].followup.get("move") in ("repeat", "insist", "retarget"):
+            end += 1
         start = end
         while start > 0 and self.matches(edits[start - 1], words) and (
                 not same_thing or _same_thing(edits[start - 1], edits[start])):
@@ -351,7 +360,8 @@ def _same_thing(earlier: TurnMoves, later: TurnMoves) -> bool:
     """Whether ``later`` carried on ``earlier``'s change: it asked for the same look or quality ("more punch",
     then "punchier still"), or repeated it ("more", "i insist"). Two colour changes of different kinds
     ("bluer", then "black and white") are two changes."""
-    if later.followup.get("move") in ("repeat", "insist") and later.followup.get("base_asset") == earlier.asset_id:
+    if later.followup.get("move") in ("repeat", "insist", "retarget") \
+            and later.followup.get("base_asset") == earlier.asset_id:
         return True
     return bool(set(earlier.intents) & set(later.intents))
 
