@@ -583,3 +583,13 @@ def test_going_back_names_a_change_after_a_tool_phrase_and_carries_its_follow_up
     studio.send_message(sid, "make the sky a bit warmer")
     r = studio.send_message(sid, "hmm the sky one looks weird, take it back")   # the version that has it is the head
     assert r.status == "rolled_back" and studio.head(sid).id == start
+
+
+def test_is_before_a_verb_in_ing_keeps_the_thing_and_snow_is_found_by_its_brightness(planner):
+    from agent.conversation.words import tokenize
+
+    assert tokenize("the snow's blowing out") == ["the", "snow", "blowing", "out"]
+    assert tokenize("the cat's eyes") == ["the", "eyes"]                  # whose: the place is the eyes
+    plan = _plan(planner, "the snow's blowing out, tone it down")
+    assert plan.sub_goals and all((g.target or {}).get("type") == "luminance" for g in plan.sub_goals if g.target)
+    assert any(g.op in ("highlights", "whites", "exposure") and g.value < 0 for g in plan.sub_goals)

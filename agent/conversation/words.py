@@ -95,7 +95,8 @@ def plain_possessives(toks: list[str]) -> list[str]:
             out.append(t)
             continue
         nxt = toks[i + 1] if i + 1 < len(toks) else ""
-        if nxt.isalpha() and nxt not in after_is and not nxt.endswith("ed"):
+        # ("the snow's blowing out", "the sky's looking flat": "is" before a verb in -ing, not a whose)
+        if nxt.isalpha() and nxt not in after_is and not nxt.endswith(("ed", "ing")):
             if out and out[-1] in owners:
                 continue                # "the cat's eyes" -> "the eyes"
         out.append(t[:-2])
