@@ -565,7 +565,8 @@ def test_a_thing_said_as_what_stays_is_not_read_by_the_judge_as_asked_for():
     from agent.judging.reading import read_request
 
     reading = read_request("warmer, but keep the snow white")
-    assert reading.kind == "edit" and reading.target is None
+    # not a wish for snow: an edit everywhere but there (snow is found by its brightness)
+    assert reading.kind == "edit" and reading.target == "everything but the snow"
 
 
 def test_a_quality_said_twice_in_one_message_is_one_request():
