@@ -583,3 +583,12 @@ def test_a_quality_said_twice_in_one_message_is_one_request():
         return sum(g.value for g in planner.plan(PlanRequest(message, EditState())).sub_goals if g.op == "temperature")
 
     assert temperature("warmer, golden hour") > max(temperature("warmer"), temperature("golden hour"))
+
+
+def test_open_up_a_place_brightens_it():
+    from agent.planning.base import PlanRequest
+    from pipeline.state import EditState
+
+    plan = EmbeddedPlanner().plan(PlanRequest("open up the dark areas a bit", EditState()))
+    assert [(g.op, (g.target or {}).get("type")) for g in plan.sub_goals] == [("exposure", "luminance")]
+    assert plan.sub_goals[0].value > 0
