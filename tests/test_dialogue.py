@@ -258,3 +258,18 @@ def test_a_colour_asked_less_of_is_named_as_asked_when_the_place_is_asked_about(
     assert r.kind == "clarify" and r.asset_id is None
     assert "less blue overall" in r.reply and "Less blue overall" in r.quick_replies
     assert "saturated" not in r.reply
+
+
+def test_the_same_on_a_thing_is_done_where_the_frame_part_said_is_or_asked_about(studio):
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "brighten the sky a little")
+    head = studio.head(sid).id
+    asked = studio.send_message(sid, "same on the reflection in the water")     # no finder for it: asked
+    assert asked.asset_id is None and studio.head(sid).id == head
+    assert "the reflection" in asked.reply and "The same on the selection" in asked.quick_replies
+    done = studio.send_message(sid, "same for the mountains at the top please")  # where the person says it is
+    layers = studio.head(sid).state["layers"]
+    assert done.asset_id and any(l["mask"]["type"] == "gradient" and l["settings"].get("exposure", 0) > 0
+                                 for l in layers)
+    overall = studio.send_message(sid, "the same overall")
+    assert overall.asset_id and studio.head(sid).state["settings"].get("exposure", 0) > 0

@@ -348,6 +348,14 @@ class Vocabulary:
         tokens = tokenize(text)
         return self.go_ahead.has(tokens) or bool(find_phrases(tokens, self.insist_words))
 
+    def is_frame_part(self, name: str) -> bool:
+        """Whether target ``name`` is a part of the frame: a side or half (a gradient mask) or a corner (an
+        off-centre radial one), not a thing found in the photo."""
+        spec = self.targets.get(name) or {}
+        centre = spec.get("center") or [0.5, 0.5]
+        return spec.get("type") == "gradient" or (spec.get("type") == "radial" and max(
+            abs(float(centre[0]) - 0.5), abs(float(centre[1]) - 0.5)) > 0.2)
+
     def place(self, name: str) -> tuple[dict, str]:
         """A named target's mask spec and the words for it ("the sky", "the top of the frame")."""
         spec = normalize_mask_spec(self.targets[name])

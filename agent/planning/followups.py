@@ -165,7 +165,9 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     carried = not (pull or fractions) and _carried_on(vocab, tokens, anchors, pieces, last)
     if carried:       # "warmer still", "even brighter" after "make the sky warmer": that change again, there
         anchors = []
-    if (anchors and not said_why) or find_phrases(tokens, vocab.restore):
+    # "same on the water": a colour said as the place of a retarget is where, not what to bring back
+    placed = bool(find_phrases(tokens, vocab.retarget)) and all(a.category == "band" for a in anchors)
+    if (anchors and not said_why and not placed) or find_phrases(tokens, vocab.restore):
         return _restored(vocab, tokens, pieces, dialogue, request)
     repeat = find_phrases(tokens, vocab.repeat) or ([(0, 0, 1.0)] if carried else [])
     retarget = find_phrases(tokens, vocab.retarget)
@@ -210,6 +212,19 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     leftover = [t for i, t in enumerate(tokens) if i not in covered and t not in FILLER
                 and t not in vocab.chatter and t not in SEPARATORS and t not in INTERJECTIONS
                 and (t in vocab.known_words or (i > 0 and tokens[i - 1] in DETERMINERS))]
+    things = [t for t in leftover if t not in vocab.known_words]
+    places = {w for p in pieces if p.category in ("target", "band") for w in p.text.split()}
+    if things and retarget and all(t in things or t in places for t in leftover):
+        # "same for the mountains at the top": the thing is where the part of the frame said is; "the same
+        # on the reflection in the water": a thing no finder knows, asked about, nothing changed
+        if any(p.category == "target" and vocab.is_frame_part(p.key) for p in pieces):
+            leftover = []
+        elif dialogue is not None and dialogue.base_edit() is not None:
+            thing = " ".join(things[:3])
+            return FollowUp(question=f"I can't find \u201cthe {thing}\u201d by myself, so I haven't changed "
+                                     f"anything. Paint over it and say \u201cthe same on the selection\u201d, or "
+                                     f"name a part of the frame (\u201cthe same on the left\u201d).",
+                            quick_replies=["The same on the selection", "The same overall"])
     if leftover:
         return None
     # magnitude words said besides the follow-up phrase ("way too much"), not inside it ("too far")

@@ -236,20 +236,12 @@ def _locate(vocab: Vocabulary, values: list[tuple[str, int]], mode: str, target_
 _ON = "&"
 
 
-def _frame_part(vocab: Vocabulary, name: str) -> bool:
-    """A part of the frame: a side or half (a gradient mask) or a corner (an off-centre radial one)."""
-    spec = vocab.targets.get(name) or {}
-    centre = spec.get("center") or [0.5, 0.5]
-    return spec.get("type") == "gradient" or (spec.get("type") == "radial" and max(
-        abs(float(centre[0]) - 0.5), abs(float(centre[1]) - 0.5)) > 0.2)
-
-
 def _qualified_place(vocab: Vocabulary, targets: list[str]) -> str | None:
     """"the background on the right", "the sky up top": a place and the part of the frame it is said to be
     in are one place, where both are (its name joins the two); None for any other set of places."""
     if len(targets) != 2:
         return None
-    parts = [t for t in targets if _frame_part(vocab, t)]
+    parts = [t for t in targets if vocab.is_frame_part(t)]
     if len(parts) != 1:
         return None
     other = next(t for t in targets if t != parts[0])
@@ -273,7 +265,7 @@ def _placed_in_frame(vocab: Vocabulary, targets: list[str], named: list) -> bool
     """Whether a thing named is located by a part of the frame (a side, a half, a corner: a gradient or an
     off-centre radial mask) and is not one small particular thing ("that knob in the middle", "the little
     nose on the left" are asked about)."""
-    if not all(_frame_part(vocab, t) for t in targets):
+    if not all(vocab.is_frame_part(t) for t in targets):
         return False
     return not any(p.text.split()[0] in vocab.pointing_words or p.text.split()[0] in PERSONS
                    or SIZES & set(p.text.split()) for p in named)
