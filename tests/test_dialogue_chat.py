@@ -593,3 +593,15 @@ def test_is_before_a_verb_in_ing_keeps_the_thing_and_snow_is_found_by_its_bright
     plan = _plan(planner, "the snow's blowing out, tone it down")
     assert plan.sub_goals and all((g.target or {}).get("type") == "luminance" for g in plan.sub_goals if g.target)
     assert any(g.op in ("highlights", "whites", "exposure") and g.value < 0 for g in plan.sub_goals)
+
+
+def test_asides_and_words_that_describe_a_thing_ask_for_nothing(planner):
+    plan = _plan(planner, "and bluer while you're at it")
+    assert plan.sub_goals and "skipped" not in plan.reply
+    assert planner.vocab.unread_words("warmer if you can") == []
+    # "grey" describes the wall, it is no complaint to fix; the place said first is where the request goes
+    plan = _plan(planner, "and the grey wall behind her, bit darker pls")
+    assert [(g.op, g.value < 0, (g.target or {}).get("type")) for g in plan.sub_goals] == [("exposure", True, "subject")]
+    plan = _plan(planner, "the table on the left, darken it")
+    assert [(g.target or {}).get("type") for g in plan.sub_goals] == ["gradient"] and "where you said it is" in plan.reply
+    assert _plan(planner, "the pillar in the middle, brighten it").kind == "clarify"   # the middle is no side

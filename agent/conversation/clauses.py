@@ -188,6 +188,7 @@ class NamedPlace:
 
     text: str
     specific: bool
+    small: bool = False     # pointed at or sized ("that lamp", "the little pink nose"): one small thing
 
 
 def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
@@ -213,9 +214,10 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
                 end += 1
                 continue
             noun_next = k + 1 < len(pieces) and pieces[k + 1].category == "word" \
-                and pieces[k + 1].text not in DETERMINERS and pieces[k + 1].text not in PLACE_ENDS
-            if p.category == "band" and noun_next:
-                run.append(p.text)  # "the little pink nose": a colour before a thing describes it
+                and pieces[k + 1].text not in DETERMINERS and pieces[k + 1].text not in PLACE_ENDS \
+                and pieces[k + 1].text not in LOCATING and pieces[k + 1].text not in FILLER
+            if p.category in ("band", "problem", "intent") and len(p.text.split()) == 1 and noun_next:
+                run.append(p.text)  # "the little pink nose", "the grey wall": a word before a thing describes it
                 end += 1
                 continue
             if p.category != "word" or p.text in DETERMINERS or p.text in PLACE_ENDS:
@@ -227,10 +229,13 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
         noun = run[-1]
         if noun in FILLER or noun in vocab.chatter or noun in vocab.not_places:
             continue
-        located = end + 1 < len(pieces) and pieces[end].text in LOCATING and pieces[end + 1].category != "global"
+        # ("the grey wall behind her": a relation to the person says it is the background, a stand-in)
+        located = end + 1 < len(pieces) and pieces[end].text in LOCATING and pieces[end + 1].category != "global" \
+            and not find_phrases([pieces[end].text], vocab.place_relations)
         specific = (det.text in vocab.pointing_words or det.text in PERSONS or sized or located
                     or bool(SIZES & set(run)))
-        out.append(NamedPlace(" ".join([det.text] + run), specific))
+        small = det.text in vocab.pointing_words or sized or bool(SIZES & set(run))
+        out.append(NamedPlace(" ".join([det.text] + run), specific, small))
     return out
 
 

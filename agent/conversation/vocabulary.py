@@ -190,6 +190,7 @@ class Vocabulary:
         self.not_unless_after = {str(w).lower() for w in grammar.get("not_unless_after") or ()}
         self.back_references = {" ".join(tokenize(w)) for w in grammar.get("back_references", ())}
         self.pronoun_subjects = {" ".join(tokenize(str(w))) for w in grammar.get("pronoun_subjects", ())}
+        self.asides = {tuple(tokenize(str(w))): True for w in grammar.get("asides", ()) if tokenize(str(w))}
         # Op names and labels ("temperature", "green saturation", "saturation_green"): lowest priority.
         for op in ops.OPS.values():
             lists["op"] += [(op.name.replace("_", " "), op.name), (op.name, op.name), (op.label.lower(), op.name)]
@@ -340,6 +341,10 @@ class Vocabulary:
         that pop" -> "bit more of that pop"); as said when nothing else would be left."""
         tokens = tokenize(text or "")
         kept = drop_clauses(tokens, self.dismiss, _SAID_FIRST)
+        # asides that ask for nothing: "and bluer while you're at it"
+        aside = {i for s, n, _ in find_phrases(kept, self.asides) for i in range(s, s + n)}
+        if aside and len(aside) < len(kept):
+            kept = [t for i, t in enumerate(kept) if i not in aside]
         return text if len(kept) == len(tokens) else " ".join(kept)
 
     def says_go_ahead(self, text: str) -> bool:

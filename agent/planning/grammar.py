@@ -13,7 +13,7 @@ from typing import Mapping
 
 from agent.planning.base import PlanRequest
 from agent.planning.moves import Draft, Move
-from agent.conversation.clauses import (PERSONS, SIZES, Clause, around, avoided_degree, guess_place, names_a_thing, stand_in,
+from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, SIZES, Clause, around, avoided_degree, guess_place, names_a_thing, stand_in,
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Piece, Vocabulary, read_pieces
@@ -70,7 +70,7 @@ def _op_intent(op_name: str) -> Intent:
 
 def _uses(vocab: Vocabulary, clause: Clause, after_complaint: bool = False) -> list[Use]:
     clause = read_complaints(vocab, clause, after_complaint)
-    anchors = clause.of("intent", "fix", "op", "problem")
+    anchors = [a for a in clause.of("intent", "fix", "op", "problem") if not _describes(vocab, clause, a)]
     targets = [p.key for p in clause.of("target")]
     bands = [p.key for p in clause.of("band")]
     uses: dict[int, list[Use]] = {}
@@ -265,10 +265,45 @@ def _placed_in_frame(vocab: Vocabulary, targets: list[str], named: list) -> bool
     """Whether a thing named is located by a part of the frame (a side, a half, a corner: a gradient or an
     off-centre radial mask) and is not one small particular thing ("that knob in the middle", "the little
     nose on the left" are asked about)."""
-    if not all(vocab.is_frame_part(t) for t in targets):
+    # ("the grey wall behind her", "the trees in the background": the background holds it too)
+    if not all(vocab.is_frame_part(t) or t == "background" for t in targets):
         return False
-    return not any(p.text.split()[0] in vocab.pointing_words or p.text.split()[0] in PERSONS
+    return not any(p.small or p.text.split()[0] in vocab.pointing_words or p.text.split()[0] in PERSONS
                    or SIZES & set(p.text.split()) for p in named)
+
+
+def _thing_there(vocab: Vocabulary, clause: Clause, named: list) -> bool:
+    """Whether a clause only names a thing and where it is ("and the grey wall behind her"): every word no
+    table knows is in the thing's name."""
+    words = {w for p in named for w in p.text.split()}
+    return bool(named) and all(w in words for w in unknown_words(vocab, clause))
+
+
+def _describes(vocab: Vocabulary, clause: Clause, piece) -> bool:
+    """Whether a one-word quality describes the thing named after it ("the grey wall behind her", "the warm
+    light"): right after a determiner and right before a word no table knows that is no verb of being."""
+    pieces = clause.pieces
+    i = pieces.index(piece)
+    if len(piece.text.split()) != 1 or i == 0 or i + 1 >= len(pieces):
+        return False
+    before, after = pieces[i - 1], pieces[i + 1]
+    return before.text in DETERMINERS and after.category == "word" and after.text.isalpha() \
+        and (after.text in _PARTS or (after.text not in FILLER and after.text not in vocab.chatter)) \
+        and after.text not in _BEING and after.text not in PLACE_ENDS and after.text not in LOCATING \
+        and after.text not in _FUNCTION_WORDS
+
+
+#: Small words after a quality that never name a thing ("more of that pop from before though").
+_FUNCTION_WORDS = frozenset({"from", "before", "after", "though", "again", "too", "as", "well", "please", "pls",
+                             "plz", "one", "ones", "bit", "much", "more", "less", "stuff", "thing", "there", "here",
+                             "for", "with", "without", "if", "when", "while", "or", "yet", "still", "anymore"})
+#: "the dark bits", "the bright parts": words for a part of the photo after a quality.
+_PARTS = frozenset({"bits", "parts", "areas", "bit", "part", "area", "patches", "spots"})
+
+
+#: Words after a quality that make it said of what comes before ("the sky is grey"), not of a thing after.
+_BEING = frozenset({"is", "are", "was", "looks", "look", "looking", "seems", "feels", "gets", "got", "now", "too",
+                    "and", "but", "so", "then", "please", "pls"})
 
 
 def _said_label(vocab: Vocabulary, intent: Intent, negated: bool, band: str | None) -> str:
@@ -516,7 +551,9 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         is_global = bool(said_global) and not refers_back and not (
             topic and all(p.text in vocab.back_references for p in said_global))   # "that lamp, can it be ..."
         soft = clause.joined == "soft"
-        if uses and not targets and not is_global and (soft or refers_back) and previous_targets:
+        # "and the grey wall behind her, bit darker pls": a place said on its own is where the next clause goes
+        said_alone = ci > 0 and clauses[ci - 1].text in draft.skipped and bool(draft.bare_targets)
+        if uses and not targets and not is_global and (soft or refers_back or said_alone) and previous_targets:
             for u in uses:                       # "make the sky darker and bluer": bluer is the sky too
                 u.targets = list(previous_targets)
             said_first = [c for c in draft.skipped if c == clauses[ci - 1].text] if ci else []
@@ -597,12 +634,18 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             elif clause.of("objects") or (clause.of("reset") and targets):
                 draft.objects = True
                 draft.skipped.append(clause.text)
-            elif targets and unknown_words(vocab, clause):
+            elif targets and unknown_words(vocab, clause) and not (_thing_there(vocab, clause, named)
+                                                                   and _placed_in_frame(vocab, targets, named)):
                 draft.skipped.append(clause.text)        # "make her smile more": not something I can do
             elif targets:
                 draft.skipped.append(clause.text)
                 draft.bare_targets += [vocab.target_labels.get(t) or t for t in targets]
                 previous_targets = list(targets)       # "the sky, make it darker": "it" is the sky
+                if named:                              # "the table on the left, darken it": there, said so
+                    draft.said.append(f"I can't find {named[0].text} by itself, so I worked on "
+                                      f"{_target_label(vocab, targets[0])}, where you said it is; paint over it "
+                                      f"for a closer fit.")
+                    topic = []
             elif not clause.of("relative") and (clause.content_words or clause.of("increase", "objects")):
                 if not named:
                     draft.skipped.append(clause.text)
