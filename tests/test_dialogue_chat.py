@@ -605,3 +605,15 @@ def test_asides_and_words_that_describe_a_thing_ask_for_nothing(planner):
     plan = _plan(planner, "the table on the left, darken it")
     assert [(g.target or {}).get("type") for g in plan.sub_goals] == ["gradient"] and "where you said it is" in plan.reply
     assert _plan(planner, "the pillar in the middle, brighten it").kind == "clarify"   # the middle is no side
+
+
+@pytest.mark.parametrize("text", ["would it be better warmer?", "would more contrast help?", "wdyt, warmer?",
+                                  "it's not too saturated is it?", "a bit flat, don't you think?",
+                                  "think it could be brighter?"])
+def test_opinion_questions_and_tag_questions_are_asked_not_requested(router, text):
+    assert router.route(text).kind in ("evaluation", "exploration")
+
+
+@pytest.mark.parametrize("text", ["can it be warmer?", "make it warmer, right?", "maybe a bit warmer?"])
+def test_requests_said_with_a_question_mark_stay_requests(router, text):
+    assert router.route(text).kind == "modification"

@@ -139,6 +139,7 @@ class Router:
         self.openings: dict[tuple[str, ...], str] = {}
         for kind, key in (("evaluation", "question_starts"), ("exploration", "advice_starts"), ("request", "request_starts")):
             self.openings.update({k: kind for k in _table(cfg.get(key))})
+        self.question_tags = [tuple(_words(str(w))) for w in cfg.get("question_tags") or () if _words(str(w))]
         # how a sentence is said (profiles/language/words.yaml): questions, requests, interjections
         w = word_lists()
         self.question_words, self.auxiliaries = w["question_words"], w["question_auxiliaries"]
@@ -182,6 +183,9 @@ class Router:
             return Route("chat", "content", reply=self.wish_reply.format(thing=thing), quick_replies=self.wish_replies)
         asks = (text or "").strip().endswith("?")
         opening = self._opening(words) if asks else None
+        if asks and opening is None and any(tuple(words[-len(t):]) == t for t in self.question_tags) \
+                and not self._requests(plain_words(words)):
+            opening = "evaluation"     # "it's not too saturated is it?": a statement asked with a tag
         if opening in ("evaluation", "exploration"):
             # "is the sky too dark?", "too warm?", "should i make it brighter?": asked, not requested
             return Route(opening, opening, words=self._offered(said))
