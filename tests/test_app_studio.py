@@ -529,7 +529,10 @@ def test_alt_text_focus_order_and_the_keyboard_divider(server, browser):
         if where == "adjustments":
             break
     # (the review's own "All measurements" fold sits in the panel, before its buttons)
-    actions = [w for w in seen if w != "review-summary"]
+    # (one box reached twice in a row is one stop: the send box holds its stop button while the page
+    # catches up on a loaded machine)
+    stops = [w for w in seen if w != "review-summary"]
+    actions = [w for i, w in enumerate(stops) if i == 0 or w != stops[i - 1]]
     assert actions[:5] == ["send", "approve", "modify", "rollback", "replan"], seen
     # the conversation itself is one stop (a scrollable log, read with the arrows); none of its buttons are
     assert not [w for w in seen if w.startswith("chat") and 'role="log"' not in w] and seen[-1] == "adjustments", seen
