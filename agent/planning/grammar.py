@@ -13,7 +13,7 @@ from typing import Mapping
 
 from agent.planning.base import PlanRequest
 from agent.planning.moves import Draft, Move
-from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, SIZES, Clause, around, avoided_degree, guess_place, names_a_thing, stand_in,
+from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, Clause, around, avoided_degree, guess_place, names_a_thing, stand_in,
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Piece, Vocabulary, read_pieces
@@ -268,8 +268,13 @@ def _placed_in_frame(vocab: Vocabulary, targets: list[str], named: list) -> bool
     # ("the grey wall behind her", "the trees in the background": the background holds it too)
     if not all(vocab.is_frame_part(t) or t == "background" for t in targets):
         return False
-    return not any(p.small or p.text.split()[0] in vocab.pointing_words or p.text.split()[0] in PERSONS
-                   or SIZES & set(p.text.split()) for p in named)
+    return not any(p.small or p.text.split()[0] in PERSONS for p in named)
+
+
+def _placed_note(vocab: Vocabulary, thing: str, target: str) -> str:
+    """What the reply says when a thing no finder knows went on the part of the frame the person named."""
+    return (f"I can't find {thing} by itself, so I worked on {_target_label(vocab, target)}, where you said it "
+            f"is; paint over it for a closer fit.")
 
 
 def _thing_there(vocab: Vocabulary, clause: Clause, named: list) -> bool:
@@ -642,9 +647,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                 draft.bare_targets += [vocab.target_labels.get(t) or t for t in targets]
                 previous_targets = list(targets)       # "the sky, make it darker": "it" is the sky
                 if named:                              # "the table on the left, darken it": there, said so
-                    draft.said.append(f"I can't find {named[0].text} by itself, so I worked on "
-                                      f"{_target_label(vocab, targets[0])}, where you said it is; paint over it "
-                                      f"for a closer fit.")
+                    draft.said.append(_placed_note(vocab, named[0].text, targets[0]))
                     topic = []
             elif not clause.of("relative") and (clause.content_words or clause.of("increase", "objects")):
                 if not named:
@@ -666,9 +669,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             if places and targets and _placed_in_frame(vocab, targets, named):
                 # "the table at the bottom right is too bright", "the mountains at the top look washed out":
                 # the thing is where the person says it is, a part of the frame; the change goes there
-                label = vocab.place(targets[0])[1]
-                draft.said.append(f"I can't find {places[0]} by itself, so I worked on {label}, where you said "
-                                  f"it is; paint over it for a closer fit.")
+                draft.said.append(_placed_note(vocab, places[0], targets[0]))
                 places = []
             draft.unknown_places += places
             draft.specific_place = draft.specific_place or specific

@@ -199,9 +199,7 @@ def _take_out(studio: "Studio", session_id: str, edits: list, progress, text: st
         for c in e.changes:
             steps[c.op] = steps.get(c.op, 0) + c.delta
     values = {op: state.value(op) - d for op, d in steps.items() if d and isinstance(state.value(op), (int, float))}
-    with studio.leases.leased(session_id):
-        session = studio.leases.session(session_id)
-        result = studio.turns.start(session, text, modify_values=values, progress=progress)
+    result = _modified(studio, session_id, text, values, progress)
     labels = list(dict.fromkeys(label for e in edits for label in e.labels))
     what = ("the “" + "” and “".join(labels) + "” change") if labels else "that change"
     if result.asset_id:
@@ -249,11 +247,15 @@ def _reset(studio: "Studio", session_id: str, route: Route, text: str, progress)
         label = ", ".join(dict.fromkeys(ops.get_op(n).label.lower() for n in names)) or "that"
         return _answered(studio, session_id, text, f"{label.capitalize()} is already at its neutral value; nothing to reset.",
                          kind="command")
-    with studio.leases.leased(session_id):
-        session = studio.leases.session(session_id)
-        result = studio.turns.start(session, text, modify_values=values, progress=progress)
+    result = _modified(studio, session_id, text, values, progress)
     result.kind = "command"
     return result
+
+
+def _modified(studio: "Studio", session_id: str, text: str, values: dict, progress) -> TurnResult:
+    """A turn that sets op values as said (no plan): "reset the warmth", a change taken out."""
+    with studio.leases.leased(session_id):
+        return studio.turns.start(studio.leases.session(session_id), text, modify_values=values, progress=progress)
 
 
 __all__ = ["handle"]
