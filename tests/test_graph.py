@@ -94,6 +94,45 @@ def test_low_score_replans_with_the_assessment_then_asks_when_retries_are_spent(
     assert r.status == "awaiting_review"  # retries spent: the person decides
 
 
+def _three_attempts(make_studio, photo, scores, review_mode="below_auto_approve"):
+    calls = []
+
+    def varied(request):
+        calls.append(request)
+        return plan_from_text(f"saturation+{30 - 10 * (len(calls) - 1)}")
+
+    studio = make_studio(ScriptedPlanner(varied), ScriptedJudge(scores))
+    info = studio.start_session(photo, review_mode=review_mode)
+    return studio, info, studio.send_message(info.id, "saturation+30")
+
+
+def test_when_the_replans_are_spent_the_best_scored_attempt_goes_to_review(make_studio, photo):
+    # attempts: saturation +30 (0.45), +20 (0.30), +10 (0.20): all below the bar, the first is the best
+    studio, info, r = _three_attempts(make_studio, photo, [0.45, 0.3, 0.2])
+    assert r.status == "awaiting_review"
+    assert r.review.score == pytest.approx(0.45)
+    assert studio.store.get_asset(r.review.asset_id).state["settings"] == {"saturation": 30}
+    assert any("kept the earlier attempt that scored 0.45" in w for w in r.warnings)
+    # approving keeps that attempt; the two later ones are settled as rejected
+    done = studio.review(info.id, "approve")
+    assert studio.head(info.id).state["settings"] == {"saturation": 30}
+    assert sorted(a.status for a in studio.history(info.id) if a.turn == 1) == ["approved", "rejected", "rejected"]
+    assert done.status == "approved"
+
+
+def test_the_last_attempt_stays_when_it_scored_best(make_studio, photo):
+    studio, info, r = _three_attempts(make_studio, photo, [0.2, 0.3, 0.45])
+    assert r.review.score == pytest.approx(0.45)
+    assert studio.store.get_asset(r.review.asset_id).state["settings"] == {"saturation": 10}
+    assert not any("kept the earlier attempt" in w for w in r.warnings)
+
+
+def test_review_mode_never_keeps_the_best_attempt_of_a_spent_turn(make_studio, photo):
+    studio, info, r = _three_attempts(make_studio, photo, [0.2, 0.5, 0.3], review_mode="never")
+    assert r.status == "auto_approved"
+    assert studio.head(info.id).state["settings"] == {"saturation": 20}
+
+
 def test_a_replan_that_repeats_the_plan_stops_replanning(make_studio, photo):
     # Same plan, same pixels, same verdict: one replan shows it, a second would only
     # make an identical version ("no face found" said once, not three times).

@@ -30,7 +30,7 @@ from agent.loop.failures import backoff_seconds, classify as classify_failure, f
 from agent.judging.base import Assessment, Judge, JudgeRequest
 from agent.planning.base import Plan, PlanError, Planner, PlanRequest, SubGoal
 from agent.planning.selection import DUST_CONFIRM_AT, NO_SELECTION_REPLY, dust_found, resolve_selection, retouch_notes
-from agent.loop.state import ActionRecord, AgentState, ToolContext
+from agent.loop.state import ActionRecord, AgentState, ToolContext, add_new
 from agent.store import Store, new_id
 from agent.conversation.wording import compose_reply
 from pipeline import ops
@@ -279,8 +279,13 @@ class TurnNodes:
                 and plan.to_dict().get("sub_goals") == (state.get("plan") or {}).get("sub_goals"):
             # The judge found no place for the edit ("no face found") or nothing was asked, and the
             # replan came back the same: say it once, don't make the same version again.
-            return {"repeat_plan": True, "retries": self.config.max_retries_per_sub_goal, "error": None,
-                    "warnings": ["the new plan was the same as the last; kept the last attempt"]}
+            update = {"repeat_plan": True, "retries": self.config.max_retries_per_sub_goal, "error": None,
+                      "warnings": ["the new plan was the same as the last; kept the last attempt"]}
+            best = state.get("best_attempt")
+            if best and best["asset_id"] != state.get("asset_id"):
+                update.update(self._best_attempt_instead(state))
+                update["repeat_plan"] = True
+            return update
         warnings = [n for n in plan.notes if isinstance(n, str)]  # e.g. a held conflict, a fallback
         limit = self.config.max_sub_goals
         details: dict[str, Any] = {}
@@ -297,6 +302,8 @@ class TurnNodes:
             "reply": plan.reply or "", "details": details, "repeat_plan": False,
             "replan_feedback": replan_feedback,
         }
+        if feedback_from == "person":
+            update["best_attempt"] = None    # the person asked for a different plan: earlier attempts are not it
         if missing:
             places = " or ".join(dict.fromkeys(missing))
             said = f"I can't find {places} in this photo"
@@ -479,8 +486,38 @@ class TurnNodes:
         tier = review_tier(result.score, self.config, quality_floor_of(self.judge))
         if tier["tier"] == "auto_accept" and (state.get("details") or {}).get("confirm"):
             tier = dict(tier, tier="ask", why=f"{(state.get('details') or {})['confirm']} to confirm")
-        return {"assessment": scores, "warnings": list(result.warnings), "error": None,
-                "details": {"review_tier": tier["tier"], "tiers": [tier]}}
+        update = {"assessment": scores, "warnings": list(result.warnings), "error": None,
+                  "details": {"review_tier": tier["tier"], "tiers": [tier]}}
+        if state.get("person_modified"):
+            return update            # the person's own values are what they asked for: no attempts to weigh
+        attempt = {"asset_id": state["asset_id"], "assessment": scores, "plan": state.get("plan"),
+                   "sub_goals": state.get("sub_goals"), "tool_contexts": state.get("tool_contexts"),
+                   "reply": state.get("reply") or "", "tier": tier["tier"],
+                   "executor": (state.get("details") or {}).get("executor"),
+                   "warnings": add_new(state.get("warnings"), update["warnings"])}
+        best = state.get("best_attempt")
+        if not best or result.score >= float(best["assessment"]["score"]):
+            return dict(update, best_attempt=attempt)
+        replans_left = int(state.get("retries") or 0) < self.config.max_retries_per_sub_goal
+        if tier["tier"] == "reject" and replans_left:
+            return update             # the automatic replans go on; the best so far is kept in mind
+        return self._best_attempt_instead(state, tier)
+
+    def _best_attempt_instead(self, state: AgentState, tier: dict | None = None) -> dict:
+        """The automatic replans are spent: the best-scored attempt of the turn goes to the person (or is
+        kept in review mode "never"), not the last one. Every attempt is a pending version of this turn,
+        so the later ones are simply settled as rejected when the turn folds."""
+        best = state["best_attempt"]
+        scored = float(best["assessment"]["score"])
+        note = f"the replans scored lower; kept the earlier attempt that scored {scored:.2f}"
+        details: dict[str, Any] = {"review_tier": best["tier"], "kept_attempt": best["asset_id"]}
+        if best.get("executor") is not None:
+            details["executor"] = best["executor"]
+        if tier:
+            details["tiers"] = [tier]
+        return {"asset_id": best["asset_id"], "assessment": best["assessment"], "plan": best["plan"],
+                "sub_goals": best["sub_goals"], "tool_contexts": best["tool_contexts"], "reply": best["reply"],
+                "warnings": Overwrite(add_new(best["warnings"], [note])), "error": None, "details": details}
 
     def human_review(self, state: AgentState) -> dict:
         """Pause for the person. Re-runs from the top on resume, so it does nothing but ask."""

@@ -157,6 +157,7 @@ class AgentState(TypedDict, total=False):
     failure: dict | None             # the latest failure: {"kind": agent.loop.failures.KINDS, "node", "message"}
     details: Annotated[dict, merge_details]   # the turn's details: skills trace, review tier(s), failures by kind
     repeat_plan: bool                # an automatic replan came back with the same plan: stop replanning
+    best_attempt: dict | None        # the best-scored automatic attempt this turn (see TurnNodes.assess)
 
 
 def fresh_turn_state(*, session_id: str, turn: int, message: str, style: str | None,
@@ -171,6 +172,7 @@ def fresh_turn_state(*, session_id: str, turn: int, message: str, style: str | N
         feedback=None, replan_feedback=None, diagnoses=[], modify_values=modify_values, modify_layers=modify_layers,
         person_modified=False, review=None, rollback_asset_id=None,
         status="running", reply="", warnings=[], failure=None, details={}, repeat_plan=False,
+        best_attempt=None,
     )
 
 
