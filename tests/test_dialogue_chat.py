@@ -617,3 +617,35 @@ def test_opinion_questions_and_tag_questions_are_asked_not_requested(router, tex
 @pytest.mark.parametrize("text", ["can it be warmer?", "make it warmer, right?", "maybe a bit warmer?"])
 def test_requests_said_with_a_question_mark_stay_requests(router, text):
     assert router.route(text).kind == "modification"
+
+
+@pytest.mark.parametrize("messages, text, back_to", [
+    # "only"/"just" right before what it names: that change alone, the earliest version that has it
+    (("make it warmer", "way warmer", "hmm too much, go back halfway"),
+     "erm put it back to the one where it was only a bit warm", 1),
+    (("sharpen it up a bit", "darken the background on the right a little", "bit more on that"),
+     "actually no, back to when she was just sharpened", 1),
+    # "just" that means "recently" leaves the latest such version
+    (("make it warmer", "brighten it a bit", "way warmer"), "back to the warm one i just had", 2),
+])
+def test_a_version_said_to_have_had_only_one_change_is_the_earliest_with_it(studio, messages, text, back_to):
+    sid = studio.start_session(small_photo("chelsea")).id
+    heads = [studio.head(sid).id]
+    for message in messages:
+        studio.send_message(sid, message)
+        heads.append(studio.head(sid).id)
+    r = studio.send_message(sid, text)
+    assert r.status == "rolled_back", r.reply
+    assert studio.head(sid).id == heads[back_to]
+
+
+def test_a_drawn_place_names_its_own_part_of_the_frame_when_going_back(studio):
+    # "the left side" and "the bottom" are both gradients: going back tells them apart
+    sid = studio.start_session(small_photo("rocket")).id
+    heads = [studio.head(sid).id]
+    for message in ("lighten the left side a little", "and the bottom, same thing"):
+        studio.send_message(sid, message)
+        heads.append(studio.head(sid).id)
+    r = studio.send_message(sid, "go back to just the lighter left side, before the bottom")
+    assert r.status == "rolled_back", r.reply
+    assert studio.head(sid).id == heads[1]

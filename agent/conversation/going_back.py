@@ -16,12 +16,14 @@ planner's follow-up.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from agent.conversation.dialogue import DialogueState, TurnMoves
 from agent.conversation.vocabulary import Vocabulary, read_pieces
+from pipeline.masks import CONTENT_TYPES
 from agent.conversation.words import SEPARATORS, PhraseTable, find_phrases, tokenize, word_lists
 
 #: What a going-back message points at.
@@ -76,6 +78,7 @@ class GoingBackReader:
         self.partial = phrases("partial")
         self.keep = phrases("keep")
         self.whole = phrases("whole")
+        self.only = phrases("only")
         self.including = [tuple(tokenize(str(w))) for w in table.get("including") or ()]
         # "brightening", "warmed": a word no table has, heard as the quality whose word shares its stem
         self.stem_intents: dict[str, str] = {}
@@ -171,8 +174,10 @@ class GoingBackReader:
         described_at = min((s for s, _, _ in self.versions.find(asked)), default=len(asked))
         partial = [(s, n) for s, n, _ in self.partial.find(asked[:described_at])
                    if not (s > 0 and asked[s] in _PART_NOUNS and asked[s - 1] not in _PART_LEADS)]
-        if partial or any(find_phrases(asked, table) for table in (
-                self.vocab.pull_back, self.vocab.fractions, self.vocab.repeat_but)):
+        # a repeat's own amount is said after "but" ("back to that, but less"); "the lighter left side" names
+        repeat_amount = [s for s, _, _ in find_phrases(asked, self.vocab.repeat_but) if s > 0 and asked[s - 1] == "but"]
+        if partial or repeat_amount or any(find_phrases(asked, table) for table in (
+                self.vocab.pull_back, self.vocab.fractions)):
             return None         # "bring back a hint of colour", "too much, dial it back": a follow-up
         verbs = sorted((s, n) for s, n, _ in strong + weak)
         if verbs:
@@ -192,11 +197,14 @@ class GoingBackReader:
             # "back to how it looked after the warming": right after that change
             return GoingBack("version", named=parts["after"], after=parts["after"], strong=bool(strong) or said_back)
         described = self.versions.find(words) or self.first.find(words) or said_back
+        # "when she was just sharpened", "the one where it was only a bit warm": that change and nothing
+        # after it, the earliest version that has it
+        alone = self._said_alone(words[:first_marker], named)
         if described and (named or parts["without"] or parts["before"]):
             return GoingBack("version", named=named, without=parts["without"], before=parts["before"],
-                             first=bool(self.first.find(words)), strong=bool(strong) or said_back)
+                             first=bool(self.first.find(words)) or alone, strong=bool(strong) or said_back)
         if parts["before"] and named:
-            return GoingBack("version", named=named, before=parts["before"], strong=bool(strong))
+            return GoingBack("version", named=named, before=parts["before"], first=alone, strong=bool(strong))
         if parts["before"]:
             return GoingBack("before", before=parts["before"], strong=bool(strong))
         count = self._count(words)
@@ -210,6 +218,21 @@ class GoingBackReader:
         if strong or self.last.find(words):
             return GoingBack("last", strong=bool(strong))
         return None
+
+    def _said_alone(self, words: list[str], named: list[str]) -> bool:
+        """Whether a word of the ``only`` table says a named change was all there was: it comes right before
+        the named words, with at most articles and degree words between ("only a bit warm", "just the
+        lighter left side"; not "the warm one i just had")."""
+        if not named:
+            return False
+        filler = _ARTICLES | {w for p in self.partial for w in p}
+        for s, n, _ in self.only.find(words):
+            rest = [w for w in words[s + n:] if w not in SEPARATORS]
+            while rest and rest[0] in filler:
+                rest = rest[1:]
+            if rest and rest[0] in named:
+                return True
+        return False
 
     def _count(self, words: list[str]) -> int | None:
         hits = find_phrases(words, self.numbers)
@@ -261,9 +284,12 @@ class GoingBackReader:
         return bool(content) and 2 * sum(w in said for w in content) >= len(content)
 
     def _on(self, edit: TurnMoves, targets: set[str]) -> bool:
-        kinds = {(self.vocab.targets.get(t) or {}).get("type") for t in targets}
-        return any(c.target and (c.target.get("type") in kinds or
-                                 (c.target.get("mask") or {}).get("type") in kinds) for c in edit.changes)
+        """Whether a change of ``edit`` was on one of the named places: the same finder for a thing found
+        in the photo (the sky, a face), the same part of the frame for a drawn place ("the left side" is not
+        "the bottom", though both are gradients)."""
+        places = [self.vocab.targets[t] for t in targets if self.vocab.targets.get(t)]
+        return any(c.target and any(_same_place(part, place) for part in _parts(c.target) for place in places)
+                   for c in edit.changes)
 
     def find_version(self, back: GoingBack, state: DialogueState) -> int | None:
         """How many steps back the head must go (1..len(edits)), or None when no such version is there."""
@@ -354,6 +380,23 @@ class GoingBackReader:
                 not same_thing or _same_thing(edits[start - 1], edits[start])):
             start -= 1
         return start, end
+
+
+def _parts(spec: Mapping) -> list[Mapping]:
+    """A mask spec and the specs it combines ("the background on the right" is both)."""
+    inner = [spec] + ([spec["mask"]] if isinstance(spec.get("mask"), Mapping) else [])
+    inner += [m for m in spec.get("masks") or () if isinstance(m, Mapping)]
+    return inner
+
+
+def _same_place(spec: Mapping, place: Mapping) -> bool:
+    if spec.get("type") != place.get("type"):
+        return False
+    if spec.get("type") in CONTENT_TYPES:
+        return bool(spec.get("invert")) == bool(place.get("invert"))
+    def plain(d: Mapping) -> str:
+        return json.dumps({k: v for k, v in d.items() if k not in ("feather", "softness")}, sort_keys=True)
+    return plain(spec) == plain(place)
 
 
 def _same_thing(earlier: TurnMoves, later: TurnMoves) -> bool:
