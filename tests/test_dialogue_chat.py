@@ -8,6 +8,8 @@ and real photos (skimage.data / assets), measured in the rendered pixels where i
 from __future__ import annotations
 
 import numpy as np
+import json
+
 import pytest
 
 from agent.conversation.dialogue import Change, DialogueState, TurnMoves
@@ -649,3 +651,45 @@ def test_a_drawn_place_names_its_own_part_of_the_frame_when_going_back(studio):
     r = studio.send_message(sid, "go back to just the lighter left side, before the bottom")
     assert r.status == "rolled_back", r.reply
     assert studio.head(sid).id == heads[1]
+
+
+@pytest.mark.parametrize("text", ["warmer, but not her face", "warmer but not her face", "warmer. not the face though",
+                                  "more vivid, except the face"])
+def test_a_place_left_out_after_the_request_is_protected(planner, text):
+    moves = _plan(planner, text).sub_goals
+    assert moves and all(g.target and g.target.get("type") == "face" and g.target.get("invert") for g in moves), moves
+
+
+def test_a_protected_place_in_a_part_of_the_frame_is_where_both_are(planner):
+    # "that patch of sky at the top": the sky within the top, kept (it crashed the planner before)
+    plan = _plan(planner, "bump the contrast a bit but leave that patch of sky at the top as it is")
+    assert plan.sub_goals and plan.understood
+    assert all(g.target and "intersect" in json.dumps(g.target) for g in plan.sub_goals)
+    assert "sky on the top" in plan.reply
+
+
+def test_what_a_thing_does_to_the_viewer_is_no_place(planner):
+    plan = _plan(planner, "the table keeps pulling my eye, darken the bottom right corner")
+    assert plan.kind != "clarify" and plan.sub_goals
+    assert "eye" not in plan.reply
+
+
+@pytest.mark.parametrize("messages, text, back_to", [
+    (("warm it up a little", "a bit more", "way warmer"), "nah just give me the version after the first warm-up", 1),
+    (("warm it up a little", "brighten it"), "y'know what, scrap the lot. I want the untouched pic back", 0),
+    (("darken the sky", "darker still"), "hmm forget all that, put it back how the photo came", 0),
+    (("brighten it a bit", "and again", "too bright now, back a bit"), "hm. honestly the first brighten was the best of them", 1),
+    (("a touch cooler", "much cooler"), "mm that's overkill, go back to the slightly cool version", 1),
+    (("darken the bottom right corner", "now it looks kinda muddy and flat"), "go back to just before you tried to fix the mud", 1),
+])
+def test_going_back_to_a_version_in_more_words(studio, messages, text, back_to):
+    sid = studio.start_session(small_photo("coffee")).id
+    heads = [studio.head(sid).id]
+    for message in messages:
+        r = studio.send_message(sid, message)
+        if r.status == "awaiting_review":
+            studio.review(sid, "approve")
+        heads.append(studio.head(sid).id)
+    r = studio.send_message(sid, text)
+    assert r.status == "rolled_back", r.reply
+    assert studio.head(sid).id == heads[back_to]

@@ -297,3 +297,15 @@ def test_insisting_asks_for_a_strong_step_and_the_corners_are_a_place():
              for alt in e.alternatives for m in alt}
     assert sizes == {2}
     assert read_request("darken the corners a little").target == "edges"
+
+
+def test_a_quality_joined_to_a_complaint_shares_its_frame():
+    # "looks kinda muddy and flat": flat is complained of (more contrast wanted), not asked for
+    from agent.judging.reading import read_request
+
+    reading = read_request("hmm now the whole thing looks kinda muddy and flat to me")
+    assert reading.expects and all(e.complaint for e in reading.expects)
+    assert all(m.sign > 0 for e in reading.expects for alt in e.alternatives for m in alt if m.prop == "contrast")
+    # a wish joined to a wish stays a wish
+    flatter = read_request("make it brighter and flatter")
+    assert [e.complaint for e in flatter.expects] == [False, False]

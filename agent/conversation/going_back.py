@@ -86,7 +86,8 @@ class GoingBackReader:
             for w in entry.get("words") or ():
                 if " " not in str(w).strip():
                     self.stem_intents.setdefault(_stem(str(w)), name)
-        self.noise = {t for w in table.get("noise") or () for t in tokenize(str(w))} | word_lists()["interjections"]
+        self.interjections = word_lists()["interjections"] - {t for w in table.get("noise") or () for t in tokenize(str(w))}
+        self.noise = {t for w in table.get("noise") or () for t in tokenize(str(w))} | self.interjections
         self.numbers = numbers
         self.request_verbs = word_lists()["request_verbs"]
         self.change_names = change_names
@@ -106,7 +107,8 @@ class GoingBackReader:
         for i, clause in enumerate(clauses):
             found = self._read_clause(clause)
             verbs = {k for s, n, _ in self.weak.find(clause) + self.strong.find(clause) for k in range(s, s + n)}
-            if found is None and i > 0 and verbs and not self._named(w for k, w in enumerate(clause) if k not in verbs):
+            if found is None and i > 0 and verbs and not self._named(w for k, w in enumerate(clause) if k not in verbs) \
+                    and not self.partial.find(clause):      # "too bright now, back a bit": part of the way
                 # "the brightening washed me out, get rid of it": a removal of "it" after a change is named is
                 # that change (only when it was made: the verb is weak)
                 named = self._named(clauses[i - 1])
@@ -125,6 +127,9 @@ class GoingBackReader:
                 if named and self._names_a_change(named):
                     found = GoingBack("change", named=named, strong=found.strong)
             out.append(found)
+        if any(b.kind != "last" for b in out):
+            # "scrap the lot. i want the untouched pic back": a bare "that" gives way to the version it names
+            out = [b for b in out if b.kind != "last"]
         if out and any(self.original.find(c) for c in clauses) and not any(b.kind == "original" for b in out):
             # "forget all of it, i'd rather have the photo exactly as i uploaded it"
             if all(not b.named and not b.before for b in out):
@@ -173,7 +178,8 @@ class GoingBackReader:
         # "the version that was only a little bit creamy": what describes a version is not a part-way take-back
         described_at = min((s for s, _, _ in self.versions.find(asked)), default=len(asked))
         partial = [(s, n) for s, n, _ in self.partial.find(asked[:described_at])
-                   if not (s > 0 and asked[s] in _PART_NOUNS and asked[s - 1] not in _PART_LEADS)]
+                   if not (s > 0 and asked[s] in _PART_NOUNS and asked[s - 1] not in _PART_LEADS)
+                   and not self._describes_version(asked, s, n)]
         # a repeat's own amount is said after "but" ("back to that, but less"); "the lighter left side" names
         repeat_amount = [s for s, _, _ in find_phrases(asked, self.vocab.repeat_but) if s > 0 and asked[s - 1] == "but"]
         if partial or repeat_amount or any(find_phrases(asked, table) for table in (
@@ -195,7 +201,8 @@ class GoingBackReader:
                 parts[kind] += self._named(words[s + n:end])
         if parts["after"]:
             # "back to how it looked after the warming": right after that change
-            return GoingBack("version", named=parts["after"], after=parts["after"], strong=bool(strong) or said_back)
+            return GoingBack("version", named=parts["after"], after=parts["after"], first=bool(self.first.find(words)),
+                             strong=bool(strong) or said_back)
         described = self.versions.find(words) or self.first.find(words) or said_back
         # "when she was just sharpened", "the one where it was only a bit warm": that change and nothing
         # after it, the earliest version that has it
@@ -218,6 +225,12 @@ class GoingBackReader:
         if strong or self.last.find(words):
             return GoingBack("last", strong=bool(strong))
         return None
+
+    def _describes_version(self, words: list[str], start: int, length: int) -> bool:
+        """Whether a degree word is part of a version's description, between an article and a word for a
+        version: "go back to the slightly cool version" (not "bring back a hint of colour")."""
+        opens = start > 0 and words[start - 1] in _ARTICLES | {"that", "this"}
+        return opens and any(self.versions.find(words[start + length:start + length + 3]))
 
     def _said_alone(self, words: list[str], named: list[str]) -> bool:
         """Whether a word of the ``only`` table says a named change was all there was: it comes right before
@@ -247,8 +260,13 @@ class GoingBackReader:
 
     def _named(self, words: Iterable[str]) -> list[str]:
         """The words that name a change: content words, not the table's noise ("the stuff", "one", "it")."""
-        return [w for w in words if w not in self.noise and w not in SEPARATORS and not w.isdigit()
-                and (w,) not in self.numbers and not self.whole.find([w])
+        words = list(words)
+        # "cool", "nice": a word said alone as an interjection names a look after an article or a degree word
+        # ("the slightly cool version", "the cool one")
+        described = {i for i, w in enumerate(words) if w in self.interjections and i > 0
+                     and (words[i - 1] in _ARTICLES or self.partial.find([words[i - 1]]))}
+        return [w for i, w in enumerate(words) if (w not in self.noise or i in described) and w not in SEPARATORS
+                and not w.isdigit() and (w,) not in self.numbers and not self.whole.find([w])
                 and not self.versions.find([w]) and not self.last.find([w]) and not self.first.find([w])]
 
     # -- finding --------------------------------------------------------------------
@@ -279,9 +297,11 @@ class GoingBackReader:
         if targets and not intents and not ops_named and self._on(edit, targets):
             return True
         said = {_stem(w) for w in tokenize(" ".join([edit.message, *edit.labels, *edit.intents]))}
-        content = [_stem(w) for w in words if len(w) > 3]
-        # most of the words were said with it ("where the green was sorted" after "sickly green. fix?")
-        return bool(content) and 2 * sum(w in said for w in content) >= len(content)
+        content = [_stem(w) for w in words if len(w) >= 3 and w not in self.noise]
+        # most of the words were said with it ("where the green was sorted" after "sickly green. fix?"), a
+        # word as the start of one said ("before you tried to fix the mud" after "it looks muddy")
+        heard = sum(w in said or (len(w) >= 3 and any(s.startswith(w) and len(s) - len(w) <= 2 for s in said)) for w in content)
+        return bool(content) and 2 * heard >= len(content)
 
     def _on(self, edit: TurnMoves, targets: set[str]) -> bool:
         """Whether a change of ``edit`` was on one of the named places: the same finder for a thing found
@@ -323,8 +343,9 @@ class GoingBackReader:
                 return n - start
             return n - start
         if back.after:
-            # right after the latest change it names (a version, not the head itself)
-            k = next((i + 1 for i in range(n - 1, -1, -1) if self.matches(edits[i], back.after)), None)
+            # right after the latest change it names (a version, not the head itself); "the first" the earliest
+            order = range(n) if back.first else range(n - 1, -1, -1)
+            k = next((i + 1 for i in order if self.matches(edits[i], back.after)), None)
             return n - k if k is not None and n - k >= 1 else None
         # a version described by what it had (and lacked), the latest such unless "first"
         limit = n - 1           # the head itself is not "going back"
@@ -372,14 +393,20 @@ class GoingBackReader:
         if end is None:
             return None
         # "scrap those tower changes": a repeat or "the same on the right" after it carries it on
-        while end + 1 < len(edits) and edits[end + 1].followup.get("base_asset") == edits[end].asset_id \
-                and edits[end + 1].followup.get("move") in ("repeat", "insist", "retarget"):
+        while end + 1 < len(edits) and _carried_on(edits[end], edits[end + 1]):
             end += 1
         start = end
-        while start > 0 and self.matches(edits[start - 1], words) and (
-                not same_thing or _same_thing(edits[start - 1], edits[start])):
+        while start > 0 and (self.matches(edits[start - 1], words) and (
+                not same_thing or _same_thing(edits[start - 1], edits[start]))
+                           or _carried_on(edits[start - 1], edits[start], moves=("repeat", "insist"))):
             start -= 1
         return start, end
+
+
+def _carried_on(earlier: TurnMoves, later: TurnMoves, moves: tuple[str, ...] = ("repeat", "insist", "retarget")) -> bool:
+    """Whether ``later`` repeated ``earlier`` ("a tad more on the background") or, with "retarget" in
+    ``moves``, did the same on another place ("same on the right"): one change with it when going back."""
+    return later.followup.get("base_asset") == earlier.asset_id and later.followup.get("move") in moves
 
 
 def _parts(spec: Mapping) -> list[Mapping]:

@@ -476,10 +476,9 @@ class Router:
             end = before[-1][0] + before[-1][1]
             rest = [t for t in tokens[end:] if t not in self.filler and t not in SEPARATORS]
             lead = self._rest(tokens[:before[0][0]], [])
-            if rest and not lead:
-                if all(t in self.going_back.noise or self.going_back.last.find([t]) for t in rest):
-                    return Route("command", "undo")     # "back to before that last change": one step
-                return Route("command", "back_before", words=rest)
+            if rest and not lead and all(t in self.going_back.noise or self.going_back.last.find([t]) for t in rest):
+                return Route("command", "undo")     # "back to before that last change": one step
+            # "back to before the colour stuff": the going-back reader finds that version
         reset = find_phrases(tokens, c["reset_op"])
         if reset and reset[0][0] == next(i for i, t in enumerate(tokens) if t not in self.filler):
             pieces = read_pieces(self.vocab, said)

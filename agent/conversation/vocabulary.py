@@ -32,6 +32,10 @@ _SAID_FIRST = FILLER | word_lists()["interjections"]
 # Vocabulary, compiled once from a profile
 # ---------------------------------------------------------------------------
 
+#: Joins the two names of a place qualified by a part of the frame ("the background on the right").
+PLACE_JOIN = "&"
+
+
 @dataclass(frozen=True)
 class Intent:
     """One entry of intent_translations: a word family and its op moves."""
@@ -362,7 +366,12 @@ class Vocabulary:
             abs(float(centre[0]) - 0.5), abs(float(centre[1]) - 0.5)) > 0.2)
 
     def place(self, name: str) -> tuple[dict, str]:
-        """A named target's mask spec and the words for it ("the sky", "the top of the frame")."""
+        """A named target's mask spec and the words for it ("the sky", "the top of the frame"); a place
+        qualified by a part of the frame ("sky&top": "that patch of sky at the top") is where both are."""
+        if PLACE_JOIN in name:
+            names = name.split(PLACE_JOIN)
+            spec = normalize_mask_spec({"type": "intersect", "masks": [dict(self.targets[n]) for n in names]})
+            return spec, " on ".join(self.place(n)[1] for n in names)
         spec = normalize_mask_spec(self.targets[name])
         return spec, self.target_labels.get(name) or describe_mask(spec)
 

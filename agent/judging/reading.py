@@ -542,7 +542,12 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
             # ... but a "too" that ends the quality before ("it's murky too, brighten") says "as well"
             also = any(s - len(w.split()) in ends and list(tokens[s - len(w.split()):s]) == w.split()
                        for w in lex.problem_also)
-            complaint = ((_before(tokens, s, lex.complaint_frames, skip=skip_words) and not also)
+            # "looks kinda muddy and flat": a quality joined to the word before it shares its frame
+            joined = s
+            while joined >= 2 and tokens[joined - 1] in ("and", "or", ","):
+                joined -= 2
+            complaint = ((any(_before(tokens, at, lex.complaint_frames, skip=skip_words) for at in {s, joined})
+                          and not also)
                          or p.split()[0] in lex.complaint_frames or _names_a_problem(tokens, s, e, p, lex))
             negated = _before(tokens, s, lex.negations, skip=skip_words) \
                 or (not expects and _avoided_degree(tokens, s, lex))       # not a caution on a wish before it

@@ -16,7 +16,7 @@ from agent.planning.moves import Draft, Move
 from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, Clause, around, avoided_degree, guess_place, names_a_thing, stand_in,
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
-from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Piece, Vocabulary, read_pieces
+from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, Intent, Piece, Vocabulary, read_pieces
 from agent.conversation.words import find_phrases, tokenize
 from pipeline import ops
 from pipeline.masks import normalize_mask_spec
@@ -232,8 +232,7 @@ def _locate(vocab: Vocabulary, values: list[tuple[str, int]], mode: str, target_
     return values, spec
 
 
-#: Joins the two names of a place qualified by a part of the frame ("the background on the right").
-_ON = "&"
+_ON = PLACE_JOIN
 
 
 def _qualified_place(vocab: Vocabulary, targets: list[str]) -> str | None:
@@ -255,9 +254,6 @@ def _target_spec(vocab: Vocabulary, name: str) -> dict:
 
 
 def _target_label(vocab: Vocabulary, name: str) -> str:
-    if _ON in name:
-        place, part = name.split(_ON)
-        return f"{vocab.place(place)[1]} on {vocab.place(part)[1]}"
     return vocab.place(name)[1]
 
 
@@ -540,6 +536,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                 if set(u.targets) == set(targets):
                     u.targets = [qualified]
             targets = [qualified]
+        said_places = list(targets)
         excepted = _excepted(vocab, clause)
         if excepted:
             # "everything except her face darker": the rest of the frame, not the face
@@ -578,6 +575,13 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             # tone; the tone itself is kept, wherever it is (a place no finder knows is found by it)
             spec, label = kept_tone
             draft.moves = _onto(draft.moves, normalize_mask_spec(dict(spec, invert=True)), f"everything but {label}")
+            draft.understood_any = True
+            continue
+        if said_places and not uses and not bands and previous_span[1] > previous_span[0] \
+                and _places_left_out(clause):
+            # "warmer, but not her face", "more vivid, except the sky": said after the request on its own,
+            # the change goes everywhere but there
+            draft.moves = protect_moves(vocab, draft.moves, said_places)
             draft.understood_any = True
             continue
         if (targets or bands) and clause.of("protect") and previous_span[1] > previous_span[0] \
@@ -757,6 +761,13 @@ def _excepted(vocab: Vocabulary, clause: Clause) -> dict[str, str]:
         return {}
     return {p.key: f"all_but_{p.key}" for p in clause.of("target")
             if p.pos > marks[0].pos and f"all_but_{p.key}" in vocab.targets}
+
+
+def _places_left_out(clause: Clause) -> bool:
+    """Whether a clause leaves its places out: it opens with "except" / "but not the" or a bare "not"
+    ("but not my face", "not the sky though")."""
+    said = [p for p in clause.pieces if p.category != "separator"]
+    return bool(said) and (said[0].category == "except" or (said[0].category == "word" and said[0].text in ("not", "no")))
 
 
 def split_protected(vocab: Vocabulary, message: str) -> tuple[str, list[str]]:
