@@ -693,3 +693,42 @@ def test_going_back_to_a_version_in_more_words(studio, messages, text, back_to):
     r = studio.send_message(sid, text)
     assert r.status == "rolled_back", r.reply
     assert studio.head(sid).id == heads[back_to]
+
+
+def test_right_before_a_preposition_means_exactly_not_the_right_side(planner):
+    # "the sky right at the top": the sky at the top, not the sky, the right and the top
+    plan = _plan(planner, "the sky right at the top is a bit washed, can it go a deeper blue up there")
+    assert plan.sub_goals
+    assert not any("right" in json.dumps(g.target or {}) or (g.target or {}).get("end") == [0.45, 0.5]
+                   for g in plan.sub_goals)
+    assert "right" not in plan.reply
+    from agent.judging.reading import read_request
+
+    assert "right" not in (read_request("the sky right at the top is a bit washed, go a deeper blue").target or "")
+    assert _plan(planner, "brighten the right a little").sub_goals[0].target["type"] == "gradient"
+
+
+@pytest.mark.parametrize("text", ["whoa ok too much, it's like outer space now 😂 back off a touch",
+                                  "it looks like a sunset, dial it back"])
+def test_a_likeness_said_with_a_pull_back_is_why_not_a_request(studio, text):
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "make it warmer and darker")
+    before = dict(studio.head(sid).state["settings"])
+    r = studio.send_message(sid, text)
+    if r.status == "awaiting_review":
+        studio.review(sid, "approve")
+    after = studio.head(sid).state["settings"]
+    # part of the way back toward the version before, never a new look
+    assert 0 < after["temperature"] < before["temperature"] and before["exposure"] < after["exposure"] < 0, after
+    assert set(after) <= set(before)
+
+
+def test_a_small_pull_back_is_a_step_that_shows(studio):
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "make it warmer")
+    warm = studio.head(sid).state["settings"]["temperature"]
+    r = studio.send_message(sid, "ease off a touch")
+    if r.status == "awaiting_review":
+        studio.review(sid, "approve")
+    # a third of the change or more comes back (dialogue.pull_back_limits.min), never all of it
+    assert 0 < studio.head(sid).state["settings"]["temperature"] <= warm * 0.65

@@ -502,9 +502,13 @@ def read_pieces(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
             i += 1
     # "her skin", "his face": a person's word before a place of theirs says whose it is, not the subject
     persons = word_lists()["person_determiners"]
+    exactly = word_lists()["right_as_exactly"]
     for k in range(len(pieces) - 1):
         p, after = pieces[k], pieces[k + 1]
         if p.category == "target" and p.text in persons and after.category == "target":
+            pieces[k] = Piece("word", p.text, p.text, p.pos)
+        elif p.category == "target" and p.text == "right" and after.text.split()[0] in exactly:
+            # "the sky right at the top", "right now": exactly, not the right of the frame
             pieces[k] = Piece("word", p.text, p.text, p.pos)
         elif p.text in vocab.manner_words and after.text in vocab.manner_effects \
                 and vocab.manner_words[p.text] in vocab.magnitudes:

@@ -482,6 +482,8 @@ def _target_at(tokens: Sequence[str], lex: Lexicon, skip: set[int],
     for s, e, p in _find_phrases(tokens, lex.targets):
         if set(range(s, e)) <= inside:
             continue   # a tool's own place ("clean up her skin"): not where the qualities go
+        if p == "right" and e < len(tokens) and tokens[e] in word_lists()["right_as_exactly"]:
+            continue   # "the sky right at the top": exactly, not the right of the frame
         name, mask = lex.targets[p]
         candidates.append((s, name, dict(mask)))
     known_words = set(w for p in list(lex.targets) + list(lex.bands) for w in p.split())

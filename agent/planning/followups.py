@@ -139,6 +139,21 @@ def _pull_back_base(vocab: Vocabulary, base, only: set[str] | None, scale: float
     return moves
 
 
+#: Words that start a likeness ("it's like outer space", "looks like a cartoon", "as if it's on fire").
+_LIKENESS = frozenset({"like", "resembles"})
+
+
+def _likeness(tokens: list[str], phrases: list[tuple[int, int, object]]) -> set[int]:
+    """The positions of a likeness ("like outer space") up to the next separator or follow-up phrase."""
+    said = {i for pos, n, _ in phrases for i in range(pos, pos + n)}
+    out: set[int] = set()
+    for i, t in enumerate(tokens):
+        if t in _LIKENESS and i not in said:
+            end = next((k for k in range(i + 1, len(tokens)) if tokens[k] in SEPARATORS or k in said), len(tokens))
+            out.update(range(i, end))
+    return out
+
+
 def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     """The follow-up ``message`` asks for, or None when it is a request of its own."""
     tokens = tokenize((message or "")[:MAX_MESSAGE_CHARS])
@@ -147,7 +162,10 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     pieces = read_pieces(vocab, tokens)
     pull = find_phrases(tokens, vocab.pull_back)
     fractions = find_phrases(tokens, vocab.fractions)
-    anchors = [p for p in pieces if p.category in _ANCHORS]
+    # "too much, it's like outer space now", "it looks like a sunset, dial it back": a likeness said with a
+    # pull-back is why, not what to do (nor a look asked for)
+    likeness = _likeness(tokens, pull + fractions) if pull or fractions else set()
+    anchors = [p for p in pieces if p.category in _ANCHORS and p.pos not in likeness]
     # "whoa crunchy. halve that": a complaint about the last change, said with a share to take back, is
     # the reason for taking it back ("too dark now, halve it" after a warming is a request of its own)
     dialogue = getattr(request, "dialogue", None)
@@ -187,6 +205,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     if aspects:
         covered.update(i for i, t in enumerate(tokens) if t in vocab.restore_nouns)
         covered.update(i for i, t in enumerate(tokens) if t in ("on", "gone", "went", "got", "far", "with"))
+    covered |= likeness
     for pos, n, _ in repeat:
         # "bit more of that creaminess": a word no table knows after "more of that" names the last change
         after = pos + n
