@@ -732,3 +732,45 @@ def test_a_small_pull_back_is_a_step_that_shows(studio):
         studio.review(sid, "approve")
     # a third of the change or more comes back (dialogue.pull_back_limits.min), never all of it
     assert 0 < studio.head(sid).state["settings"]["temperature"] <= warm * 0.65
+
+
+def test_why_with_its_is_a_question(router):
+    assert router.route("why's the sky purple btw, is that light pollution?").kind == "evaluation"
+
+
+@pytest.mark.parametrize("text", ["lovely. again please, same deal", "hmm it could take another nudge"])
+def test_more_in_other_words_repeats_the_last_change(studio, text):
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "brighten it a bit")
+    first = studio.head(sid).state["settings"]["exposure"]
+    r = studio.send_message(sid, text)
+    if r.status == "awaiting_review":
+        studio.review(sid, "approve")
+    assert studio.head(sid).state["settings"]["exposure"] > first, r.reply
+
+
+@pytest.mark.parametrize("text, share", [
+    ("ooh no too bright now, back a bit but not all the way", 0.5),   # "not all the way" is not all of it
+    ("bit too bright now lol, somewhere in between?", 0.5),            # proposed with a "?", still asked
+])
+def test_part_of_the_way_back_in_other_words(studio, text, share):
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "brighten it")
+    before = studio.head(sid).state["settings"]["exposure"]
+    studio.send_message(sid, "and again")
+    after = studio.head(sid).state["settings"]["exposure"]
+    r = studio.send_message(sid, text)
+    if r.status == "awaiting_review":
+        studio.review(sid, "approve")
+    assert studio.head(sid).state["settings"]["exposure"] == pytest.approx(after - share * (after - before), abs=1)
+
+
+def test_a_place_said_a_little_in_shadow_is_brightened_there(planner):
+    plan = _plan(planner, "her face is a little in shadow, could u lift it just a touch")
+    assert plan.sub_goals and all((g.target or {}).get("type") == "face" for g in plan.sub_goals)
+    assert all(g.op == "exposure" and 0 < g.value <= 10 for g in plan.sub_goals)
+
+
+def test_a_place_with_nothing_asked_is_named_in_words(planner):
+    plan = _plan(planner, "the white bone on the front of the bowl, bottom middle")
+    assert not plan.sub_goals and "&" not in plan.reply

@@ -186,6 +186,8 @@ class Router:
         if asks and opening is None and any(tuple(words[-len(t):]) == t for t in self.question_tags) \
                 and not self._requests(plain_words(words)):
             opening = "evaluation"     # "it's not too saturated is it?": a statement asked with a tag
+        if opening == "evaluation" and find_phrases(said, self.vocab.fractions):
+            opening = None             # "bit too pale now, somewhere in between?": a share of the way back, proposed
         if opening in ("evaluation", "exploration"):
             # "is the sky too dark?", "too warm?", "should i make it brighter?": asked, not requested
             return Route(opening, opening, words=self._offered(said))

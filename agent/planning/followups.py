@@ -422,7 +422,9 @@ def _undoes_last(vocab: Vocabulary, problem: str, dialogue) -> bool:
     found = vocab.problems.get(problem)
     if base is None or found is None:
         return False
-    return any(base.touches(op, -1 if value > 0 else 1) for fix in found.fixes if fix in vocab.intents
+    # an op of one colour band counts for its kind ("too pale" after less red saturation on the face)
+    moved = {(c.op.split("_")[0], c.delta > 0) for c in base.changes if c.delta}
+    return any((op.split("_")[0], value < 0) in moved for fix in found.fixes if fix in vocab.intents
                for op, value in vocab.intents[fix].ops)
 
 

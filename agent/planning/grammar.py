@@ -648,7 +648,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                 draft.skipped.append(clause.text)        # "make her smile more": not something I can do
             elif targets:
                 draft.skipped.append(clause.text)
-                draft.bare_targets += [vocab.target_labels.get(t) or t for t in targets]
+                draft.bare_targets += [vocab.place(t)[1] for t in targets]
                 previous_targets = list(targets)       # "the sky, make it darker": "it" is the sky
                 if named:                              # "the table on the left, darken it": there, said so
                     draft.said.append(_placed_note(vocab, named[0].text, targets[0]))
