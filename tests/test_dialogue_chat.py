@@ -774,3 +774,12 @@ def test_a_place_said_a_little_in_shadow_is_brightened_there(planner):
 def test_a_place_with_nothing_asked_is_named_in_words(planner):
     plan = _plan(planner, "the white bone on the front of the bowl, bottom middle")
     assert not plan.sub_goals and "&" not in plan.reply
+
+
+def test_what_the_photo_looks_like_now_is_no_look_asked_for(planner):
+    plan = _plan(planner, "wayyy less orange than that, it looks like a sunset in a cup")
+    assert plan.sub_goals and not any(g.op == "temperature" and g.value > 0 for g in plan.sub_goals)
+    assert "golden" not in plan.reply
+    assert any(g.op == "temperature" and g.value > 0 for g in _plan(planner, "make it look like a sunset").sub_goals)
+    plan = _plan(planner, "the sky looks like a painting, make it warmer")
+    assert [(g.op, g.target) for g in plan.sub_goals] == [("temperature", None)]

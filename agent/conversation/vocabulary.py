@@ -282,6 +282,8 @@ class Vocabulary:
         # "go ahead and guess": the person lets the planner put a request on its best guess for a place
         self.go_ahead = PhraseTable((str(w), True) for w in guesses.get("go_ahead") or ())
         self.dismiss = PhraseTable((str(w), True) for w in guesses.get("dismiss") or ())
+        # "it looks like a sunset in a cup": what the photo is like now, said as a clause of its own
+        self.likeness = PhraseTable((str(w), True) for w in grammar.get("likeness") or ())
         for t in [self.place_default, self.place_relation_target, *self.place_nouns.values()]:
             if t is not None and t not in self.targets:
                 raise ProfileError(str(profile.path), "vocabulary.place_guesses", f"no target called {t!r}")
@@ -349,7 +351,25 @@ class Vocabulary:
         aside = {i for s, n, _ in find_phrases(kept, self.asides) for i in range(s, s + n)}
         if aside and len(aside) < len(kept):
             kept = [t for i, t in enumerate(kept) if i not in aside]
+        kept = self._without_likeness(kept)
         return text if len(kept) == len(tokens) else " ".join(kept)
+
+    def _without_likeness(self, tokens: list[str]) -> list[str]:
+        """``tokens`` without the clauses that say what the photo is like ("wayyy less orange, it looks like a
+        sunset in a cup": not a golden-hour look asked for); as said when nothing else would be left."""
+        clauses: list[list[str]] = [[]]
+        for t in tokens:
+            clauses[-1].append(t)
+            if t in SEPARATORS:
+                clauses.append([])
+        kept = []
+        for clause in clauses:
+            words = [t for t in clause if t not in SEPARATORS]
+            while words and not any(s == 0 for s, _, _ in self.likeness.find(words)) and words[0] in _SAID_FIRST:
+                words = words[1:]
+            if not any(s == 0 for s, _, _ in self.likeness.find(words)):
+                kept += clause
+        return kept if any(t not in SEPARATORS for t in kept) else tokens
 
     def says_go_ahead(self, text: str) -> bool:
         """Whether ``text`` tells the planner to go ahead and guess ("just guess", "your best guess"), or
