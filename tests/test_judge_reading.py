@@ -309,3 +309,13 @@ def test_a_quality_joined_to_a_complaint_shares_its_frame():
     # a wish joined to a wish stays a wish
     flatter = read_request("make it brighter and flatter")
     assert [e.complaint for e in flatter.expects] == [False, False]
+
+
+def test_a_fault_found_with_a_colour_is_a_complaint_about_it():
+    from agent.judging.reading import read_request
+
+    reading = read_request("the lights look kinda sickly green. fix?")
+    assert [e.source for e in reading.expects] == ["green"]
+    assert reading.expects[0].complaint
+    assert all(m.sign > 0 for alt in reading.expects[0].alternatives for m in alt)   # less green: a* up
+    assert not read_request("make it greener").expects[0].complaint

@@ -100,6 +100,7 @@ class Lexicon:
     dismiss: tuple[str, ...] = ()            # the engine's place_guesses.dismiss: "never mind the cord"
     carry_on: frozenset[str] = frozenset()   # the engine's followups.carry_on: "warmer still", "even brighter"
     counting: frozenset[str] = frozenset()   # "the two puppies": the thing is the word after the count
+    disapproval: frozenset[str] = frozenset()  # "sickly green": a complaint about the quality after it
     insist: tuple[str, ...] = ()             # the engine's insist.words: "more contrast, i insist" is a strong step
     op_properties: Mapping[str, tuple[str, int]] = field(default_factory=dict)   # op -> (property, way) it moves
     op_prefix_properties: Mapping[str, tuple[str, int]] = field(default_factory=dict)   # "saturation_" -> chroma up
@@ -210,6 +211,7 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         filler=frozenset(t for w in efu.get("filler") or () for t in _tokens(_norm(str(w)))),
         carry_on=frozenset(_norm(str(w)) for w in efu.get("carry_on") or ()),
         counting=frozenset(_norm(str(w)) for w in data.get("counting") or ()),
+        disapproval=frozenset(_norm(str(w)) for w in data.get("disapproval") or ()),
         insist=tuple(_norm(str(w)) for w in (engine.get("insist") or {}).get("words") or ()),
         op_properties=_op_properties(data.get("op_properties")),
         op_prefix_properties=_op_properties(data.get("op_prefix_properties")),
@@ -526,9 +528,13 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
     skip_words = set(lex.magnitudes) | {"the", "it", "a", "an", "so", "that", "this", "very", "more", "of"}
     phrases = {**lex.complaints, **lex.qualities}
     ends: set[int] = set()
-    for s, e, p in _find_phrases(tokens, phrases):
+    found = _find_phrases(tokens, phrases)
+    starts = {s for s, _, _ in found}
+    for s, e, p in found:
         q = phrases[p]
         used.update(range(s, e))
+        if p in lex.disapproval and e in starts:
+            continue   # "sickly green": the fault is the green, not a sickly look of its own
         if p in lex.manner and any(" ".join(tokens[e:e + 2]).startswith(f) for f in lex.manner_effects):
             continue   # "a soft vignette": how the vignette is, not softer as well
         obj = _object_of(tokens, s, ends)
@@ -550,7 +556,8 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
                 joined -= 2
             complaint = ((any(_before(tokens, at, lex.complaint_frames, skip=skip_words) for at in {s, joined})
                           and not also)
-                         or p.split()[0] in lex.complaint_frames or _names_a_problem(tokens, s, e, p, lex))
+                         or p.split()[0] in lex.complaint_frames or _names_a_problem(tokens, s, e, p, lex)
+                         or (s > 0 and tokens[s - 1] in lex.disapproval))
             negated = _before(tokens, s, lex.negations, skip=skip_words) \
                 or (not expects and _avoided_degree(tokens, s, lex))       # not a caution on a wish before it
             after = " ".join(tokens[e:e + 4])
