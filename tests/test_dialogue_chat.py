@@ -783,3 +783,14 @@ def test_what_the_photo_looks_like_now_is_no_look_asked_for(planner):
     assert any(g.op == "temperature" and g.value > 0 for g in _plan(planner, "make it look like a sunset").sub_goals)
     plan = _plan(planner, "the sky looks like a painting, make it warmer")
     assert [(g.op, g.target) for g in plan.sub_goals] == [("temperature", None)]
+
+
+def test_what_must_not_blow_out_or_the_thing_kept_is_protected(planner):
+    plan = _plan(planner, "can you brighten it up a bit, but don't blow out the white rim of the cup")
+    assert plan.sub_goals and all((g.target or {}).get("type") == "luminance" and g.target.get("invert")
+                                  for g in plan.sub_goals)
+    # the wall kept stands for the background; "that nice blue" says how it stays
+    plan = _plan(planner, "warm it up a bit but keep the wall behind it that nice blue")
+    assert "everything but the background" in plan.reply
+    # one place said twice is named once
+    assert "the blues and the blues" not in _plan(planner, "warmer but don't lose the blue of the water").reply

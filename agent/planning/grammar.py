@@ -7,6 +7,8 @@ clauses join, and how an intent becomes op moves on the current EditState.
 
 from __future__ import annotations
 
+import json
+
 import math
 from dataclasses import dataclass, field, replace
 from typing import Mapping
@@ -544,6 +546,13 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             for u in uses:
                 u.targets = [excepted.get(t, t) for t in u.targets]
         bands = [p.key for p in clause.of("band")]
+        if clause.of("protect") and not targets:
+            # "but keep the wall behind it that nice blue": the thing kept stands for its kind of place
+            # (the wall: the background); the colour says how it stays
+            stand_ins = [vocab.place_nouns[p.text] for p in clause.of("word") if p.text in vocab.place_nouns]
+            if stand_ins:
+                targets = said_places = stand_ins[:1]
+                bands = []
         said_global = clause.of("global")
         # "her face is too dark, brighten it", "brighten the bottom, it's muddy down there": after a
         # place, "it" / "there" is that place, not the whole photo
@@ -812,6 +821,8 @@ def protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str],
     ("but don't change the water": the blues) is protected by its colour mask."""
     named = [vocab.place(t) for t in targets] + [(normalize_mask_spec({"type": "color", "band": b}),
                                                   f"the {b}s") for b in bands]
+    # "don't lose the blue of the water": the water's colour and the blue said are one place
+    named = list({json.dumps(spec, sort_keys=True): (spec, label) for spec, label in named}.values())
     specs, places = zip(*named)
     if len(specs) == 1:
         outside = normalize_mask_spec(dict(specs[0], invert=not specs[0].get("invert")))
