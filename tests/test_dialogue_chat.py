@@ -794,3 +794,21 @@ def test_what_must_not_blow_out_or_the_thing_kept_is_protected(planner):
     assert "everything but the background" in plan.reply
     # one place said twice is named once
     assert "the blues and the blues" not in _plan(planner, "warmer but don't lose the blue of the water").reply
+
+
+def test_a_thing_to_keep_that_no_finder_knows_is_asked_about(studio, planner):
+    # a change on the whole photo would move it: ask, change nothing, offer both ways on
+    plan = _plan(planner, "brighten it but not the lamp, that's bright enough already")
+    assert plan.kind == "clarify" and not plan.sub_goals
+    assert "the lamp" in plan.reply and "haven't changed anything" in plan.reply
+    assert "Brighter everywhere" in plan.quick_replies
+    sid = studio.start_session(small_photo("coffee")).id
+    start = studio.head(sid).id
+    r = studio.send_message(sid, "warmer but keep the lamp as it is")
+    assert studio.head(sid).id == start and r.asset_id is None
+    studio.send_message(sid, "Warmer everywhere")
+    assert studio.head(sid).state["settings"].get("temperature", 0) > 0
+    # a change on a place found leaves the thing be: no question
+    assert _plan(planner, "brighten the face but not the lamp").sub_goals
+    # told to go ahead, the change is made
+    assert _plan(planner, "brighten it but not the lamp, go ahead").sub_goals

@@ -337,6 +337,11 @@ class EmbeddedPlanner:
                 # what "ease off" says; that clause was done, not skipped
                 draft.skipped = [c for c in draft.skipped if not find_phrases(tokenize(c), vocab.pull_back)]
         guessed = str((followup.dialogue if followup is not None else {}).get("guessed") or "")
+        if draft.unknown_kept and draft.moves and not any(m.target for m in draft.moves) \
+                and not vocab.says_go_ahead(message):
+            # a change on the whole photo would move the thing to keep; one on a place found ("brighten the cat
+            # but not the keyboard") leaves it be
+            return self._unknown_kept(draft)
         if draft.unknown_places and not any(m.target for m in draft.moves):
             # a thing named that no finder knows: ask, with the request kept for "the whole thing then";
             # guess only a general stand-in ("the floor" is the bottom) or when told to go ahead (a sign,
@@ -432,6 +437,22 @@ class EmbeddedPlanner:
                  f"Should I make it {what} overall instead?{tail}")
         return Plan(sub_goals=[], reply=reply, understood=False, source=self.name, kind="clarify",
                     quick_replies=replies, labels=list(draft.missing_labels[:1]))
+
+    def _unknown_kept(self, draft: Draft) -> Plan:
+        """"brighten it but not the lamp" with no way to find a lamp: ask, change nothing; the person can
+        paint it and keep the selection, or have the change everywhere."""
+        place = draft.unknown_kept[0]
+        labels = list(dict.fromkeys(m.label for m in draft.moves if m.label)) or ["the change"]
+        what = labels[0]
+        replies = [f"{what.capitalize()} everywhere"]
+        paint = ""
+        if "selection" in self.vocab.targets:
+            replies.insert(0, f"{what.capitalize()}, but keep the selection as it is")
+            paint = " Paint over it and say “keep the selection as it is” — or"
+        reply = (f"I can't find “{place}” by myself to keep it as it is, so I haven't changed anything "
+                 f"yet.{paint or ' Or'} should I make it {what} everywhere?")
+        return Plan(sub_goals=[], reply=reply, understood=False, source=self.name, kind="clarify",
+                    quick_replies=replies, labels=labels)
 
     def _unknown_place(self, draft: Draft) -> Plan:
         """"brighten the lamp" with no way to find a lamp: ask, change nothing, and keep the request so

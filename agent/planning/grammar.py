@@ -540,6 +540,10 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             targets = [qualified]
         said_places = list(targets)
         excepted = _excepted(vocab, clause)
+        marks = clause.of("except")
+        if marks and uses and not any(p.pos > marks[0].pos for p in clause.of("target", "band")):
+            # "brighten it but not the lamp": the thing left out is one no finder knows
+            draft.unknown_kept += _kept_things(vocab, clause)
         if excepted:
             # "everything except her face darker": the rest of the frame, not the face
             targets = [excepted.get(t, t) for t in targets]
@@ -593,6 +597,15 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             draft.moves = protect_moves(vocab, draft.moves, said_places)
             draft.understood_any = True
             continue
+        if not said_places and not bands and not uses and previous_span[1] > previous_span[0] \
+                and (clause.of("protect") or _places_left_out(clause)):
+            kept = _kept_things(vocab, clause)
+            if kept:
+                # "brighten it but not the lamp": a thing to keep that no finder knows is asked about, never
+                # silently left to change
+                draft.unknown_kept += kept
+                draft.understood_any = True
+                continue
         if (targets or bands) and clause.of("protect") and previous_span[1] > previous_span[0] \
                 and not (uses and clause.pieces[0].category == "intent"):
             # "warmer but keep the skin natural", "but the backdrop has to stay pure white": the change
@@ -770,6 +783,14 @@ def _excepted(vocab: Vocabulary, clause: Clause) -> dict[str, str]:
         return {}
     return {p.key: f"all_but_{p.key}" for p in clause.of("target")
             if p.pos > marks[0].pos and f"all_but_{p.key}" in vocab.targets}
+
+
+def _kept_things(vocab: Vocabulary, clause: Clause) -> list[str]:
+    """The things a protect or except clause keeps that no table knows ("but not the lamp": ["the lamp"])."""
+    marks = clause.of("except", "protect")
+    after = [p.text for p in clause.pieces if marks and p.pos > marks[0].pos and p.category == "word"
+             and p.text not in FILLER and p.text not in vocab.known_words]
+    return [f"the {after[0]}"] if after else []
 
 
 def _places_left_out(clause: Clause) -> bool:

@@ -53,6 +53,7 @@ class Draft:
     bare_targets: list[str] = field(default_factory=list)     # "the sky" with nothing to do to it
     followup: dict = field(default_factory=dict)               # Plan.dialogue of a follow-up
     unknown_places: list[str] = field(default_factory=list)   # "the cup": a place no mask can find
+    unknown_kept: list[str] = field(default_factory=list)     # "but not the lamp": a place to keep no mask can find
     place_guess: str | None = None                             # the target standing in for it
     specific_place: bool = False                               # "that lamp", "her nose": asked, never guessed
     place_stand_in: bool = False                               # the guess is what the place's word means ("the floor")
