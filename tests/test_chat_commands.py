@@ -110,7 +110,7 @@ def test_reset_one_adjustment_keeps_the_rest(studio, photo):
 @pytest.mark.parametrize("text,kind,name", [
     ("hello there!", "chat", "greeting"), ("thanks, that's perfect", "chat", "thanks"),
     ("undo", "command", "undo"), ("back to how it was", "command", "undo"), ("go back 3 steps", "command", "back"),
-    ("back to before the warmth", "command", "back_before"), ("start over", "command", "original"),
+    ("back to before the warmth", "command", "going_back"), ("start over", "command", "original"),
     ("show me the original", "command", "show_original"), ("export as jpeg", "command", "export"),
     ("reset the saturation", "command", "reset"), ("how does it look?", "evaluation", "evaluation"),
     ("what would you change?", "exploration", "exploration"), ("what can you do?", "exploration", "capabilities"),
@@ -137,8 +137,8 @@ def test_router_kinds(text, kind, name):
     ("go back to how it was originally", "command", "original"), ("back to how it was at first", "command", "original"),
     ("start over from the original pls", "command", "original"),
     ("can we start over from the original", "command", "original"),
-    ("hmm thats too much overall, go back to before the warm stuff", "command", "back_before"),
-    ("thats worse, go back to before the contrast thing", "command", "back_before"),
+    ("hmm thats too much overall, go back to before the warm stuff", "command", "going_back"),
+    ("thats worse, go back to before the contrast thing", "command", "going_back"),
     ("its too yellow now, undo that", "command", "undo"), ("that's way too much, go back", "command", "undo"),
     # a complaint with no request stays a complaint; a request before a history step is not only a reason
     ("its so dark", "modification", ""), ("that's too dark", "modification", ""),

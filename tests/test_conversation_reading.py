@@ -101,8 +101,7 @@ def test_going_back_is_read_in_other_words(router, message, kind):
     route = router.route(message)
     if message.startswith("back to the bright one"):
         assert route.going_back[0].before, route        # the clause after the comma says which change
-    assert (route.name == "going_back" and route.going_back[0].kind == kind) or \
-        (kind == "before" and route.name == "back_before")     # the older command reads that one too
+    assert route.name == "going_back" and route.going_back[0].kind == kind, route
 
 
 @pytest.mark.parametrize("message", ["this is a bit dark", "this is for print, a bit too dark though"])

@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING
 from agent.conversation.dialogue import dialogue_state
 from agent.conversation.answers import evaluation_reply, read_photo, recipe_text
 from agent.errors import InvalidInput
-from agent.conversation.vocabulary import read_pieces
-from agent.conversation.words import tokenize
 from agent.conversation.router import Route
 from pipeline import ops
 from pipeline.measure import image_stats
@@ -102,8 +100,6 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
             return studio.undo(session_id, steps=len(edits), progress=progress, said=text)
     except InvalidInput as exc:
         return _answered(studio, session_id, text, str(exc)[:1].upper() + str(exc)[1:] + ".", kind="command")
-    if name == "back_before":
-        return _back_before(studio, session_id, route, progress, text)
     if name == "going_back":
         return _going_back(studio, session_id, route, progress, text)
     if name == "reset":
@@ -141,28 +137,6 @@ def _offered(vocab, route: Route) -> list[str]:
     return [label[:1].upper() + label[1:] for label in dict.fromkeys(labels)]
 
 
-def _back_before(studio: "Studio", session_id: str, route: Route, progress, text: str = "") -> TurnResult:
-    vocab = studio.router.vocab
-    pieces = read_pieces(vocab, tokenize(" ".join(route.words)))
-    intents = [p.key for p in pieces if p.category in ("intent", "fix")]
-    op_names = [p.key for p in pieces if p.category == "op"]
-    for name in intents:
-        op_names += [op for op, _ in vocab.intents[name].ops[:1]]
-    # "the blue stuff": that band's ops; "the colour stuff": the kind of change named (router.change_names)
-    op_names += [pattern.format(band=p.key) for p in pieces if p.category == "band" for pattern in vocab.band_ops.values()]
-    op_names += [op for w in route.words for op in studio.router.change_names.get(w, ())]
-    edits = dialogue_state(studio.store, session_id).edits
-    state = dialogue_state(studio.store, session_id)
-    # "back to before the warmth" after "warm up her face", "same for the background": before the whole run
-    found = state.find(intents=intents, ops=op_names, words=[w for w in route.words if len(w) > 3], run=True)
-    said = " ".join(route.words)
-    if found is None:
-        return _answered(studio, session_id, text, f"I couldn't find a change like \u201c{said}\u201d in this version's "
-                         "history, so nothing changed.", kind="command", quick_replies=["What did you change?", "Undo"])
-    steps = len(edits) - edits.index(found)
-    return studio.undo(session_id, steps=steps, progress=progress, said=text or None)
-
-
 def _going_back(studio: "Studio", session_id: str, route: Route, progress, text: str) -> TurnResult | None:
     """"scrap the purple", "back to the first warm version": the version found among the head path's edits,
     reached by undo (bit-exact). None when only a weak verb was said and no change matches ("remove the dust"
@@ -182,6 +156,11 @@ def _going_back(studio: "Studio", session_id: str, route: Route, progress, text:
             return _take_out(studio, session_id, out, progress, text)
     if not any(back.strong for back in route.going_back):
         return None
+    said = next((b.before or b.after or b.named for b in route.going_back if b.before or b.after or b.named), [])
+    if said:
+        return _answered(studio, session_id, text, f"I couldn't find a change like \u201c{' '.join(said)}\u201d in "
+                         "this version's history, so nothing changed.", kind="command",
+                         quick_replies=["What did you change?", "Undo"])
     if not state.edits:
         return _answered(studio, session_id, text, "This is already the original photo; nothing to go back to.",
                          kind="command")
