@@ -45,3 +45,12 @@ def test_compose_reply_says_what_changed_in_plain_words():
                                    tail="Kept this version.")
     assert reply == "Warming the image. Warmer as asked. Kept this version."
     assert "b* +3.1" in details
+
+
+def test_an_inverted_combination_of_places_is_everything_but_it():
+    from pipeline.masks import describe_mask
+
+    spec = {"type": "intersect", "invert": True, "masks": [{"type": "subject", "invert": True},
+                                                          {"type": "gradient", "start": [1, 0.5], "end": [0.45, 0.5]}]}
+    text = describe_mask(spec)
+    assert text.startswith("everything but ") and not repeated_words(text), text

@@ -21,7 +21,8 @@ def where_words(target: Mapping | None) -> str:
 def describe_mask(spec: Mapping) -> str:
     """A short phrase a person understands: 'the sky', 'blue colours', 'top of the frame'."""
     kind = spec.get("type")
-    prefix = "outside " if spec.get("invert") else ""
+    # an inverted combination is "everything but" it ("outside outside the subject ..." never)
+    prefix = ("everything but " if kind in ("intersect", "union") else "outside ") if spec.get("invert") else ""
     if kind in ("sky", "face", "skin", "subject"):
         text = {"sky": "the sky", "face": "faces", "skin": "skin", "subject": "the subject"}[kind]
     elif kind == "luminance":
