@@ -592,3 +592,12 @@ def test_open_up_a_place_brightens_it():
     plan = EmbeddedPlanner().plan(PlanRequest("open up the dark areas a bit", EditState()))
     assert [(g.op, (g.target or {}).get("type")) for g in plan.sub_goals] == [("exposure", "luminance")]
     assert plan.sub_goals[0].value > 0
+
+
+def test_a_colour_complained_of_is_called_less_of_it():
+    from agent.planning.base import PlanRequest
+    from agent.planning.embedded import EmbeddedPlanner
+    from pipeline.state import EditState
+
+    plan = EmbeddedPlanner().plan(PlanRequest("her face is too red", EditState()))
+    assert plan.labels == ["less red"] and plan.sub_goals[0].value < 0

@@ -313,7 +313,9 @@ def _said_label(vocab: Vocabulary, intent: Intent, negated: bool, band: str | No
     """The words a move is named by in replies and questions: "less blue", not the band intent's own
     "more saturated"; "less warm" is the profile's "cooler" where the intent has an opposite."""
     if band and intent.primary == "saturation" and intent.mode == "add":
-        return f"{'less' if negated else 'more'} {band}"
+        # "too red": the fix is less saturation there, called "less red" (not the band's "more red")
+        lowers = next((v for op, v in intent.ops if op.startswith("saturation")), 1) < 0
+        return f"{'less' if negated != lowers else 'more'} {band}"
     if not negated:
         return intent.label
     opposite = vocab.intents.get(intent.opposite or "")
