@@ -139,7 +139,7 @@ def _pull_back_base(vocab: Vocabulary, base, only: set[str] | None, scale: float
     return moves
 
 
-#: Words that start a likeness ("it's like outer space", "looks like a cartoon", "as if it's on fire").
+#: Words that start a likeness ("it's like outer space", "looks like a cartoon").
 _LIKENESS = frozenset({"like", "resembles"})
 
 

@@ -234,7 +234,6 @@ def _locate(vocab: Vocabulary, values: list[tuple[str, int]], mode: str, target_
     return values, spec
 
 
-_ON = PLACE_JOIN
 
 
 def _qualified_place(vocab: Vocabulary, targets: list[str]) -> str | None:
@@ -246,12 +245,12 @@ def _qualified_place(vocab: Vocabulary, targets: list[str]) -> str | None:
     if len(parts) != 1:
         return None
     other = next(t for t in targets if t != parts[0])
-    return f"{other}{_ON}{parts[0]}"
+    return f"{other}{PLACE_JOIN}{parts[0]}"
 
 
 def _target_spec(vocab: Vocabulary, name: str) -> dict:
-    if _ON in name:
-        return {"type": "intersect", "masks": [dict(vocab.targets[n]) for n in name.split(_ON)]}
+    if PLACE_JOIN in name:
+        return {"type": "intersect", "masks": [dict(vocab.targets[n]) for n in name.split(PLACE_JOIN)]}
     return dict(vocab.targets[name])
 
 
@@ -557,7 +556,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             # (the wall: the background); the colour says how it stays
             stand_ins = [vocab.place_nouns[p.text] for p in clause.of("word") if p.text in vocab.place_nouns]
             if stand_ins:
-                targets = said_places = stand_ins[:1]
+                targets, said_places = stand_ins[:1], stand_ins[:1]
                 bands = []
         said_global = clause.of("global")
         # "her face is too dark, brighten it", "brighten the bottom, it's muddy down there": after a
