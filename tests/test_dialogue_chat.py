@@ -504,6 +504,19 @@ def test_a_place_said_with_only_after_the_requests_restricts_them_to_it(planner)
     assert ("temperature", None) in _moves(_plan(planner, "warmer, and the face"))
 
 
+def _versions(studio, photo, messages, approve=False):
+    """A session on ``photo`` after ``messages``: its id and the head after each (the original first);
+    ``approve`` keeps a version that waits for review."""
+    sid = studio.start_session(small_photo(photo)).id
+    heads = [studio.head(sid).id]
+    for message in messages:
+        r = studio.send_message(sid, message)
+        if approve and r.status == "awaiting_review":
+            studio.review(sid, "approve")
+        heads.append(studio.head(sid).id)
+    return sid, heads
+
+
 @pytest.mark.parametrize("text, back_to", [
     ("ditch the last two changes", 1),                    # a count is not a change's name
     ("the previous version was better", 2),               # a version said to have been better
@@ -513,11 +526,7 @@ def test_a_place_said_with_only_after_the_requests_restricts_them_to_it(planner)
     ("roll it all back", 0),
 ])
 def test_going_back_in_other_words_lands_on_the_version_meant(studio, text, back_to):
-    sid = studio.start_session(small_photo("coffee")).id
-    heads = [studio.head(sid).id]
-    for message in ("make it warmer", "brighten it a bit", "more contrast"):
-        studio.send_message(sid, message)
-        heads.append(studio.head(sid).id)
+    sid, heads = _versions(studio, "coffee", ("make it warmer", "brighten it a bit", "more contrast"))
     r = studio.send_message(sid, text)
     assert r.status == "rolled_back", r.reply
     assert studio.head(sid).id == heads[back_to]
@@ -631,11 +640,7 @@ def test_requests_said_with_a_question_mark_stay_requests(router, text):
     (("make it warmer", "brighten it a bit", "way warmer"), "back to the warm one i just had", 2),
 ])
 def test_a_version_said_to_have_had_only_one_change_is_the_earliest_with_it(studio, messages, text, back_to):
-    sid = studio.start_session(small_photo("chelsea")).id
-    heads = [studio.head(sid).id]
-    for message in messages:
-        studio.send_message(sid, message)
-        heads.append(studio.head(sid).id)
+    sid, heads = _versions(studio, "chelsea", messages)
     r = studio.send_message(sid, text)
     assert r.status == "rolled_back", r.reply
     assert studio.head(sid).id == heads[back_to]
@@ -643,11 +648,7 @@ def test_a_version_said_to_have_had_only_one_change_is_the_earliest_with_it(stud
 
 def test_a_drawn_place_names_its_own_part_of_the_frame_when_going_back(studio):
     # "the left side" and "the bottom" are both gradients: going back tells them apart
-    sid = studio.start_session(small_photo("rocket")).id
-    heads = [studio.head(sid).id]
-    for message in ("lighten the left side a little", "and the bottom, same thing"):
-        studio.send_message(sid, message)
-        heads.append(studio.head(sid).id)
+    sid, heads = _versions(studio, "rocket", ("lighten the left side a little", "and the bottom, same thing"))
     r = studio.send_message(sid, "go back to just the lighter left side, before the bottom")
     assert r.status == "rolled_back", r.reply
     assert studio.head(sid).id == heads[1]
@@ -683,13 +684,7 @@ def test_what_a_thing_does_to_the_viewer_is_no_place(planner):
     (("darken the bottom right corner", "now it looks kinda muddy and flat"), "go back to just before you tried to fix the mud", 1),
 ])
 def test_going_back_to_a_version_in_more_words(studio, messages, text, back_to):
-    sid = studio.start_session(small_photo("coffee")).id
-    heads = [studio.head(sid).id]
-    for message in messages:
-        r = studio.send_message(sid, message)
-        if r.status == "awaiting_review":
-            studio.review(sid, "approve")
-        heads.append(studio.head(sid).id)
+    sid, heads = _versions(studio, "coffee", messages, approve=True)
     r = studio.send_message(sid, text)
     assert r.status == "rolled_back", r.reply
     assert studio.head(sid).id == heads[back_to]

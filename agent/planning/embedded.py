@@ -323,8 +323,7 @@ class EmbeddedPlanner:
             if followup is not None and followup.moves:
                 followup.moves = protect_moves(vocab, followup.moves, kept)
         if followup is not None and followup.question:
-            return Plan(sub_goals=[], reply=followup.question, understood=False, source=self.name,
-                        kind="clarify", quick_replies=followup.quick_replies)
+            return self._asked(followup.question, followup.quick_replies, [])
         if followup is not None and followup.dialogue.get("move") == "insist":
             draft = self._insist(request, followup)
         elif followup is not None:
@@ -435,14 +434,23 @@ class EmbeddedPlanner:
             tail = " Paint over it to select it, then pick \u201con the selection\u201d."
         reply = (f"I can't find {thing} in this photo, so I haven't changed anything. "
                  f"Should I make it {what} overall instead?{tail}")
+        return self._asked(reply, replies, list(draft.missing_labels[:1]))
+
+    def _asked(self, reply: str, replies: list[str], labels: list[str], dialogue: dict | None = None) -> Plan:
+        """A question back to the person, nothing changed: the clarify plan every "I can't find" path makes."""
         return Plan(sub_goals=[], reply=reply, understood=False, source=self.name, kind="clarify",
-                    quick_replies=replies, labels=list(draft.missing_labels[:1]))
+                    quick_replies=replies, labels=labels, dialogue=dialogue or {})
+
+    @staticmethod
+    def _asked_labels(draft: Draft) -> list[str]:
+        """What the request asked, in words, for the question's reply and its quick replies."""
+        return list(dict.fromkeys(m.label for m in draft.moves if m.label)) or ["the change"]
 
     def _unknown_kept(self, draft: Draft) -> Plan:
         """"brighten it but not the lamp" with no way to find a lamp: ask, change nothing; the person can
         paint it and keep the selection, or have the change everywhere."""
         place = draft.unknown_kept[0]
-        labels = list(dict.fromkeys(m.label for m in draft.moves if m.label)) or ["the change"]
+        labels = self._asked_labels(draft)
         what = labels[0]
         replies = [f"{what.capitalize()} everywhere"]
         paint = ""
@@ -451,14 +459,13 @@ class EmbeddedPlanner:
             paint = " Paint over it and say “keep the selection as it is” — or"
         reply = (f"I can't find “{place}” by myself to keep it as it is, so I haven't changed anything "
                  f"yet.{paint or ' Or'} should I make it {what} everywhere?")
-        return Plan(sub_goals=[], reply=reply, understood=False, source=self.name, kind="clarify",
-                    quick_replies=replies, labels=labels)
+        return self._asked(reply, replies, labels)
 
     def _unknown_place(self, draft: Draft) -> Plan:
         """"brighten the lamp" with no way to find a lamp: ask, change nothing, and keep the request so
         "the whole thing then", "on the selection" or "go ahead" finishes it."""
         place = draft.unknown_places[0]
-        labels = list(dict.fromkeys(m.label for m in draft.moves if m.label)) or ["the change"]
+        labels = self._asked_labels(draft)
         what = labels[0]
         replies = [f"{what.capitalize()} overall"]
         if "selection" in self.vocab.targets:
@@ -470,10 +477,8 @@ class EmbeddedPlanner:
                  f"{what} overall?")
         pending = [{"op": m.op, "value": m.value, "mode": m.mode} for m in draft.moves
                    if m.target is None and (m.value or m.mode == "set")]
-        return Plan(sub_goals=[], reply=reply, understood=False, source=self.name, kind="clarify",
-                    quick_replies=replies, labels=labels,
-                    dialogue={"move": "not_found", "unmet": pending, "guess": draft.place_guess, "place": place}
-                    if pending else {})
+        return self._asked(reply, replies, labels, {"move": "not_found", "unmet": pending,
+                                                    "guess": draft.place_guess, "place": place} if pending else None)
 
     # -- parts -------------------------------------------------------------
     def _style_moves(self, request: PlanRequest, notes: list[str]) -> list[Move]:

@@ -139,16 +139,12 @@ def _pull_back_base(vocab: Vocabulary, base, only: set[str] | None, scale: float
     return moves
 
 
-#: Words that start a likeness ("it's like outer space", "looks like a cartoon").
-_LIKENESS = frozenset({"like", "resembles"})
-
-
 def _likeness(tokens: list[str], phrases: list[tuple[int, int, object]]) -> set[int]:
     """The positions of a likeness ("like outer space") up to the next separator or follow-up phrase."""
     said = {i for pos, n, _ in phrases for i in range(pos, pos + n)}
     out: set[int] = set()
     for i, t in enumerate(tokens):
-        if t in _LIKENESS and i not in said:
+        if t in word_lists()["likeness_starts"] and i not in said:
             end = next((k for k in range(i + 1, len(tokens)) if tokens[k] in SEPARATORS or k in said), len(tokens))
             out.update(range(i, end))
     return out
