@@ -319,3 +319,12 @@ def test_a_fault_found_with_a_colour_is_a_complaint_about_it():
     assert reading.expects[0].complaint
     assert all(m.sign > 0 for alt in reading.expects[0].alternatives for m in alt)   # less green: a* up
     assert not read_request("make it greener").expects[0].complaint
+
+
+def test_a_persons_place_left_out_is_kept_by_the_judge_too():
+    # the planner keeps her face; the judge must not measure "warmer" on it ("less than asked on the face")
+    from agent.judging.reading import read_request
+
+    for text in ("make it a lot warmer, but not her face", "warmer but not her face"):
+        assert read_request(text).target == "everything but the face", text
+    assert read_request("brighter but not too much").target is None
