@@ -807,3 +807,23 @@ def test_a_thing_to_keep_that_no_finder_knows_is_asked_about(studio, planner):
     assert _plan(planner, "brighten the face but not the lamp").sub_goals
     # told to go ahead, the change is made
     assert _plan(planner, "brighten it but not the lamp, go ahead").sub_goals
+
+
+def test_a_pull_back_after_small_steps_still_shows(studio):
+    """"pull it back slightly" after two small warm-ups: a share of a small step is a step nobody sees, so
+    at least the profile's least step goes back, and never past where that step started."""
+    least = EmbeddedPlanner().vocab.pull_back_least["temperature"]
+    sid = studio.start_session(small_photo("astronaut")).id
+    for text in ("warm it up a little", "go a bit further with that"):
+        r = studio.send_message(sid, text)
+        if r.status == "awaiting_review":
+            studio.review(sid, "approve")
+    versions = studio.history(sid)
+    first = [v for v in versions if v.state.get("settings")][0].state["settings"]["temperature"]
+    warmest = studio.head(sid).state["settings"]["temperature"]
+    assert warmest - first >= least
+    r = studio.send_message(sid, "thats overdone now. pull it back slightly")
+    if r.status == "awaiting_review":
+        studio.review(sid, "approve")
+    now = studio.head(sid).state["settings"]["temperature"]
+    assert first <= now <= warmest - least, r.reply

@@ -250,6 +250,14 @@ class Vocabulary:
         limits = dict(fu.get("pull_back_limits") or {})
         self.pull_back_limits = (float(limits.get("min", 0.15)), float(limits.get("max", 0.85)))
         self.repeat_floor = float(fu.get("repeat_floor", 0.0))
+        # The least a pull-back takes back of each op, in its units: a share of the largest step a quality
+        # asks of it ("pull it back slightly" after two small warm-ups still shows)
+        least = float(fu.get("pull_back_least", 0.0))
+        steps: dict[str, int] = {}
+        for intent in self.intents.values():
+            for op, value in intent.ops:
+                steps[op] = max(steps.get(op, 0), abs(int(value)))
+        self.pull_back_least = {op: max(1, round(least * step)) for op, step in steps.items()} if least else {}
         self.carry_on = {str(w).lower() for w in fu.get("carry_on") or ()}
         self.discrete_ops = {str(o) for o in fu.get("discrete_ops") or ()}
         self.retarget = {tuple(tokenize(w)): True for w in fu.get("retarget") or ()}

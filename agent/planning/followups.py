@@ -64,8 +64,9 @@ def _nonzero(x: float) -> int:
 
 
 def pull_back_moves(base, state: EditState, fraction: float, order: int, *, only_ops=None,
-                    only_targets=None, label: str = "", discrete=frozenset()) -> list[Move]:
-    """Each op ``base`` changed moves back toward its value before ``base`` by ``fraction`` (0..1].
+                    only_targets=None, label: str = "", discrete=frozenset(), least=None) -> list[Move]:
+    """Each op ``base`` changed moves back toward its value before ``base`` by ``fraction`` (0..1], and by
+    at least ``least[op]`` units (a step that shows), never past that earlier value.
 
     Ops in ``discrete`` (a rotation, an aspect ratio) are choices, not amounts: left as they are.
     """
@@ -81,8 +82,9 @@ def pull_back_moves(base, state: EditState, fraction: float, order: int, *, only
             continue
         goal = now - fraction * (now - c.before)
         value = int(round(goal))
-        if value == now:          # a visible step, at least one unit back
-            value = now - int(math.copysign(1, now - c.before))
+        step = max(1, (least or {}).get(c.op, 1))        # a visible step back
+        if abs(now - value) < step:
+            value = now - int(math.copysign(step, now - c.before))
         # never past the earlier value
         value = max(value, c.before) if now > c.before else min(value, c.before)
         out.append(Move(c.op, value, "set", c.target, label or f"less of {_what(base)}",
@@ -133,7 +135,8 @@ def _pull_back_base(vocab: Vocabulary, base, only: set[str] | None, scale: float
     """``only`` ops of ``base`` (all: None) pulled back by the profile's fraction times ``scale``."""
     low, high = vocab.pull_back_limits
     fraction = min(high, max(low, vocab.pull_back_fraction * scale))
-    moves = pull_back_moves(base, state, fraction, order, only_ops=only, label=label, discrete=vocab.discrete_ops)
+    moves = pull_back_moves(base, state, fraction, order, only_ops=only, label=label, discrete=vocab.discrete_ops,
+                            least=vocab.pull_back_least)
     if moves:
         draft.followup = {"move": "reduce_look", "base_asset": base.asset_id, "fraction": round(fraction, 2)}
     return moves
@@ -306,7 +309,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         if only_ops is not None and not any(c.op in only_ops for c in base.changes):
             only_ops = None          # the aspect named is not among what the change moved: all of it
         moves = pull_back_moves(base, state, fraction, 0, only_ops=only_ops, only_targets=only_targets,
-                                discrete=vocab.discrete_ops)
+                                discrete=vocab.discrete_ops, least=vocab.pull_back_least)
         if not moves:
             return FollowUp(notes=["That change is already fully taken back."],
                             dialogue={"move": "pull_back", "base_asset": base.asset_id})
@@ -359,7 +362,8 @@ def _scaled_back(vocab: Vocabulary, base, anchors: list, pieces: list, state: Ed
         if moved and usual:
             fraction = 1.0 - mags[-1] * abs(usual) / abs(moved[0].delta)
     fraction = min(high, max(low, fraction))
-    return _pulled_back(base, pull_back_moves(base, state, fraction, 0, discrete=vocab.discrete_ops), fraction)
+    return _pulled_back(base, pull_back_moves(base, state, fraction, 0, discrete=vocab.discrete_ops,
+                                              least=vocab.pull_back_least), fraction)
 
 
 def _pulled_back(base, moves: list[Move], fraction: float) -> FollowUp:
@@ -404,7 +408,8 @@ def _restored(vocab: Vocabulary, tokens: list[str], pieces: list, dialogue, requ
         return None
     amounts = [vocab.restore_amounts[t] for t in tokens if t in vocab.restore_amounts]
     fraction = amounts[-1] if amounts else vocab.restore_fraction
-    moves = pull_back_moves(base, request.state, fraction, 0, only_ops=only, discrete=vocab.discrete_ops)
+    moves = pull_back_moves(base, request.state, fraction, 0, only_ops=only, discrete=vocab.discrete_ops,
+                            least=vocab.pull_back_least)
     if not moves:
         return None
     said = ", ".join(dict.fromkeys(vocab.intents[k].label for k in named if k in vocab.intents))
