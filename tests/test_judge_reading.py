@@ -328,3 +328,20 @@ def test_a_persons_place_left_out_is_kept_by_the_judge_too():
     for text in ("make it a lot warmer, but not her face", "warmer but not her face"):
         assert read_request(text).target == "everything but the face", text
     assert read_request("brighter but not too much").target is None
+
+
+@pytest.mark.parametrize("message, quality, place", [
+    ("warmer but don't make her face orange", "warmer", "face"),          # a caution about a place keeps it
+    ("brighten it without blowing out the sky", "brighter", "sky"),
+    ("more contrast, without darkening her face", "more contrast", "face"),
+    ("leave the sky alone. brighten it", "brighter", "sky"),              # kept first; the sentence ends there
+    ("brighten it, the sky is bright enough already", "brighter", "sky"),  # enough as it is: kept
+])
+def test_the_judge_reads_a_place_kept_as_the_planner_does(message, quality, place):
+    """The judge measures the change everywhere but the place kept, and expects no quality the caution names."""
+    from agent.judging.reading import read_request
+
+    reading = read_request(message)
+    assert reading.kind == "edit"
+    assert reading.describe() == f"{quality}, on everything but the {place}"
+    assert reading.target_mask == {"type": place, "invert": True}

@@ -601,3 +601,40 @@ def test_a_colour_complained_of_is_called_less_of_it():
 
     plan = EmbeddedPlanner().plan(PlanRequest("her face is too red", EditState()))
     assert plan.labels == ["less red"] and plan.sub_goals[0].value < 0
+
+
+@pytest.mark.parametrize("message, op, place", [
+    ("brighten it without blowing out the sky", "exposure", "sky"),            # in the request's own clause
+    ("warm it up without turning her face orange", "temperature", "face"),
+    ("more contrast, but don't darken her face", "contrast", "face"),
+    ("warmer but don't make her face orange", "temperature", "face"),          # not "warm the oranges there"
+    ("leave the sky alone. brighten it", "exposure", "sky"),                   # what is kept, said first
+    ("don't touch her face, then make it warmer", "temperature", "face"),
+    ("brighten it, the sky is bright enough already", "exposure", "sky"),      # enough as it is: kept
+])
+def test_a_caution_about_a_place_keeps_that_place(planner, message, op, place):
+    """A caution about a place ("without blowing out the sky", "don't make her face orange"), or a place
+    kept before the request, keeps that place as it is: the request goes everywhere but there, and what
+    the caution warns of is no request of its own."""
+    plan = plan_for(planner, message)
+    assert plan.understood, plan.reply
+    (goal,) = plan.sub_goals
+    assert goal.op == op and goal.value > 0
+    assert goal.target["type"] == place and goal.target.get("invert") is True
+
+
+@pytest.mark.parametrize("message, op", [
+    ("warmer but keep it natural", "temperature"),          # "natural" is no thing to keep: nothing asked
+    ("make it bright enough to see her face", "exposure"),  # asked, not said to be enough
+])
+def test_words_that_are_no_thing_to_keep(planner, message, op):
+    plan = plan_for(planner, message)
+    assert plan.understood and plan.kind != "clarify", plan.reply
+    assert any(g.op == op and g.value > 0 for g in plan.sub_goals)
+
+
+def test_a_thing_kept_said_before_its_mark_is_asked_about(planner):
+    """"the chrome bits should stay silver, ... warmer": no finder knows chrome: asked, nothing guessed."""
+    plan = plan_for(planner, "The chrome bits should stay silver. Other than that, could everything be a bit warmer?")
+    assert plan.kind == "clarify" and not plan.sub_goals
+    assert "the chrome" in plan.reply

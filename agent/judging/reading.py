@@ -385,7 +385,39 @@ def _size_prefix(size: int) -> str:
     return {0: "a touch ", 1: "", 2: "much "}[size]
 
 
-def _protected(tokens: Sequence[str], lex: Lexicon, at: int) -> bool:
+def _clause_stops(text: str) -> frozenset[int]:
+    """Where a sentence or a comma ends a clause, as positions in :func:`_tokens` (which drops the marks):
+    "leave the sky alone. brighten it" keeps nothing of "brighten it"."""
+    stops, n = set(), 0
+    for t in tokenize(text):
+        if t in SEPARATORS:
+            stops.add(n)
+        else:
+            n += 1
+    return frozenset(stops)
+
+
+def _cautions(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = frozenset()) -> list[tuple[int, int, str]]:
+    """The protect phrases, and the avoid words said of a place after a request ("warmer but don't make her
+    face orange", "brighten it without blowing out the sky"): a caution about a place keeps it, as the
+    planner reads it."""
+    found = list(_find_phrases(tokens, lex.protect))
+    places = [s for s, _, _ in _find_phrases(tokens, list(lex.targets))]
+    for s, e, _ in _find_phrases(tokens, lex.avoid):
+        end = next((i for i in range(e, len(tokens)) if tokens[i] in _CLAUSE_BREAKS or i in stops), len(tokens))
+        if s > 0 and any(e <= p < end for p in places):
+            found.append((s, e, "avoid"))
+    found += [(i, i + 1, "enough") for i in range(len(tokens)) if _said_enough(tokens, i)]
+    return found
+
+
+def _said_enough(tokens: Sequence[str], i: int) -> bool:
+    """Whether ``tokens[i]`` is the "enough" of a quality said to be enough ("the sky is bright enough")."""
+    return tokens[i] == "enough" and i >= 2 and (tokens[i - 2] in _BEING_ENOUGH or tokens[i - 2].endswith("'s"))
+
+
+def _protected(tokens: Sequence[str], lex: Lexicon, at: int, stops: frozenset[int] = frozenset(),
+               cautions: list | None = None, asked_at: int = -1) -> bool:
     """Whether the place named at ``at`` is one to keep ("but keep the sky as it is", "except her face"): a
     protect word within a few words before it, after something was asked, or after it ("but the backdrop
     has to stay white", "don't let her skin go grey"). Another place kept ("brighten her face but leave
@@ -393,18 +425,22 @@ def _protected(tokens: Sequence[str], lex: Lexicon, at: int) -> bool:
     places = [(s, e) for s, e, _ in _find_phrases(tokens, list(lex.targets) + list(lex.bands)) if s <= at < e]
 
     def joined(a: int, b: int) -> bool:      # no clause break between ("lift the shadows but keep the snow")
-        return not any(t in _CLAUSE_BREAKS for t in tokens[a:b])
+        return not any(t in _CLAUSE_BREAKS for t in tokens[a:b]) and not any(a < i <= b for i in stops)
 
     # (the protect phrase may end in the place's own article: "keep the" + "the sky")
     def predicate(s: int, e: int) -> bool:   # "has to stay", "stays": said of a place before it, not "keep the"
         return tokens[e - 1] not in _DEFINITE and (e >= len(tokens) or tokens[e] not in _DEFINITE)
 
-    return any((s < s2 and s2 - e <= 3 and s > 0)
+    # a keep said first counts when the request comes after the place ("leave the sky alone. brighten it")
+    return any((s < s2 and s2 - e <= 3 and (s > 0 or asked_at > e2))
                or (0 <= s - e2 <= 3 and s2 > 0 and joined(e2, s) and predicate(s, e))
-               for s, e, _ in _find_phrases(tokens, lex.protect) for s2, e2 in places)
+               for s, e, _ in (cautions if cautions is not None else _find_phrases(tokens, lex.protect))
+               for s2, e2 in places)
 
 
 _CLAUSE_BREAKS = frozenset({",", ".", ";", "!", "?", "but", "and", "then"})
+#: Words before a quality said to be enough ("the sky is bright enough", "he's dark enough").
+_BEING_ENOUGH = frozenset({"is", "are", "looks", "look", "already", "its", "thats", "hes", "shes", "be"})
 _DEFINITE = word_lists()["place_determiners"] | {"its"}
 
 
@@ -676,7 +712,9 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     if but_scale is not None:     # "same again but less": the last change again, scaled, same way
         return _follow_up(message, "more", tokens, None, None, history, lex, scale=but_scale, bare=True)
     # what is to stay ("keep the lake glassy like it is", "leave her skin natural") asks for no quality
-    kept = _kept_spans(tokens, lex)
+    stops = _clause_stops(text)
+    cautions = _cautions(tokens, lex, stops)
+    kept = _kept_spans(tokens, lex, stops, cautions)
     expects, used = _qualities([t if i not in kept else "\u00b7" for i, t in enumerate(tokens)], lex)
     if _is_undo(tokens, lex) and not expects and not _find_phrases(tokens, lex.less_fractions):
         return Reading(message, "undo")     # "go back halfway", "undo half of that": a pull-back
@@ -684,7 +722,7 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     in_tools = {i for s, e, _ in _find_phrases(tokens, lex.tools) for i in range(s, e)}
     # a thing no table knows said as what is to stay ("keep the snow white") is not where the change goes
     at, target, mask = _target_at(tokens, lex, used | in_tools | kept, in_tools)
-    kept_place = target is not None and mask is not None and _protected(tokens, lex, at)
+    kept_place = target is not None and mask is not None and _protected(tokens, lex, at, stops, cautions, min(used, default=-1))
     if _has(tokens, lex.global_words) and not kept_place:    # ("brighten everything except her face")
         target, mask = None, None
     if kept_place:
@@ -838,12 +876,19 @@ def _magnitude_words(lex: Lexicon) -> frozenset[str]:
     return frozenset(w for p in lex.magnitudes for w in p.split())
 
 
-def _kept_spans(tokens: Sequence[str], lex: Lexicon) -> set[int]:
-    """Token positions after a protect phrase ("keep", "leave", "has to stay"), up to the next clause."""
+def _kept_spans(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = frozenset(),
+                cautions: list | None = None) -> set[int]:
+    """Token positions after a protect phrase ("keep", "leave", "has to stay") or a caution about a place,
+    up to the next clause; and a clause that says a quality is enough as it is ("the sky is bright enough
+    already"), which asks for nothing there."""
     out: set[int] = set()
-    for s, e, _ in _find_phrases(tokens, lex.protect):
+    for i, t in enumerate(tokens):
+        if _said_enough(tokens, i):
+            start = max([k for k in stops if k <= i] + [j + 1 for j in range(i) if tokens[j] in _CLAUSE_BREAKS] + [0])
+            out.update(range(start, i + 1))
+    for s, e, _ in (cautions if cautions is not None else _find_phrases(tokens, lex.protect)):
         i = e
-        while i < len(tokens) and tokens[i] not in _CLAUSE_BREAKS:
+        while i < len(tokens) and tokens[i] not in _CLAUSE_BREAKS and (i == e or i not in stops):
             out.add(i)
             i += 1
     return out

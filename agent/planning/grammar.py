@@ -15,7 +15,7 @@ from typing import Mapping
 
 from agent.planning.base import PlanRequest
 from agent.planning.moves import Draft, Move
-from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, Clause, around, avoided_degree, guess_place, names_a_thing, stand_in,
+from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, QUALITIES, Clause, around, avoided_degree, guess_place, names_a_thing, stand_in,
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, Intent, Piece, Vocabulary, read_pieces
@@ -295,6 +295,26 @@ def _describes(vocab: Vocabulary, clause: Clause, piece) -> bool:
         and after.text not in _FUNCTION_WORDS
 
 
+def _enough_kept(clause: Clause) -> Clause:
+    """A quality said to be enough as it is ("he's dark enough", "the sky is bright enough already") says how
+    the photo is, not what to do: it keeps its place, like "keep"."""
+    return Clause([Piece("protect", "protect", p.text, p.pos)
+                   if p.category in ("intent", "fix", "op", "problem") and _enough(clause, p) else p
+                   for p in clause.pieces], clause.joined)
+
+
+def _enough(clause: Clause, piece) -> bool:
+    """Whether a quality is said to be enough ("he's dark enough", "that one's bright enough already")."""
+    after = [p.text for p in clause.pieces if p.pos > piece.pos][:2]
+    before = [p.text for p in clause.pieces if p.pos < piece.pos][-1:]
+    said_of = bool(before) and (before[0] in _BEING or before[0] in _IS_ENOUGH or before[0].endswith("'s"))
+    return said_of and bool(after) and (after[0] == "enough" or after == ["already", "enough"])
+
+
+#: Words before a quality said to be enough ("it's", "already"): "make it bright enough to read" still asks.
+_IS_ENOUGH = frozenset({"already", "its", "thats", "hes", "shes", "theyre", "they're", "were", "be", "are", "is"})
+
+
 #: Small words after a quality that never name a thing ("more of that pop from before though").
 _FUNCTION_WORDS = frozenset({"from", "before", "after", "though", "again", "too", "as", "well", "please", "pls",
                              "plz", "one", "ones", "bit", "much", "more", "less", "stuff", "thing", "there", "here",
@@ -497,7 +517,7 @@ def _relative_moves(vocab: Vocabulary, name: str, stats: Mapping, order: int, dr
 def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order0: int = 0) -> Draft:
     draft = Draft()
     tokens = tokenize(text[:MAX_MESSAGE_CHARS])
-    clauses = [around(vocab, c) for c in split_clauses(sizes_in_names(read_pieces(vocab, tokens)))]
+    clauses = [around(vocab, c) for c in _cautions_apart(split_clauses(sizes_in_names(read_pieces(vocab, tokens))))]
     previous_uses: list[Use] = []
     previous_targets: list[str] = []
     fixed: set[tuple] = set()       # (fix intent, places) already planned for a complaint in this message
@@ -505,8 +525,10 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
     complained = False                                  # the clause before said what is wrong
     topic: list[str] = []                               # a thing said in a clause of its own, asked about next
     topic_specific = False
+    kept_first: list[tuple[list[str], list[str], tuple | None, list[str]]] = []   # places kept before the request
     for ci, clause in enumerate(clauses):
         order = order0 + ci * 100
+        clause = _enough_kept(clause)
         if not previous_uses:
             # "don't make it so yellow" said first; after a request ("warmer but don't make it too orange")
             # it only cautions that request
@@ -584,11 +606,26 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             draft.understood_any = True
             continue
         kept_tone = _kept_tone(vocab, clause) if clause.of("protect") and not uses else None
+        if not uses and previous_span[1] == previous_span[0] and ci + 1 < len(clauses) \
+                and (clause.of("protect") or _places_left_out(clause)):
+            # "leave her eyes alone, but the fur is orange, cool it down": what is kept said before the
+            # request; the request after it goes everywhere but there
+            unknown = [] if said_places or bands or kept_tone else _kept_things(vocab, clause)
+            if said_places or bands or kept_tone or unknown:
+                kept_first.append((list(said_places), [] if said_places else list(bands), kept_tone, unknown))
+                continue
         if kept_tone is not None and previous_span[1] > previous_span[0]:
             # "warmer, but keep the snow white", "the backdrop has to stay pure white": what is to stay is a
             # tone; the tone itself is kept, wherever it is (a place no finder knows is found by it)
             spec, label = kept_tone
             draft.moves = _onto(draft.moves, normalize_mask_spec(dict(spec, invert=True)), f"everything but {label}")
+            draft.understood_any = True
+            continue
+        lead = next((p for p in clause.pieces if p.category != "separator"), None)
+        if targets and lead is not None and lead.category == "avoid" and previous_span[1] > previous_span[0]:
+            # "warmer, but don't make her face orange", "more contrast without darkening her face": a caution
+            # about a place keeps that place as it is; what it warns of is no request of its own
+            draft.moves = protect_moves(vocab, draft.moves, targets)
             draft.understood_any = True
             continue
         if said_places and not uses and not bands and previous_span[1] > previous_span[0] \
@@ -721,9 +758,28 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                                     thing_named=bool(places))
         previous_span, previous_order = (start, len(draft.moves)), order
         previous_targets = uses[0].targets if uses else []
+    for places, bands, tone, unknown in kept_first if draft.moves else ():
+        if places or bands:
+            draft.moves = protect_moves(vocab, draft.moves, places, bands)
+        elif tone is not None:
+            draft.moves = _onto(draft.moves, normalize_mask_spec(dict(tone[0], invert=True)), f"everything but {tone[1]}")
+        draft.unknown_kept += unknown
     draft.moves = _asked_over_complained(draft.moves)
     draft.moves = _remedy_said(vocab, draft.moves, clauses, tokens, order0)
     return draft
+
+
+def _cautions_apart(clauses: list[Clause]) -> list[Clause]:
+    """A caution about a place said in the clause of the request is a clause of its own: "brighten it without
+    blowing out the sky", "warm it up without turning her face orange" (a keep or avoid word after a
+    quality, with a place or colour after it)."""
+    out = []
+    for c in clauses:
+        at = next((i for i, p in enumerate(c.pieces) if p.category in ("avoid", "protect") and i
+                   and any(q.category in QUALITIES for q in c.pieces[:i])
+                   and any(q.category in ("target", "band") for q in c.pieces[i + 1:])), None)
+        out += [c] if at is None else [Clause(c.pieces[:at], c.joined), Clause(c.pieces[at:], "soft")]
+    return out
 
 
 def _remedy_said(vocab: Vocabulary, moves: list[Move], clauses: list[Clause], tokens: list[str],
@@ -787,11 +843,21 @@ def _excepted(vocab: Vocabulary, clause: Clause) -> dict[str, str]:
 
 
 def _kept_things(vocab: Vocabulary, clause: Clause) -> list[str]:
-    """The things a protect or except clause keeps that no table knows ("but not the lamp": ["the lamp"])."""
+    """The things a protect or except clause keeps that no table knows: named after the mark ("but not the
+    lamp": ["the lamp"]) or, said before a mark that follows its place, before it ("the chrome bits should
+    stay silver"). A thing is a word no table knows right after a determiner: "keep it natural" keeps no
+    thing called "natural"."""
     marks = clause.of("except", "protect")
-    after = [p.text for p in clause.pieces if marks and p.pos > marks[0].pos and p.category == "word"
-             and p.text not in FILLER and p.text not in vocab.known_words]
-    return [f"the {after[0]}"] if after else []
+    if not marks:
+        return []
+    words = [p for p in clause.pieces if p.category != "separator"]
+
+    def things(pieces: list) -> list[str]:        # ("keep the", "but not the": the mark ends with one)
+        return [p.text for k, p in enumerate(pieces) if k and p.category == "word" and p.text not in FILLER
+                and p.text not in vocab.known_words and pieces[k - 1].text.split()[-1] in DETERMINERS]
+    found = things([p for p in words if p.pos >= marks[0].pos]) \
+        or things([p for p in words if p.pos < marks[0].pos])
+    return [f"the {found[0]}"] if found else []
 
 
 def _places_left_out(clause: Clause) -> bool:
