@@ -827,3 +827,27 @@ def test_a_pull_back_after_small_steps_still_shows(studio):
         studio.review(sid, "approve")
     now = studio.head(sid).state["settings"]["temperature"]
     assert first <= now <= warmest - least, r.reply
+
+
+@pytest.mark.parametrize("first, then, op", [
+    ("open up the shadows a lot", "argh thats gone foggy, dial it back", "shadows"),       # a look said as how it is
+    ("warm it up a little", "hmm the suit's gone a bit toasty. can u take it down a notch", "temperature"),
+    ("brighten it a lot", "too much, he looks washed out now. maybe halfway back?", "exposure"),
+])
+def test_a_pull_back_said_with_why_takes_the_last_change_back(studio, first, then, op):
+    """A pull-back verb ("dial it back", "take it down a notch") with a complaint about how the photo is now:
+    the complaint is why, and the last change goes part of the way back, never a fresh fix on top."""
+    sid = studio.start_session(small_photo("astronaut")).id
+    studio.send_message(sid, first)
+    before = studio.head(sid).state["settings"][op]
+    r = studio.send_message(sid, then)
+    if r.status == "awaiting_review":
+        studio.review(sid, "approve")
+    settings = studio.head(sid).state["settings"]
+    assert 0 < settings.get(op, 0) < before, r.reply
+    assert set(settings) <= set(studio.history(sid)[1].state["settings"]), settings   # nothing new on top
+
+
+def test_a_pull_back_with_a_remark_is_no_remark(router):
+    route = router.route("bit much, the desk mat looks toxic. ease up")
+    assert route.kind == "modification", route

@@ -345,3 +345,10 @@ def test_the_judge_reads_a_place_kept_as_the_planner_does(message, quality, plac
     assert reading.kind == "edit"
     assert reading.describe() == f"{quality}, on everything but the {place}"
     assert reading.target_mask == {"type": place, "invert": True}
+
+
+def test_the_judge_reads_a_pull_back_said_with_why_as_the_planner_does():
+    from agent.judging.reading import read_request
+
+    reading = read_request("argh thats gone foggy, dial it back", history=["open up the shadows a lot"])
+    assert reading.kind == "follow_up" and reading.follow == "less", reading

@@ -230,7 +230,7 @@ class Router:
                 kind = "evaluation" if name == "evaluation" else "exploration"
                 return Route(kind, name)
         if (not self._about_the_photo(said, pieces) or self._states(words, pieces) or presented) \
-                and not self._requests(words):
+                and not self._requests(words) and not self._follows(said):
             # "morning! lovely old ruin this, took it on holiday", "this is my dog": said to me, nothing to change
             return Route("chat", "remark", reply=self.remark_reply, quick_replies=self.remark_replies)
         return Route("modification")
@@ -405,6 +405,11 @@ class Router:
         asks = ("intent", "fix", "increase", "reduce", "op", "problem", "relative", "rollback", "reset", "set")
         return not any(self._requests(words) or any(p.category in asks for p in read_pieces(self.vocab, words))
                        for i, words in enumerate(clauses) if i != found and words)
+
+    def _follows(self, said: list[str]) -> bool:
+        """Whether a message takes some of the last change back ("bit much, the mat looks toxic. ease up"): a
+        follow-up for the planner, never a remark ("he fell asleep on my desk again" repeats nothing)."""
+        return any(find_phrases(said, table) for table in (self.vocab.pull_back, self.vocab.fractions))
 
     def _requests(self, words: list[str]) -> bool:
         """Whether a clause opens with a request ("add a moon", "can you put her on a beach", "please rebuild it")."""

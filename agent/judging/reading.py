@@ -757,6 +757,11 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
         if _follow_kind(tokens, lex) == "less" and _restates_last(expects, history, lex):
             # "too much, i only wanted it a bit brighter" after "much brighter": less of that change
             return _follow_up(message, "less", tokens, target, mask, history, lex)
+        if target is None and _follow_kind(tokens, lex) == "less" and all(e.complaint for e in expects) \
+                and _last_edit(history, lex) is not None:
+            # "that's gone foggy, dial it back", "he looks washed out now, halfway back?": the complaint is
+            # why; the pull-back takes the last change back, as the planner reads it
+            return _follow_up(message, "less", tokens, None, None, history, lex, bare=True)
         if target is None and lex.carry_on & set(tokens) and _restates_last(expects, history, lex):
             # "warmer still", "even brighter" after "warm the sky": more of that change, where it was
             return _follow_up(message, "more", tokens, None, None, history, lex)

@@ -168,8 +168,13 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     # "whoa crunchy. halve that": a complaint about the last change, said with a share to take back, is
     # the reason for taking it back ("too dark now, halve it" after a warming is a request of its own)
     dialogue = getattr(request, "dialogue", None)
-    said_why = bool(fractions or pull) and bool(anchors) and all(p.category == "problem" for p in anchors) \
-        and all(_undoes_last(vocab, p.key, dialogue) for p in anchors)
+    # ("bit too blue now, back it off", "that's gone foggy, dial it back": a pull-back verb always means the
+    # last change; a share alone only when the complaint is one that change caused)
+    verbs = [p for p in pull if not any(f[0] <= p[0] < f[0] + f[1] for f in fractions)]    # not "halve it"
+    said_why = bool(fractions or pull) and bool(anchors) and (
+        all(p.category == "problem" for p in anchors) and all(_undoes_last(vocab, p.key, dialogue) for p in anchors)
+        or bool(verbs) and dialogue is not None and dialogue.base_edit() is not None
+        and all(p.category == "problem" or p.category == "intent" and _stated(tokens, p) for p in anchors))
     # "too much, i only wanted it a bit brighter" after "much brighter": the quality the last change asked,
     # said with a pull-back and how much was meant, is that change scaled back to that much
     last = dialogue.base_edit() if dialogue is not None else None
@@ -195,8 +200,11 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         for pos, n, _ in found:
             covered.update(range(pos, pos + n))
     for p in pieces:
-        if p.category in _CARRIED or (said_why and p.category == "problem") or (carried and p.category == "intent"):
+        if p.category in _CARRIED or (said_why and p.category in ("problem", "intent")) \
+                or (carried and p.category == "intent"):
             covered.update(range(p.pos, p.pos + len(p.text.split())))
+    if said_why:          # "that's gone foggy", "he looks washed out now": how the complaint is said
+        covered.update(i for i, t in enumerate(tokens) if t in _BECOME or t in _SAID_OF)
     # "gone a bit far on the colour, just a little less": an aspect of the last change named with a
     # follow-up ("the colour", "the texture") says which of its ops the follow-up is about
     aspects = [vocab.restore_nouns[t] for i, t in enumerate(tokens) if t in vocab.restore_nouns
@@ -243,6 +251,10 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                                      f"anything. Paint over it and say \u201cthe same on the selection\u201d, or "
                                      f"name a part of the frame (\u201cthe same on the left\u201d).",
                             quick_replies=["The same on the selection", "The same overall"])
+    if leftover and verbs and dialogue is not None and dialogue.base_edit() is not None:
+        # "the suit's gone a bit toasty, can u take it down a notch": a clause that says how the photo is
+        # now, said with a pull-back, is why the last change goes back, not a place to work on
+        leftover = [t for t in leftover if not _in_statement(tokens, tokens.index(t))]
     if leftover:
         return None
     # magnitude words said besides the follow-up phrase ("way too much"), not inside it ("too far")
@@ -415,6 +427,26 @@ def _restored(vocab: Vocabulary, tokens: list[str], pieces: list, dialogue, requ
     said = ", ".join(dict.fromkeys(vocab.intents[k].label for k in named if k in vocab.intents))
     return FollowUp(moves=moves, labels=[f"some of it back ({said})"],
                     dialogue={"move": "pull_back", "base_asset": base.asset_id, "fraction": round(fraction, 2)})
+
+
+def _in_statement(tokens: list[str], i: int) -> bool:
+    """Whether token ``i`` is in a clause that says how the photo is now ("the suit's gone toasty")."""
+    start = max([k + 1 for k in range(i) if tokens[k] in SEPARATORS] + [0])
+    end = next((k for k in range(i, len(tokens)) if tokens[k] in SEPARATORS), len(tokens))
+    return any(t in _BECOME or t.endswith("'s") for t in tokens[start:end])
+
+
+def _stated(tokens: list[str], piece) -> bool:
+    """Whether a look is said of how the photo is now ("that's gone foggy", "it looks all dreamy"), not asked."""
+    return any(t in _BECOME for t in tokens[max(0, piece.pos - 2):piece.pos])
+
+
+#: Who or what a complaint said with a pull-back is about ("he looks washed out now, dial it back").
+_SAID_OF = frozenset({"he", "she", "it", "they", "he's", "she's", "they're", "hes", "shes", "theyre", "this", "that",
+                      "everything", "everyone"})
+#: Words before a look that say the photo has it ("it's gone foggy", "now it looks washed out").
+_BECOME = frozenset({"gone", "looks", "look", "looking", "is", "its", "it's", "got", "gotten", "getting", "turned",
+                     "become", "became", "went", "feels", "seems", "all"})
 
 
 def _undoes_last(vocab: Vocabulary, problem: str, dialogue) -> bool:
