@@ -851,3 +851,23 @@ def test_a_pull_back_said_with_why_takes_the_last_change_back(studio, first, the
 def test_a_pull_back_with_a_remark_is_no_remark(router):
     route = router.route("bit much, the desk mat looks toxic. ease up")
     assert route.kind == "modification", route
+
+
+def test_a_pull_back_of_one_quality_of_the_last_change_takes_back_only_that(studio):
+    """"ease off the warmth a bit" after "warmer and brighter": the warmth goes part of the way back, the
+    brightness stays, and the reply names the warmth; "back off the sharpening" after a complaint too."""
+    sid = studio.start_session(small_photo("chelsea")).id
+    studio.send_message(sid, "warmer and brighter")
+    before = dict(studio.head(sid).state["settings"])
+    r = studio.send_message(sid, "ease off the warmth a bit")
+    if r.status == "awaiting_review":
+        studio.review(sid, "approve")
+    after = studio.head(sid).state["settings"]
+    assert 0 < after["temperature"] < before["temperature"] and after["exposure"] == before["exposure"], r.reply
+    assert "“warmer”" in r.reply and "brighter" not in r.reply.split(".")[0], r.reply
+    studio.send_message(sid, "sharpen it a lot")
+    sharp = studio.head(sid).state["settings"]["sharpen"]
+    r = studio.send_message(sid, "whoa, crunchy. back off the sharpening a little")
+    if r.status == "awaiting_review":
+        studio.review(sid, "approve")
+    assert 0 < studio.head(sid).state["settings"]["sharpen"] < sharp, r.reply

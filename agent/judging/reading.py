@@ -756,7 +756,7 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
             return taken_back
         if _follow_kind(tokens, lex) == "less" and _restates_last(expects, history, lex):
             # "too much, i only wanted it a bit brighter" after "much brighter": less of that change
-            return _follow_up(message, "less", tokens, target, mask, history, lex)
+            return _follow_up(message, "less", tokens, target, mask, history, lex, named=expects)
         if target is None and _follow_kind(tokens, lex) == "less" and all(e.complaint for e in expects) \
                 and _last_edit(history, lex) is not None:
             # "that's gone foggy, dial it back", "he looks washed out now, halfway back?": the complaint is
@@ -963,9 +963,12 @@ def _takes_back(message: str, expects: Sequence[Expect], target: str | None, his
 
 
 def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | None, mask: dict | None,
-               history: Sequence[str], lex: Lexicon, scale: float | None = None, bare: bool = False) -> Reading:
+               history: Sequence[str], lex: Lexicon, scale: float | None = None, bare: bool = False,
+               named: Sequence[Expect] = ()) -> Reading:
     """``bare``: the message names no quality of its own ("bit more", "same on the right"): the judge
-    may measure it against the last change as it landed instead of these words (scoring.landed_moves)."""
+    may measure it against the last change as it landed instead of these words (scoring.landed_moves).
+    ``named``: the qualities of the last change the message names ("ease off the warmth" after "warmer and
+    brighter"): only those go back."""
     last = _last_edit(history, lex)
     if last is None:
         return Reading(message, "follow_up", follow=follow, notes=("no earlier change to follow",), bare=bare,
@@ -992,8 +995,10 @@ def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | N
     if last.follow == "less":   # "too much" again after a pull-back: keep pulling back the same way
         return Reading(message, "follow_up", last.expects, last.target, last.target_mask, follow="less",
                        bounded=True, share=share)
+    said = {m.prop for e in named for alt in e.alternatives for m in alt}
+    taken = [e for e in last.expects if not said or said & {m.prop for alt in e.alternatives for m in alt}]
     expects = tuple(Expect(tuple(tuple(replace(m, sign=-m.sign, size=0) for m in alt) for alt in e.alternatives),
-                           e.source) for e in last.expects)
+                           e.source) for e in taken or last.expects)
     return Reading(message, "follow_up", expects, last.target, last.target_mask, follow="less", bounded=True,
                    share=share, bare=bare)
 

@@ -64,7 +64,7 @@ def _nonzero(x: float) -> int:
 
 
 def pull_back_moves(base, state: EditState, fraction: float, order: int, *, only_ops=None,
-                    only_targets=None, label: str = "", discrete=frozenset(), least=None) -> list[Move]:
+                    only_targets=None, label: str = "", discrete=frozenset(), least=None, what: str = "") -> list[Move]:
     """Each op ``base`` changed moves back toward its value before ``base`` by ``fraction`` (0..1], and by
     at least ``least[op]`` units (a step that shows), never past that earlier value.
 
@@ -72,6 +72,7 @@ def pull_back_moves(base, state: EditState, fraction: float, order: int, *, only
     """
     out = []
     pct = f"{fraction:.0%}"
+    what = what or _what(base)
     for rank, c in enumerate(base.changes):
         if (only_ops is not None and c.op not in only_ops) or c.op in discrete:
             continue
@@ -87,8 +88,8 @@ def pull_back_moves(base, state: EditState, fraction: float, order: int, *, only
             value = now - int(math.copysign(step, now - c.before))
         # never past the earlier value
         value = max(value, c.before) if now > c.before else min(value, c.before)
-        out.append(Move(c.op, value, "set", c.target, label or f"less of {_what(base)}",
-                        f"taking back {pct} of {_what(base)}", "followup", order, rank, "followup"))
+        out.append(Move(c.op, value, "set", c.target, label or f"less of {what}",
+                        f"taking back {pct} of {what}", "followup", order, rank, "followup"))
     return out
 
 
@@ -170,18 +171,24 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     dialogue = getattr(request, "dialogue", None)
     # ("bit too blue now, back it off", "that's gone foggy, dial it back": a pull-back verb always means the
     # last change; a share alone only when the complaint is one that change caused)
+    last = dialogue.base_edit() if dialogue is not None else None
     verbs = [p for p in pull if not any(f[0] <= p[0] < f[0] + f[1] for f in fractions)]    # not "halve it"
+
+    def named_part(p) -> bool:      # "back off the sharpening": the last change's own quality, named as a thing
+        return p.category == "intent" and last is not None and p.key in last.intents and p.pos > 0 \
+            and tokens[p.pos - 1] in DETERMINERS
     said_why = bool(fractions or pull) and bool(anchors) and (
         all(p.category == "problem" for p in anchors) and all(_undoes_last(vocab, p.key, dialogue) for p in anchors)
-        or bool(verbs) and dialogue is not None and dialogue.base_edit() is not None
-        and all(p.category == "problem" or p.category == "intent" and _stated(tokens, p) for p in anchors))
+        or bool(verbs) and last is not None
+        and all(p.category == "problem" or p.category == "intent" and (_stated(tokens, p) or named_part(p))
+                for p in anchors))
     # "too much, i only wanted it a bit brighter" after "much brighter": the quality the last change asked,
     # said with a pull-back and how much was meant, is that change scaled back to that much
-    last = dialogue.base_edit() if dialogue is not None else None
     said_how = bool(pull) and not fractions and bool(anchors) and not said_why and last is not None \
         and all(p.category == "intent" and p.key in last.intents for p in anchors) \
         and not any(p.category == "reduce" and not any(s <= p.pos < s + n for s, n, _ in pull) for p in pieces) \
-        and not any(s + n in (a.pos, a.pos - 1) for s, n, _ in pull for a in anchors)   # "less warm": a negation
+        and not any(s + n == a.pos or s + n == a.pos - 1 and not named_part(a)        # "less warm": a negation
+                    for s, n, _ in pull for a in anchors)
     if said_how:
         return _scaled_back(vocab, last, anchors, pieces, request.state)
     carried = not (pull or fractions) and _carried_on(vocab, tokens, anchors, pieces, last)
@@ -209,6 +216,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     # follow-up ("the colour", "the texture") says which of its ops the follow-up is about
     aspects = [vocab.restore_nouns[t] for i, t in enumerate(tokens) if t in vocab.restore_nouns
                and (repeat or pull) and i > 0 and tokens[i - 1] in DETERMINERS]
+    aspects += [p.key for p in anchors if said_why and named_part(p)]      # "ease off the warmth"
     if aspects:
         covered.update(i for i, t in enumerate(tokens) if t in vocab.restore_nouns)
         covered.update(i for i, t in enumerate(tokens) if t in ("on", "gone", "went", "got", "far", "with"))
@@ -320,8 +328,10 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         only_ops = {c.op for c in base.changes if c.op in named or ops.get_op(c.op).stage in stages} or None
         if only_ops is not None and not any(c.op in only_ops for c in base.changes):
             only_ops = None          # the aspect named is not among what the change moved: all of it
+        said = [vocab.intents[a].label for a in dict.fromkeys(aspects) if a in vocab.intents]
         moves = pull_back_moves(base, state, fraction, 0, only_ops=only_ops, only_targets=only_targets,
-                                discrete=vocab.discrete_ops, least=vocab.pull_back_least)
+                                discrete=vocab.discrete_ops, least=vocab.pull_back_least,
+                                what="\u201c" + ", ".join(said) + "\u201d" if said and only_ops else "")
         if not moves:
             return FollowUp(notes=["That change is already fully taken back."],
                             dialogue={"move": "pull_back", "base_asset": base.asset_id})
