@@ -871,3 +871,28 @@ def test_a_pull_back_of_one_quality_of_the_last_change_takes_back_only_that(stud
     if r.status == "awaiting_review":
         studio.review(sid, "approve")
     assert 0 < studio.head(sid).state["settings"]["sharpen"] < sharp, r.reply
+
+
+@pytest.mark.parametrize("message", ["can the sky be a bit bluer? leave the lake as it is though",
+                                     "Could the stone be warmer?", "could everything be a bit warmer?",
+                                     "love it. bit more contrast overall now, without darkening the eyes again"])
+def test_a_request_asked_as_could_it_be_or_after_praise_is_planned(router, message):
+    """"can the sky be bluer?" asks for a change (not "is the sky blue?"), and praise before a request is
+    only the preamble to it."""
+    assert router.route(message).kind == "modification"
+
+
+@pytest.mark.parametrize("message, kind", [("would it be better in black and white?", "exploration"),
+                                           ("could it be too dark?", "evaluation"),
+                                           ("is the sky blue enough?", "evaluation")])
+def test_weighing_a_change_is_still_a_question(router, message, kind):
+    assert router.route(message).kind == kind
+
+
+def test_a_dash_between_words_ends_a_clause(planner):
+    """"open up the shadows a bit — my face should stay as it is": the dash ends the request, so the face is
+    kept, not the request dropped."""
+    plan = planner.plan(PlanRequest("open up the shadows a bit \u2014 my face should stay exactly how it is now",
+                                    EditState()))
+    assert plan.sub_goals and all(g.target["type"] == "face" and g.target.get("invert") for g in plan.sub_goals), \
+        plan.reply

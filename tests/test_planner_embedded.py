@@ -638,3 +638,9 @@ def test_a_thing_kept_said_before_its_mark_is_asked_about(planner):
     plan = plan_for(planner, "The chrome bits should stay silver. Other than that, could everything be a bit warmer?")
     assert plan.kind == "clarify" and not plan.sub_goals
     assert "the chrome" in plan.reply
+
+
+def test_a_thing_asked_of_as_could_it_be_is_asked_about(planner):
+    """"can the bone be a bit less bright?": the bone is the thing (no finder knows it), so asked about."""
+    plan = plan_for(planner, "can the bone be a bit less bright?")
+    assert plan.kind == "clarify" and not plan.sub_goals and "the bone" in plan.reply

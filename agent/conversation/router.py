@@ -41,6 +41,8 @@ ROUTE_KINDS = ("modification", "command", "evaluation", "exploration", "chat", "
 _EDIT_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band", "target")
 #: Commands that move through the history; a complaint said before one only says why.
 _HISTORY = ("undo", "redo", "back", "back_before", "original")
+#: Words after "could it be" that weigh a change rather than ask for it ("would it be better in b&w?").
+_WEIGHING = frozenset({"better", "worse", "nicer", "best", "improved", "good", "too", "possible"})
 #: Pieces that make a clause a request of its own, not a complaint ("warmer, undo" asks two things).
 #: A quality said after "too" / "less" ("it's too warm") is the complaint's, not a request.
 _REQUEST_PIECES = ("intent", "fix", "op", "relative", "towards", "band", "increase", "set", "reset", "objects",
@@ -182,7 +184,7 @@ class Router:
             # "a rainbow would be nice", "could there be snow?": content, which tone and colour cannot make
             return Route("chat", "content", reply=self.wish_reply.format(thing=thing), quick_replies=self.wish_replies)
         asks = (text or "").strip().endswith("?")
-        opening = self._opening(words) if asks else None
+        opening = self._opening(words) if asks and not self._modal_be(self._after_interjections(words)) else None
         if asks and opening is None and any(tuple(words[-len(t):]) == t for t in self.question_tags) \
                 and not self._requests(plain_words(words)):
             opening = "evaluation"     # "it's not too saturated is it?": a statement asked with a tag
@@ -218,9 +220,7 @@ class Router:
         rest = self.vocab.strip_preamble(text)
         if rest != text:
             # "perfect, export it", "thanks! undo the last one": the chat first, then the request
-            routed = self.route(rest)
-            if routed.kind != "modification":
-                return routed
+            return self.route(rest)     # ("love it. bit more contrast now": the rest is what is asked)
         pieces = read_pieces(self.vocab, said)
         edits = [p for p in pieces if p.category in _EDIT_PIECES]
         presented = self._presented(tokens)
@@ -273,8 +273,8 @@ class Router:
                     return None        # "can you make it warmer", "would you brighten the sky"
                 if first == "do" and second not in self.request_subjects and second not in ("i", "they"):
                     return None        # "do that again", "do it on the whole pic": do, not a question
-                if first in self.modals and second in self.be_subjects and len(words) > 2 and words[2] == "be":
-                    return None        # "could it be less blue"
+                if self._modal_be(words):
+                    return None        # "could it be less blue", "can the sky be a bit bluer"
                 if second in self.subjects or second in self.request_subjects:
                     advice = find_phrases(words, self.openings) and \
                         find_phrases(words, self.openings)[0][2] == "exploration"
@@ -283,6 +283,17 @@ class Router:
                 continue               # "lovely launch pic innit. is it a bit dark overall?": the remark asks nothing
             return None
         return None
+
+    def _modal_be(self, words: list[str]) -> bool:
+        """Whether a clause asks for a change as "could <it / the sky / everything> be <a quality>" ("can the
+        sky be a bit bluer?", "could the stone be warmer?"): a request, not a question; "could you" is not
+        the photo, and "would it be better" weighs, not asks."""
+        if len(words) < 3 or words[0] not in self.modals or words[1] in self.request_subjects \
+                or words[1] in ("i", "we", "they"):
+            return False
+        be = next((i for i in range(1, min(len(words), 5)) if words[i] == "be"), None)
+        return be is not None and not _WEIGHING & set(words[be + 1:be + 3]) and any(
+            p.category in ("intent", "band", "fix") for p in read_pieces(self.vocab, words[be + 1:]))
 
     def _remark(self, words: list[str]) -> bool:
         """Whether a clause only remarks ("lovely pic innit", "lol he fell asleep again"): it names nothing to
