@@ -896,3 +896,32 @@ def test_a_dash_between_words_ends_a_clause(planner):
                                     EditState()))
     assert plan.sub_goals and all(g.target["type"] == "face" and g.target.get("invert") for g in plan.sub_goals), \
         plan.reply
+
+
+def test_more_on_the_thing_the_last_change_was_asked_of_repeats_it_there(studio):
+    """"more on the flag pls" after a change asked of the flag: that change again where it went, not a
+    question about where the flag is."""
+    sid = studio.start_session(small_photo("astronaut")).id
+    studio.send_message(sid, "the flag is screaming at me, can you desaturate it a bit? her suit should stay as it is")
+    layer = studio.head(sid).state["layers"][0]
+    r = studio.send_message(sid, "more on the flag pls")
+    if r.status == "awaiting_review":
+        studio.review(sid, "approve")
+    (after,) = studio.head(sid).state["layers"]
+    assert after["mask"] == layer["mask"] and after["settings"]["saturation"] < layer["settings"]["saturation"], r.reply
+
+
+@pytest.mark.parametrize("text, version", [
+    ("revert both of the darkenings", 1),                                   # a plural of the change's word
+    ("go back to the very first thing you did, the tiny brighten", 1),      # right after the first change
+])
+def test_going_back_to_a_change_said_another_way(studio, text, version):
+    sid = studio.start_session(small_photo("coffee")).id
+    for said in ("brighten it a touch", "darken the top a bit", "and darken the bottom a bit"):
+        r = studio.send_message(sid, said)
+        if r.status == "awaiting_review":
+            studio.review(sid, "approve")
+    wanted = studio.history(sid)[version].state
+    r = studio.send_message(sid, text)
+    assert r.status == "rolled_back", r.reply
+    assert studio.head(sid).state == wanted, r.reply

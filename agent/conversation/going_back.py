@@ -214,6 +214,9 @@ class GoingBackReader:
             return GoingBack("version", named=named, before=parts["before"], first=alone, strong=bool(strong))
         if parts["before"]:
             return GoingBack("before", before=parts["before"], strong=bool(strong))
+        if self.first.find(words) and not named and not parts["without"] and (strong or said_back):
+            # "go back to the very first thing you did": the version right after the first change
+            return GoingBack("version", first=True, strong=True)
         count = self._count(words)
         if count is not None:
             return GoingBack("steps", steps=count, named=named, strong=bool(strong))
@@ -369,9 +372,10 @@ class GoingBackReader:
             # going back is that change undone
             run = self._last_run(edits, back.named, same_thing=True) if back.named and not back.before else None
             return n - run[0] if run is not None and run[1] == n - 1 else None
-        if back.first and back.named:
-            # "the first warm version": right after the first change that made it warm
-            k = min(candidates)
+        if back.first and (back.named or not back.without):
+            # "the first warm version": right after the first change that made it warm; "the very first thing
+            # you did": right after the first change
+            k = min(candidates) if back.named else 1
         else:
             k = max(candidates)
         return n - k if n - k >= 1 else None
@@ -464,11 +468,16 @@ _SUFFIXES = ("ening", "ing", "ed", "er", "est", "ness", "en", "es", "s", "y")
 
 
 def _stem(word: str) -> str:
-    """A crude stem, enough to hear "brightening" in "brighten" and "warmer" in "warm"."""
+    """A crude stem, enough to hear "brightening" in "brighten", "warmer" in "warm" and "darkenings" in
+    "darken" (a plural ending first, then one more)."""
     w = re.sub(r"[^a-z]", "", word.lower())
-    for suffix in _SUFFIXES:
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            return w[: -len(suffix)]
+    for _ in range(2):
+        suffix = next((s for s in _SUFFIXES if w.endswith(s) and len(w) - len(s) >= 3), None)
+        if suffix is None:
+            break
+        w = w[: -len(suffix)]
+        if suffix != "s":
+            break
     return w
 
 

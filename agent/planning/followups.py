@@ -248,7 +248,13 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                 and (t in vocab.known_words or (i > 0 and tokens[i - 1] in DETERMINERS))]
     things = [t for t in leftover if t not in vocab.known_words]
     places = {w for p in pieces if p.category in ("target", "band") for w in p.text.split()}
-    if things and retarget and all(t in things or t in places for t in leftover):
+    last_said = set(tokenize(last.message)) if last is not None else set()
+    if things and (repeat or pull) and all(t in last_said for t in things) \
+            and all(t in things or t in places for t in leftover):
+        # "more on the flag pls" after "desaturate the flag a bit": the thing the last change was asked of
+        # (found, or worked on through a guess) is where it was: that change again there
+        leftover = []
+    elif things and retarget and all(t in things or t in places for t in leftover):
         # "same for the mountains at the top": the thing is where the part of the frame said is; "the same
         # on the reflection in the water": a thing no finder knows, asked about, nothing changed
         if any(p.category == "target" and vocab.is_frame_part(p.key) for p in pieces):
