@@ -644,3 +644,10 @@ def test_a_thing_asked_of_as_could_it_be_is_asked_about(planner):
     """"can the bone be a bit less bright?": the bone is the thing (no finder knows it), so asked about."""
     plan = plan_for(planner, "can the bone be a bit less bright?")
     assert plan.kind == "clarify" and not plan.sub_goals and "the bone" in plan.reply
+
+
+def test_a_place_pointed_at_again_is_that_place(planner):
+    """"the top left corner is really dark, could you lift only that corner": "that corner" is the corner
+    said before, so the request goes there alone; the complaint's own fix does not brighten everything too."""
+    plan = plan_for(planner, "top left corner's really dark, could you lift only that corner")
+    assert plan.sub_goals and all(g.target and g.target["type"] == "radial" for g in plan.sub_goals), plan.reply

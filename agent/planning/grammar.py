@@ -295,6 +295,16 @@ def _describes(vocab: Vocabulary, clause: Clause, piece) -> bool:
         and after.text not in _FUNCTION_WORDS
 
 
+def _pointed_at(clause: Clause, piece) -> bool:
+    """Whether a word is pointed at as said before ("that corner", "the same spot"): a place named again."""
+    i = clause.pieces.index(piece)
+    return i > 0 and clause.pieces[i - 1].text.split()[-1] in _POINTING
+
+
+#: Words that point at a place said before ("lift only that corner" after "the top left corner is dark").
+_POINTING = frozenset({"that", "this", "those", "these", "same"})
+
+
 def _enough_kept(clause: Clause) -> Clause:
     """A quality said to be enough as it is ("he's dark enough", "the sky is bright enough already") says how
     the photo is, not what to do: it keeps its place, like "keep"."""
@@ -526,9 +536,12 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
     topic: list[str] = []                               # a thing said in a clause of its own, asked about next
     topic_specific = False
     kept_first: list[tuple[list[str], list[str], tuple | None, list[str]]] = []   # places kept before the request
+    said_before: set[str] = set()                       # the words of the places said so far ("corner")
     for ci, clause in enumerate(clauses):
         order = order0 + ci * 100
         clause = _enough_kept(clause)
+        if ci:
+            said_before |= {w for p in clauses[ci - 1].of("target") for w in p.text.split()}
         if not previous_uses:
             # "don't make it so yellow" said first; after a request ("warmer but don't make it too orange")
             # it only cautions that request
@@ -583,7 +596,8 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         said_global = clause.of("global")
         # "her face is too dark, brighten it", "brighten the bottom, it's muddy down there": after a
         # place, "it" / "there" is that place, not the whole photo
-        pointed = said_global + [p for p in clause.of("word") if p.text in vocab.back_references]
+        pointed = said_global + [p for p in clause.of("word") if p.text in vocab.back_references
+                                 or (p.text in said_before and _pointed_at(clause, p))]
         refers_back = bool(pointed) and bool(previous_targets) and not targets and not bands \
             and all(p.text in vocab.back_references for p in said_global)
         is_global = bool(said_global) and not refers_back and not (
