@@ -651,3 +651,10 @@ def test_a_place_pointed_at_again_is_that_place(planner):
     said before, so the request goes there alone; the complaint's own fix does not brighten everything too."""
     plan = plan_for(planner, "top left corner's really dark, could you lift only that corner")
     assert plan.sub_goals and all(g.target and g.target["type"] == "radial" for g in plan.sub_goals), plan.reply
+
+
+@pytest.mark.parametrize("message", ["tiny saturation bump please", "saturation bump please, barely noticeable"])
+def test_a_tiny_or_barely_noticeable_change_is_small(planner, message):
+    (goal,) = plan_for(planner, message).sub_goals
+    usual = plan_for(planner, "more saturation").sub_goals[0].value
+    assert goal.op == "saturation" and 0 < goal.value <= usual * 0.35
