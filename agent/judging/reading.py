@@ -440,7 +440,7 @@ def _protected(tokens: Sequence[str], lex: Lexicon, at: int, stops: frozenset[in
 
 _CLAUSE_BREAKS = frozenset({",", ".", ";", "!", "?", "but", "and", "then"})
 #: Words before a quality said to be enough ("the sky is bright enough", "he's dark enough").
-_BEING_ENOUGH = frozenset({"is", "are", "looks", "look", "already", "its", "thats", "hes", "shes", "be"})
+_BEING_ENOUGH = word_lists()["state_words"]
 _DEFINITE = word_lists()["place_determiners"] | {"its"}
 
 

@@ -461,8 +461,7 @@ def _stated(tokens: list[str], piece) -> bool:
 _SAID_OF = frozenset({"he", "she", "it", "they", "he's", "she's", "they're", "hes", "shes", "theyre", "this", "that",
                       "everything", "everyone"})
 #: Words before a look that say the photo has it ("it's gone foggy", "now it looks washed out").
-_BECOME = frozenset({"gone", "looks", "look", "looking", "is", "its", "it's", "got", "gotten", "getting", "turned",
-                     "become", "became", "went", "feels", "seems", "all"})
+_BECOME = word_lists()["state_words"]
 
 
 def _undoes_last(vocab: Vocabulary, problem: str, dialogue) -> bool:

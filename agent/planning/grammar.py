@@ -19,7 +19,7 @@ from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_EN
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, Intent, Piece, Vocabulary, read_pieces
-from agent.conversation.words import find_phrases, tokenize
+from agent.conversation.words import find_phrases, tokenize, word_lists
 from pipeline import ops
 from pipeline.masks import normalize_mask_spec
 from pipeline.state import EditState
@@ -317,12 +317,12 @@ def _enough(clause: Clause, piece) -> bool:
     """Whether a quality is said to be enough ("he's dark enough", "that one's bright enough already")."""
     after = [p.text for p in clause.pieces if p.pos > piece.pos][:2]
     before = [p.text for p in clause.pieces if p.pos < piece.pos][-1:]
-    said_of = bool(before) and (before[0] in _BEING or before[0] in _IS_ENOUGH or before[0].endswith("'s"))
+    # ("make it bright enough to read" still asks)
+    said_of = bool(before) and (before[0] in _BEING or before[0] in _STATE_WORDS or before[0].endswith("'s"))
     return said_of and bool(after) and (after[0] == "enough" or after == ["already", "enough"])
 
 
-#: Words before a quality said to be enough ("it's", "already"): "make it bright enough to read" still asks.
-_IS_ENOUGH = frozenset({"already", "its", "thats", "hes", "shes", "theyre", "they're", "were", "be", "are", "is"})
+_STATE_WORDS = word_lists()["state_words"]
 
 
 #: Small words after a quality that never name a thing ("more of that pop from before though").
