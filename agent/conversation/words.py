@@ -51,8 +51,7 @@ def normalise(text: str) -> str:
     """Lower case, curly apostrophes straight, a dash between words a clause break ("open up the shadows a
     bit — my face should stay"), each the same length (what every reader does first)."""
     text = (text or "").lower().replace("\u2019", "'").replace("\u2018", "'")
-    return re.sub(r"\s-\s|[\u2013\u2014]", lambda m: m.group(0).replace("-", ";").replace("\u2013", ";")
-                  .replace("\u2014", ";"), text)
+    return re.sub(r"(?<=\s)-(?=\s)|[\u2013\u2014]", ";", text)
 
 
 def tokenize(text: str) -> list[str]:

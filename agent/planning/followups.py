@@ -243,9 +243,10 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
             return done
     # hesitations ("erm", "ooh", "whoa") and words no table knows ("crunchy") say nothing new; a word
     # after "the" names a place ("a bit more on the lamp"), which the grammar reads
-    leftover = [t for i, t in enumerate(tokens) if i not in covered and t not in FILLER
-                and t not in vocab.chatter and t not in SEPARATORS and t not in INTERJECTIONS
-                and (t in vocab.known_words or (i > 0 and tokens[i - 1] in DETERMINERS))]
+    leftover_at = [i for i, t in enumerate(tokens) if i not in covered and t not in FILLER
+                   and t not in vocab.chatter and t not in SEPARATORS and t not in INTERJECTIONS
+                   and (t in vocab.known_words or (i > 0 and tokens[i - 1] in DETERMINERS))]
+    leftover = [tokens[i] for i in leftover_at]
     things = [t for t in leftover if t not in vocab.known_words]
     places = {w for p in pieces if p.category in ("target", "band") for w in p.text.split()}
     last_said = set(tokenize(last.message)) if last is not None else set()
@@ -265,10 +266,10 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                                      f"anything. Paint over it and say \u201cthe same on the selection\u201d, or "
                                      f"name a part of the frame (\u201cthe same on the left\u201d).",
                             quick_replies=["The same on the selection", "The same overall"])
-    if leftover and verbs and dialogue is not None and dialogue.base_edit() is not None:
+    if leftover and verbs and last is not None:
         # "the suit's gone a bit toasty, can u take it down a notch": a clause that says how the photo is
         # now, said with a pull-back, is why the last change goes back, not a place to work on
-        leftover = [t for t in leftover if not _in_statement(tokens, tokens.index(t))]
+        leftover = [tokens[i] for i in leftover_at if not _in_statement(tokens, i)]
     if leftover:
         return None
     # magnitude words said besides the follow-up phrase ("way too much"), not inside it ("too far")
