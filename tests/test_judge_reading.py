@@ -230,15 +230,38 @@ def test_a_thing_said_with_the_is_in_the_photo_not_wished_in(message, kind):
 
 def test_a_bare_follow_up_is_measured_against_the_last_change_as_it_landed(judge, photos):
     """The old words named the cup, but the last change went on the whole photo: "bit more" of it is
-    that change again on the whole photo, not a spill beyond a cup; the wrong way still fails."""
+    that change again on the whole photo, not a spill beyond a cup; the wrong way still fails. The judge
+    doubted that change when it was made (the whole photo for a cup), so more of it is not kept unseen."""
     im = photos["coffee"]
     kwargs = dict(previous_state=edit(exposure=-20), history=["the cup has a nasty glare, can you tame it"],
                   before_last=render(im, EditState()), before_last_state=EditState())
     again = ask(judge, im, "bit more", edit(exposure=-30), [SubGoal("exposure", -10)], **kwargs)
     wrong = ask(judge, im, "bit more", edit(exposure=-10), [SubGoal("exposure", 10)], **kwargs)
-    assert again.score >= AUTO, again.assessment
+    assert MIN_PASS <= again.score < AUTO, again.assessment
     assert "not just the cup" not in again.assessment
+    assert "did not look like what was asked either" in again.assessment
     assert wrong.score < MIN_PASS
+
+
+def test_more_of_a_change_the_judge_believed_is_kept(judge, photos):
+    """The same "bit more" after a change whose words the pixels bear out ("it's a bit bright, darken it")
+    auto-approves: only a repeat of a doubted change waits for the person."""
+    im = photos["coffee"]
+    kwargs = dict(previous_state=edit(exposure=-20), history=["it's a bit bright, darken it"],
+                  before_last=render(im, EditState()), before_last_state=EditState())
+    again = ask(judge, im, "bit more", edit(exposure=-30), [SubGoal("exposure", -10)], **kwargs)
+    assert again.score >= AUTO, again.assessment
+
+
+def test_more_on_a_place_the_judge_cannot_find_after_a_whole_photo_change_waits(judge, photos):
+    """"brighten the wall behind it" went on the whole photo (no wall was found); "a little more on the
+    wall" repeats that: it passes as a repeat but waits for the person, and says why."""
+    im = photos["coffee"]
+    kwargs = dict(previous_state=edit(exposure=12), history=["could you brighten the wall behind it?"],
+                  before_last=render(im, EditState()), before_last_state=EditState())
+    more = ask(judge, im, "a little more on the wall", edit(exposure=18), [SubGoal("exposure", 6)], **kwargs)
+    assert MIN_PASS <= more.score < AUTO, more.assessment
+    assert "repeats_doubt" in more.diagnoses
 
 
 def test_a_bare_follow_up_stays_where_the_last_change_went(judge, photos):
@@ -352,3 +375,31 @@ def test_the_judge_reads_a_pull_back_said_with_why_as_the_planner_does():
 
     reading = read_request("argh thats gone foggy, dial it back", history=["open up the shadows a lot"])
     assert reading.kind == "follow_up" and reading.follow == "less", reading
+
+
+@pytest.mark.parametrize("message,want", [
+    # a quality between "the" and its noun picks out a place; how it should stay is no wish either
+    ("could u sharpen up the fur a bit? the blurry stuff on the right should stay soft and blurry though",
+     ("detail", 1)),
+    # what happens when it is sharpened is why the sky is kept, not a second request
+    ("sharpen up the buildings? keep the sky smooth tho, it goes all noisy when it gets sharpened", ("detail", 1)),
+    # "so it looks golden" is what it should become
+    ("warm up the stonework so it looks golden, but leave the sky blue", ("b", 1)),
+    # "almost blurry" is what is wrong
+    ("the whole thing looks a little soft to me, almost blurry", ("detail", 1)),
+    # "looks like a sunset" says how it looks now
+    ("wayyy less orange than that, it looks like a sunset in a cup", ("b", -1)),
+])
+def test_the_judge_reads_the_quality_asked_for_not_one_described(message, want):
+    from agent.judging.reading import read_request
+
+    reading = read_request(message)
+    moves = {(m.prop, m.sign) for e in reading.expects for alt in e.alternatives for m in alt}
+    assert want in moves and (want[0], -want[1]) not in moves, reading.describe()
+
+
+@pytest.mark.parametrize("message", ["now could you sharpen it up? not my face tho", "more contrast. not the sky"])
+def test_a_clause_of_not_and_a_place_keeps_that_place(message):
+    from agent.judging.reading import read_request
+
+    assert read_request(message).target.startswith("everything but"), read_request(message).describe()

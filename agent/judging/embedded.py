@@ -688,6 +688,26 @@ def _last_change_place(request: JudgeRequest, original: np.ndarray) -> LastChang
     return LastChange(moved, np.maximum.reduce(masks) if len(masks) > 1 else masks[0])
 
 
+def _repeats_doubt(request: JudgeRequest, original: np.ndarray, before: np.ndarray,
+                   last_change: LastChange | None, t: Mapping) -> bool:
+    """Whether the last change, which a bare "more" repeats, is one the judge doubts: its message read
+    again and measured as it landed (``before_last`` -> ``before``, where it went) falls short, or went
+    on a place the judge cannot find. The person's "more" says they liked the way it went, not where."""
+    history = list(getattr(request, "history", None) or [])
+    before_last = getattr(request, "before_last", None)
+    if not history or before_last is None or last_change is None:
+        return False
+    last = read_attempt(history[-1], history[:-1])
+    if last.kind != "edit" or not last.expects:
+        return False
+    where = last_change.where
+    judged = score_reading(last, before=np.asarray(before_last), after=before, original=original,
+                           target_mask=_reading_mask(last, original, [], getattr(request, "locate", None)),
+                           plan_mask=where, plan_is_local=where is not None)
+    return judged.compliance is not None and (judged.compliance < float(t["doubt_below"])
+                                              or judged.place_unconfirmed)
+
+
 def _nothing_asked_happened(judged) -> bool:
     """Whether the reading found no move the asked way at all: every check "none" or "wrong"."""
     return (judged.compliance is not None and bool(judged.checks)
@@ -723,7 +743,7 @@ def _engine_vocabulary():
 
 
 #: Diagnoses that doubt the reading of the request rather than the quality of the result.
-_DOUBTS = frozenset({"unread_words", "part_skipped", "local_spill", "target_not_found", "not_asked",
+_DOUBTS = frozenset({"unread_words", "part_skipped", "local_spill", "target_not_found", "not_asked", "repeats_doubt",
                      "place_guessed"})
 #: The lowest ceiling doubts alone set (above the default pass mark, 0.6).
 _DOUBT_FLOOR = 0.65
@@ -788,12 +808,13 @@ class EmbeddedJudge:
         # The judge's own reading of the message: how the pixels moved against what was asked.
         reading = read_attempt(request.message or "", list(getattr(request, "history", None) or []),
                                getattr(request, "feedback", "") or "")
+        last_change = _last_change_place(request, original)
         judged = score_reading(reading, before=before, after=current, original=original,
                                before_last=getattr(request, "before_last", None),
                                target_mask=_reading_mask(reading, original, warnings,
                                                          getattr(request, "locate", None)),
                                plan_mask=plan_mask, plan_is_local=bool(local),
-                               views=(views.before, views.after), last_change=_last_change_place(request, original))
+                               views=(views.before, views.after), last_change=last_change)
         # a repeat the planner stopped at a sweet-spot edge falls short of the repeat on purpose
         held = _held(request) or (reading.follow == "more" and any(c.verdict == "weak" for c in judged.checks)
                                    and _stopped_at_sweet_spot(request))
@@ -803,6 +824,14 @@ class EmbeddedJudge:
             # moved nothing the asked way (or went the wrong way) is still no edit of what was asked.
             reading = Reading(request.message or "", "unknown")
             judged = score_reading(reading, before=before, after=current)
+
+        if reading.bare and reading.follow == "more" and judged.compliance is not None \
+                and _repeats_doubt(request, original, before, last_change, t):
+            # "a little more" on a change the judge doubted: more of a misread is still a misread
+            judged.place_unconfirmed = True
+            judged.diagnoses.append("repeats_doubt")
+            judged.sentences.append("The change this repeats did not look like what was asked either, "
+                                    "so have a look before it is kept.")
 
         dims: dict[str, float] = {}
         parts: dict[str, float] = {}
@@ -857,7 +886,7 @@ class EmbeddedJudge:
         for c in checks:
             if c.verdict in ("too_weak", "wrong_direction"):
                 diagnoses.append(f"{c.verdict}:{c.op}")
-        diagnoses += [d for d in judged.diagnoses if d in ("local_spill", "target_not_found", "not_asked")]
+        diagnoses += [d for d in judged.diagnoses if d in ("local_spill", "target_not_found", "not_asked", "repeats_doubt")]
         diagnoses += technical.diagnoses
         if unread:
             diagnoses.append("unread_words")

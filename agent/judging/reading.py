@@ -66,6 +66,7 @@ class Lexicon:
     magnitudes: Mapping[str, int]             # phrase -> 0 / 2
     qualities: Mapping[str, Quality]          # phrase -> quality
     complaint_frames: frozenset[str]
+    goal_frames: tuple[str, ...]              # "so it looks golden": the quality after it is the aim
     negations: frozenset[str]
     reduce_after: tuple[str, ...]
     enough: frozenset[str]
@@ -186,6 +187,7 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         overshoot_start=float(data["overshoot_start"]), look_overshoot=float(data.get("look_overshoot", 1.0)),
         magnitudes=mags, qualities=qualities,
         complaint_frames=frozenset(_norm(w) for w in data["complaint_frames"]),
+        goal_frames=tuple(_norm(w) for w in data.get("goal_frames", ())),
         negations=frozenset(_norm(w) for w in data["negations"]),
         reduce_after=tuple(_norm(w) for w in data["reduce_after"]),
         enough=frozenset(_norm(w) for w in data["enough"]),
@@ -407,6 +409,9 @@ def _cautions(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = froze
         end = next((i for i in range(e, len(tokens)) if tokens[i] in _CLAUSE_BREAKS or i in stops), len(tokens))
         if s > 0 and any(e <= p < end for p in places):
             found.append((s, e, "avoid"))
+    # "sharpen it up? not my face tho", "more contrast. not the sky": a clause that is only "not" and a place
+    found += [(i, i + 1, "avoid") for i, t in enumerate(tokens)
+              if t == "not" and i > 0 and i in stops and any(i < p <= i + 3 for p in places)]
     found += [(i, i + 1, "enough") for i in range(len(tokens)) if _said_enough(tokens, i)]
     return found
 
@@ -552,7 +557,7 @@ def _frame_part(mask: Mapping) -> bool:
     return mask.get("type") == "gradient"
 
 
-def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[int]]:
+def _qualities(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = frozenset()) -> tuple[list[Expect], set[int]]:
     """Every quality named, with its direction (wish, complaint, negation) and size.
 
     The reading's own qualities and the planner profile's complaint words are matched
@@ -573,6 +578,8 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
             continue   # "sickly green": the fault is the green, not a sickly look of its own
         if p in lex.manner and any(" ".join(tokens[e:e + 2]).startswith(f) for f in lex.manner_effects):
             continue   # "a soft vignette": how the vignette is, not softer as well
+        if _describes(tokens, s, e, starts, lex):
+            continue   # "the blurry stuff on the right", "the dark corners": which place, not a wish
         obj = _object_of(tokens, s, ends)
         ends.add(e)
         if obj is not None:
@@ -590,8 +597,10 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
             joined = s
             while joined >= 2 and tokens[joined - 1] in ("and", "or", ","):
                 joined -= 2
+            # ... unless the frame says what it should become ("warm it up so it looks golden")
+            goal = _before(tokens, s, lex.goal_frames, skip=skip_words)
             complaint = ((any(_before(tokens, at, lex.complaint_frames, skip=skip_words) for at in {s, joined})
-                          and not also)
+                          and not also and not goal)
                          or p.split()[0] in lex.complaint_frames or _names_a_problem(tokens, s, e, p, lex)
                          or (s > 0 and tokens[s - 1] in lex.disapproval))
             negated = _before(tokens, s, lex.negations, skip=skip_words) \
@@ -601,6 +610,8 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
             enough = e < len(tokens) and tokens[e] in lex.enough
             flip = (complaint or negated or reduced) and not enough
             negated = negated and not complaint
+        if (flip and not negated or (s > 0 and tokens[s - 1] in _BECOMING)) and _conditional(tokens, s, stops):
+            continue   # "keep the sky smooth, it goes all noisy when it gets sharpened": why, not what
         size = q.size if q.size is not None else _magnitude(tokens, s, lex, default=-1)
         if size < 0:   # "cool it down a bit", "warmer, but just slightly": the word may follow
             after = _find_phrases(tokens[e:e + 4], lex.magnitudes)
@@ -616,6 +627,35 @@ def _qualities(tokens: Sequence[str], lex: Lexicon) -> tuple[list[Expect], set[i
         expects.append(Expect(alts, p, q.band, negated, complaint=(flip and not negated) or q.fix,
                               look=q.look and not flip))
     return _merge(expects), used
+
+
+#: Words after "the <quality>" that are not a thing described ("the sky is bright enough", "the bright one").
+_NOT_A_THING = frozenset({"is", "are", "was", "were", "looks", "look", "and", "or", "but", "enough", "too", "now",
+                          "as", "than", "of", "please", "pls", "to", "in", "on", "at", "for", "again", "still",
+                          "tho", "though", "then", "so", "bit", "side", "tones", "tone", "colours", "colors",
+                          "colour", "color", "hues", "light", "glow", "cast", "look", "feel", "vibe", "vibes", "mood"})
+
+
+_BECOMING = frozenset({"gets", "got", "getting", "is", "was", "being", "goes", "went"})
+
+
+def _conditional(tokens: Sequence[str], s: int, stops: frozenset[int]) -> bool:
+    """Whether the clause of the quality at ``s`` says when it happens ("it goes all noisy when it gets
+    sharpened"): a state described, not one asked for or about now."""
+    start = max([k for k in stops if k <= s] + [0])
+    end = min([k for k in stops if k > s] + [len(tokens)])
+    return any(t in ("when", "whenever", "if", "once") for t in tokens[start:end])
+
+
+def _describes(tokens: Sequence[str], s: int, e: int, starts: set[int], lex: Lexicon) -> bool:
+    """Whether the quality at ``s:e`` only picks out a thing, between a determiner and its noun ("the
+    blurry stuff on the right should stay soft", "brighten the dark corners"): which place, not a wish
+    or a complaint. Tone and colour nouns after it carry the quality ("bring out the warm tones")."""
+    if s == 0 or tokens[s - 1] not in _DEFINITE or e >= len(tokens) or e in starts:
+        return False
+    noun = tokens[e]
+    return noun.isalpha() and noun not in _NOT_A_THING and noun not in lex.magnitudes \
+        and noun not in _CLAUSE_BREAKS
 
 
 def _avoided_degree(tokens: Sequence[str], s: int, lex: Lexicon) -> bool:
@@ -715,7 +755,7 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     stops = _clause_stops(text)
     cautions = _cautions(tokens, lex, stops)
     kept = _kept_spans(tokens, lex, stops, cautions)
-    expects, used = _qualities([t if i not in kept else "\u00b7" for i, t in enumerate(tokens)], lex)
+    expects, used = _qualities([t if i not in kept else "\u00b7" for i, t in enumerate(tokens)], lex, stops)
     if _is_undo(tokens, lex) and not expects and not _find_phrases(tokens, lex.less_fractions):
         return Reading(message, "undo")     # "go back halfway", "undo half of that": a pull-back
     # a place inside a tool's own words ("clean up her skin") belongs to that tool, not to the qualities
@@ -891,9 +931,14 @@ def _kept_spans(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = fro
         if _said_enough(tokens, i):
             start = max([k for k in stops if k <= i] + [j + 1 for j in range(i) if tokens[j] in _CLAUSE_BREAKS] + [0])
             out.update(range(start, i + 1))
+    firsts = {p.split()[0] for p in (*lex.qualities, *lex.complaints)}
     for s, e, _ in (cautions if cautions is not None else _find_phrases(tokens, lex.protect)):
         i = e
-        while i < len(tokens) and tokens[i] not in _CLAUSE_BREAKS and (i == e or i not in stops):
+        while i < len(tokens) and (i == e or i not in stops):
+            if tokens[i] in _CLAUSE_BREAKS:
+                # "should stay soft and blurry": a quality joined on is still how it stays
+                if not (tokens[i] in ("and", "or") and i + 1 < len(tokens) and tokens[i + 1] in firsts):
+                    break
             out.add(i)
             i += 1
     return out
