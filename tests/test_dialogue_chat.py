@@ -925,3 +925,57 @@ def test_going_back_to_a_change_said_another_way(studio, text, version):
     r = studio.send_message(sid, text)
     assert r.status == "rolled_back", r.reply
     assert studio.head(sid).state == wanted, r.reply
+
+
+@pytest.mark.parametrize("text, back_to", [
+    ("ok scrap the last two changes pls", 1),                      # "pls" names no change
+    ("hmm actually can i see the version from before the brightening", 1),   # asked for, not a question
+])
+def test_going_back_said_with_filler_or_asked_for_lands_on_the_version_meant(studio, text, back_to):
+    sid, heads = _versions(studio, "coffee", ("make it warmer", "brighten it a bit", "more contrast"))
+    r = studio.send_message(sid, text)
+    assert r.status == "rolled_back", r.reply
+    assert studio.head(sid).id == heads[back_to]
+
+
+def test_before_a_named_quality_is_before_that_way_of_the_op_not_every_change_of_it(studio):
+    """Two brightenings, then a darkening: "before i asked for the darker ..." is before the darkening."""
+    sid, heads = _versions(studio, "coffee", ("make it cooler", "a tiny bit brighter", "brighter still",
+                                              "darken it a bit"), approve=True)
+    r = studio.send_message(sid, "hmm no. go back to before i asked for the darker one")
+    assert r.status == "rolled_back", r.reply
+    assert studio.head(sid).id == heads[3]
+
+
+def test_a_named_change_and_its_pull_back_go_back_together(studio):
+    sid, heads = _versions(studio, "coffee", ("make it cooler", "more contrast", "too much, like half that"),
+                           approve=True)
+    assert heads[3] != heads[2]
+    r = studio.send_message(sid, "hmm undo that and the contrast stuff, keep the rest")
+    assert r.status == "rolled_back", r.reply
+    assert studio.head(sid).id == heads[1]
+
+
+def test_a_thing_said_with_a_pull_back_is_why_not_where(planner):
+    """"too much, the logo is fading. like half that": the last change, halved; "the logo" is no place to ask
+    about. The "too" of "too much" is no "that too"."""
+    state = EditState.from_dict({"settings": {"temperature": 30}, "layers": []})
+    plan = _plan(planner, "ok thats too much, the github logo is fading. like half that", state=state,
+                 dialogue=_warmed(30))
+    assert plan.kind != "clarify" and [g.op for g in plan.sub_goals] == ["temperature"], plan.reply
+    goal = plan.sub_goals[0]
+    assert (goal.value if goal.mode == "set" else 30 + goal.value) == 15, plan.reply
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("oh is there no one else? my bad. ok darken the grass a little then", "modification"),
+    ("is it too dark? maybe brighten it a bit", "modification"),
+    ("would it look better warmer? go back to the original", "command"),
+    ("is it too dark? i think so", "evaluation"),              # nothing asked after it: still a question
+    ("do you reckon this works as a headshot? my mum thinks it's too orange", "evaluation"),
+    ("shes my neighbours cat btw, she sneaks in through the kitchen window every morning", "chat"),
+    ("it's for my mum", "chat"),
+    ("it's a bit dark", "modification"),
+])
+def test_what_follows_a_question_is_asked_and_who_it_is_is_said(router, text, kind):
+    assert router.route(text).kind == kind

@@ -285,9 +285,15 @@ class GoingBackReader:
         problems = [self.vocab.problems[p.key] for p in pieces if p.category == "problem" and p.key in self.vocab.problems]
         intents |= {f for pr in problems for f in pr.fixes}
         ops_named = {p.key for p in pieces if p.category == "op"}
+        # a quality names its ops one way: "before the darker table" is no brightening
+        ways: dict[str, set[int]] = {}
         for name in intents:
             if name in self.vocab.intents:
-                ops_named |= {op for op, _ in self.vocab.intents[name].ops[:2]}
+                for op, value in self.vocab.intents[name].ops[:2]:
+                    ops_named.add(op)
+                    ways.setdefault(op, set()).add(1 if value > 0 else -1)
+        way_of_op = {op: next(iter(w)) for op, w in ways.items() if len(w) == 1 and op not in
+                     {p.key for p in pieces if p.category == "op"}}
         bands = {p.key for p in pieces if p.category == "band"}
         ops_named |= {pattern.format(band=b) for b in bands for pattern in self.vocab.band_ops.values()}
         for w in words:
@@ -295,7 +301,8 @@ class GoingBackReader:
         targets = {p.key for p in pieces if p.category == "target"}
         if intents & set(edit.intents):
             return True
-        if any(c.op in ops_named for c in edit.changes) and (not targets or self._on(edit, targets)):
+        if any(c.op in ops_named and c.delta * way_of_op.get(c.op, c.delta) > 0 for c in edit.changes) \
+                and (not targets or self._on(edit, targets)):
             return True
         if targets and not intents and not ops_named and self._on(edit, targets):
             return True
@@ -396,20 +403,23 @@ class GoingBackReader:
         end = next((i for i in range(len(edits) - 1, -1, -1) if self.matches(edits[i], words)), None)
         if end is None:
             return None
+        start = end
         # "scrap those tower changes": a repeat or "the same on the right" after it carries it on
         while end + 1 < len(edits) and _carried_on(edits[end], edits[end + 1]):
             end += 1
-        start = end
         while start > 0 and (self.matches(edits[start - 1], words) and (
                 not same_thing or _same_thing(edits[start - 1], edits[start]))
-                           or _carried_on(edits[start - 1], edits[start], moves=("repeat", "insist"))):
+                           or _carried_on(edits[start - 1], edits[start],
+                                          moves=("repeat", "insist", "pull_back", "reduce_look"))):
             start -= 1
         return start, end
 
 
-def _carried_on(earlier: TurnMoves, later: TurnMoves, moves: tuple[str, ...] = ("repeat", "insist", "retarget")) -> bool:
-    """Whether ``later`` repeated ``earlier`` ("a tad more on the background") or, with "retarget" in
-    ``moves``, did the same on another place ("same on the right"): one change with it when going back."""
+def _carried_on(earlier: TurnMoves, later: TurnMoves,
+                moves: tuple[str, ...] = ("repeat", "insist", "retarget", "pull_back", "reduce_look")) -> bool:
+    """Whether ``later`` repeated ``earlier`` ("a tad more on the background"), took some of it back ("like
+    half that"), or, with "retarget" in ``moves``, did the same on another place ("same on the right"): one
+    change with it when going back."""
     return later.followup.get("base_asset") == earlier.asset_id and later.followup.get("move") in moves
 
 

@@ -74,6 +74,12 @@ def _table(words) -> dict[tuple[str, ...], Any]:
     return {tuple(_words(str(w))): True for w in words or () if _words(str(w))}
 
 
+#: One word that opens a sentence saying who or what is in the photo ("she's my neighbour's cat").
+_PRESENTING = frozenset({"she's", "shes", "he's", "hes", "they're", "theyre", "it's", "its", "thats", "that's"})
+
+#: After "can i" / "could we": asking to be given something ("can i see the one before"), not a question.
+_ASKING_FOR = frozenset({"see", "have", "get", "go"})
+
 #: Words that, with a question word, ask what was done ("what did you actually change just then?").
 _DONE_WORDS = frozenset({"changed", "did", "done", "edited", "adjusted", "tweaked", "applied", "altered", "fixed"})
 #: Pieces of the planner's vocabulary that name something to change (not "it", a magnitude, a comma).
@@ -212,6 +218,14 @@ class Router:
             # "scrap the purple", "back to the first warm version": found among the versions by the service
             return Route("command", "going_back", going_back=backs)
         asked = self.question_kind(tokens)
+        after = (text or "").rsplit("?", 1)[1] if "?" in (text or "") else ""
+        if asked is not None and after.strip():
+            # "oh is there no one else? my bad. ok darken the grass then": what follows the question is asked
+            then = self.route(after, generative=generative)
+            requested = any(self._requests([w for w in plain_words(c) if w not in SEPARATORS])
+                            for c in split_requests(tokenize(self.vocab.spell(after))))
+            if (then.kind == "modification" and requested) or then.kind == "command":
+                return then
         if asked is not None:
             # "is this shot too dark or is it just my screen", "would it look better in b&w do you reckon":
             # asked, not requested; whatever edit it names is offered as a quick reply, never made
@@ -271,6 +285,8 @@ class Router:
             if first in self.auxiliaries and second:
                 if first in self.modals and second in self.request_subjects:
                     return None        # "can you make it warmer", "would you brighten the sky"
+                if first in self.modals and second in ("i", "we") and len(words) > 2 and words[2] in _ASKING_FOR:
+                    return None        # "can i see the version from before the sky stuff": asked for
                 if first == "do" and second not in self.request_subjects and second not in ("i", "they"):
                     return None        # "do that again", "do it on the whole pic": do, not a question
                 if self._modal_be(words):
@@ -403,10 +419,14 @@ class Router:
         clauses = [self._after_interjections(c) for c in split_requests(tokens)]
         found = None
         for i, words in enumerate(clauses):
-            if len(words) > 2 and words[:2] in (["this", "is"], ["that", "is"], ["these", "are"], ["this", "was"]) \
-                    and words[2] in ("my", "our", "a", "an", "for", "from", "me", "us") \
+            # ("she's my neighbour's cat btw": who or what it is, said the same way)
+            n = 1 if words and words[0] in _PRESENTING else 2
+            if len(words) > n and (n == 1 or words[:2] in (["this", "is"], ["that", "is"], ["these", "are"],
+                                                           ["this", "was"], ["she", "is"], ["he", "is"],
+                                                           ["they", "are"], ["it", "is"])) \
+                    and words[n] in ("my", "our", "a", "an", "for", "from", "me", "us") \
                     and not any(p.category in ("problem", "increase", "reduce", "relative", "fix")
-                                or (p.category == "magnitude" and words[2] != "for")
+                                or (p.category == "magnitude" and words[n] != "for")
                                 for p in read_pieces(self.vocab, words)):
                 # "this is a bit dark": a complaint; "this is for a little vintage shop": what it is for
                 found = i

@@ -199,7 +199,9 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     if (anchors and not said_why and not placed) or find_phrases(tokens, vocab.restore):
         return _restored(vocab, tokens, pieces, dialogue, request)
     repeat = find_phrases(tokens, vocab.repeat) or ([(0, 0, 1.0)] if carried else [])
-    retarget = find_phrases(tokens, vocab.retarget)
+    # ("that's too much": the "too" of a pull-back is not "that too")
+    pulled = {i for found in (pull, fractions) for pos, n, _ in found for i in range(pos, pos + n)}
+    retarget = [r for r in find_phrases(tokens, vocab.retarget) if not pulled & set(range(r[0], r[0] + r[1]))]
     insisted = find_phrases(tokens, vocab.insist_words)     # "more, i insist": the repeat, past the sweet spot
     covered: set[int] = set()
     for found in (repeat, pull, fractions, retarget, insisted,
@@ -266,7 +268,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                                      f"anything. Paint over it and say \u201cthe same on the selection\u201d, or "
                                      f"name a part of the frame (\u201cthe same on the left\u201d).",
                             quick_replies=["The same on the selection", "The same overall"])
-    if leftover and verbs and last is not None:
+    if leftover and (verbs or fractions) and last is not None:
         # "the suit's gone a bit toasty, can u take it down a notch": a clause that says how the photo is
         # now, said with a pull-back, is why the last change goes back, not a place to work on
         leftover = [tokens[i] for i in leftover_at if not _in_statement(tokens, i)]
