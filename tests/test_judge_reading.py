@@ -403,3 +403,13 @@ def test_a_clause_of_not_and_a_place_keeps_that_place(message):
     from agent.judging.reading import read_request
 
     assert read_request(message).target.startswith("everything but"), read_request(message).describe()
+
+
+@pytest.mark.parametrize("message", ["now brighten the picture overall but keep the flag as it is, its red is perfect",
+                                     "warmer, but not the flag. it's red"])
+def test_the_sentence_after_a_kept_thing_describes_it(message):
+    """"its red is perfect" says what the kept flag is like: no request for less red (greener)."""
+    from agent.judging.reading import read_request
+
+    moves = {m.prop for e in read_request(message).expects for alt in e.alternatives for m in alt}
+    assert "a" not in moves and moves, read_request(message).describe()

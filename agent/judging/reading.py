@@ -941,7 +941,17 @@ def _kept_spans(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = fro
                     break
             out.add(i)
             i += 1
+        if i in stops and i < len(tokens) and tokens[i] in _SAID_OF_IT and e < len(tokens):
+            # "keep the flag as it is, its red is perfect", "but not the lamp, that's already glaring": the
+            # sentence after it says what the kept thing is like, not what to do
+            while i < len(tokens) and (tokens[i] in _SAID_OF_IT or i not in stops):
+                out.add(i)
+                i += 1
     return out
+
+
+#: Words that open a sentence about the thing just named ("its red is perfect", "that's already glaring").
+_SAID_OF_IT = frozenset({"it's", "its", "that's", "thats", "they're", "theyre", "which"})
 
 
 def _restates_last(expects: Sequence[Expect], history: Sequence[str], lex: Lexicon) -> bool:
