@@ -979,3 +979,9 @@ def test_a_thing_said_with_a_pull_back_is_why_not_where(planner):
 ])
 def test_what_follows_a_question_is_asked_and_who_it_is_is_said(router, text, kind):
     assert router.route(text).kind == kind
+
+
+@pytest.mark.parametrize("text", ["a bit more, it's still busy back there", "the mountains back there are too dark",
+                                  "the sky out back is too bright"])
+def test_back_there_is_a_place_not_going_back(router, text):
+    assert router.route(text).name != "going_back" and router.route(text).kind != "command", text

@@ -150,8 +150,11 @@ class GoingBackReader:
 
     def _read_clause(self, words: list[str], said_back: bool = False) -> GoingBack | None:
         # "the mountains at the back", "the back of the room": "back" after an article is a place, not a return
+        # ... nor "busy back there", "in the back", "out back": a place
         strong = [(s, n, v) for s, n, v in self.strong.find(words)
-                  if not (words[s:s + n] == ["back"] and s > 0 and words[s - 1] in _ARTICLES)]
+                  if not (words[s:s + n] == ["back"] and (
+                      (s > 0 and words[s - 1] in _ARTICLES | _PLACE_LEADS)
+                      or (s + 1 < len(words) and words[s + 1] in ("there", "here"))))]
         weak = self.weak.find(words)
         # "remove the haze", "clean up the spots": the verb is part of a request the planner knows
         # ... unless a change is named right after it ("get rid of that warm thing": not the selection tool)
@@ -413,6 +416,10 @@ class GoingBackReader:
                                           moves=("repeat", "insist", "pull_back", "reduce_look"))):
             start -= 1
         return start, end
+
+
+#: Words before "back" that make it a place: "in back", "out back", "round the back".
+_PLACE_LEADS = frozenset({"in", "at", "out", "round", "around"})
 
 
 def _carried_on(earlier: TurnMoves, later: TurnMoves,
