@@ -985,3 +985,17 @@ def test_what_follows_a_question_is_asked_and_who_it_is_is_said(router, text, ki
                                   "the sky out back is too bright"])
 def test_back_there_is_a_place_not_going_back(router, text):
     assert router.route(text).name != "going_back" and router.route(text).kind != "command", text
+
+
+def test_a_share_said_as_a_percentage_or_split_the_difference(studio):
+    """"like 50% more" is half the last change again (the judge reads it the same, so it is kept);
+    "split the difference" takes half of it back."""
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "brighten it")
+    first = studio.head(sid).state["settings"]["exposure"]
+    r = studio.send_message(sid, "like 50% more")
+    assert studio.head(sid).state["settings"]["exposure"] == first + round(first * 0.5), r.reply
+    assert r.status == "auto_approved", r.reply
+    now = studio.head(sid).state["settings"]["exposure"]
+    r = studio.send_message(sid, "too much now, maybe split the difference")
+    assert studio.head(sid).state["settings"]["exposure"] == now - round((now - first) * 0.5), r.reply

@@ -1063,6 +1063,11 @@ def _more_scale(tokens: Sequence[str], lex: Lexicon) -> tuple[float, int]:
     ("a touch more" 0.3, "double it" 2.0), or a magnitude said with it."""
     found = _find_phrases(tokens, lex.more_scales)
     scale = lex.more_scales[found[-1][2]] if found else 1.0
+    # "like 50% more": that share of the last change again
+    shares = [float(t[:-1]) / 100.0 for t, after in zip(tokens, tokens[1:])
+              if after == "more" and t.endswith("%") and t[:-1].replace(".", "", 1).isdigit()]
+    if shares:
+        scale, found = min(shares[-1], 2.0), True
     size = 0 if scale <= 0.5 else 2 if scale >= 1.6 else 1
     if not found:
         size = _magnitude(tokens, len(tokens), lex, size)

@@ -346,6 +346,11 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                             dialogue={"move": "pull_back", "base_asset": base.asset_id})
         return _pulled_back(base, moves, fraction)
     scale = mags[-1] if mags else (repeat[-1][2] if repeat else 1.0)
+    # "like 50% more": that share of the last change again
+    shares = [float(tokens[pos - 1][:-1]) / 100.0 for pos, _, _ in repeat
+              if pos > 0 and tokens[pos - 1].endswith("%") and tokens[pos - 1][:-1].replace(".", "", 1).isdigit()]
+    if shares and wants_more:
+        scale = min(shares[-1], 2.0)
     if wants_more:
         scale = max(scale, vocab.repeat_floor)       # "a smidge more" is still a step that shows
     if but_scale is not None:
