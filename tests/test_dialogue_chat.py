@@ -999,3 +999,15 @@ def test_a_share_said_as_a_percentage_or_split_the_difference(studio):
     now = studio.head(sid).state["settings"]["exposure"]
     r = studio.send_message(sid, "too much now, maybe split the difference")
     assert studio.head(sid).state["settings"]["exposure"] == now - round((now - first) * 0.5), r.reply
+
+
+def test_some_colour_back_after_a_band_desaturation_said_with_how_it_looks(studio):
+    """"ok now it looks grey and dead, bring some of the colour back" after "make the suit less orange": part
+    of the orange desaturation taken back, not a new punch on top."""
+    sid = studio.start_session(small_photo("astronaut")).id
+    studio.send_message(sid, "make the suit less orange")
+    before = studio.head(sid).state["settings"]
+    r = studio.send_message(sid, "ok now it looks grey and dead, bring some of the colour back")
+    after = studio.head(sid).state["settings"]
+    assert before["saturation_orange"] < after.get("saturation_orange", 0) <= 0, r.reply
+    assert set(after) == {"saturation_orange"}, after

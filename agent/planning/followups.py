@@ -433,13 +433,17 @@ def _restored(vocab: Vocabulary, tokens: list[str], pieces: list, dialogue, requ
     anchors = [p for p in pieces if p.category in _ANCHORS]
     named = [p.key for p in anchors if p.category == "intent"] + \
         [vocab.restore_nouns[p.text] for p in pieces if p.category == "word" and p.text in vocab.restore_nouns]
-    if not find_phrases(tokens, vocab.restore) or any(p.category != "intent" for p in anchors) or not named:
+    # ("ok now it looks grey and dead, bring some of the colour back": how it looks now is why)
+    if not find_phrases(tokens, vocab.restore) or not named or any(
+            p.category != "intent" and not (p.category == "problem" and _in_statement(tokens, p.pos))
+            for p in anchors):
         return None
     base = dialogue.base_edit() if dialogue is not None else None
     if base is None or not base.changes:
         return None
-    only = {op for key in named if key in vocab.intents for op, value in vocab.intents[key].ops
-            if base.touches(op, -1 if value > 0 else 1)}
+    # (the op or its colour-band kin: "some of the colour back" after "less orange" is the orange saturation)
+    only = {c.op for key in named if key in vocab.intents for op, value in vocab.intents[key].ops
+            for c in base.changes if (c.op == op or c.op.startswith(op + "_")) and c.delta * value < 0}
     if not only:
         return None
     amounts = [vocab.restore_amounts[t] for t in tokens if t in vocab.restore_amounts]
