@@ -1011,3 +1011,19 @@ def test_some_colour_back_after_a_band_desaturation_said_with_how_it_looks(studi
     after = studio.head(sid).state["settings"]
     assert before["saturation_orange"] < after.get("saturation_orange", 0) <= 0, r.reply
     assert set(after) == {"saturation_orange"}, after
+
+
+@pytest.mark.parametrize("first, text, op, start", [
+    # the last change's own quality said of how the photo looks now, with a share: take half of it back
+    ("cool it down a little", "the wood looks weirdly cold now, maybe split the difference", "temperature", -12),
+    # "halfway back on that last one": the last change, named as such; the lamp is why, not where
+    ("brighten the whole pic maybe 10%?", "hmm now the lamp is glaring again. go halfway back on that last one",
+     "exposure", 10),
+])
+def test_a_share_back_said_with_why_about_a_thing_no_finder_knows(studio, first, text, op, start):
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, first)
+    assert studio.head(sid).state["settings"][op] == start
+    r = studio.send_message(sid, text)
+    assert r.status != "not_understood", r.reply
+    assert studio.head(sid).state["settings"][op] == start // 2, r.reply

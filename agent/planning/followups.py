@@ -172,13 +172,19 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     # ("bit too blue now, back it off", "that's gone foggy, dial it back": a pull-back verb always means the
     # last change; a share alone only when the complaint is one that change caused)
     last = dialogue.base_edit() if dialogue is not None else None
-    verbs = [p for p in pull if not any(f[0] <= p[0] < f[0] + f[1] for f in fractions)]    # not "halve it"
+    # not "halve it"; "go halfway back on that last one" says back
+    verbs = [p for p in pull if not any(f[0] <= p[0] < f[0] + f[1] for f in fractions)
+             or "back" in tokens[p[0]:p[0] + p[1]]]
 
     def named_part(p) -> bool:      # "back off the sharpening": the last change's own quality, named as a thing
         return p.category == "intent" and last is not None and p.key in last.intents and p.pos > 0 \
             and tokens[p.pos - 1] in DETERMINERS
     said_why = bool(fractions or pull) and bool(anchors) and (
         all(p.category == "problem" for p in anchors) and all(_undoes_last(vocab, p.key, dialogue) for p in anchors)
+        # "the wood looks weirdly cold now, maybe split the difference" after cooling: the last change's
+        # own quality, said of how the photo is now
+        or last is not None and all(p.category == "intent" and p.key in last.intents and _stated(tokens, p)
+                                    for p in anchors)
         or bool(verbs) and last is not None
         and all(p.category == "problem" or p.category == "intent" and (_stated(tokens, p) or named_part(p))
                 for p in anchors))
@@ -201,7 +207,11 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     repeat = find_phrases(tokens, vocab.repeat) or ([(0, 0, 1.0)] if carried else [])
     # ("that's too much": the "too" of a pull-back is not "that too")
     pulled = {i for found in (pull, fractions) for pos, n, _ in found for i in range(pos, pos + n)}
-    retarget = [r for r in find_phrases(tokens, vocab.retarget) if not pulled & set(range(r[0], r[0] + r[1]))]
+    # ... nor the "now" of "it looks weirdly cold now" ("now the sky" opens a clause), nor "on that last one"
+    retarget = [r for r in find_phrases(tokens, vocab.retarget) if not pulled & set(range(r[0], r[0] + r[1]))
+                and not (tokens[r[0]:r[0] + r[1]] == ["now"] and r[0] > 0 and tokens[r[0] - 1] not in SEPARATORS
+                         and tokens[r[0] - 1] not in _OPENERS)
+                and tokens[r[0] + r[1]:r[0] + r[1] + 2] not in (["that", "last"], ["the", "last"], ["this", "last"])]
     insisted = find_phrases(tokens, vocab.insist_words)     # "more, i insist": the repeat, past the sweet spot
     covered: set[int] = set()
     for found in (repeat, pull, fractions, retarget, insisted,
@@ -214,6 +224,9 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
             covered.update(range(p.pos, p.pos + len(p.text.split())))
     if said_why:          # "that's gone foggy", "he looks washed out now": how the complaint is said
         covered.update(i for i, t in enumerate(tokens) if t in _BECOME or t in _SAID_OF)
+    # "go halfway back on that last one": the last change, named as such
+    covered.update(k for i, t in enumerate(tokens) if t == "last" and i > 0 and tokens[i - 1] in ("that", "the", "this")
+                   for k in (i, i + 1) if k < len(tokens) and (k == i or tokens[k] in _CHANGE_NOUNS))
     # "gone a bit far on the colour, just a little less": an aspect of the last change named with a
     # follow-up ("the colour", "the texture") says which of its ops the follow-up is about
     aspects = [vocab.restore_nouns[t] for i, t in enumerate(tokens) if t in vocab.restore_nouns
@@ -468,6 +481,12 @@ def _stated(tokens: list[str], piece) -> bool:
     """Whether a look is said of how the photo is now ("that's gone foggy", "it looks all dreamy"), not asked."""
     return any(t in _BECOME for t in tokens[max(0, piece.pos - 2):piece.pos])
 
+
+#: What the last change is called ("that last one", "the last edit").
+_CHANGE_NOUNS = frozenset({"one", "change", "edit", "step", "tweak", "bit"})
+
+#: Words a clause may open with before a "now" that starts it ("ok now the sky", "and now the left").
+_OPENERS = frozenset({"and", "ok", "okay", "right", "so", "then", "but", "alright", "cool", "nice", "great"})
 
 #: Who or what a complaint said with a pull-back is about ("he looks washed out now, dial it back").
 _SAID_OF = frozenset({"he", "she", "it", "they", "he's", "she's", "they're", "hes", "shes", "theyre", "this", "that",
