@@ -1027,3 +1027,16 @@ def test_a_share_back_said_with_why_about_a_thing_no_finder_knows(studio, first,
     r = studio.send_message(sid, text)
     assert r.status != "not_understood", r.reply
     assert studio.head(sid).state["settings"][op] == start // 2, r.reply
+
+
+def test_same_deal_with_the_place_kept_keeps_it_again(studio):
+    """"bit more, same deal with the sky" after "brighten it but keep the sky as it is" repeats the change
+    where it went, the sky kept; "same on the sky" still does it on the sky."""
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "brighten it but keep the sky as it is")
+    r = studio.send_message(sid, "bit more, same deal with the sky")
+    layers = studio.head(sid).state["layers"]
+    assert len(layers) == 1 and layers[0]["mask"].get("invert"), (r.reply, layers)
+    assert layers[0]["settings"]["exposure"] > 20, r.reply
+    studio.send_message(sid, "same on the sky")
+    assert len(studio.head(sid).state["layers"]) == 2

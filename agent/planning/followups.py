@@ -29,7 +29,7 @@ from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Pro
 from agent.conversation.clauses import DETERMINERS
 from agent.conversation.words import SEPARATORS, find_phrases, tokenize, word_lists
 from pipeline import ops
-from pipeline.masks import normalize_mask_spec
+from pipeline.masks import MaskSpecError, normalize_mask_spec
 from pipeline.state import EditState
 
 #: Pieces that make a message a request of its own rather than a follow-up.
@@ -295,6 +295,10 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     mags = [vocab.magnitudes[p.key] for p in pieces if p.category == "magnitude"
             and not set(range(p.pos, p.pos + len(p.text.split()))) <= phrase_spans]
     targets = list(dict.fromkeys(p.key for p in pieces if p.category == "target"))
+    if targets and last is not None and "deal" in tokens:
+        # "bit more, same deal with the sky" after "brighten it but keep the sky as it is": the place the
+        # last change kept is kept again, not where the change goes now ("same on the sky" is the sky)
+        targets = [t for t in targets if not _kept_by(vocab, last, t)]
     # "tone down the sky": less of the last change there if it touched the sky, else a request of
     # its own (the grammar's implicit intent), never the last change copied onto the sky
     toned = bool(targets) and any(p.category == "reduce" and p.text in vocab.tone_down for p in pieces)
@@ -468,6 +472,18 @@ def _restored(vocab: Vocabulary, tokens: list[str], pieces: list, dialogue, requ
     said = ", ".join(dict.fromkeys(vocab.intents[k].label for k in named if k in vocab.intents))
     return FollowUp(moves=moves, labels=[f"some of it back ({said})"],
                     dialogue={"move": "pull_back", "base_asset": base.asset_id, "fraction": round(fraction, 2)})
+
+
+def _kept_by(vocab: Vocabulary, edit, target: str) -> bool:
+    """Whether every change of ``edit`` went on everything but ``target`` (the place it kept)."""
+    spec = vocab.targets.get(target)
+    if not spec or not edit.changes:
+        return False
+    try:
+        outside = normalize_mask_spec(dict(spec, invert=not spec.get("invert")))
+        return all(c.target and normalize_mask_spec(c.target) == outside for c in edit.changes)
+    except MaskSpecError:
+        return False
 
 
 def _in_statement(tokens: list[str], i: int) -> bool:
