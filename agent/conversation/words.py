@@ -47,6 +47,12 @@ def word_lists() -> Mapping[str, frozenset[str]]:
     return {name: frozenset(str(w).lower() for w in ws or ()) for name, ws in data.items()}
 
 
+def percent_share(token: str) -> float | None:
+    """The share a percentage token says ("50%" -> 0.5), None for any other token."""
+    return float(token[:-1]) / 100.0 if token.endswith("%") and _NUMBER.fullmatch(token) \
+        and not token.startswith(("+", "-")) else None
+
+
 def normalise(text: str) -> str:
     """Lower case, curly apostrophes straight, a dash between words a clause break ("open up the shadows a
     bit — my face should stay"), each the same length (what every reader does first)."""
@@ -245,7 +251,7 @@ def dropped_vowel(typed: str, word: str) -> bool:
 
 
 __all__ = ["PhraseTable", "SEPARATORS", "Speller", "another_form", "drop_clauses", "dropped_vowel", "opening_interjections", "filter_spans",
-           "find_phrases", "is_number", "normalise", "one_edit", "phrase", "plain_possessives", "plain_words",
+           "find_phrases", "is_number", "normalise", "one_edit", "percent_share", "phrase", "plain_possessives", "plain_words",
            "token_spans", "tokenize", "word_lists", "words_only"]
 
 

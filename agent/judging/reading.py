@@ -30,7 +30,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import yaml
 
 from agent.conversation.words import (SEPARATORS, PhraseTable, Speller, drop_clauses, normalise, opening_interjections,
-                                     tokenize, word_lists)
+                                     percent_share, tokenize, word_lists)
 
 READING_FILE = Path(__file__).resolve().parents[2] / "profiles" / "_reading.yaml"
 #: The planner's profile: its complaint table (``vocabulary.complaints``) is read, not copied.
@@ -108,6 +108,7 @@ class Lexicon:
     manner: frozenset[str] = frozenset()     # the engine's grammar.manner: "a soft vignette" is not softer
     manner_effects: tuple[str, ...] = ()
     speller: Speller | None = None           # typing slips of the words above put right ("brigther")
+    quality_firsts: frozenset[str] = frozenset()   # the first word of every quality and complaint phrase
 
     def size_of(self, prop: str, size: int) -> float:
         return float(self.properties[prop]["sizes"][size])
@@ -233,7 +234,8 @@ def load_lexicon(path: str | None = None) -> Lexicon:
               lex.place_reducers, lex.repeat_but, lex.problem_also, lex.wishes, lex.filler, lex.avoid, lex.avoid_degree, lex.dismiss,
               [str(w) for w in spelling.get("known") or ()])
     known = {w for table in tables for phrase in table for w in re.findall(r"[a-z]+", _norm(str(phrase)))}
-    return replace(lex, speller=Speller.from_profile(known, spelling))
+    return replace(lex, speller=Speller.from_profile(known, spelling),
+                   quality_firsts=frozenset(p.split()[0] for p in (*lex.qualities, *lex.complaints)))
 
 
 def _op_properties(table: Mapping | None) -> dict[str, tuple[str, int]]:
@@ -633,7 +635,7 @@ def _qualities(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = froz
 _NOT_A_THING = frozenset({"is", "are", "was", "were", "looks", "look", "and", "or", "but", "enough", "too", "now",
                           "as", "than", "of", "please", "pls", "to", "in", "on", "at", "for", "again", "still",
                           "tho", "though", "then", "so", "bit", "side", "tones", "tone", "colours", "colors",
-                          "colour", "color", "hues", "light", "glow", "cast", "look", "feel", "vibe", "vibes", "mood"})
+                          "colour", "color", "hues", "light", "glow", "cast", "feel", "vibe", "vibes", "mood"})
 
 
 _BECOMING = frozenset({"gets", "got", "getting", "is", "was", "being", "goes", "went"})
@@ -931,13 +933,12 @@ def _kept_spans(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = fro
         if _said_enough(tokens, i):
             start = max([k for k in stops if k <= i] + [j + 1 for j in range(i) if tokens[j] in _CLAUSE_BREAKS] + [0])
             out.update(range(start, i + 1))
-    firsts = {p.split()[0] for p in (*lex.qualities, *lex.complaints)}
     for s, e, _ in (cautions if cautions is not None else _find_phrases(tokens, lex.protect)):
         i = e
         while i < len(tokens) and (i == e or i not in stops):
             if tokens[i] in _CLAUSE_BREAKS:
                 # "should stay soft and blurry": a quality joined on is still how it stays
-                if not (tokens[i] in ("and", "or") and i + 1 < len(tokens) and tokens[i + 1] in firsts):
+                if not (tokens[i] in ("and", "or") and i + 1 < len(tokens) and tokens[i + 1] in lex.quality_firsts):
                     break
             out.add(i)
             i += 1
@@ -1064,8 +1065,8 @@ def _more_scale(tokens: Sequence[str], lex: Lexicon) -> tuple[float, int]:
     found = _find_phrases(tokens, lex.more_scales)
     scale = lex.more_scales[found[-1][2]] if found else 1.0
     # "like 50% more": that share of the last change again
-    shares = [float(t[:-1]) / 100.0 for t, after in zip(tokens, tokens[1:])
-              if after == "more" and t.endswith("%") and t[:-1].replace(".", "", 1).isdigit()]
+    shares = [share for t, after in zip(tokens, tokens[1:])
+              if after == "more" and (share := percent_share(t)) is not None]
     if shares:
         scale, found = min(shares[-1], 2.0), True
     size = 0 if scale <= 0.5 else 2 if scale >= 1.6 else 1

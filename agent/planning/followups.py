@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from agent.planning.moves import Draft, Move
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Problem, Vocabulary, read_pieces
 from agent.conversation.clauses import DETERMINERS
-from agent.conversation.words import SEPARATORS, find_phrases, tokenize, word_lists
+from agent.conversation.words import SEPARATORS, find_phrases, percent_share, tokenize, word_lists
 from pipeline import ops
 from pipeline.masks import MaskSpecError, normalize_mask_spec
 from pipeline.state import EditState
@@ -364,8 +364,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         return _pulled_back(base, moves, fraction)
     scale = mags[-1] if mags else (repeat[-1][2] if repeat else 1.0)
     # "like 50% more": that share of the last change again
-    shares = [float(tokens[pos - 1][:-1]) / 100.0 for pos, _, _ in repeat
-              if pos > 0 and tokens[pos - 1].endswith("%") and tokens[pos - 1][:-1].replace(".", "", 1).isdigit()]
+    shares = [share for pos, _, _ in repeat if pos > 0 and (share := percent_share(tokens[pos - 1])) is not None]
     if shares and wants_more:
         scale = min(shares[-1], 2.0)
     if wants_more:

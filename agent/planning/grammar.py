@@ -631,8 +631,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         if kept_tone is not None and previous_span[1] > previous_span[0]:
             # "warmer, but keep the snow white", "the backdrop has to stay pure white": what is to stay is a
             # tone; the tone itself is kept, wherever it is (a place no finder knows is found by it)
-            spec, label = kept_tone
-            draft.moves = _onto(draft.moves, normalize_mask_spec(dict(spec, invert=True)), f"everything but {label}")
+            draft.moves = _all_but_tone(draft.moves, kept_tone)
             draft.understood_any = True
             continue
         lead = next((p for p in clause.pieces if p.category != "separator"), None)
@@ -776,7 +775,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         if places or bands:
             draft.moves = protect_moves(vocab, draft.moves, places, bands)
         elif tone is not None:
-            draft.moves = _onto(draft.moves, normalize_mask_spec(dict(tone[0], invert=True)), f"everything but {tone[1]}")
+            draft.moves = _all_but_tone(draft.moves, tone)
         draft.unknown_kept += unknown
     draft.moves = _asked_over_complained(draft.moves)
     draft.moves = _remedy_said(vocab, draft.moves, clauses, tokens, order0)
@@ -937,6 +936,12 @@ def _kept_tone(vocab: Vocabulary, clause: Clause) -> tuple[dict, str] | None:
     """The tone a protect clause keeps ("keep the snow white": the whites), as its mask and label."""
     found = find_phrases([p.text for p in clause.pieces], vocab.kept_tones)
     return vocab.kept_tone_masks[found[0][2]] if found else None
+
+
+def _all_but_tone(moves: list[Move], tone: tuple[dict, str]) -> list[Move]:
+    """The whole-image moves put on everything but a kept tone ((mask, label) of ``_kept_tone``)."""
+    spec, label = tone
+    return _onto(moves, normalize_mask_spec(dict(spec, invert=True)), f"everything but {label}")
 
 
 def _onto(moves: list[Move], spec: dict, where: str) -> list[Move]:
