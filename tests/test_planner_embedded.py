@@ -546,6 +546,29 @@ def test_a_request_after_a_complaint_is_its_remedy(planner, message, expected):
         assert set(got) == expected
 
 
+@pytest.mark.parametrize("message, expected", [
+    # a statement names the place, the request points at it: there, and nothing reported skipped
+    ("the bottom right corner is just table and it keeps pulling my eye, can you darken that corner down",
+     {("exposure", "radial")}),
+    ("the strip along the bottom is kinda murky, can you lift just that part", {("exposure", "gradient")}),
+    ("the top left is all clutter, darken there a bit", {("exposure", "radial")}),
+    # a thing the statement put in a part of the frame: "it" is that thing, there
+    ("the helmet at the bottom right is just a black blob, can you lift it a bit", {("exposure", "radial")}),
+])
+def test_a_request_pointing_at_the_place_just_said_goes_there(planner, message, expected):
+    plan = plan_for(planner, message)
+    assert set(moves(plan)) == expected
+    assert not plan.skipped
+
+
+@pytest.mark.parametrize("message", ["the darker pup's face is a bit too dark, can you lift it",
+                                     "brighten the darker dog's face"])
+def test_a_quality_that_picks_out_a_place_is_no_request(planner, message):
+    """"the darker pup": which pup, not "darker" asked against "lift"."""
+    got = moves(plan_for(planner, message))
+    assert got and all(op == "exposure" and v > 0 for (op, _), v in got.items()), got
+
+
 @pytest.mark.parametrize("message, tone", [
     ("warmer, but keep the snow white", "white"),
     ("now warm the whole thing up a bit, but the backdrop has to stay pure white", "white"),

@@ -289,16 +289,27 @@ def _describes(vocab: Vocabulary, clause: Clause, piece) -> bool:
     if len(piece.text.split()) != 1 or i == 0 or i + 1 >= len(pieces):
         return False
     before, after = pieces[i - 1], pieces[i + 1]
-    return before.text in DETERMINERS and after.category == "word" and after.text.isalpha() \
-        and (after.text in _PARTS or (after.text not in FILLER and after.text not in vocab.chatter)) \
-        and after.text not in _BEING and after.text not in PLACE_ENDS and after.text not in LOCATING \
-        and after.text not in _FUNCTION_WORDS
+    if after.category == "target":
+        # "the darker pup", "the darker pup's face": a place the finders know, picked out by the quality
+        return before.text in DETERMINERS and after.pos == piece.pos + 1
+    noun = after.text.removesuffix("'s")
+    return before.text in DETERMINERS and after.category == "word" and noun.isalpha() \
+        and (noun in _PARTS or (noun not in FILLER and noun not in vocab.chatter)) \
+        and noun not in _BEING and noun not in PLACE_ENDS and noun not in LOCATING \
+        and noun not in _FUNCTION_WORDS
 
 
 def _pointed_at(clause: Clause, piece) -> bool:
     """Whether a word is pointed at as said before ("that corner", "the same spot"): a place named again."""
     i = clause.pieces.index(piece)
     return i > 0 and clause.pieces[i - 1].text.split()[-1] in _POINTING
+
+
+def _points_back(vocab: Vocabulary, clause: Clause, said_before: set[str]) -> bool:
+    """Whether a clause points at a place said before in the message, other than with a bare "it": "that corner"
+    (a word of that place), "just that part" (a word for a part of the photo), "down there"."""
+    return any((_pointed_at(clause, p) and (p.text in said_before or p.text in _PARTS))
+               or (p.text in vocab.back_references and p.text != "it") for p in clause.of("word"))
 
 
 #: Words that point at a place said before ("lift only that corner" after "the top left corner is dark").
@@ -537,6 +548,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
     topic_specific = False
     kept_first: list[tuple[list[str], list[str], tuple | None, list[str]]] = []   # places kept before the request
     said_before: set[str] = set()                       # the words of the places said so far ("corner")
+    stated: tuple[list[str], str, str] | None = None    # places a statement named ("the corner is just table")
     for ci, clause in enumerate(clauses):
         order = order0 + ci * 100
         clause = _enough_kept(clause)
@@ -597,7 +609,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         # "her face is too dark, brighten it", "brighten the bottom, it's muddy down there": after a
         # place, "it" / "there" is that place, not the whole photo
         pointed = said_global + [p for p in clause.of("word") if p.text in vocab.back_references
-                                 or (p.text in said_before and _pointed_at(clause, p))]
+                                 or ((p.text in said_before or p.text in _PARTS) and _pointed_at(clause, p))]
         refers_back = bool(pointed) and bool(previous_targets) and not targets and not bands \
             and all(p.text in vocab.back_references for p in said_global)
         is_global = bool(said_global) and not refers_back and not (
@@ -605,6 +617,21 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         soft = clause.joined == "soft"
         # "and the grey wall behind her, bit darker pls": a place said on its own is where the next clause goes
         said_alone = ci > 0 and clauses[ci - 1].text in draft.skipped and bool(draft.bare_targets)
+        if uses and stated and not previous_targets and not targets and not bands \
+                and (_points_back(vocab, clause, said_before) or (stated[2] and said_global)) \
+                and all(p.text in vocab.back_references for p in said_global):
+            # "the bottom right corner is just table, can you darken that corner down", "the helmet at the bottom
+            # right is just a black blob, can you lift it": the request points at the place a statement named
+            # (a thing it put there is that part of the frame); that statement was no skipped request after all
+            for u in uses:
+                u.targets = list(stated[0])
+            is_global = False
+            if stated[1] in draft.skipped:
+                draft.skipped.remove(stated[1])
+            if stated[2]:
+                draft.said.append(stated[2])
+                topic = []
+            stated = None
         if uses and not targets and not is_global and (soft or refers_back or said_alone) and previous_targets:
             for u in uses:                       # "make the sky darker and bluer": bluer is the sky too
                 u.targets = list(previous_targets)
@@ -719,6 +746,11 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             elif targets and unknown_words(vocab, clause) and not (_thing_there(vocab, clause, named)
                                                                    and _placed_in_frame(vocab, targets, named)):
                 draft.skipped.append(clause.text)        # "make her smile more": not something I can do
+                if not named:                            # (a thing named is asked about: "the papers under ...")
+                    stated = (list(targets), clause.text, "")
+                elif _placed_in_frame(vocab, targets, named):
+                    # "the helmet at the bottom right is just a black blob": a thing put in a part of the frame
+                    stated = (list(targets), clause.text, _placed_note(vocab, named[0].text, targets[0]))
             elif targets:
                 draft.skipped.append(clause.text)
                 draft.bare_targets += [vocab.place(t)[1] for t in targets]
