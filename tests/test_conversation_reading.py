@@ -188,6 +188,55 @@ def test_scrapping_a_named_change_takes_the_turns_that_carried_it_on_and_no_othe
     assert result.status == "rolled_back" and studio.head(sid).id == saturated and warm != saturated
 
 
+@pytest.mark.parametrize("message, name", [
+    # a history command first, then a clause that asks for no edit of its own
+    ("actually start over, ill try something diffrent", "original"),
+    ("undo, it looked better before", None),
+    # ... unless that clause describes the version ("forget it" is no bare undo here)
+    ("nah forget it, put it back how it was before i messed with the keyboard", "going_back"),
+])
+def test_a_history_command_said_with_why_is_that_command(router, message, name):
+    route = router.route(message)
+    assert route.kind == "command", route
+    if name is None:
+        assert route.name in ("undo", "going_back") and (route.name == "undo" or route.going_back[0].kind == "last")
+    else:
+        assert route.name == name, route
+
+
+def test_a_change_named_with_a_typing_slip_is_found(studio, coffee):
+    """"before i messed with the keyboard" after "darken the keybaord on the right": that change, slip and all."""
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "sharpen it a little")
+    sharp = studio.head(sid).id
+    studio.send_message(sid, "darken the keybaord on the right a bit")
+    studio.send_message(sid, "hmm thats too much. go halfway back")
+    result = studio.send_message(sid, "nah forget it, put it back how it was before i messed with the keyboard")
+    assert result.status == "rolled_back" and studio.head(sid).id == sharp, result.reply
+
+
+def test_undoing_steps_never_takes_back_a_change_said_to_be_kept(studio, coffee):
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "a little warmer")
+    warm = studio.head(sid).id
+    studio.send_message(sid, "brighten the left side")
+    studio.send_message(sid, "more contrast")
+    result = studio.send_message(sid, "nah undo the last three, keep just the warmth")
+    assert result.status == "rolled_back" and studio.head(sid).id == warm, result.reply
+
+
+def test_an_overshoot_said_with_why_and_a_share_takes_back_the_last_change(studio, coffee):
+    """"bit much, he looks grey now. halve it" after brightening: half the brightening back, not a new
+    colour boost for "grey" with "halve it" skipped."""
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "brighten it")
+    before = image_stats(studio.render(sid, long_side=256))["L_mean"]
+    result = studio.send_message(sid, "bit much, he looks grey now. halve it")
+    after = image_stats(studio.render(sid, long_side=256))["L_mean"]
+    assert result.status == "auto_approved" and "skipped" not in result.reply, result.reply
+    assert after < before - 0.3, (before, after)
+
+
 def test_before_the_last_change_is_one_step_and_a_named_change_said_as_it_goes(studio, coffee):
     sid = studio.start_session(coffee).id
     studio.send_message(sid, "warmer")

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping
 from agent.conversation.dialogue import DialogueState, TurnMoves
 from agent.conversation.vocabulary import Vocabulary, read_pieces
 from pipeline.masks import CONTENT_TYPES
-from agent.conversation.words import SEPARATORS, PhraseTable, find_phrases, tokenize, word_lists
+from agent.conversation.words import SEPARATORS, PhraseTable, find_phrases, one_edit, tokenize, word_lists
 
 #: What a going-back message points at.
 KINDS = ("last", "steps", "original", "change", "before", "version")
@@ -54,11 +54,12 @@ class GoingBack:
     first: bool = False
     strong: bool = True
     whole: bool = False         # "all the colour boosting", "the texture stuff altogether": the whole run
+    keep: list[str] = field(default_factory=list)    # "undo both of those, keep just the warmth": not undone
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "steps": self.steps, "named": self.named, "without": self.without,
                 "before": self.before, "after": self.after, "first": self.first, "strong": self.strong,
-                "whole": self.whole}
+                "whole": self.whole, "keep": self.keep}
 
 
 class GoingBackReader:
@@ -99,8 +100,9 @@ class GoingBackReader:
         whose version it finds."""
         clauses: list[list[str]] = []
         for clause in split_requests(tokenize(text), self.request_verbs):
-            if clauses and any(s == 0 for table in (self.before, self.without) for s, _, _ in table.find(clause)):
-                clauses[-1] = clauses[-1] + clause     # "the crisp one, before i touched the shadows": one description
+            if clauses and any(s == 0 for table in (self.before, self.without, self.keep) for s, _, _ in table.find(clause)):
+                # "the crisp one, before i touched the shadows", "undo both, keep the warmth": one description
+                clauses[-1] = clauses[-1] + clause
             else:
                 clauses.append(clause)
         out: list[GoingBack] = []
@@ -197,7 +199,7 @@ class GoingBackReader:
             named = after or before_verb
         else:
             named = self._named(words[:first_marker])
-        parts: dict[str, list[str]] = {"before": [], "without": [], "after": []}
+        parts: dict[str, list[str]] = {"before": [], "without": [], "after": [], "keep": []}
         for k, (s, n, kind) in enumerate(markers):
             end = markers[k + 1][0] if k + 1 < len(markers) else len(words)
             if kind in parts:
@@ -220,9 +222,9 @@ class GoingBackReader:
         if self.first.find(words) and not named and not parts["without"] and (strong or said_back):
             # "go back to the very first thing you did": the version right after the first change
             return GoingBack("version", first=True, strong=True)
-        count = self._count(words)
+        count = self._count(words[:first_marker])      # ("but keep the warm one": no count)
         if count is not None:
-            return GoingBack("steps", steps=count, named=named, strong=bool(strong))
+            return GoingBack("steps", steps=count, named=named, strong=bool(strong), keep=parts["keep"])
         if named:
             return GoingBack("change", named=named, strong=bool(strong), whole=bool(self.whole.find(words)))
         if self.whole.find(words):
@@ -313,7 +315,9 @@ class GoingBackReader:
         content = [_stem(w) for w in words if len(w) >= 3 and w not in self.noise]
         # most of the words were said with it ("where the green was sorted" after "sickly green. fix?"), a
         # word as the start of one said ("before you tried to fix the mud" after "it looks muddy")
-        heard = sum(w in said or (len(w) >= 3 and any(s.startswith(w) and len(s) - len(w) <= 2 for s in said)) for w in content)
+        # a word typed with a slip on either side ("the keyboard" after "darken the keybaord") is that word
+        heard = sum(w in said or (len(w) >= 3 and any(s.startswith(w) and len(s) - len(w) <= 2 for s in said))
+                    or (len(w) >= 6 and any(len(s) >= 6 and one_edit(w, s) for s in said)) for w in content)
         return bool(content) and 2 * heard >= len(content)
 
     def _on(self, edit: TurnMoves, targets: set[str]) -> bool:
@@ -326,6 +330,15 @@ class GoingBackReader:
 
     def find_version(self, back: GoingBack, state: DialogueState) -> int | None:
         """How many steps back the head must go (1..len(edits)), or None when no such version is there."""
+        steps = self._find_version(back, state)
+        if steps is not None and back.keep:
+            # "undo both of those, keep just the warmth": never as far back as a change said to be kept
+            edits = state.edits
+            while steps and any(self.matches(e, back.keep) for e in edits[len(edits) - steps:]):
+                steps -= 1
+        return steps or None
+
+    def _find_version(self, back: GoingBack, state: DialogueState) -> int | None:
         edits = state.edits
         n = len(edits)
         if n == 0:

@@ -478,6 +478,15 @@ class Router:
             tail = self._command(tokens[cut + 1:], said[cut + 1:])
             if tail is not None and tail.name in _HISTORY:
                 return tail if self._complaint_only(said[:cut]) else None
+        for cut in reversed(cuts):
+            # "start over, i'll try something different", "undo, it looked better before": the command first, then
+            # a clause that asks for no edit of its own (why, or what comes next)
+            head = self._command(tokens[:cut], said[:cut])
+            if head is not None and head.name in _HISTORY:
+                rest = read_pieces(self.vocab, said[cut + 1:])
+                if any(p.category in _EDIT_PIECES for p in rest) or self.going_back.read(" ".join(said[cut + 1:])):
+                    return None      # ("forget it, put it back how it was before the keyboard": that version)
+                return head
         return None
 
     def _command(self, tokens: list[str], said: list[str]) -> Route | None:

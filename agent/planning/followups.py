@@ -173,8 +173,9 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     # last change; a share alone only when the complaint is one that change caused)
     last = dialogue.base_edit() if dialogue is not None else None
     # not "halve it"; "go halfway back on that last one" says back
+    # ("bit much, he looks grey now. halve it": an overshoot said is a pull-back, whatever share it takes)
     verbs = [p for p in pull if not any(f[0] <= p[0] < f[0] + f[1] for f in fractions)
-             or "back" in tokens[p[0]:p[0] + p[1]]]
+             or {"back", "much", "far"} & set(tokens[p[0]:p[0] + p[1]])]
 
     def named_part(p) -> bool:      # "back off the sharpening": the last change's own quality, named as a thing
         return p.category == "intent" and last is not None and p.key in last.intents and p.pos > 0 \
