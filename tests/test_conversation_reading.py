@@ -113,6 +113,8 @@ def test_a_complaint_said_as_what_the_photo_is_still_edits(router, message):
     "bring back a touch of colour", "ease it back a little", "remove the dust spots", "cool it down a touch",
     # "back" as a place: the back of the scene is not a return
     "the mountains at the back are too dark, lift them", "darken the wall at the back of the room",
+    # a removal verb after an article is a thing: "the strip of sky"
+    "and the strip of sky along the top aswell",
 ])
 def test_partial_take_backs_and_retouches_are_not_going_back(router, message):
     route = router.route(message)
@@ -235,6 +237,35 @@ def test_an_overshoot_said_with_why_and_a_share_takes_back_the_last_change(studi
     after = image_stats(studio.render(sid, long_side=256))["L_mean"]
     assert result.status == "auto_approved" and "skipped" not in result.reply, result.reply
     assert after < before - 0.3, (before, after)
+
+
+@pytest.mark.parametrize("photo, first, message, stat, direction", [
+    # a colour the last change moved, said with an overshoot and a pull-back, is why it goes back
+    ("mountain_selfie", "make the greens more vibrant",
+     "ok thats overdone, didnt realise how green itd get, the trees look radioactive now. pull it back",
+     "chroma_mean", -1),
+    # a statement after "bit more" is why the change goes on
+    ("coffee", "make it a touch less pink", "hmm bit more, it still looks kinda pinky", "a_mean", -1),
+])
+def test_a_follow_up_said_with_why_moves_the_last_change(studio, photo, first, message, stat, direction):
+    from agent.eval.scenarios import load_photo
+
+    sid = studio.start_session(np.ascontiguousarray(load_photo(photo)[::2, ::2])).id
+    studio.send_message(sid, first)
+    before = image_stats(studio.render(sid, long_side=256))[stat]
+    result = studio.send_message(sid, message)
+    after = image_stats(studio.render(sid, result.asset_id, long_side=256))[stat]    # (kept or waiting for review)
+    assert result.asset_id and result.kind == "edit", result.reply
+    assert result.reply.startswith(("Taking back", "Repeating")) and "skipped" not in result.reply, result.reply
+    assert (after - before) * direction > 0.2, (before, after)
+
+
+def test_the_same_on_a_thing_said_by_size_and_place(studio, coffee):
+    """"mm same for the big one on the left": "big" says which one; the left is where."""
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "brighten the middle a bit")
+    result = studio.send_message(sid, "mm same for the big one on the left")
+    assert result.asset_id and "left" in result.reply, result.reply
 
 
 def test_before_the_last_change_is_one_step_and_a_named_change_said_as_it_goes(studio, coffee):

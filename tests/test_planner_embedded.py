@@ -552,6 +552,7 @@ def test_a_request_after_a_complaint_is_its_remedy(planner, message, expected):
      {("exposure", "radial")}),
     ("the strip along the bottom is kinda murky, can you lift just that part", {("exposure", "gradient")}),
     ("the top left is all clutter, darken there a bit", {("exposure", "radial")}),
+    ("the bit of sky on the right is far too bright, can you darken just that bit", {("exposure", "intersect")}),
     # a thing the statement put in a part of the frame: "it" is that thing, there
     ("the helmet at the bottom right is just a black blob, can you lift it a bit", {("exposure", "radial")}),
 ])
@@ -559,6 +560,27 @@ def test_a_request_pointing_at_the_place_just_said_goes_there(planner, message, 
     plan = plan_for(planner, message)
     assert set(moves(plan)) == expected
     assert not plan.skipped
+
+
+@pytest.mark.parametrize("message, kept", [
+    # "nice and <quality>" is how the kept place stays, not a second request
+    ("warmer but keep the sky nice and blue", "sky"),
+    # a local request keeps out of a kept tone too
+    ("darken the top but keep the snow white", "luminance"),
+    ("darken the mountains at the top but keep the snow nice and bright", "luminance"),
+])
+def test_what_is_kept_is_kept_out_of_the_change(planner, message, kept):
+    plan = plan_for(planner, message)
+    assert plan.understood and len(plan.sub_goals) == 1, plan.reply
+    (goal,) = plan.sub_goals
+    parts = [goal.target] + list(goal.target.get("masks") or [])
+    assert any(p.get("type") == kept and p.get("invert") for p in parts), goal.target
+
+
+@pytest.mark.parametrize("message", ["ok and now way more saturated", "hmm and maybe a bit more punch as well"])
+def test_an_interjection_said_first_is_never_skipped(planner, message):
+    plan = plan_for(planner, message)
+    assert plan.sub_goals and not plan.skipped, plan.reply
 
 
 @pytest.mark.parametrize("message", ["the darker pup's face is a bit too dark, can you lift it",

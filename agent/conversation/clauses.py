@@ -57,6 +57,10 @@ def sizes_in_names(pieces: list[Piece]) -> list[Piece]:
     return out
 
 
+#: Words that make "<word> and <quality>" one description ("nice and bright", "good and dark").
+NICE_AND = frozenset({"nice", "good", "lovely", "nice n", "plenty"})
+
+
 def split_clauses(pieces: list[Piece]) -> list[Clause]:
     """Clauses at separators. What a request is for ("dim the backdrop so the pups pop more") is said
     after a purpose word (grammar.purpose) and is no request of its own: it is left out up to the next
@@ -66,7 +70,10 @@ def split_clauses(pieces: list[Piece]) -> list[Clause]:
     joined: str | None = None
     pending: str | None = None
     skipping = False
-    for p in pieces:
+    for i, p in enumerate(pieces):
+        if p.category == "separator" and p.text == "and" and 0 < i < len(pieces) - 1 \
+                and pieces[i - 1].text in NICE_AND and pieces[i + 1].category in QUALITIES:
+            continue          # "keep the sky nice and blue": one description, not "and bluer"
         if p.category == "purpose":
             skipping = any(c.category in QUALITIES for c in current)
             continue

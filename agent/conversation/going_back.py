@@ -157,7 +157,8 @@ class GoingBackReader:
                   if not (words[s:s + n] == ["back"] and (
                       (s > 0 and words[s - 1] in _ARTICLES | _PLACE_LEADS)
                       or (s + 1 < len(words) and words[s + 1] in ("there", "here"))))]
-        weak = self.weak.find(words)
+        # "the strip of sky along the top", "a drop of colour": a verb right after an article is a thing
+        weak = [(s, n, v) for s, n, v in self.weak.find(words) if not (s > 0 and words[s - 1] in _ARTICLES | {"an"})]
         # "remove the haze", "clean up the spots": the verb is part of a request the planner knows
         # ... unless a change is named right after it ("get rid of that warm thing": not the selection tool)
         asked = {i for p in read_pieces(self.vocab, words) if p.category in ("intent", "fix")
@@ -325,7 +326,7 @@ class GoingBackReader:
         in the photo (the sky, a face), the same part of the frame for a drawn place ("the left side" is not
         "the bottom", though both are gradients)."""
         places = [self.vocab.targets[t] for t in targets if self.vocab.targets.get(t)]
-        return any(c.target and any(_same_place(part, place) for part in _parts(c.target) for place in places)
+        return any(c.target and any(_same_place(part, place) for part in mask_parts(c.target) for place in places)
                    for c in edit.changes)
 
     def find_version(self, back: GoingBack, state: DialogueState) -> int | None:
@@ -443,7 +444,7 @@ def _carried_on(earlier: TurnMoves, later: TurnMoves,
     return later.followup.get("base_asset") == earlier.asset_id and later.followup.get("move") in moves
 
 
-def _parts(spec: Mapping) -> list[Mapping]:
+def mask_parts(spec: Mapping) -> list[Mapping]:
     """A mask spec and the specs it combines ("the background on the right" is both)."""
     inner = [spec] + ([spec["mask"]] if isinstance(spec.get("mask"), Mapping) else [])
     inner += [m for m in spec.get("masks") or () if isinstance(m, Mapping)]

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from agent.planning.moves import Draft, Move
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Problem, Vocabulary, read_pieces
 from agent.conversation.clauses import DETERMINERS
+from agent.conversation.going_back import mask_parts
 from agent.conversation.words import SEPARATORS, find_phrases, percent_share, tokenize, word_lists
 from pipeline import ops
 from pipeline.masks import MaskSpecError, normalize_mask_spec
@@ -188,6 +189,8 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                                     for p in anchors)
         or bool(verbs) and last is not None
         and all(p.category == "problem" or p.category == "intent" and (_stated(tokens, p) or named_part(p))
+                # "didnt realise how green itd get ... pull it back" after more vivid greens: that colour
+                or p.category == "band" and _moved_band(last, p.key)
                 for p in anchors))
     # "too much, i only wanted it a bit brighter" after "much brighter": the quality the last change asked,
     # said with a pull-back and how much was meant, is that change scaled back to that much
@@ -220,7 +223,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         for pos, n, _ in found:
             covered.update(range(pos, pos + n))
     for p in pieces:
-        if p.category in _CARRIED or (said_why and p.category in ("problem", "intent")) \
+        if p.category in _CARRIED or (said_why and p.category in ("problem", "intent", "band")) \
                 or (carried and p.category == "intent"):
             covered.update(range(p.pos, p.pos + len(p.text.split())))
     if said_why:          # "that's gone foggy", "he looks washed out now": how the complaint is said
@@ -237,6 +240,12 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         covered.update(i for i, t in enumerate(tokens) if t in vocab.restore_nouns)
         covered.update(i for i, t in enumerate(tokens) if t in ("on", "gone", "went", "got", "far", "with"))
     covered |= likeness
+    # "only a touch", "just a little": how much, said again
+    mag_at = {p.pos for p in pieces if p.category == "magnitude"}
+    covered.update(i for i, t in enumerate(tokens) if t in ("only", "just") and i + 1 in mag_at)
+    # "same for the big one on the left": a word between a determiner and "one" names which one
+    covered.update(i for i, t in enumerate(tokens) if 0 < i < len(tokens) - 1 and tokens[i - 1] in DETERMINERS
+                   and tokens[i + 1] in ("one", "ones"))
     for pos, n, _ in repeat:
         # "bit more of that creaminess": a word no table knows after "more of that" names the last change
         after = pos + n
@@ -282,10 +291,13 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                                      f"anything. Paint over it and say \u201cthe same on the selection\u201d, or "
                                      f"name a part of the frame (\u201cthe same on the left\u201d).",
                             quick_replies=["The same on the selection", "The same overall"])
-    if leftover and (verbs or fractions) and last is not None:
+    if leftover and (verbs or fractions or repeat) and last is not None:
         # "the suit's gone a bit toasty, can u take it down a notch": a clause that says how the photo is
-        # now, said with a pull-back, is why the last change goes back, not a place to work on
-        leftover = [tokens[i] for i in leftover_at if not _in_statement(tokens, i)]
+        # now, said with a pull-back, is why the last change goes back, not a place to work on ("bit more,
+        # it still looks kinda pinky": why it goes on)
+        kept_at = {p.pos for p in pieces if p.category in ("protect", "except")}
+        leftover = [tokens[i] for i in leftover_at if not _in_statement(tokens, i)
+                    or (not (verbs or fractions) and kept_at & _clause_span(tokens, i))]
     if leftover:
         return None
     # magnitude words said besides the follow-up phrase ("way too much"), not inside it ("too far")
@@ -332,7 +344,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         # "dial back the highlights": a follow-up only when the last change touched that place;
         # otherwise the grammar reads it ("tone down <place>", or asks what to do there)
         specs = [normalize_mask_spec(vocab.targets[t]) for t in targets]
-        touched = base is not None and any(c.target and normalize_mask_spec(c.target) in specs for c in base.changes)
+        touched = base is not None and any(_on_place(c.target, specs) for c in base.changes)
         if base is None or not base.changes or (wants_less and not touched):
             return None
     if base is None or not base.changes:
@@ -374,7 +386,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         scale = (repeat[0][2] if repeat else 1.0) * but_scale
     if targets:
         specs = [normalize_mask_spec(vocab.targets[t]) for t in targets]
-        here = [c for c in base.changes if c.target and normalize_mask_spec(c.target) in specs]
+        here = [c for c in base.changes if _on_place(c.target, specs)]
         if here and wants_more:
             # "more on the face" right after brightening the face: the same there again
             return FollowUp(moves=_repeat_moves(vocab, base, scale, only=here), labels=list(base.labels),
@@ -486,11 +498,27 @@ def _kept_by(vocab: Vocabulary, edit, target: str) -> bool:
         return False
 
 
-def _in_statement(tokens: list[str], i: int) -> bool:
-    """Whether token ``i`` is in a clause that says how the photo is now ("the suit's gone toasty")."""
+def _on_place(target, specs: list[dict]) -> bool:
+    """Whether a change's mask is one of the places ``specs``, or that place with another kept out ("the
+    highlights, all but the subject" is on the highlights)."""
+    if not target:
+        return False
+    if normalize_mask_spec(target) in specs:
+        return True
+    return target.get("type") == "intersect" and any(
+        not part.get("invert") and normalize_mask_spec(part) in specs for part in mask_parts(target)[1:])
+
+
+def _clause_span(tokens: list[str], i: int) -> set[int]:
+    """The positions of the clause (between separators) that token ``i`` is in."""
     start = max([k + 1 for k in range(i) if tokens[k] in SEPARATORS] + [0])
     end = next((k for k in range(i, len(tokens)) if tokens[k] in SEPARATORS), len(tokens))
-    return any(t in _BECOME or t.endswith("'s") for t in tokens[start:end])
+    return set(range(start, end))
+
+
+def _in_statement(tokens: list[str], i: int) -> bool:
+    """Whether token ``i`` is in a clause that says how the photo is now ("the suit's gone toasty")."""
+    return any(tokens[k] in _BECOME or tokens[k].endswith("'s") for k in _clause_span(tokens, i))
 
 
 def _stated(tokens: list[str], piece) -> bool:
@@ -509,6 +537,11 @@ _SAID_OF = frozenset({"he", "she", "it", "they", "he's", "she's", "they're", "he
                       "everything", "everyone"})
 #: Words before a look that say the photo has it ("it's gone foggy", "now it looks washed out").
 _BECOME = word_lists()["state_words"]
+
+
+def _moved_band(edit, band: str) -> bool:
+    """Whether ``edit`` moved the colour ``band`` (its own op, "saturation_green", or a change on its colour mask)."""
+    return any(c.op.endswith("_" + band) or (c.target or {}).get("band") == band for c in edit.changes)
 
 
 def _undoes_last(vocab: Vocabulary, problem: str, dialogue) -> bool:

@@ -334,6 +334,7 @@ def _enough(clause: Clause, piece) -> bool:
 
 
 _STATE_WORDS = word_lists()["state_words"]
+_INTERJECTIONS = word_lists()["interjections"]
 
 
 #: Small words after a quality that never name a thing ("more of that pop from before though").
@@ -759,7 +760,9 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                     draft.said.append(_placed_note(vocab, named[0].text, targets[0]))
                     topic = []
             elif not clause.of("relative") and (clause.content_words or clause.of("increase", "objects")):
-                if not named:
+                # ("ok and now way more saturated", "hmm and maybe more punch": "ok" and "hmm" ask nothing)
+                if not named and not (clause.content_words and all(w in _INTERJECTIONS for w in clause.content_words)
+                                      and not clause.of("increase", "objects")):
                     draft.skipped.append(clause.text)
             continue
         if clause.of("objects"):
@@ -961,7 +964,8 @@ def protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str],
         outside = normalize_mask_spec(dict(specs[0], invert=not specs[0].get("invert")))
     else:
         outside = normalize_mask_spec({"type": "invert", "mask": {"type": "union", "masks": list(specs)}})
-    return _onto(moves, outside, "everything but " + " and ".join(places))
+    # (a local move is kept off a place said, not off a colour: "the sky richer, but keep the water as it is")
+    return _onto(moves, outside, "everything but " + " and ".join(places), within=not bands)
 
 
 def _kept_tone(vocab: Vocabulary, clause: Clause) -> tuple[dict, str] | None:
@@ -973,15 +977,22 @@ def _kept_tone(vocab: Vocabulary, clause: Clause) -> tuple[dict, str] | None:
 def _all_but_tone(moves: list[Move], tone: tuple[dict, str]) -> list[Move]:
     """The whole-image moves put on everything but a kept tone ((mask, label) of ``_kept_tone``)."""
     spec, label = tone
-    return _onto(moves, normalize_mask_spec(dict(spec, invert=True)), f"everything but {label}")
+    return _onto(moves, normalize_mask_spec(dict(spec, invert=True)), f"everything but {label}", within=True)
 
 
-def _onto(moves: list[Move], spec: dict, where: str) -> list[Move]:
+def _onto(moves: list[Move], spec: dict, where: str, *, within: bool = False) -> list[Move]:
     """The whole-image moves put on the mask ``spec`` ("the image" in their phrase becomes ``where``);
-    framing and finishing ops stay on the whole frame."""
-    return [replace(m, target=spec, phrase=m.phrase.replace("the image", where))
-            if m.target is None and m.value and ops.get_op(m.op).stage not in ("geometry", "finishing") else m
-            for m in moves]
+    framing and finishing ops stay on the whole frame. ``within``: a local move is kept to the part of its
+    place inside ``spec`` too ("darken the top but keep the snow white": the top, less its whites)."""
+    def onto(m: Move) -> Move:
+        if not m.value or ops.get_op(m.op).stage in ("geometry", "finishing"):
+            return m
+        if m.target is None:
+            return replace(m, target=spec, phrase=m.phrase.replace("the image", where))
+        if within:
+            return replace(m, target=normalize_mask_spec({"type": "intersect", "masks": [m.target, spec]}))
+        return m
+    return [onto(m) for m in moves]
 
 
 def _damped(vocab: Vocabulary, use: Use, scale: float) -> float:
