@@ -523,3 +523,14 @@ def test_a_pull_back_on_one_aspect_of_the_last_change_takes_back_that_aspect(stu
     result = studio.send_message(sid, "hmm that's gone a bit far on the colour, just a little less")
     moved = {g["op"] for g in result.sub_goals}
     assert moved and moved <= {"saturation", "vibrance"}, result.sub_goals
+
+
+def test_too_before_a_quality_is_no_as_well(studio, coffee):
+    """"ok now its too bright, the wood looks all washed out. pull it back some": "too bright" is what is wrong,
+    not "the wood too"; the brightening is pulled back, nothing asked about the wood."""
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "brighten it a bit")
+    before = image_stats(studio.render(sid, long_side=256))["L_mean"]
+    result = studio.send_message(sid, "ok now its too bright, the wood looks all washed out. pull it back some")
+    assert result.asset_id and result.reply.startswith("Taking back"), result.reply
+    assert image_stats(studio.render(sid, result.asset_id, long_side=256))["L_mean"] < before - 0.2

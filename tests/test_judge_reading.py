@@ -413,3 +413,25 @@ def test_the_sentence_after_a_kept_thing_describes_it(message):
 
     moves = {m.prop for e in read_request(message).expects for alt in e.alternatives for m in alt}
     assert "a" not in moves and moves, read_request(message).describe()
+
+
+@pytest.mark.parametrize("message, prop", [
+    ("ok boost the saturation a bit", "chroma"), ("bump the contrast up a bit", "contrast"),
+])
+def test_a_quality_named_as_a_noun_with_how_much_is_the_wish(message, prop):
+    """"boost the saturation a bit": "a bit" after the quality is how much, not a thing it picks out (the
+    judge read the request as nothing asked, and scored a right edit "not asked")."""
+    from agent.judging.reading import read_request
+
+    reading = read_request(message)
+    assert reading.kind == "edit" and reading.target is None
+    assert [m.prop for alt in reading.expects[0].alternatives for m in alt] == [prop]
+
+
+def test_a_pull_back_said_with_a_complaint_about_a_thing_it_cannot_find_follows_the_last_change():
+    """"the wood looks all washed out. pull it back some" after brightening: less of the brightening, as the
+    planner reads it, not more colour on "the wood"."""
+    from agent.judging.reading import read_request
+
+    reading = read_request("its too bright, the wood looks all washed out. pull it back some", ["brighten it a bit"])
+    assert reading.kind == "follow_up" and reading.follow == "less" and reading.target is None

@@ -635,7 +635,10 @@ def _qualities(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = froz
 _NOT_A_THING = frozenset({"is", "are", "was", "were", "looks", "look", "and", "or", "but", "enough", "too", "now",
                           "as", "than", "of", "please", "pls", "to", "in", "on", "at", "for", "again", "still",
                           "tho", "though", "then", "so", "bit", "side", "tones", "tone", "colours", "colors",
-                          "colour", "color", "hues", "light", "glow", "cast", "feel", "vibe", "vibes", "mood"})
+                          "colour", "color", "hues", "light", "glow", "cast", "feel", "vibe", "vibes", "mood",
+                          # "boost the saturation a bit", "up the contrast a touch": how much, no thing
+                          "a", "an", "up", "down", "some", "slightly", "just", "by", "only", "right", "there",
+                          "here", "lol", "tbh", "thanks", "ty", "plz", "more", "less", "back", "over", "all"})
 
 
 _BECOMING = frozenset({"gets", "got", "getting", "is", "was", "being", "goes", "went"})
@@ -799,10 +802,11 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
         if _follow_kind(tokens, lex) == "less" and _restates_last(expects, history, lex):
             # "too much, i only wanted it a bit brighter" after "much brighter": less of that change
             return _follow_up(message, "less", tokens, target, mask, history, lex, named=expects)
-        if target is None and _follow_kind(tokens, lex) == "less" and all(e.complaint for e in expects) \
-                and _last_edit(history, lex) is not None:
+        if (target is None or mask is None) and _follow_kind(tokens, lex) == "less" \
+                and all(e.complaint for e in expects) and _last_edit(history, lex) is not None:
             # "that's gone foggy, dial it back", "he looks washed out now, halfway back?": the complaint is
-            # why; the pull-back takes the last change back, as the planner reads it
+            # why; the pull-back takes the last change back, as the planner reads it (a thing no finder knows
+            # is said of in the complaint: "the wood looks all washed out. pull it back some")
             return _follow_up(message, "less", tokens, None, None, history, lex, bare=True)
         if target is None and lex.carry_on & set(tokens) and _restates_last(expects, history, lex):
             # "warmer still", "even brighter" after "warm the sky": more of that change, where it was

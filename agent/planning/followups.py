@@ -215,6 +215,11 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     retarget = [r for r in find_phrases(tokens, vocab.retarget) if not pulled & set(range(r[0], r[0] + r[1]))
                 and not (tokens[r[0]:r[0] + r[1]] == ["now"] and r[0] > 0 and tokens[r[0] - 1] not in SEPARATORS
                          and tokens[r[0] - 1] not in _OPENERS)
+                # ("its too bright, the wood ...": "too" before a quality is no "as well", which ends a clause)
+                and not (tokens[r[0]:r[0] + r[1]] == ["too"] and r[0] + 1 < len(tokens)
+                         and tokens[r[0] + 1] not in SEPARATORS)
+                # ("ok now its too bright, the wood looks all washed out. pull it back": says how it is now)
+                and not (tokens[r[0]:r[0] + r[1]] == ["now"] and (verbs or fractions) and _in_statement(tokens, r[0]))
                 and tokens[r[0] + r[1]:r[0] + r[1] + 2] not in (["that", "last"], ["the", "last"], ["this", "last"])]
     insisted = find_phrases(tokens, vocab.insist_words)     # "more, i insist": the repeat, past the sweet spot
     covered: set[int] = set()
