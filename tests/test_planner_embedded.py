@@ -703,3 +703,19 @@ def test_a_tiny_or_barely_noticeable_change_is_small(planner, message):
     (goal,) = plan_for(planner, message).sub_goals
     usual = plan_for(planner, "more saturation").sub_goals[0].value
     assert goal.op == "saturation" and 0 < goal.value <= usual * 0.35
+
+
+@pytest.mark.parametrize("message, op, sign", [
+    # a thing said to cause how the photo looks is why, not the place
+    ("ugh the lamp makes the whole pic look so orange", "temperature", -1),
+    ("the lamp is making it look too orange", "temperature", -1),
+    ("you made it look too orange", "temperature", -1),
+    # asked for, a look stays a wish
+    ("can you try making it look warmer", "temperature", 1),
+])
+def test_a_cause_said_with_its_effect_is_why(planner, message, op, sign):
+    from agent.judging.reading import read_request
+
+    got = moves(plan_for(planner, message))
+    assert set(got) == {(op, None)} and got[(op, None)] * sign > 0, got
+    assert read_request(message).target is None          # the judge reads it the same way

@@ -306,3 +306,27 @@ def opening_interjections(tokens: list[str]) -> int:
         return 0
     return i if i >= 2 or tokens[i - 1] in SEPARATORS else 0
 
+
+#: Verbs that say a thing causes how the photo looks ("the lamp makes the whole pic look so orange").
+_CAUSING = frozenset({"makes", "made", "making"})
+_LOOK = frozenset({"look", "looks", "seem", "seems", "feel", "feels"})
+
+
+def effect_said(tokens: list[str]) -> list[str]:
+    """The tokens with a cause left out of what it does: "the lamp makes the whole pic look so orange" reads
+    as "the whole pic looks so orange" (the lamp is why, not a place); "make it look golden" (no one said to
+    cause it) asks for a look and stays as said."""
+    out = list(tokens)
+    for i in range(len(out) - 1, 0, -1):
+        if out[i] not in _CAUSING or out[i - 1] in SEPARATORS:
+            continue
+        if out[i] == "making" and out[i - 1] not in ("is", "was", "are", "were", "keeps", "kept"):
+            continue            # ("try making it look warmer" asks)
+        ahead = out[i + 1:i + 6]
+        k = next((j for j, t in enumerate(ahead) if t in _LOOK), None)
+        if k is None or k == 0 or any(t in SEPARATORS for t in ahead[:k]):
+            continue
+        start = max([j + 1 for j in range(i) if out[j] in SEPARATORS] + [0])
+        look = i + 1 + k
+        out = out[:start] + out[i + 1:look] + ["looks"] + out[look + 1:]
+    return out

@@ -29,8 +29,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
-from agent.conversation.words import (SEPARATORS, PhraseTable, Speller, drop_clauses, normalise, opening_interjections,
-                                     percent_share, tokenize, word_lists)
+from agent.conversation.words import (SEPARATORS, PhraseTable, Speller, drop_clauses, effect_said, normalise,
+                                     opening_interjections, percent_share, tokenize, word_lists)
 
 READING_FILE = Path(__file__).resolve().parents[2] / "profiles" / "_reading.yaml"
 #: The planner's profile: its complaint table (``vocabulary.complaints``) is read, not copied.
@@ -748,7 +748,8 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     # "right ok erm... a little more": sounds before the message ("right" is not the right side)
     kept = said[opening_interjections(said):]
     kept = drop_clauses(kept, _table(lex.dismiss), lex.filler | word_lists()["interjections"])
-    if len(kept) < len(said):
+    kept = effect_said(kept)            # "the lamp makes it look orange": the lamp is why, as the planner reads it
+    if kept != said:
         text = " ".join(kept)
     tokens = _tokens(text)
     if not tokens:

@@ -19,7 +19,7 @@ from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_EN
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, Intent, Piece, Vocabulary, read_pieces
-from agent.conversation.words import find_phrases, tokenize, word_lists
+from agent.conversation.words import effect_said, find_phrases, tokenize, word_lists
 from pipeline import ops
 from pipeline.masks import normalize_mask_spec
 from pipeline.state import EditState
@@ -538,7 +538,7 @@ def _relative_moves(vocab: Vocabulary, name: str, stats: Mapping, order: int, dr
 
 def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order0: int = 0) -> Draft:
     draft = Draft()
-    tokens = tokenize(text[:MAX_MESSAGE_CHARS])
+    tokens = effect_said(tokenize(text[:MAX_MESSAGE_CHARS]))
     clauses = [around(vocab, c) for c in _cautions_apart(split_clauses(sizes_in_names(read_pieces(vocab, tokens))))]
     previous_uses: list[Use] = []
     previous_targets: list[str] = []
