@@ -58,7 +58,7 @@ def sizes_in_names(pieces: list[Piece]) -> list[Piece]:
 
 
 #: Words that make "<word> and <quality>" one description ("nice and bright", "good and dark").
-NICE_AND = frozenset({"nice", "good", "lovely", "nice n", "plenty"})
+NICE_AND = frozenset({"nice", "good", "lovely", "plenty"})
 
 
 def split_clauses(pieces: list[Piece]) -> list[Clause]:

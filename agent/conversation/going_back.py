@@ -100,7 +100,8 @@ class GoingBackReader:
         whose version it finds."""
         clauses: list[list[str]] = []
         for clause in split_requests(tokenize(text), self.request_verbs):
-            if clauses and any(s == 0 for table in (self.before, self.without, self.keep) for s, _, _ in table.find(clause)):
+            if clauses and any(s == 0 for table in (self.before, self.without, self.keep)
+                               for s, _, _ in table.find(clause)):
                 # "the crisp one, before i touched the shadows", "undo both, keep the warmth": one description
                 clauses[-1] = clauses[-1] + clause
             else:
