@@ -120,6 +120,11 @@ class MemorySampler(threading.Thread):
     def stop(self) -> None:
         self._halt.set()
         self.join(timeout=2)
+        # one sample at the end too: a load shorter than the first tick (or stopped before this thread ran)
+        # still has a peak to hold against the cap
+        value = rss_mb(self.pid) if self.pid else None
+        if value is not None:
+            self.samples.append(value)
 
 
 # -- the load ------------------------------------------------------------------------------------
