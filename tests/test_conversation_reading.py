@@ -206,25 +206,21 @@ def test_a_history_command_said_with_why_is_that_command(router, message, name):
         assert route.name == name, route
 
 
-def test_a_change_named_with_a_typing_slip_is_found(studio, coffee):
-    """"before i messed with the keyboard" after "darken the keybaord on the right": that change, slip and all."""
+@pytest.mark.parametrize("first, later, message", [
+    # a change named with a typing slip is found: "the keyboard" after "darken the keybaord"
+    ("sharpen it a little", ["darken the keybaord on the right a bit", "hmm thats too much. go halfway back"],
+     "nah forget it, put it back how it was before i messed with the keyboard"),
+    # undoing steps never takes back a change said to be kept
+    ("a little warmer", ["brighten the left side", "more contrast"], "nah undo the last three, keep just the warmth"),
+])
+def test_going_back_lands_after_the_first_change(studio, coffee, first, later, message):
     sid = studio.start_session(coffee).id
-    studio.send_message(sid, "sharpen it a little")
-    sharp = studio.head(sid).id
-    studio.send_message(sid, "darken the keybaord on the right a bit")
-    studio.send_message(sid, "hmm thats too much. go halfway back")
-    result = studio.send_message(sid, "nah forget it, put it back how it was before i messed with the keyboard")
-    assert result.status == "rolled_back" and studio.head(sid).id == sharp, result.reply
-
-
-def test_undoing_steps_never_takes_back_a_change_said_to_be_kept(studio, coffee):
-    sid = studio.start_session(coffee).id
-    studio.send_message(sid, "a little warmer")
-    warm = studio.head(sid).id
-    studio.send_message(sid, "brighten the left side")
-    studio.send_message(sid, "more contrast")
-    result = studio.send_message(sid, "nah undo the last three, keep just the warmth")
-    assert result.status == "rolled_back" and studio.head(sid).id == warm, result.reply
+    studio.send_message(sid, first)
+    kept = studio.head(sid).id
+    for text in later:
+        studio.send_message(sid, text)
+    result = studio.send_message(sid, message)
+    assert result.status == "rolled_back" and studio.head(sid).id == kept, result.reply
 
 
 def test_an_overshoot_said_with_why_and_a_share_takes_back_the_last_change(studio, coffee):

@@ -305,13 +305,6 @@ def _pointed_at(clause: Clause, piece) -> bool:
     return i > 0 and clause.pieces[i - 1].text.split()[-1] in _POINTING
 
 
-def _points_back(vocab: Vocabulary, clause: Clause, said_before: set[str]) -> bool:
-    """Whether a clause points at a place said before in the message, other than with a bare "it": "that corner"
-    (a word of that place), "just that part" (a word for a part of the photo), "down there"."""
-    return any((_pointed_at(clause, p) and (p.text in said_before or p.text in _PARTS))
-               or (p.text in vocab.back_references and p.text != "it") for p in clause.of("word"))
-
-
 #: Words that point at a place said before ("lift only that corner" after "the top left corner is dark").
 _POINTING = frozenset({"that", "this", "those", "these", "same"})
 
@@ -619,7 +612,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         # "and the grey wall behind her, bit darker pls": a place said on its own is where the next clause goes
         said_alone = ci > 0 and clauses[ci - 1].text in draft.skipped and bool(draft.bare_targets)
         if uses and stated and not previous_targets and not targets and not bands \
-                and (_points_back(vocab, clause, said_before) or (stated[2] and said_global)) \
+                and (any(p.category == "word" and p.text != "it" for p in pointed) or (stated[2] and said_global)) \
                 and all(p.text in vocab.back_references for p in said_global):
             # "the bottom right corner is just table, can you darken that corner down", "the helmet at the bottom
             # right is just a black blob, can you lift it": the request points at the place a statement named
