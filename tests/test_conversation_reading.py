@@ -16,6 +16,7 @@ import skimage.data
 from agent.conversation.router import Router
 from pipeline.masks import build_mask
 from pipeline.measure import image_stats
+from tests.conftest import small_photo
 
 
 @pytest.fixture(scope="module")
@@ -96,6 +97,13 @@ def test_wishes_for_a_change_are_still_edits(router, message):
     ("revert the water bit, it's too dark now", "change"),
     # a version before a change, described in a second clause
     ("back to the bright one, before i added the grain", "version"),
+    # a verb said around its object
+    ("take that last change away", "last"),
+    ("hmm throw it out", "last"),
+    # a version preferred
+    ("actually i preferred the earlier one", "steps"),
+    ("i'd rather have the one from before", "steps"),
+    ("i prefer the warmer one", "version"),
 ])
 def test_going_back_is_read_in_other_words(router, message, kind):
     route = router.route(message)
@@ -115,6 +123,8 @@ def test_a_complaint_said_as_what_the_photo_is_still_edits(router, message):
     "the mountains at the back are too dark, lift them", "darken the wall at the back of the room",
     # a removal verb after an article is a thing: "the strip of sky"
     "and the strip of sky along the top aswell",
+    # a look preferred, not a version: a wish
+    "i prefer the sky darker", "i'd rather have the sky a bit brighter",
 ])
 def test_partial_take_backs_and_retouches_are_not_going_back(router, message):
     route = router.route(message)
@@ -262,6 +272,34 @@ def test_the_same_on_a_thing_said_by_size_and_place(studio, coffee):
     studio.send_message(sid, "brighten the middle a bit")
     result = studio.send_message(sid, "mm same for the big one on the left")
     assert result.asset_id and "left" in result.reply, result.reply
+
+
+def test_the_same_on_a_thing_found_by_its_colour_goes_where_the_change_did_not(studio):
+    """"the same for the water" after brightening the sky: that change again on the blues outside the sky, not
+    the sky brightened twice and not a saturation boost nobody asked for."""
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "brighten the sky a little")
+    result = studio.send_message(sid, "the same for the water")
+    assert result.asset_id and result.reply.startswith("Doing the same"), result.reply
+    state = studio.store.get_asset(result.asset_id).state     # (kept, or waiting for review)
+    assert not state["settings"], state["settings"]           # nothing on the whole photo
+    masks = [layer["mask"] for layer in state["layers"]]
+    assert masks[0]["type"] == "sky" and masks[1]["type"] == "intersect", masks
+    colour, not_sky = masks[1]["masks"]
+    assert colour["type"] == "color" and not_sky["type"] == "sky" and not_sky["invert"], masks[1]
+    assert state["layers"][1]["settings"] == state["layers"][0]["settings"], state["layers"]
+
+
+@pytest.mark.parametrize("message,op", [("its all really shadowy", "shadows"),
+                                        ("bring the brightest bits down a touch", "exposure")])
+def test_words_for_dark_and_bright_parts(studio, message, op):
+    """"shadowy" is how dark it is (the speller used to make it "shadows"); "the brightest bits" are the
+    highlights."""
+    sid = studio.start_session(small_photo("rocket")).id
+    result = studio.send_message(sid, message)
+    state = studio.head(sid).state
+    moved = dict(state["settings"], **{k: v for layer in state["layers"] for k, v in layer["settings"].items()})
+    assert result.asset_id and (moved.get(op, 0) > 0) == (op == "shadows") and moved.get(op), (result.reply, state)
 
 
 def test_before_the_last_change_is_one_step_and_a_named_change_said_as_it_goes(studio, coffee):

@@ -114,6 +114,19 @@ def test_a_thing_no_mask_knows_is_asked_about_and_goes_on_the_best_guess_only_wh
     assert insisted.asset_id and "that little saucer" in insisted.reply and "best guess" in insisted.reply
 
 
+@pytest.mark.parametrize("message,quality", [("bring the saucer up a bit", "brighter"),
+                                              ("tone down the saucer", "darker")])
+def test_a_raising_or_toning_verb_on_a_thing_no_mask_knows_asks_about_it(studio, message, quality):
+    # "bring the saucer up" names no quality: lighter, on a thing to find; it is asked about as "brighten the
+    # saucer" is, never a silent edit of the whole photo
+    info = studio.start_session(small_photo("coffee"))
+    original = studio.render(info.id).tobytes()
+    asked = studio.send_message(info.id, message)
+    assert asked.kind == "clarify" and asked.asset_id is None and "the saucer" in asked.reply
+    assert f"make it {quality} overall" in asked.reply
+    assert studio.head(info.id).id == info.head_asset_id and studio.render(info.id).tobytes() == original
+
+
 def test_a_general_word_for_a_part_of_the_frame_goes_on_that_part(studio):
     info = studio.start_session(small_photo("coffee"))
     r = studio.send_message(info.id, "darken the table around the cup")

@@ -159,8 +159,14 @@ def test_a_muted_warm_look_is_not_a_wrong_way_cast(judge, photos):
     assert ask(judge, im, "a vintage film look", look).score >= MIN_PASS
 
 
-def test_tone_down_the_sky_is_judged_on_the_sky(judge, photos):
-    """Darkening the sky passes; adding contrast there (what a misreading planner did) does not."""
+@pytest.mark.parametrize("message,right,wrong", [
+    ("tone down the sky", -25, 25),
+    ("could you bring the sky down a bit", -25, 25),   # the verb split around its place
+    ("bring the sky up a touch", 25, -25),              # a raising verb: lighter there
+])
+def test_a_verb_on_a_place_with_no_quality_is_judged_by_its_way(judge, photos, message, right, wrong):
+    """Lighter or darker there by the verb passes; the other way, or contrast there (what a misreading planner
+    did), does not."""
     im = photos["rocket"]
     sky = normalize_mask_spec({"type": "sky"})
     masks = {json.dumps(sky, sort_keys=True): np.clip(build_mask(sky, im, im.shape[:2]), 0, 1)}
@@ -169,10 +175,10 @@ def test_tone_down_the_sky_is_judged_on_the_sky(judge, photos):
         state = EditState().with_value(op, value, mask=sky)
         return judge.assess(JudgeRequest(
             original=im, current=render(im, state), sub_goals=[SubGoal(op, value, target=sky)], state=state,
-            previous_state=EditState(), previous=render(im, EditState()), masks=masks,
-            message="tone down the sky")).score
+            previous_state=EditState(), previous=render(im, EditState()), masks=masks, message=message)).score
 
-    assert local("exposure", -25) >= MIN_PASS
+    assert local("exposure", right) >= MIN_PASS
+    assert local("exposure", wrong) < MIN_PASS
     assert local("contrast", 5) < MIN_PASS
 
 

@@ -132,6 +132,17 @@ INSTRUCTIONS = [
     ("calm the highlights down", {("exposure", "luminance"): "-"}),
     ("could you bring the sky down a bit", {("exposure", "sky"): "-"}),
     ("knock the reds back a touch", {("saturation_red", None): "-"}),
+    ("lower the highlights", {("exposure", "luminance"): "-"}),
+    # their opposites, said of a place with no quality named: lighter there
+    ("bring the shadows up", {("shadows", None): "+"}),
+    ("could you push the shadows up a bit", {("exposure", "luminance"): "+"}),
+    ("bump up the shadows", {("exposure", "luminance"): "+"}),
+    ("bring up the sky a touch", {("exposure", "sky"): "+"}),
+    ("her face is dark, bring it up a bit", {("exposure", "face"): "+"}),
+    ("bring it up a little", {("exposure", None): "+"}),
+    ("the amp on the right is kind of lost, bring it up a little", {("exposure", "gradient"): "+"}),
+    # ... and before a quality they only confirm it
+    ("bring up the saturation", {("saturation", None): "+"}),
     # "add (some) X"
     ("add some sharpening", {("sharpen", None): "+"}),
     ("add some clarity", {("clarity", None): "+"}),

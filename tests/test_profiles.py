@@ -248,11 +248,12 @@ def test_engine_colour_shifts_cover_every_band_the_right_way():
     assert pe["grammar"]["towards"] and "to" not in pe["grammar"]["towards"]   # "to" is too common
 
 
-def test_engine_implicit_tone_down_is_a_darkening_intent():
+@pytest.mark.parametrize("kind,verb,sign", [("tone_down", "tone down", -1), ("raise_up", "bring up", 1)])
+def test_engine_implicit_intents_darken_or_lighten(kind, verb, sign):
     pe = load_profile("engine").vocabulary
-    name = pe["implicit_intents"]["tone_down"]
-    assert pe["intent_translations"][name]["ops"]["exposure"] < 0
-    assert "tone down" in pe["grammar"]["tone_down"]
+    name = pe["implicit_intents"][kind]
+    assert pe["intent_translations"][name]["ops"]["exposure"] * sign > 0
+    assert verb in pe["grammar"][kind]
 
 
 def test_engine_contrast_intents_are_visible_on_the_sigmoid():

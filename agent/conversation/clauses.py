@@ -8,7 +8,7 @@ cup"). The planner (:mod:`agent.planning.grammar`) and the router read clauses t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agent.conversation.vocabulary import FILLER, Piece, Vocabulary
 from agent.conversation.words import find_phrases, tokenize, word_lists
@@ -207,7 +207,11 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
     """
     out = []
     pieces = clause.pieces
-    for i, det in enumerate(pieces):
+    for i, piece in enumerate(pieces):
+        det = piece
+        if piece.category in ("increase", "reduce") and piece.text.split()[-1] in DETERMINERS:
+            # "tone down the lamp", "raise the amp": the verb's phrase ends in the thing's determiner
+            det = replace(piece, text=piece.text.split()[-1], category="word")
         # "her nose": "her" may be read as the person (a target); what follows is a part of her
         if det.text not in DETERMINERS or (det.category != "word" and det.text not in PERSONS):
             continue

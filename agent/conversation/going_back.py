@@ -73,6 +73,7 @@ class GoingBackReader:
             return PhraseTable((str(w), key) for w in table.get(key) or ())
 
         self.strong, self.weak = phrases("strong_verbs"), phrases("weak_verbs")
+        self.version_verbs = phrases("version_verbs")
         self.original, self.versions = phrases("original"), phrases("versions")
         self.first, self.before, self.after = phrases("first"), phrases("before"), phrases("after")
         self.without, self.last = phrases("without"), phrases("last")
@@ -92,14 +93,27 @@ class GoingBackReader:
         self.numbers = numbers
         self.request_verbs = word_lists()["request_verbs"]
         self.change_names = change_names
+        # "take that last change away", "throw it out": a verb whose particle comes after its object
+        self.split_verbs = {str(v): {str(p) for p in ps} for v, ps in (table.get("split_verbs") or {}).items()}
 
     # -- reading --------------------------------------------------------------------
+    def joined(self, tokens: list[str], gap: int = 4) -> list[str]:
+        """``tokens`` with a split verb's particle put back after it ("take that last change away" -> "take away
+        that last change"), so the verb reads as one."""
+        out = list(tokens)
+        for i, t in enumerate(out):
+            particles = self.split_verbs.get(t)
+            j = next((k for k in range(i + 2, min(len(out), i + 2 + gap)) if particles and out[k] in particles), None)
+            if j is not None:
+                out.insert(i + 1, out.pop(j))
+        return out
+
     def read(self, text: str) -> list[GoingBack]:
         """Every going-back reading in ``text``, one per clause that has one, in order (a complaint or chat may
         come before it: "forget the lamp. get rid of all the colour boosting"); the service takes the first
         whose version it finds."""
         clauses: list[list[str]] = []
-        for clause in split_requests(tokenize(text), self.request_verbs):
+        for clause in split_requests(self.joined(tokenize(text)), self.request_verbs):
             if clauses and any(s == 0 for table in (self.before, self.without, self.keep)
                                for s, _, _ in table.find(clause)):
                 # "the crisp one, before i touched the shadows", "undo both, keep the warmth": one description
@@ -166,6 +180,9 @@ class GoingBackReader:
                  and not self._names_a_change(words[p.pos + len(p.text.split()):])
                  for i in range(p.pos, p.pos + len(p.text.split()))}
         weak = [(s, n, v) for s, n, v in weak if not asked & set(range(s, s + n))]
+        if not self.versions.find(words) and not self.last.find(words):
+            # "i prefer the sky darker" is a wish; "i preferred the earlier one" a version
+            strong = [(s, n, v) for s, n, v in strong if not self.version_verbs.find(words[s:s + n])]
         if not strong and not weak and not said_back:
             return None
         said_original = self.original.find(words)

@@ -325,7 +325,7 @@ class Router:
         """Whether the clauses besides the going-back ones ask for nothing new ("nah that washes it all out,
         take it back", "i miss the blue"); "skip that. darken the background" asks for an edit, so it is one."""
         reader = self.going_back
-        for clause in split_requests(said, self.request_verbs):
+        for clause in split_requests(reader.joined(said), self.request_verbs):
             if reader.strong.find(clause) or reader.weak.find(clause) or reader.includes(clause):
                 continue        # a going back, or what it takes along ("the original back, colour and all")
             if self._requests(plain_words(clause)):

@@ -164,17 +164,26 @@ class Vocabulary:
         # the implicit intent (profile: implicit_intents.tone_down).
         lists["reduce"] += [(w, "reduce") for w in grammar.get("tone_down", ())]
         self.tone_down = {" ".join(tokenize(w)) for w in grammar.get("tone_down", ())}
-        # "calm the highlights down", "knock the reds back": the particle joins its verb again
+        # ... and their opposites ("bring the shadows up"): increase words that mean implicit_intents.raise_up
+        lists["increase"] += [(w, "increase") for w in grammar.get("raise_up", ())]
+        self.raise_up = {" ".join(tokenize(w)) for w in grammar.get("raise_up", ())}
+        # "calm the highlights down", "bring the shadows up": the particle joins its verb again
         owners = "|".join(sorted(word_lists()["place_determiners"]))
-        self._split_verbs = [re.compile(rf"\b({verb}) ((?:{owners}) (?:[a-z']+ ){{0,2}}?)"
+        # ("bring it up": a raising verb's object may be "it"; "dial it back" is a follow-up's own phrase)
+        self._split_verbs = [re.compile(rf"\b({verb}) ((?:{owners}) (?:[a-z']+ ){{0,2}}?"
+                                        rf"{'|(?:it|them) ' if f'{verb} {particle}' in self.raise_up else ''})"
                                         rf"({particle})\b")
-                             for verb, particle in sorted({tuple(p.split()) for p in self.tone_down
+                             for verb, particle in sorted({tuple(p.split()) for p in self.tone_down | self.raise_up
                                                            if len(p.split()) == 2})]
         implicit = dict(pe.get("implicit_intents") or {})
-        self.tone_down_intent = implicit.get("tone_down")
-        if self.tone_down_intent is not None and self.tone_down_intent not in self.intents:
-            raise ProfileError(str(profile.path), "vocabulary.implicit_intents.tone_down",
-                               f"no intent called {self.tone_down_intent!r}")
+        self.implicit_intents: dict[str, str] = {}
+        for name, words in (("tone_down", self.tone_down), ("raise_up", self.raise_up)):
+            intent = implicit.get(name)
+            if intent is not None and intent not in self.intents:
+                raise ProfileError(str(profile.path), f"vocabulary.implicit_intents.{name}",
+                                   f"no intent called {intent!r}")
+            if intent is not None:
+                self.implicit_intents.update({w: intent for w in words})
         # "shift the oranges towards yellow" (a hue move), "shift the tint towards green" (a cast).
         shifts = dict(pe.get("colour_shifts") or {})
         self.shift_hue = int(shifts.get("hue", 0))
@@ -434,9 +443,14 @@ class Vocabulary:
 
     def join_particles(self, text: str) -> str:
         """"calm the highlights down" -> "calm down the highlights ": a separable verb of
-        ``grammar.tone_down`` put back together, so the place after it reads as its object."""
+        ``grammar.tone_down`` or ``grammar.raise_up`` put back together, so the place after it reads as its
+        object ("turn it up" stays as said: a follow-up's own phrase)."""
+        def join(m: re.Match) -> str:
+            if (m[1], m[2].strip(), m[3]) in self.repeat:
+                return m[0]         # "turn it up", "bump it up": more of the last change (a follow-up)
+            return f"{m[1]} {m[3]} {m[2].strip()}"
         for split in self._split_verbs:
-            text = split.sub(lambda m: f"{m[1]} {m[3]} {m[2].strip()}", text)
+            text = split.sub(join, text)
         return text
 
     # -- typing slips ----------------------------------------------------

@@ -89,6 +89,8 @@ class Lexicon:
     object_fix: Quality | None = None        # a colour complaint about a thing: less of that band
     less_of_place: Quality | None = None     # a reducing verb on a place, no quality ("tone down the sky")
     place_reducers: tuple[str, ...] = ()
+    more_of_place: Quality | None = None     # a raising verb on a place, no quality ("bring the shadows up")
+    place_raisers: tuple[str, ...] = ()
     repeat_but: Mapping[str, float] = field(default_factory=dict)      # the engine's "same again but less" -> factor
     reverse: tuple[str, ...] = ()            # the engine's followups.reverse: "the other way" (replan feedback)
     problem_also: tuple[str, ...] = ()       # "cold too": a dual word added to what is wrong
@@ -207,6 +209,10 @@ def load_lexicon(path: str | None = None) -> Lexicon:
                                                       for a in data["less_of_place"]["any"]))
                        if data.get("less_of_place") else None),
         place_reducers=tuple(_norm(w) for w in (data.get("less_of_place") or {}).get("words") or ()), more_scales=more_scales, less_fractions=less_fractions,
+        more_of_place=(Quality("more_of_place", tuple(_moves("more_of_place.any", a)
+                                                      for a in data["more_of_place"]["any"]))
+                       if data.get("more_of_place") else None),
+        place_raisers=tuple(_norm(w) for w in (data.get("more_of_place") or {}).get("words") or ()),
         repeat_but=repeat_but, reverse=tuple(_norm(str(w)) for w in efu.get("reverse") or ()),
         problem_also=tuple(_norm(w) for w in data.get("problem_also") or ()),
         wishes=tuple(_norm(w) for w in data.get("wishes") or ()),
@@ -231,7 +237,7 @@ def load_lexicon(path: str | None = None) -> Lexicon:
     tables = (lex.magnitudes, lex.qualities, lex.complaint_frames, lex.negations, lex.reduce_after, lex.enough,
               lex.follow_more, lex.follow_less, lex.retarget, lex.undo, lex.chat, lex.question_starts,
               lex.unsupported, lex.targets, lex.bands, lex.not_places, lex.global_words, lex.tools, lex.complaints,
-              lex.place_reducers, lex.repeat_but, lex.problem_also, lex.wishes, lex.filler, lex.avoid, lex.avoid_degree, lex.dismiss,
+              lex.place_reducers, lex.place_raisers, lex.repeat_but, lex.problem_also, lex.wishes, lex.filler, lex.avoid, lex.avoid_degree, lex.dismiss,
               [str(w) for w in spelling.get("known") or ()])
     known = {w for table in tables for phrase in table for w in re.findall(r"[a-z]+", _norm(str(phrase)))}
     return replace(lex, speller=Speller.from_profile(known, spelling),
@@ -479,6 +485,16 @@ def _find_phrases(tokens: Sequence[str], phrases: Iterable[str]) -> list[tuple[i
 
 def _has(tokens: Sequence[str], phrases: Iterable[str]) -> bool:
     return bool(_find_phrases(tokens, phrases))
+
+
+def _has_verb(tokens: Sequence[str], verbs: Iterable[str], gap: int = 3) -> bool:
+    """Whether one of ``verbs`` is said, a two-word verb perhaps split around its object ("bring the sky
+    down", "push the shadows up": up to ``gap`` words between)."""
+    verbs = list(verbs)
+    if _has(tokens, verbs):
+        return True
+    pairs = {tuple(v.split()) for v in verbs if len(v.split()) == 2}
+    return any((t, u) in pairs for i, t in enumerate(tokens) for u in tokens[i + 2:i + 2 + gap])
 
 
 def _before(tokens: Sequence[str], i: int, phrases: Iterable[str], window: int = 3,
@@ -787,10 +803,13 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     thing_words = _things(lex)
     if any(p in thing_words for _, _, p in things):
         return Reading(message, "unsupported", target=target, target_mask=mask)
-    if not expects and target is not None and lex.less_of_place is not None and _has(tokens, lex.place_reducers):
-        # "tone down the sky", "tame the highlights": a place made less prominent, no quality named
-        expects = [Expect(tuple(tuple(Move(prop, way, 1) for prop, way in alt)
-                                for alt in lex.less_of_place.alternatives), "less of the place")]
+    for verbs, quality, source in ((lex.place_reducers, lex.less_of_place, "less of the place"),
+                                   (lex.place_raisers, lex.more_of_place, "more of the place")):
+        if not expects and target is not None and quality is not None and _has_verb(tokens, verbs):
+            # "tone down the sky", "tame the highlights": a place made less prominent, no quality named;
+            # "bring the shadows up": lighter there
+            expects = [Expect(tuple(tuple(Move(prop, way, 1) for prop, way in alt)
+                                    for alt in quality.alternatives), source)]
     if expects:
         first = text.split("?")[0]
         if any(first.startswith(q + " ") or first == q for q in lex.question_starts) and "?" in text:

@@ -296,6 +296,13 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                                      f"anything. Paint over it and say \u201cthe same on the selection\u201d, or "
                                      f"name a part of the frame (\u201cthe same on the left\u201d).",
                             quick_replies=["The same on the selection", "The same overall"])
+    base = dialogue.base_edit() if dialogue is not None else None
+    band_things = [vocab.band_things[p.text] for p in pieces if p.category == "band" and p.text in vocab.band_things]
+    if retarget and band_things and base is not None and any(c.target for c in base.changes) and not (pull or fractions) \
+            and not any(p.category == "target" for p in pieces) and all(t in places for t in leftover):
+        # "the same for the lake" after brightening the sky: that change on the thing the colour finds
+        mags = [vocab.magnitudes[p.key] for p in pieces if p.category == "magnitude"]
+        return _retarget(vocab, base, [], mags[-1] if mags else 1.0, band=band_things[0])
     if leftover and (verbs or fractions or repeat) and last is not None:
         # "the suit's gone a bit toasty, can u take it down a notch": a clause that says how the photo is
         # now, said with a pull-back, is why the last change goes back, not a place to work on ("bit more,
@@ -339,7 +346,6 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         return None
     if targets and unmet and not (wants_less or wants_more):
         return _finish_unmet(vocab, unmet, list(getattr(dialogue, "unmet_labels", None) or []), targets)
-    base = dialogue.base_edit() if dialogue is not None else None
     if insisted and not wants_less and not targets and base is not None and base.changes:
         # "i insist", "more, i insist": what the last request asked, past the sweet spot it was held at
         # (the planner reads that request again); repeated when nothing was held
@@ -606,8 +612,10 @@ def _repeat_but(vocab: Vocabulary, tokens: list[str], repeat: list) -> float | N
     return None
 
 
-def _retarget(vocab: Vocabulary, base, targets: list[str | None], scale: float) -> FollowUp:
-    """The base change's moves again, on each place named (None: the whole photo)."""
+def _retarget(vocab: Vocabulary, base, targets: list[str | None], scale: float,
+              band: str | None = None) -> FollowUp:
+    """The base change's moves again, on each place named (None: the whole photo), or on the colour ``band``
+    where the change did not already go ("the same for the water" after brightening the sky)."""
     moves = []
     # The whole-image moves of that change already reach the new place: only the local ones move.
     local = any(c.target for c in base.changes)
@@ -623,6 +631,14 @@ def _retarget(vocab: Vocabulary, base, targets: list[str | None], scale: float) 
                 continue
             moves.append(Move(c.op, value, "add", spec, f"same on {place}",
                               f"doing the same ({_what(base)}) on {place}", "followup", 0, rank, "followup"))
+    for rank, c in enumerate(base.changes if band else ()):
+        value = _nonzero(c.delta * scale)
+        if not value or not c.target or ops.get_op(c.op).stage == "geometry":
+            continue
+        spec = normalize_mask_spec({"type": "intersect", "masks": [
+            {"type": "color", "band": band}, dict(c.target, invert=not c.target.get("invert"))]})
+        moves.append(Move(c.op, value, "add", spec, f"same on the {band}s",
+                          f"doing the same ({_what(base)}) on the {band}s", "followup", 0, rank, "followup"))
     return FollowUp(moves=moves, labels=list(base.labels),
                     dialogue={"move": "retarget", "base_asset": base.asset_id, "targets": [t for t in targets if t]})
 

@@ -580,6 +580,16 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                 if set(u.targets) == set(targets):
                     u.targets = [qualified]
             targets = [qualified]
+        raised = _implicit(vocab, clause) if not (uses or targets or clause.of("band")) else []
+        if raised and not unknown_words(vocab, clause, before=raised[0].pos) \
+                and (named_places(vocab, clause) or raised[0].text in vocab.raise_up
+                     and not find_phrases(tokenize(request.message), vocab.repeat)):
+            # "bring it up a little": lighter (on the place said before, when "it" points back to one); a thing
+            # named after the verb ("bring the amp up", "tone down the lamp") is asked about as for "brighten
+            # the amp"); "tone it down" and "turn it up" alone are less or more of the last change, follow-ups
+            mags = clause.of("magnitude")
+            uses = [Use(vocab.intents[vocab.implicit_intents[raised[0].text]], pos=raised[0].pos,
+                        scale=vocab.magnitudes[mags[0].key] if mags else 1.0)]
         said_places = list(targets)
         excepted = _excepted(vocab, clause)
         marks = clause.of("except")
@@ -692,12 +702,13 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                 draft.understood_any = True
                 previous_targets = targets
                 continue
-            tone_down = [p for p in clause.of("reduce") if p.text in vocab.tone_down]
-            if targets and not bands and tone_down and vocab.tone_down_intent:
-                # "tone down the sky": less of what stands out there (the profile's implicit intent)
+            implicit = _implicit(vocab, clause)
+            if targets and not bands and implicit:
+                # "tone down the sky": less of what stands out there; "bring the shadows up": lighter
+                # there (the profile's implicit intents)
                 mags = clause.of("magnitude")
-                uses = [Use(vocab.intents[vocab.tone_down_intent], targets=targets, pos=tone_down[0].pos,
-                            scale=vocab.magnitudes[mags[0].key] if mags else 1.0)]
+                uses = [Use(vocab.intents[vocab.implicit_intents[implicit[0].text]], targets=targets,
+                            pos=implicit[0].pos, scale=vocab.magnitudes[mags[0].key] if mags else 1.0)]
             elif bands and (clause.of("reduce", "increase", "magnitude") or not previous_uses or not soft) \
                     and "more_saturated" in vocab.intents \
                     and (not unknown_words(vocab, clause) or (clause.of("reduce", "increase") and not
@@ -959,6 +970,12 @@ def protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str],
         outside = normalize_mask_spec({"type": "invert", "mask": {"type": "union", "masks": list(specs)}})
     # (a local move is kept off a place said, not off a colour: "the sky richer, but keep the water as it is")
     return _onto(moves, outside, "everything but " + " and ".join(places), within=not bands)
+
+
+def _implicit(vocab: Vocabulary, clause: Clause) -> list[Piece]:
+    """The reduce or increase words of ``clause`` that mean an intent of their own when no quality is named
+    ("tone down the sky", "bring the shadows up"; the profile's ``implicit_intents``)."""
+    return [p for p in clause.of("reduce", "increase") if p.text in vocab.implicit_intents]
 
 
 def _kept_tone(vocab: Vocabulary, clause: Clause) -> tuple[dict, str] | None:
