@@ -104,6 +104,12 @@ def test_wishes_for_a_change_are_still_edits(router, message):
     ("actually i preferred the earlier one", "steps"),
     ("i'd rather have the one from before", "steps"),
     ("i prefer the warmer one", "version"),
+    ("i miss how it looked before", "last"),
+    ("swap back to the earlier version", "last"),
+    ("make it like it was before", "last"),
+    # what was done, not a thing in the photo to erase with a generator
+    ("erase that last step", "last"),
+    ("get rid of what you just did", "last"),
 ])
 def test_going_back_is_read_in_other_words(router, message, kind):
     route = router.route(message)

@@ -73,7 +73,7 @@ class GoingBackReader:
             return PhraseTable((str(w), key) for w in table.get(key) or ())
 
         self.strong, self.weak = phrases("strong_verbs"), phrases("weak_verbs")
-        self.version_verbs = phrases("version_verbs")
+        self.version_verbs, self.step_words = phrases("version_verbs"), phrases("step_words")
         self.original, self.versions = phrases("original"), phrases("versions")
         self.first, self.before, self.after = phrases("first"), phrases("before"), phrases("after")
         self.without, self.last = phrases("without"), phrases("last")
@@ -165,6 +165,10 @@ class GoingBackReader:
         return any(p.category in ("intent", "fix", "problem", "op", "band") for p in pieces) \
             or any(_stem(w) in self.stem_intents for w in words) or any(w in self.change_names for w in words)
 
+    def _names_a_step(self, words: list[str]) -> bool:
+        """Whether ``words`` name the last step as a version ("that last step", "the previous edit")."""
+        return bool(self.last.find(words)) and bool(self.step_words.find(words))
+
     def _read_clause(self, words: list[str], said_back: bool = False) -> GoingBack | None:
         # "the mountains at the back", "the back of the room": "back" after an article is a place, not a return
         # ... nor "busy back there", "in the back", "out back": a place
@@ -176,8 +180,10 @@ class GoingBackReader:
         weak = [(s, n, v) for s, n, v in self.weak.find(words) if not (s > 0 and words[s - 1] in _ARTICLES | {"an"})]
         # "remove the haze", "clean up the spots": the verb is part of a request the planner knows
         # ... unless a change is named right after it ("get rid of that warm thing": not the selection tool)
+        # ... or the last step is ("erase that last step")
         asked = {i for p in read_pieces(self.vocab, words) if p.category in ("intent", "fix")
                  and not self._names_a_change(words[p.pos + len(p.text.split()):])
+                 and not self._names_a_step(words[p.pos + len(p.text.split()) - 1:])
                  for i in range(p.pos, p.pos + len(p.text.split()))}
         weak = [(s, n, v) for s, n, v in weak if not asked & set(range(s, s + n))]
         if not self.versions.find(words) and not self.last.find(words):
