@@ -555,6 +555,20 @@ def test_a_smidge_more_is_still_a_step_that_shows(studio, coffee):
     assert goal["op"] == "temperature" and goal["value"] <= -10      # 0.4 of the -25 at least
 
 
+@pytest.mark.parametrize("message,way", [("a hint more", -1), ("just a shade more", -1), ("a fraction less", 1),
+                                         ("half as much", 1), ("ok but not as strong", 1),
+                                         ("tone that down a notch", 1)])
+def test_any_small_amount_said_with_more_or_less_is_a_follow_up(studio, coffee, message, way):
+    """"a hint more", "a fraction less": a small amount before "more" or "less" is the last change again, or
+    taken back, whatever the amount's word ("tone that down" stays a pull-back, not "tone down" of a place)."""
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "cooler please")
+    result = studio.send_message(sid, message)
+    assert [g["op"] for g in result.sub_goals] == ["temperature"], result.reply
+    after = studio.store.get_asset(result.asset_id).state["settings"]["temperature"]
+    assert (-25 < after < 0) if way > 0 else (-50 < after < -25), after       # (cooler please: -25)
+
+
 def test_a_pull_back_on_one_aspect_of_the_last_change_takes_back_that_aspect(studio, coffee):
     """"gone a bit far on the colour, just a little less" after a punchier, more vivid edit: the colour ops
     go back part of the way; the contrast the same change made stays."""

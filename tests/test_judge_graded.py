@@ -309,6 +309,10 @@ def test_a_small_repeat_is_sized_by_the_last_change(judge, photos):
     assert none.score < MIN_PASS
     huge = ask(judge, im, "a smidge more", edit(exposure=60), previous_state=before, history=history)
     assert huge.score < small.score
+    # any small amount said with "more" is read the same way ("a hint more")
+    hint = ask(judge, im, "a hint more", edit(exposure=13), previous_state=before, history=history)
+    assert hint.score >= AUTO, hint.assessment
+    assert ask(judge, im, "a hint more", edit(exposure=7), previous_state=before, history=history).score < MIN_PASS
 
 
 def test_a_complaint_the_last_change_caused_must_not_go_past_where_it_started(judge, photos):

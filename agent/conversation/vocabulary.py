@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from agent.conversation.words import (SEPARATORS, PhraseTable, Speller, drop_clauses, find_phrases, is_number,
-                                     opening_interjections, plain_words, token_spans,
+                                     opening_interjections, plain_words, sized_follow_ups, token_spans,
                                      tokenize, word_lists)
 from pipeline import ops
 from pipeline.masks import describe_mask, normalize_mask_spec
@@ -242,10 +242,11 @@ class Vocabulary:
         self.statements = {t for w in comp.get("statements") or () for t in tokenize(w)}
         # Follow-ups (agent/planning/followups.py) are matched on their own tables.
         fu = dict(pe.get("followups") or {})
-        self.repeat = {tuple(tokenize(w)): float(v) for w, v in (fu.get("repeat") or {}).items()}
+        repeat, pull_words = sized_follow_ups(pe)
+        self.repeat = {tuple(tokenize(w)): v for w, v in repeat.items()}
         pull = dict(fu.get("pull_back") or {})
         self.pull_back_fraction = float(pull.get("fraction", 0.5))
-        self.pull_back = {tuple(tokenize(w)): self.pull_back_fraction for w in pull.get("words") or ()}
+        self.pull_back = {tuple(tokenize(w)): self.pull_back_fraction for w in pull_words}
         self.fractions = {tuple(tokenize(w)): float(v) for w, v in (fu.get("fractions") or {}).items()}
         self.reverse = {tuple(tokenize(w)): True for w in fu.get("reverse") or ()}
         # "take it back to about half": a going-back verb said with a share is that share taken back
@@ -444,10 +445,10 @@ class Vocabulary:
     def join_particles(self, text: str) -> str:
         """"calm the highlights down" -> "calm down the highlights ": a separable verb of
         ``grammar.tone_down`` or ``grammar.raise_up`` put back together, so the place after it reads as its
-        object ("turn it up" stays as said: a follow-up's own phrase)."""
+        object ("turn it up", "tone that down" stay as said: a follow-up's own phrases)."""
         def join(m: re.Match) -> str:
-            if (m[1], m[2].strip(), m[3]) in self.repeat:
-                return m[0]         # "turn it up", "bump it up": more of the last change (a follow-up)
+            if (m[1], m[2].strip(), m[3]) in self.repeat or (m[1], m[2].strip(), m[3]) in self.pull_back:
+                return m[0]         # "turn it up", "tone that down": more or less of the last change (a follow-up)
             return f"{m[1]} {m[3]} {m[2].strip()}"
         for split in self._split_verbs:
             text = split.sub(join, text)

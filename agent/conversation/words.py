@@ -47,6 +47,21 @@ def word_lists() -> Mapping[str, frozenset[str]]:
     return {name: frozenset(str(w).lower() for w in ws or ()) for name, ws in data.items()}
 
 
+def sized_follow_ups(engine: Mapping[str, Any]) -> tuple[dict[str, float], list[str]]:
+    """The engine vocabulary's follow-up phrases: ``followups.repeat`` (phrase -> scale) and
+    ``followups.pull_back.words``, with every small magnitude said before "more" or "less" ("a hint more", "a
+    smidgen less") a repeat of its size or a pull-back; the planner and the judge read the same ones."""
+    fu = engine.get("followups") or {}
+    repeat = {str(w): float(v) for w, v in (fu.get("repeat") or {}).items()}
+    pull = [str(w) for w in (fu.get("pull_back") or {}).get("words") or ()]
+    for word, entry in ((engine.get("magnitudes") or {}).get("words") or {}).items():
+        scale = float(entry["scale"])
+        if scale < 1 and not str(word).endswith(" of"):
+            repeat.setdefault(f"{word} more", scale)
+            pull.append(f"{word} less")
+    return repeat, list(dict.fromkeys(pull))
+
+
 def percent_share(token: str) -> float | None:
     """The share a percentage token says ("50%" -> 0.5), None for any other token."""
     return float(token[:-1]) / 100.0 if token.endswith("%") and _NUMBER.fullmatch(token) \
@@ -250,7 +265,7 @@ def dropped_vowel(typed: str, word: str) -> bool:
     return any(word[:i] + word[i + 1:] == typed and word[i] in _VOWELS for i in range(1, len(word) - 1))
 
 
-__all__ = ["PhraseTable", "SEPARATORS", "Speller", "another_form", "drop_clauses", "dropped_vowel", "opening_interjections", "filter_spans",
+__all__ = ["PhraseTable", "SEPARATORS", "Speller", "another_form", "sized_follow_ups", "drop_clauses", "dropped_vowel", "opening_interjections", "filter_spans",
            "find_phrases", "is_number", "normalise", "one_edit", "percent_share", "phrase", "plain_possessives", "plain_words",
            "token_spans", "tokenize", "word_lists", "words_only"]
 

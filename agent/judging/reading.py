@@ -30,7 +30,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import yaml
 
 from agent.conversation.words import (SEPARATORS, PhraseTable, Speller, drop_clauses, effect_said, normalise,
-                                     opening_interjections, percent_share, tokenize, word_lists)
+                                     opening_interjections, percent_share, sized_follow_ups, tokenize, word_lists)
 
 READING_FILE = Path(__file__).resolve().parents[2] / "profiles" / "_reading.yaml"
 #: The planner's profile: its complaint table (``vocabulary.complaints``) is read, not copied.
@@ -178,10 +178,11 @@ def load_lexicon(path: str | None = None) -> Lexicon:
     bands.update({_norm(w): band for band, words in data["bands"].items() for w in words})
     complaints, object_fix = _engine_complaints(data.get("op_properties") or {}, engine)
     efu = engine.get("followups") or {}
-    more_scales = {_norm(str(w)): float(v) for w, v in (efu.get("repeat") or {}).items()}
+    repeat, pull_words = sized_follow_ups(engine)
+    more_scales = {_norm(w): v for w, v in repeat.items()}
     less_fractions = {_norm(str(w)): float(v) for w, v in (efu.get("fractions") or {}).items()}
     repeat_but = {_norm(str(w)): float(v) for w, v in (efu.get("repeat_but") or {}).items()}
-    pull_back = [_norm(str(w)) for w in (efu.get("pull_back") or {}).get("words") or ()]
+    pull_back = [_norm(w) for w in pull_words]
     # "bring back a hint of colour" after a desaturation: less of that change
     pull_back += [_norm(str(w)) for w in (efu.get("restore") or {}).get("verbs") or ()]
     lex = Lexicon(
