@@ -32,6 +32,12 @@ def router():
     ("what on earth is that thing in the corner?", "evaluation"),
     ("what did you just do to it", "command"),
     ("hmm. is it a tad dark", "evaluation"),
+    # asked after an opener, or with a verb that judges a look
+    ("any idea why it looks so flat", "evaluation"),
+    ("i wonder if it's too saturated", "evaluation"),
+    ("can you tell me what edits are applied", "evaluation"),
+    ("do the shadows look crushed to you", "evaluation"),
+    ("would black and white suit this", "exploration"),
 ])
 def test_questions_are_read_from_how_they_are_said(router, message, kind):
     assert router.route(message).kind == kind
@@ -40,6 +46,7 @@ def test_questions_are_read_from_how_they_are_said(router, message, kind):
 @pytest.mark.parametrize("message", [
     "can you make it a little warmer?", "could you lift the shadows", "would you mind brightening it",
     "could it be less green", "how about a bit more punch", "do the same to the sky", "is it possible to cool it",
+    "i wonder if you could brighten it a bit", "i was wondering if u could make it warmer",
 ])
 def test_polite_requests_are_not_questions(router, message):
     assert router.route(message).kind == "modification"

@@ -157,6 +157,7 @@ class Router:
         self.be_subjects, self.request_verbs = w["request_be_subjects"], w["request_verbs"]
         self.statement_verbs = w["statement_verbs"]
         self.determiners = w["place_determiners"]
+        self.question_openers, self.judging_verbs = _table(w["question_openers"]), w["judging_verbs"]
 
     # -- helpers --------------------------------------------------------------------
     def _rest(self, tokens: list[str], *found: list[tuple[int, int, Any]]) -> list[str]:
@@ -272,7 +273,16 @@ class Router:
                 continue               # "hmm." says nothing: the next clause is what is asked
             if find_phrases(words[:5], self.suggestions) and find_phrases(words[:5], self.suggestions)[0][0] == 0:
                 return None            # "how about warmer", "is it possible to brighten it"
+            opener = [n for s, n, _ in find_phrases(words[:5], self.question_openers) if s == 0]
+            if opener and words[opener[0]:]:
+                # "any idea why it looks so flat", "i wonder if it's too saturated": what follows is asked
+                rest = words[opener[0]:]
+                if rest[0] in ("if", "whether") and len(rest) > 2 and rest[1] in self.request_subjects \
+                        and rest[2] in self.modals:
+                    return None        # "i wonder if you could brighten it": asked for, politely
+                return self.question_kind(rest) or "evaluation"
             first, second = words[0], words[1] if len(words) > 1 else ""
+            judged = bool(self.judging_verbs & set(words[2:7]))
             if first in self.question_words:
                 if find_phrases(words, self.questions["capabilities"]):
                     return "capabilities"
@@ -287,8 +297,13 @@ class Router:
                     return None        # "can you make it warmer", "would you brighten the sky"
                 if first in self.modals and second in ("i", "we") and len(words) > 2 and words[2] in _ASKING_FOR:
                     return None        # "can i see the version from before the sky stuff": asked for
+                if first == "do" and second in self.determiners and judged:
+                    return "evaluation"     # "do the shadows look crushed to you"
                 if first == "do" and second not in self.request_subjects and second not in ("i", "they"):
                     return None        # "do that again", "do it on the whole pic": do, not a question
+                if first in ("would", "will", "might") and second not in self.request_subjects \
+                        and second not in self.subjects and judged:
+                    return "exploration"    # "would black and white suit this
                 if self._modal_be(words):
                     return None        # "could it be less blue", "can the sky be a bit bluer"
                 if second in self.subjects or second in self.request_subjects:
@@ -406,6 +421,8 @@ class Router:
             return False
         if any(n > 1 for _, n, _ in find_phrases(words, self.vocab.retarget)):
             return False            # "that but on the background", "do that on her face": the last change again
+        if any(a in self.request_subjects and b in self.modals for a, b in zip(words, words[1:])):
+            return False            # "i was wondering if you could make it warmer": asked for, politely
         opening = [w for w in self._after_interjections(words) if w not in ("i", "we", "just")]
         told = bool(opening) and opening[0] in self.statement_verbs
 

@@ -80,9 +80,15 @@ _CATEGORY_ORDER = ("relative", "rollback", "problem", "intent", "fix", "target",
                    "op")
 
 
+#: Lists of profiles/language/words.yaml that only tell how a sentence is shaped, with words that are also things
+#: ("would it suit", "the orange suit"): a word there is not read as part of a request.
+_SHAPE_ONLY = frozenset({"judging_verbs"})
+
+
 def _language_words() -> frozenset[str]:
     """Every word of profiles/language/words.yaml's lists (how sentences are said: question words, verbs...)."""
-    return frozenset(t for words in word_lists().values() for w in words for t in tokenize(w))
+    return frozenset(t for key, words in word_lists().items() if key not in _SHAPE_ONLY
+                     for w in words for t in tokenize(w))
 
 
 #: Keys whose values are our own sentences (replies, reasons, labels), not words a person's message is read by.
