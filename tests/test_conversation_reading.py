@@ -38,6 +38,7 @@ def router():
     ("can you tell me what edits are applied", "evaluation"),
     ("do the shadows look crushed to you", "evaluation"),
     ("would black and white suit this", "exploration"),
+    ("wait did that change the background too?", "evaluation"),
 ])
 def test_questions_are_read_from_how_they_are_said(router, message, kind):
     assert router.route(message).kind == kind
@@ -117,6 +118,8 @@ def test_wishes_for_a_change_are_still_edits(router, message):
     # what was done, not a thing in the photo to erase with a generator
     ("erase that last step", "last"),
     ("get rid of what you just did", "last"),
+    # "messing" is a word of its own, not a slip for "missing"
+    ("go back to how the sky was before i started messing with it", "change"),
 ])
 def test_going_back_is_read_in_other_words(router, message, kind):
     route = router.route(message)
@@ -277,6 +280,19 @@ def test_a_follow_up_said_with_why_moves_the_last_change(studio, photo, first, m
     assert result.asset_id and result.kind == "edit", result.reply
     assert result.reply.startswith(("Taking back", "Repeating")) and "skipped" not in result.reply, result.reply
     assert (after - before) * direction > 0.2, (before, after)
+
+
+def test_put_it_back_with_nothing_undone_is_the_photo_before_the_last_change(studio, coffee):
+    """"now its all muddy grey, put it back": with no undone change to bring back, the photo as it was; said
+    after an undo, the undone change again."""
+    sid = studio.start_session(coffee).id
+    original = studio.render(sid, long_side=256).tobytes()
+    studio.send_message(sid, "warmer")
+    warm = studio.render(sid, long_side=256).tobytes()
+    back = studio.send_message(sid, "eh now its all muddy grey, put it back")
+    assert back.status == "rolled_back" and studio.render(sid, long_side=256).tobytes() == original, back.reply
+    again = studio.send_message(sid, "put it back")
+    assert "Redid" in again.reply and studio.render(sid, long_side=256).tobytes() == warm, again.reply
 
 
 def test_the_same_on_a_thing_said_by_size_and_place(studio, coffee):

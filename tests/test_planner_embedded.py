@@ -141,6 +141,9 @@ INSTRUCTIONS = [
     ("her face is dark, bring it up a bit", {("exposure", "face"): "+"}),
     ("bring it up a little", {("exposure", None): "+"}),
     ("the amp on the right is kind of lost, bring it up a little", {("exposure", "gradient"): "+"}),
+    # too dark to see, said of a part of the frame
+    ("the arch at the bottom left is basically a black hole, i cant see any of the brickwork",
+     {("exposure", "radial"): "+"}),
     # ... and before a quality they only confirm it
     ("bring up the saturation", {("saturation", None): "+"}),
     # "add (some) X"

@@ -148,6 +148,7 @@ class Router:
         for kind, key in (("evaluation", "question_starts"), ("exploration", "advice_starts"), ("request", "request_starts")):
             self.openings.update({k: kind for k in _table(cfg.get(key))})
         self.question_tags = [tuple(_words(str(w))) for w in cfg.get("question_tags") or () if _words(str(w))]
+        self.redo_else_undo = _table(cfg.get("redo_else_undo"))
         # how a sentence is said (profiles/language/words.yaml): questions, requests, interjections
         w = word_lists()
         self.question_words, self.auxiliaries = w["question_words"], w["question_auxiliaries"]

@@ -20,6 +20,7 @@ from agent.conversation.dialogue import dialogue_state
 from agent.conversation.answers import evaluation_reply, read_photo, recipe_text
 from agent.errors import InvalidInput
 from agent.conversation.router import Route
+from agent.conversation.words import find_phrases, tokenize
 from pipeline import ops
 from pipeline.measure import image_stats
 from pipeline.state import EditState
@@ -99,6 +100,10 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
                 return _answered(studio, session_id, text, "This is already the original photo.", kind="command")
             return studio.undo(session_id, steps=len(edits), progress=progress, said=text)
     except InvalidInput as exc:
+        if name == "redo" and find_phrases(tokenize(text), studio.router.redo_else_undo) \
+                and dialogue_state(studio.store, session_id).edits:
+            # "now its all muddy grey, put it back" with nothing undone: the photo as it was before that change
+            return studio.undo(session_id, progress=progress, said=text)
         return _answered(studio, session_id, text, str(exc)[:1].upper() + str(exc)[1:] + ".", kind="command")
     if name == "going_back":
         return _going_back(studio, session_id, route, progress, text)
