@@ -144,6 +144,10 @@ INSTRUCTIONS = [
     # too dark to see, said of a part of the frame
     ("the arch at the bottom left is basically a black hole, i cant see any of the brickwork",
      {("exposure", "radial"): "+"}),
+    # a colour said of the thing it describes finds it ("the orange suit"), a colour that shouts is too loud
+    ("tone down the orange suit", {("saturation_orange", None): "-"}),
+    ("reduce the green mat a bit", {("saturation_green", None): "-"}),
+    ("the orange suit is kinda screaming at me. tone it down", {("saturation_orange", None): "-"}),
     # ... and before a quality they only confirm it
     ("bring up the saturation", {("saturation", None): "+"}),
     # "add (some) X"

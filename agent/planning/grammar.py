@@ -711,8 +711,9 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                             pos=implicit[0].pos, scale=vocab.magnitudes[mags[0].key] if mags else 1.0)]
             elif bands and (clause.of("reduce", "increase", "magnitude") or not previous_uses or not soft) \
                     and "more_saturated" in vocab.intents \
-                    and (not unknown_words(vocab, clause) or (clause.of("reduce", "increase") and not
-                         unknown_words(vocab, Clause([p for p in clause.pieces if p.pos > clause.of("band")[0].pos])))):
+                    and (not unknown_words(vocab, clause) or (clause.of("reduce", "increase") and (not
+                         unknown_words(vocab, Clause([p for p in clause.pieces if p.pos > clause.of("band")[0].pos]))
+                         or _colour_of_a_thing(clause)))):
                 # "less green", "more blue": the band's saturation; "make the suit less orange": the colour
                 # finds the thing (named before it; "give it a green moustache" names a new thing after it)
                 use = Use(vocab.intents["more_saturated"], targets=targets, bands=bands, pos=clause.pieces[0].pos)
@@ -970,6 +971,15 @@ def protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str],
         outside = normalize_mask_spec({"type": "invert", "mask": {"type": "union", "masks": list(specs)}})
     # (a local move is kept off a place said, not off a colour: "the sky richer, but keep the water as it is")
     return _onto(moves, outside, "everything but " + " and ".join(places), within=not bands)
+
+
+def _colour_of_a_thing(clause: Clause) -> bool:
+    """Whether the clause's colour describes the thing said right after it ("tone down the orange suit"): the
+    colour finds that thing, as in "make the suit less orange" (not "give it a green moustache", a new thing)."""
+    at = next(i for i, p in enumerate(clause.pieces) if p.category == "band")
+    after = [p for p in clause.pieces[at + 1:] if p.category != "magnitude"]     # ("... a bit")
+    return at > 0 and clause.pieces[at - 1].text.split()[-1] in DETERMINERS \
+        and 0 < len(after) <= 2 and all(p.category == "word" for p in after)
 
 
 def _implicit(vocab: Vocabulary, clause: Clause) -> list[Piece]:
