@@ -148,6 +148,10 @@ INSTRUCTIONS = [
     ("tone down the orange suit", {("saturation_orange", None): "-"}),
     ("reduce the green mat a bit", {("saturation_green", None): "-"}),
     ("the orange suit is kinda screaming at me. tone it down", {("saturation_orange", None): "-"}),
+    # a place kept said with a participle or after the request
+    ("more vibrant please, keeping the greens as they are", {("vibrance", "color!"): "+"}),
+    ("warmer overall, sky excluded", {("temperature", "sky!"): "+"}),
+    ("darker everywhere aside from the face", {("exposure", "face!"): "-"}),
     # ... and before a quality they only confirm it
     ("bring up the saturation", {("saturation", None): "+"}),
     # "add (some) X"
