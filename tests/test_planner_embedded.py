@@ -148,6 +148,8 @@ INSTRUCTIONS = [
     ("tone down the orange suit", {("saturation_orange", None): "-"}),
     ("reduce the green mat a bit", {("saturation_green", None): "-"}),
     ("the orange suit is kinda screaming at me. tone it down", {("saturation_orange", None): "-"}),
+    # what a person wears is found by its colour, as a thing is ("his shirt"; "her nose" is asked about)
+    ("his shirt looks too blue", {("saturation_blue", None): "-"}),
     # a place kept said with a participle or after the request
     ("more vibrant please, keeping the greens as they are", {("vibrance", "color!"): "+"}),
     ("warmer overall, sky excluded", {("temperature", "sky!"): "+"}),

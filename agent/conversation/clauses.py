@@ -26,6 +26,7 @@ CAUSES = word_lists()["cause_words"]
 LOCATING = word_lists()["locating_words"]
 #: A person's part ("her nose") is one particular thing; size words ("the little bowl") make it one too.
 PERSONS = word_lists()["person_determiners"]
+CLOTHING = word_lists()["clothing"]
 SIZES = word_lists()["size_words"]
 
 
@@ -243,8 +244,8 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
         # ("the grey wall behind her": a relation to the person says it is the background, a stand-in)
         located = end + 1 < len(pieces) and pieces[end].text in LOCATING and pieces[end + 1].category != "global" \
             and not find_phrases([pieces[end].text], vocab.place_relations)
-        specific = (det.text in vocab.pointing_words or det.text in PERSONS or sized or located
-                    or bool(SIZES & set(run)))
+        specific = (det.text in vocab.pointing_words or (det.text in PERSONS and noun not in CLOTHING) or sized
+                    or located or bool(SIZES & set(run)))
         small = det.text in vocab.pointing_words or sized or bool(SIZES & set(run))
         out.append(NamedPlace(" ".join([det.text] + run), specific, small))
     return out

@@ -80,9 +80,9 @@ _CATEGORY_ORDER = ("relative", "rollback", "problem", "intent", "fix", "target",
                    "op")
 
 
-#: Lists of profiles/language/words.yaml that only tell how a sentence is shaped, with words that are also things
-#: ("would it suit", "the orange suit"): a word there is not read as part of a request.
-_SHAPE_ONLY = frozenset({"judging_verbs"})
+#: Lists of profiles/language/words.yaml that only tell how a sentence is shaped or what kind a thing is (words a
+#: finder may still not know: "would it suit", "the orange suit"): a word there is not read as part of a request.
+_SHAPE_ONLY = frozenset({"judging_verbs", "clothing"})
 
 
 def _language_words() -> frozenset[str]:
