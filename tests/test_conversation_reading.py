@@ -48,6 +48,8 @@ def test_questions_are_read_from_how_they_are_said(router, message, kind):
     "can you make it a little warmer?", "could you lift the shadows", "would you mind brightening it",
     "could it be less green", "how about a bit more punch", "do the same to the sky", "is it possible to cool it",
     "i wonder if you could brighten it a bit", "i was wondering if u could make it warmer",
+    # a statement first, then what is asked
+    "went a bit far, lighten it back up a little", "shot this at dusk, darken the sky a touch",
 ])
 def test_polite_requests_are_not_questions(router, message):
     assert router.route(message).kind == "modification"
@@ -55,6 +57,7 @@ def test_polite_requests_are_not_questions(router, message):
 
 @pytest.mark.parametrize("message", [
     "took this at my cousin's wedding last summer", "good evening! long day", "this is my dog rufus",
+    "took this on holiday, warm and sunny it was",
     # what the photo is for, with a size and a look word in the name of the shop
     "hey, this is for a little vintage shop listing",
 ])

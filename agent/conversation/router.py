@@ -245,7 +245,7 @@ class Router:
             if hits and (not edits or asks) and not (not asks and presented):
                 kind = "evaluation" if name == "evaluation" else "exploration"
                 return Route(kind, name)
-        if (not self._about_the_photo(said, pieces) or self._states(words, pieces) or presented) \
+        if (not self._about_the_photo(said, pieces) or self._states(words, pieces, said) or presented) \
                 and not self._requests(words) and not self._follows(said):
             # "morning! lovely old ruin this, took it on holiday", "this is my dog": said to me, nothing to change
             return Route("chat", "remark", reply=self.remark_reply, quick_replies=self.remark_replies)
@@ -413,7 +413,7 @@ class Router:
             clause = []
         return None
 
-    def _states(self, words: list[str], pieces) -> bool:
+    def _states(self, words: list[str], pieces, said: list[str] = ()) -> bool:
         """Whether a message only tells me something: it opens with a statement verb ("took this at the
         wedding", "shot it on my phone") or names a thing with nothing to do to it ("this is my dog"),
         and says nothing of degree ("too", "more", "less") or of a quality."""
@@ -424,6 +424,13 @@ class Router:
             return False            # "that but on the background", "do that on her face": the last change again
         if any(a in self.request_subjects and b in self.modals for a, b in zip(words, words[1:])):
             return False            # "i was wondering if you could make it warmer": asked for, politely
+        for clause in split_requests(list(said))[1:]:
+            rest = self._after_interjections(clause)
+            lead = next(iter(read_pieces(self.vocab, rest)), None)
+            after = rest[len(lead.text.split()):][:1] if lead is not None else []
+            if lead is not None and lead.pos == 0 and lead.category == "intent" and after \
+                    and (after[0] in ("it", "them", "everything") or after[0] in self.determiners):
+                return False        # "went a bit far, lighten it back up a little": a clause after it asks
         opening = [w for w in self._after_interjections(words) if w not in ("i", "we", "just")]
         told = bool(opening) and opening[0] in self.statement_verbs
 
