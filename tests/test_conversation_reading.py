@@ -298,6 +298,17 @@ def test_put_it_back_with_nothing_undone_is_the_photo_before_the_last_change(stu
     assert "Redid" in again.reply and studio.render(sid, long_side=256).tobytes() == warm, again.reply
 
 
+def test_where_the_photo_was_taken_is_no_place_to_edit(studio, coffee):
+    """"took this at the wedding, brighten it please": the wedding is where the photo was taken, not a thing to
+    ask about; the planner brightens the photo and the judge does not hold it against "the wedding"."""
+    sid = studio.start_session(coffee).id
+    result = studio.send_message(sid, "took this at the wedding, brighten it please")
+    assert result.asset_id and result.kind == "edit", result.reply
+    assert [g["op"] for g in result.sub_goals] == ["exposure"] and not result.sub_goals[0]["target"]
+    assert "wedding" not in result.reply.split(".")[1], result.reply     # not "brighter on the wedding"
+    assert result.score >= 0.8, result.reply
+
+
 def test_the_same_on_a_thing_said_by_size_and_place(studio, coffee):
     """"mm same for the big one on the left": "big" says which one; the left is where."""
     sid = studio.start_session(coffee).id

@@ -549,8 +549,9 @@ def _target_at(tokens: Sequence[str], lex: Lexicon, skip: set[int],
         name, mask = lex.targets[p]
         candidates.append((s, name, dict(mask)))
     known_words = set(w for p in list(lex.targets) + list(lex.bands) for w in p.split())
+    told = _told_spans(tokens)
     for i, t in enumerate(tokens[:-1]):
-        if t in ("the", "his", "her", "its", "their") and i + 1 not in skip:
+        if t in ("the", "his", "her", "its", "their") and i + 1 not in skip and i not in told:
             after = i + 1
             while after < len(tokens) - 1 and tokens[after] in lex.counting:
                 after += 1          # "the two puppies", "the little cup": the thing comes after
@@ -569,6 +570,19 @@ def _target_at(tokens: Sequence[str], lex: Lexicon, skip: set[int],
         place, part = (located[0], located[1]) if _frame_part(located[1][2]) else (located[1], located[0])
         return located[0][0], f"{place[1]} on the {part[1]}", {"type": "intersect", "masks": [place[2], part[2]]}
     return candidates[0]
+
+
+def _told_spans(tokens: Sequence[str]) -> set[int]:
+    """Positions in clauses that tell how the photo came about ("took this at the wedding, brighten it"): a
+    thing named there is where the photo was taken, not where a change goes (the planner reads them so too)."""
+    verbs, out, start = word_lists()["statement_verbs"], set(), 0
+    for i in range(len(tokens) + 1):
+        if i == len(tokens) or tokens[i] in _CLAUSE_BREAKS:
+            opening = [t for t in tokens[start:i] if t not in ("i", "we", "just")]
+            if opening and opening[0] in verbs:
+                out.update(range(start, i))
+            start = i + 1
+    return out
 
 
 def _frame_part(mask: Mapping) -> bool:

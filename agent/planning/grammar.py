@@ -25,6 +25,9 @@ from pipeline.masks import normalize_mask_spec
 from pipeline.state import EditState
 from profiles import Profile
 
+#: Verbs that open a clause telling how the photo came about ("took this at the wedding").
+STATEMENT_VERBS = word_lists()["statement_verbs"]
+
 #: Exposure op: 100 = +2 EV (pipeline/ops.py), so one stop is 50 units.
 UNITS_PER_EV = 50.0
 #: "less X" after X was added never removes less than this (a visible step).
@@ -740,9 +743,9 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             continue                             # "warmer, i insist": how to take the request, not a request
         if not uses:
             named = named_places(vocab, clause)
-            if named and not clause.of("rollback", "reset", "objects", "relative"):
+            if named and not clause.of("rollback", "reset", "objects", "relative") and not _told(clause):
                 # "the papers under the cat look grubby, can you clean them up": a thing said first,
-                # the request about it next
+                # the request about it next ("took this at the wedding, brighten it": where it was taken)
                 topic, topic_specific = [p.text for p in named], any(p.specific for p in named)
             if clause.of("rollback") or (clause.of("reset") and not clause.content_words):
                 draft.rollback = True
@@ -971,6 +974,12 @@ def protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str],
         outside = normalize_mask_spec({"type": "invert", "mask": {"type": "union", "masks": list(specs)}})
     # (a local move is kept off a place said, not off a colour: "the sky richer, but keep the water as it is")
     return _onto(moves, outside, "everything but " + " and ".join(places), within=not bands)
+
+
+def _told(clause: Clause) -> bool:
+    """Whether a clause tells how the photo came about ("took this at the wedding", "i shot it on my phone")."""
+    words = [w for w in clause.text.split() if w not in ("i", "we", "just")]
+    return bool(words) and words[0] in STATEMENT_VERBS
 
 
 def _colour_of_a_thing(clause: Clause) -> bool:
