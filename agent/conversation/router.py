@@ -32,7 +32,7 @@ from agent.conversation.clauses import SIZES, read_complaints, split_clauses
 from agent.conversation.generative import GenerativeRequest, parse_generative
 from agent.conversation.going_back import GoingBack, GoingBackReader, split_requests
 from agent.conversation.vocabulary import Vocabulary, read_pieces
-from agent.conversation.words import SEPARATORS, find_phrases, plain_words, tokenize, word_lists
+from agent.conversation.words import SEPARATORS, find_phrases, plain_words, tells_how_taken, tokenize, word_lists
 from pipeline import ops
 from profiles import Profile, load_profile
 
@@ -156,7 +156,6 @@ class Router:
         self.suggestions = _table(w["suggestion_openers"])
         self.modals, self.request_subjects = w["request_modals"], w["request_subjects"]
         self.be_subjects, self.request_verbs = w["request_be_subjects"], w["request_verbs"]
-        self.statement_verbs = w["statement_verbs"]
         self.determiners = w["place_determiners"]
         self.question_openers, self.judging_verbs = _table(w["question_openers"]), w["judging_verbs"]
 
@@ -432,7 +431,7 @@ class Router:
                     and (after[0] in ("it", "them", "everything") or after[0] in self.determiners):
                 return False        # "went a bit far, lighten it back up a little": a clause after it asks
         opening = [w for w in self._after_interjections(words) if w not in ("i", "we", "just")]
-        told = bool(opening) and opening[0] in self.statement_verbs
+        told = tells_how_taken(opening)
 
         only_places = any(p.category == "target" for p in pieces) and not any(p.category == "intent" for p in pieces)
         return told or (only_places and bool(opening) and opening[0] in ("this", "that", "it's", "its", "thats", "that's"))

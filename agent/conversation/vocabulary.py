@@ -453,7 +453,8 @@ class Vocabulary:
         ``grammar.tone_down`` or ``grammar.raise_up`` put back together, so the place after it reads as its
         object ("turn it up", "tone that down" stay as said: a follow-up's own phrases)."""
         def join(m: re.Match) -> str:
-            if (m[1], m[2].strip(), m[3]) in self.repeat or (m[1], m[2].strip(), m[3]) in self.pull_back:
+            said = (m[1], m[2].strip(), m[3])
+            if said in self.repeat or said in self.pull_back:
                 return m[0]         # "turn it up", "tone that down": more or less of the last change (a follow-up)
             return f"{m[1]} {m[3]} {m[2].strip()}"
         for split in self._split_verbs:

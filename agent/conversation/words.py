@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Generic, Iterable, Iterator, Mapping, TypeVar
+from typing import Any, Generic, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import yaml
 
@@ -60,6 +60,13 @@ def sized_follow_ups(engine: Mapping[str, Any]) -> tuple[dict[str, float], list[
             repeat.setdefault(f"{word} more", scale)
             pull.append(f"{word} less")
     return repeat, list(dict.fromkeys(pull))
+
+
+def tells_how_taken(tokens: Sequence[str]) -> bool:
+    """Whether words open with a statement verb, after "i", "we" or "just" ("took this at the wedding", "i shot
+    it on my phone"): they tell how the photo came about, they name no place and ask for nothing."""
+    opening = [t for t in tokens if t not in ("i", "we", "just")]
+    return bool(opening) and opening[0] in word_lists()["statement_verbs"]
 
 
 def percent_share(token: str) -> float | None:
@@ -265,7 +272,7 @@ def dropped_vowel(typed: str, word: str) -> bool:
     return any(word[:i] + word[i + 1:] == typed and word[i] in _VOWELS for i in range(1, len(word) - 1))
 
 
-__all__ = ["PhraseTable", "SEPARATORS", "Speller", "another_form", "sized_follow_ups", "drop_clauses", "dropped_vowel", "opening_interjections", "filter_spans",
+__all__ = ["PhraseTable", "SEPARATORS", "Speller", "another_form", "sized_follow_ups", "tells_how_taken", "drop_clauses", "dropped_vowel", "opening_interjections", "filter_spans",
            "find_phrases", "is_number", "normalise", "one_edit", "percent_share", "phrase", "plain_possessives", "plain_words",
            "token_spans", "tokenize", "word_lists", "words_only"]
 

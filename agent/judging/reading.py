@@ -30,7 +30,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import yaml
 
 from agent.conversation.words import (SEPARATORS, PhraseTable, Speller, drop_clauses, effect_said, normalise,
-                                     opening_interjections, percent_share, sized_follow_ups, tokenize, word_lists)
+                                     opening_interjections, percent_share, sized_follow_ups, tells_how_taken, tokenize,
+                                     word_lists)
 
 READING_FILE = Path(__file__).resolve().parents[2] / "profiles" / "_reading.yaml"
 #: The planner's profile: its complaint table (``vocabulary.complaints``) is read, not copied.
@@ -575,11 +576,10 @@ def _target_at(tokens: Sequence[str], lex: Lexicon, skip: set[int],
 def _told_spans(tokens: Sequence[str]) -> set[int]:
     """Positions in clauses that tell how the photo came about ("took this at the wedding, brighten it"): a
     thing named there is where the photo was taken, not where a change goes (the planner reads them so too)."""
-    verbs, out, start = word_lists()["statement_verbs"], set(), 0
+    out, start = set(), 0
     for i in range(len(tokens) + 1):
         if i == len(tokens) or tokens[i] in _CLAUSE_BREAKS:
-            opening = [t for t in tokens[start:i] if t not in ("i", "we", "just")]
-            if opening and opening[0] in verbs:
+            if tells_how_taken(tokens[start:i]):
                 out.update(range(start, i))
             start = i + 1
     return out

@@ -19,14 +19,11 @@ from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_EN
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, Intent, Piece, Vocabulary, read_pieces
-from agent.conversation.words import effect_said, find_phrases, tokenize, word_lists
+from agent.conversation.words import effect_said, find_phrases, tells_how_taken, tokenize, word_lists
 from pipeline import ops
 from pipeline.masks import normalize_mask_spec
 from pipeline.state import EditState
 from profiles import Profile
-
-#: Verbs that open a clause telling how the photo came about ("took this at the wedding").
-STATEMENT_VERBS = word_lists()["statement_verbs"]
 
 #: Exposure op: 100 = +2 EV (pipeline/ops.py), so one stop is 50 units.
 UNITS_PER_EV = 50.0
@@ -590,9 +587,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             # "bring it up a little": lighter (on the place said before, when "it" points back to one); a thing
             # named after the verb ("bring the amp up", "tone down the lamp") is asked about as for "brighten
             # the amp"); "tone it down" and "turn it up" alone are less or more of the last change, follow-ups
-            mags = clause.of("magnitude")
-            uses = [Use(vocab.intents[vocab.implicit_intents[raised[0].text]], pos=raised[0].pos,
-                        scale=vocab.magnitudes[mags[0].key] if mags else 1.0)]
+            uses = [_implicit_use(vocab, clause, raised[0], [])]
         said_places = list(targets)
         excepted = _excepted(vocab, clause)
         marks = clause.of("except")
@@ -709,9 +704,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             if targets and not bands and implicit:
                 # "tone down the sky": less of what stands out there; "bring the shadows up": lighter
                 # there (the profile's implicit intents)
-                mags = clause.of("magnitude")
-                uses = [Use(vocab.intents[vocab.implicit_intents[implicit[0].text]], targets=targets,
-                            pos=implicit[0].pos, scale=vocab.magnitudes[mags[0].key] if mags else 1.0)]
+                uses = [_implicit_use(vocab, clause, implicit[0], targets)]
             elif bands and (clause.of("reduce", "increase", "magnitude") or not previous_uses or not soft) \
                     and "more_saturated" in vocab.intents \
                     and (not unknown_words(vocab, clause) or (clause.of("reduce", "increase") and (not
@@ -743,7 +736,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             continue                             # "warmer, i insist": how to take the request, not a request
         if not uses:
             named = named_places(vocab, clause)
-            if named and not clause.of("rollback", "reset", "objects", "relative") and not _told(clause):
+            if named and not clause.of("rollback", "reset", "objects", "relative") and not tells_how_taken(clause.text.split()):
                 # "the papers under the cat look grubby, can you clean them up": a thing said first,
                 # the request about it next ("took this at the wedding, brighten it": where it was taken)
                 topic, topic_specific = [p.text for p in named], any(p.specific for p in named)
@@ -976,12 +969,6 @@ def protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str],
     return _onto(moves, outside, "everything but " + " and ".join(places), within=not bands)
 
 
-def _told(clause: Clause) -> bool:
-    """Whether a clause tells how the photo came about ("took this at the wedding", "i shot it on my phone")."""
-    words = [w for w in clause.text.split() if w not in ("i", "we", "just")]
-    return bool(words) and words[0] in STATEMENT_VERBS
-
-
 def _colour_of_a_thing(clause: Clause) -> bool:
     """Whether the clause's colour describes the thing said right after it ("tone down the orange suit"): the
     colour finds that thing, as in "make the suit less orange" (not "give it a green moustache", a new thing)."""
@@ -995,6 +982,13 @@ def _implicit(vocab: Vocabulary, clause: Clause) -> list[Piece]:
     """The reduce or increase words of ``clause`` that mean an intent of their own when no quality is named
     ("tone down the sky", "bring the shadows up"; the profile's ``implicit_intents``)."""
     return [p for p in clause.of("reduce", "increase") if p.text in vocab.implicit_intents]
+
+
+def _implicit_use(vocab: Vocabulary, clause: Clause, verb: Piece, targets: list[str]) -> Use:
+    """The intent ``verb`` means on ``targets`` (the whole photo when none), sized by the clause's magnitude."""
+    mags = clause.of("magnitude")
+    return Use(vocab.intents[vocab.implicit_intents[verb.text]], targets=targets, pos=verb.pos,
+               scale=vocab.magnitudes[mags[0].key] if mags else 1.0)
 
 
 def _kept_tone(vocab: Vocabulary, clause: Clause) -> tuple[dict, str] | None:
