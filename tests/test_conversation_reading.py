@@ -13,8 +13,12 @@ import numpy as np
 import pytest
 import skimage.data
 
+from agent.conversation.dialogue import Change, DialogueState, TurnMoves
 from agent.conversation.router import Router
+from agent.planning.base import PlanRequest
+from agent.planning.embedded import EmbeddedPlanner
 from pipeline.masks import build_mask
+from pipeline.state import EditState
 from pipeline.measure import image_stats
 from tests.conftest import small_photo
 
@@ -625,3 +629,107 @@ def test_too_before_a_quality_is_no_as_well(studio, coffee):
     result = studio.send_message(sid, "ok now its too bright, the wood looks all washed out. pull it back some")
     assert result.asset_id and result.reply.startswith("Taking back"), result.reply
     assert image_stats(studio.render(sid, result.asset_id, long_side=256))["L_mean"] < before - 0.2
+
+
+@pytest.mark.parametrize("message", ["make the cup brighter", "the cup could be brighter", "can the cup be brighter",
+                                     "make the mug a bit warmer"])
+def test_a_thing_no_finder_knows_after_make_or_before_could_is_asked_about(studio, coffee, message):
+    """"make the cup brighter" is asked about as "brighten the cup" is: nothing changes on a guess, the reply
+    names the thing, and the session's photo stays as it was."""
+    sid = studio.start_session(coffee).id
+    head = studio.head(sid).id
+    result = studio.send_message(sid, message)
+    assert not result.sub_goals and "can't find" in result.reply and ("the cup" in result.reply or "the mug" in result.reply)
+    assert studio.head(sid).id == head
+
+
+def test_undo_after_a_question_back_changes_nothing_until_said_again(studio, coffee):
+    """"make the cup brighter" -> "I can't find the cup" -> "undo that": the last message changed nothing, so
+    the earlier warming stays and the reply says how to take it back; said again, it goes."""
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "warmer")
+    warm = studio.head(sid).id
+    studio.send_message(sid, "make the cup brighter")
+    first = studio.send_message(sid, "undo that")
+    assert studio.head(sid).id == warm and "changed nothing" in first.reply and "warmer" in first.reply
+    second = studio.send_message(sid, "undo")
+    assert second.status == "rolled_back" and studio.head(sid).id != warm
+
+
+def test_a_complaint_with_a_place_and_a_pull_back_takes_back_the_whole_last_change(studio, coffee):
+    """"hmm now its glaring, the face is all white. dial it back some" after brightening the whole photo: the
+    place is where the complaint shows; the brightening goes back part of the way (not a question about the
+    face, which the last change never singled out)."""
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "make it brighter")
+    before = image_stats(studio.render(sid, long_side=256))["L_mean"]
+    result = studio.send_message(sid, "hmm now its glaring, the face is all white. dial it back some")
+    assert result.reply.startswith("Taking back") and [g["op"] for g in result.sub_goals] == ["exposure"], result.reply
+    assert image_stats(studio.render(sid, result.asset_id, long_side=256))["L_mean"] < before - 0.2
+
+
+def _warmed_face() -> tuple:
+    face = {"type": "face", "feather": 25}
+    state = EditState.from_dict({"settings": {}, "layers": [{"mask": face, "settings": {"temperature": 12}}]})
+    return state, DialogueState(edits=[TurnMoves(1, "warm up her face a bit", "a1", "a0",
+                                                 [Change("temperature", 0, 12, face)], ["warmer"], ["warmer"])])
+
+
+@pytest.mark.parametrize("message", ["ya a bit more warmth", "a tad more warm", "more, it still feels kinda cold"])
+def test_more_of_the_last_changes_quality_carries_it_on_where_it_was(message):
+    """After "warm up her face a bit": "a bit more warmth", or more because it "still feels kinda cold", warms
+    the face again, not the whole photo; "more warmth overall" is the whole photo. The judge reads the same."""
+    from agent.judging.reading import read_request
+    state, dialogue = _warmed_face()
+    plan = EmbeddedPlanner().plan(PlanRequest(message=message, state=state, dialogue=dialogue))
+    assert [(g.op, (g.target or {}).get("type")) for g in plan.sub_goals] == [("temperature", "face")], plan.reply
+    assert plan.sub_goals[0].value > 0
+    reading = read_request(message, ["warm up her face a bit"])
+    assert reading.kind == "follow_up" and reading.target_mask and reading.target_mask["type"] == "face"
+    overall = EmbeddedPlanner().plan(PlanRequest(message="more warmth overall", state=state, dialogue=dialogue))
+    assert [(g.op, g.target) for g in overall.sub_goals] == [("temperature", None)]
+    assert read_request("more warmth overall", ["warm up her face a bit"]).target is None
+
+
+def test_a_thing_praised_before_the_whole_photo_is_named_is_not_where_it_goes():
+    """"the guitar is great but the whole pic is so dark, brighten it?": "it" is the whole picture, said last."""
+    plan = EmbeddedPlanner().plan(PlanRequest(message="the guitar is great but the whole pic is so dark, brighten it?",
+                                              state=EditState()))
+    assert [(g.op, g.target) for g in plan.sub_goals] == [("exposure", None)] and plan.sub_goals[0].value > 0
+
+
+@pytest.mark.parametrize("message,kind", [("is it just me or is this photo really dark", "modification"),
+                                          ("is it just me or does the sky look purple?", "modification"),
+                                          ("am i the only one who thinks its too warm", "modification"),
+                                          ("is this shot too dark or is it just my screen", "evaluation")])
+def test_a_question_that_is_a_complaint_edits(router, message, kind):
+    """"is it just me or is this photo really dark" says it is dark; the judge reads the same complaint."""
+    from agent.judging.reading import read_request
+    assert router.route(message).kind == kind
+    if kind == "modification":
+        assert read_request(message).kind == "edit"
+
+
+@pytest.mark.parametrize("message,thing", [("can you put a little pink bow on the cream puppy's head", "bow"),
+                                           ("can you turn it into a daytime shot with sunlight coming through a window",
+                                            "daytime shot"),
+                                           ("give her a green hat", "hat")])
+def test_a_new_thing_in_a_colour_or_the_photo_remade_is_refused_plainly(router, message, thing):
+    route = router.route(message)
+    assert (route.kind, route.name) == ("chat", "content") and thing in route.reply and "can't" in route.reply
+    # a colour, a black and white photo or a tone is an edit
+    for edit in ("turn it into a black and white photo", "add a little pink to the sky", "give it a warm tone"):
+        assert router.route(edit).kind == "modification", edit
+
+
+@pytest.mark.parametrize("message", ["ctrl z", "hm now its muddy. ctrl z", "ctrl+z"])
+def test_the_undo_shortcut_said_in_words_undoes(router, message):
+    assert (router.route(message).kind, router.route(message).name) == ("command", "undo")
+
+
+def test_not_quite_that_much_pulls_back(studio, coffee):
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "warmer")
+    before = _b(studio, sid)
+    result = studio.send_message(sid, "hmm ok not quite that much")
+    assert result.reply.startswith("Taking back") and _b(studio, sid) < before

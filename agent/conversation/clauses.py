@@ -210,7 +210,7 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
     pieces = clause.pieces
     for i, piece in enumerate(pieces):
         det = piece
-        if piece.category in ("increase", "reduce") and piece.text.split()[-1] in DETERMINERS:
+        if piece.category in ("increase", "reduce", "set") and piece.text.split()[-1] in DETERMINERS:
             # "tone down the lamp", "raise the amp": the verb's phrase ends in the thing's determiner
             det = replace(piece, text=piece.text.split()[-1], category="word")
         # "her nose": "her" may be read as the person (a target); what follows is a part of her

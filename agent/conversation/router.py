@@ -32,7 +32,8 @@ from agent.conversation.clauses import SIZES, read_complaints, split_clauses
 from agent.conversation.generative import GenerativeRequest, parse_generative
 from agent.conversation.going_back import GoingBack, GoingBackReader, split_requests
 from agent.conversation.vocabulary import Vocabulary, read_pieces
-from agent.conversation.words import SEPARATORS, find_phrases, plain_words, tells_how_taken, tokenize, word_lists
+from agent.conversation.words import (SEPARATORS, find_phrases, plain_words, rhetorical_rest, tells_how_taken, tokenize,
+                                     word_lists)
 from pipeline import ops
 from profiles import Profile, load_profile
 
@@ -186,6 +187,11 @@ class Router:
         words = [t for t in tokens if t not in SEPARATORS]
         if not words:
             return Route("modification")
+        rest = rhetorical_rest(words)
+        if rest:
+            # "is it just me or is this photo really dark": said as a question, meant as a complaint; what
+            # follows the opening is what is said ("this photo really dark")
+            return self.route(" ".join(rest), generative=generative)
         thing = self.content_wish(tokens)
         if thing is not None:
             # "a rainbow would be nice", "could there be snow?": content, which tone and colour cannot make
@@ -403,9 +409,12 @@ class Router:
                         break
                     words.append(w)
                 core = [w for w in words if w not in SIZES]        # "a little boat": the boat
+                # "a little pink bow": a colour before the thing says what it looks like
+                while len(core) > 1 and self.vocab.phrases.get((core[0],), ("",))[0] == "band":
+                    core = core[1:]
                 if not core or core[0] in self.not_things or core[0] in self.filler:
                     continue
-                pieces = read_pieces(self.vocab, [w for w in named if w not in SIZES])   # "a little boat"
+                pieces = read_pieces(self.vocab, [w for w in named if w not in SIZES and w not in words[:-len(core)]])
                 if any(p.category not in ("word", "target", "global", "separator") for p in pieces):
                     continue       # "a warmer look", "some more contrast": a change, not a thing
                 return " ".join(words[:3])

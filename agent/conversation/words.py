@@ -69,6 +69,19 @@ def tells_how_taken(tokens: Sequence[str]) -> bool:
     return bool(opening) and opening[0] in word_lists()["statement_verbs"]
 
 
+def rhetorical_rest(tokens: Sequence[str]) -> list[str] | None:
+    """What a question that is a complaint says, after its opening ("is it just me or is this photo really
+    dark" -> "this photo really dark"), or None when the words open no such way."""
+    words = [t for t in tokens if t not in SEPARATORS]
+    for opening in word_lists()["rhetorical_starts"]:
+        said = opening.split()
+        if words[:len(said)] == said:
+            rest = words[len(said):]
+            rest = rest[1:] if rest and rest[0] in ("is", "are", "does", "do", "was", "has") else rest
+            return rest or None
+    return None
+
+
 def percent_share(token: str) -> float | None:
     """The share a percentage token says ("50%" -> 0.5), None for any other token."""
     return float(token[:-1]) / 100.0 if token.endswith("%") and _NUMBER.fullmatch(token) \

@@ -30,8 +30,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import yaml
 
 from agent.conversation.words import (SEPARATORS, PhraseTable, Speller, drop_clauses, effect_said, normalise,
-                                     opening_interjections, percent_share, sized_follow_ups, tells_how_taken, tokenize,
-                                     word_lists)
+                                     opening_interjections, percent_share, rhetorical_rest, sized_follow_ups,
+                                     tells_how_taken, tokenize, word_lists)
 
 READING_FILE = Path(__file__).resolve().parents[2] / "profiles" / "_reading.yaml"
 #: The planner's profile: its complaint table (``vocabulary.complaints``) is read, not copied.
@@ -780,6 +780,7 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     kept = said[opening_interjections(said):]
     kept = drop_clauses(kept, _table(lex.dismiss), lex.filler | word_lists()["interjections"])
     kept = effect_said(kept)            # "the lamp makes it look orange": the lamp is why, as the planner reads it
+    kept = rhetorical_rest(kept) or kept     # "is it just me or is this photo really dark": says it is dark
     if kept != said:
         text = " ".join(kept)
     tokens = _tokens(text)
@@ -845,6 +846,11 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
             return _follow_up(message, "less", tokens, None, None, history, lex, bare=True)
         if target is None and lex.carry_on & set(tokens) and _restates_last(expects, history, lex):
             # "warmer still", "even brighter" after "warm the sky": more of that change, where it was
+            return _follow_up(message, "more", tokens, None, None, history, lex)
+        if target is None and not _has(tokens, lex.global_words) and _follow_kind(tokens, lex) == "more" \
+                and _more_where_it_was(tokens, expects, history, lex):
+            # "a bit more warmth" after "warm up her face", "more, it still feels kinda cold": that change
+            # again on its place, as the planner reads it
             return _follow_up(message, "more", tokens, None, None, history, lex)
         return Reading(message, "edit", tuple(expects), target, mask)
     follow = _follow_kind(tokens, lex)
@@ -1002,6 +1008,19 @@ def _restates_last(expects: Sequence[Expect], history: Sequence[str], lex: Lexic
         return False
     asked = {(m.prop, m.sign) for e in last.expects for alt in e.alternatives for m in alt}
     return all(any({(m.prop, m.sign) for m in alt} <= asked for alt in e.alternatives) for e in expects)
+
+
+def _more_where_it_was(tokens: Sequence[str], expects: Sequence[Expect], history: Sequence[str],
+                       lex: Lexicon) -> bool:
+    """Whether "more" said with the last change's own quality ("a bit more warmth"), or with the complaint
+    that change answered said to remain ("more, it still feels kinda cold"), asks for that change again
+    where it was: only after a change on a place (on the whole photo the quality again is the same)."""
+    last = _last_edit(history, lex)
+    if last is None or last.target is None:
+        return False
+    if "still" in tokens and all(e.complaint for e in expects):
+        expects = [replace(e, complaint=False) for e in expects]
+    return _restates_last(expects, history, lex)
 
 
 def _follow_kind(tokens: Sequence[str], lex: Lexicon) -> str | None:

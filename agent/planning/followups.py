@@ -201,7 +201,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                     for s, n, _ in pull for a in anchors)
     if said_how:
         return _scaled_back(vocab, last, anchors, pieces, request.state)
-    carried = not (pull or fractions) and _carried_on(vocab, tokens, anchors, pieces, last)
+    carried = not (pull or fractions) and _carried_on(vocab, tokens, anchors, pieces, last, _asked(dialogue, last))
     if carried:       # "warmer still", "even brighter" after "make the sky warmer": that change again, there
         anchors = []
     # "same on the water": a colour said as the place of a retarget is where, not what to bring back
@@ -356,7 +356,15 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         # otherwise the grammar reads it ("tone down <place>", or asks what to do there)
         specs = [normalize_mask_spec(vocab.targets[t]) for t in targets]
         touched = base is not None and any(_on_place(c.target, specs) for c in base.changes)
-        if base is None or not base.changes or (wants_less and not touched):
+        if wants_less and not touched and said_why and base is not None and base.changes \
+                and all(c.target is None for c in base.changes) \
+                and any({"back", "off"} & set(tokens[pos:pos + n]) for pos, n, _ in verbs) \
+                and all(_in_statement(tokens, p.pos) for p in pieces if p.category == "target"):
+            # "now its glaring, the face is all white. dial it back some" after brightening it all: the
+            # place is where the complaint shows, said of how it is now; the whole last change, which
+            # touched that place too, goes back
+            targets = []
+        elif base is None or not base.changes or (wants_less and not touched):
             return None
     if base is None or not base.changes:
         what = "less of" if wants_less else "more of"
@@ -407,22 +415,49 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                     dialogue={"move": "repeat", "base_asset": base.asset_id, "scale": scale})
 
 
-def _carried_on(vocab: Vocabulary, tokens: list[str], anchors: list, pieces: list, last) -> bool:
+def _asked(dialogue, edit) -> list[str]:
+    """The qualities ``edit`` asked for: its own, or, for a repeat ("a bit more"), those of the change it
+    repeated."""
+    seen = set()
+    while edit is not None and not edit.intents and edit.followup.get("move") in ("repeat", "insist") \
+            and edit.asset_id not in seen:
+        seen.add(edit.asset_id)
+        edit = dialogue.by_asset(edit.followup.get("base_asset"))
+    return list(edit.intents) if edit is not None else []
+
+
+def _carried_on(vocab: Vocabulary, tokens: list[str], anchors: list, pieces: list, last, asked: list[str]) -> bool:
     """Whether the message only says the last change's own qualities again, with a word that carries
-    them on ("deeper still" after "a deeper blue", "even warmer" after "warm the sky"): a repeat of that
-    change where it was, not a new request on the whole photo."""
-    if last is None or not last.changes or not anchors or not any(t in vocab.carry_on for t in tokens):
+    them on ("deeper still" after "a deeper blue", "even warmer" after "warm the sky", "a bit more warmth"
+    after "warm up her face"), or asks for more because the photo still has what that change fixed ("more,
+    it still feels kinda cold" after warming the face): a repeat of that change where it was, not a new
+    request on the whole photo."""
+    if last is None or not last.changes or not anchors:
         return False
-    if any(p.category in ("reduce", "target", "rollback", "reset", "global") for p in pieces):
+    # "more" said right before the quality ("a tad more warm", "a bit more warmth") carries it on only
+    # after a change on a place: on the whole photo the quality again is the same request
+    more = {p.pos + len(p.text.split()) for p in pieces if p.text.split()[-1] == "more"
+            and p.category in ("increase", "magnitude")} if any(c.target for c in last.changes) else set()
+    if not any(t in vocab.carry_on for t in tokens) and not any(a.pos in more for a in anchors):
+        return False
+    if any(p.category in ("reduce", "target", "rollback", "reset") for p in pieces):
         return False
     said = tokenize(last.message.lower())
-    if not all(p.category == "intent" and (p.key in last.intents or all(w in said for w in p.text.split()))
-               for p in anchors):
+    own = [p for p in anchors if p.category == "intent" and (p.key in asked
+                                                            or all(w in said for w in p.text.split()))]
+    # ... or its opposite, said of how the photo still is ("it still feels kinda cold")
+    still = [p for p in anchors if p.category == "intent" and _stated(tokens, p) and "still" in tokens
+             and (vocab.intents[p.key].opposite in asked if p.key in vocab.intents else False)]
+    if len(own) + len(still) != len(anchors) or (still and not more and not any(
+            p.category == "increase" or p.text.split()[-1] == "more" for p in pieces)):
         return False
-    spoken = {i for p in pieces if p.category in ("intent", "magnitude")
+    if any(p.category == "global" for p in pieces) and not still:
+        return False
+    stated = {i for p in still for i in _clause_span(tokens, p.pos)}      # how the photo still is
+    spoken = {i for p in pieces if p.category in ("intent", "magnitude", "increase", "global")
               for i in range(p.pos, p.pos + len(p.text.split()))}
     return all(i in spoken or t in vocab.carry_on or t in FILLER or t in vocab.chatter or t in SEPARATORS
-               or t in INTERJECTIONS for i, t in enumerate(tokens))
+               or t in INTERJECTIONS or i in stated for i, t in enumerate(tokens))
 
 
 def _scaled_back(vocab: Vocabulary, base, anchors: list, pieces: list, state: EditState) -> FollowUp:

@@ -616,6 +616,8 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             and all(p.text in vocab.back_references for p in said_global)
         is_global = bool(said_global) and not refers_back and not (
             topic and all(p.text in vocab.back_references for p in said_global))   # "that lamp, can it be ..."
+        if topic and any(p.text not in vocab.back_references for p in said_global):
+            topic = []      # "the guitar is great but the whole pic is so dark, brighten it": "it" is the photo now
         soft = clause.joined == "soft"
         # "and the grey wall behind her, bit darker pls": a place said on its own is where the next clause goes
         said_alone = ci > 0 and clauses[ci - 1].text in draft.skipped and bool(draft.bare_targets)

@@ -89,6 +89,17 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
                 studio.turns.keep_pending(current)
     try:
         if name == "undo":
+            state = dialogue_state(studio.store, session_id)
+            log = studio.chat_log(session_id)
+            if state.unmet and state.edits and log and log[-1]["role"] == "assistant" \
+                    and log[-1]["content"] == studio.store.turns(session_id)[-1].reply:
+                # "make the cup brighter" -> "I can't find the cup" -> "ok undo": the last message changed
+                # nothing, so nothing of it is taken back; an earlier change goes only when asked again
+                last = ", ".join(state.edits[-1].labels[:2]) or "the last change"
+                return _answered(studio, session_id, text,
+                                 f"Your last message changed nothing (I couldn't find {state.unmet_place or 'that'}), "
+                                 f"so there is nothing of it to undo. Say \u201cundo\u201d again to take back "
+                                 f"\u201c{last}\u201d.", kind="command", quick_replies=["Undo"])
             return studio.undo(session_id, progress=progress, said=text)
         if name == "redo":
             return studio.redo(session_id, progress=progress, said=text)
