@@ -733,3 +733,69 @@ def test_not_quite_that_much_pulls_back(studio, coffee):
     before = _b(studio, sid)
     result = studio.send_message(sid, "hmm ok not quite that much")
     assert result.reply.startswith("Taking back") and _b(studio, sid) < before
+
+
+@pytest.mark.parametrize("message", ["can you do something about it", "hmm something's still off but i cant put my "
+                                     "finger on it", "hmm can you change it up a bit", "can you fix the other part too"])
+def test_a_change_asked_without_saying_which_is_asked_back(studio, coffee, message):
+    """Not "I don't know how to do that": the reply asks what to change, offers answers, and changes nothing."""
+    sid = studio.start_session(coffee).id
+    head = studio.head(sid).id
+    result = studio.send_message(sid, message)
+    assert result.reply.startswith("What should I change?") and "don't know how" not in result.reply
+    assert "Make it better" in result.quick_replies and studio.head(sid).id == head
+
+
+def test_a_complaint_joined_on_with_and_is_about_the_place_said_before_it():
+    """"the backdrop behind her looks dirty and yellowish": yellowish is the backdrop's, not the whole photo's."""
+    plan = EmbeddedPlanner().plan(PlanRequest(message="sorry i mean the backdrop behind her looks dirty and yellowish",
+                                              state=EditState()))
+    assert [(g.op, g.target["type"], g.target.get("invert")) for g in plan.sub_goals] == [("temperature", "subject", True)]
+
+
+def test_lights_flaring_in_a_part_of_the_frame_are_toned_down_there():
+    plan = EmbeddedPlanner().plan(PlanRequest(message="the lights at the bottom are flaring too much, tone them down",
+                                              state=EditState()))
+    assert plan.sub_goals and all(g.target and g.target["type"] == "gradient" and g.value < 0 for g in plan.sub_goals)
+
+
+def test_could_a_thing_said_in_many_words_be_a_quality_is_a_request(router):
+    assert router.route("can the ruins in the background top right be sharper? its machu picchu!").kind == "modification"
+    assert router.route("would it be better in black and white?").kind == "exploration"
+
+
+def test_a_pull_back_said_with_how_the_photo_is_now_takes_the_last_change_back(studio):
+    """"not that much, the texture in the snow is going" after brightening the snow: the brightening goes back
+    part of the way (no clash of "sharper" and "softer")."""
+    from agent.eval.scenarios import load_photo
+    photo = load_photo("snow_drone")
+    sid = studio.start_session(np.ascontiguousarray(photo[::max(1, photo.shape[0] // 300), ::max(1, photo.shape[0] // 300)])).id
+    studio.send_message(sid, "brighten the snow")
+    result = studio.send_message(sid, "not that much, the texture in the snow is going")
+    assert result.reply.startswith("Taking back") and {g["op"] for g in result.sub_goals} == {"exposure"}, result.reply
+
+
+@pytest.mark.parametrize("message", ["snow looks blue, should be white", "the stars are faint, brighten them"])
+def test_a_thing_said_as_how_it_is_in_the_photo_is_no_thing_wished_in(message):
+    from agent.judging.reading import read_request
+    assert read_request(message).kind == "edit"
+    assert read_request("add snow").kind == "unsupported"
+
+
+@pytest.mark.parametrize("message", ["can the papers under the cat be whiter", "make the papers under the cat whiter"])
+def test_a_place_said_only_to_locate_a_thing_is_not_where_the_change_goes(message):
+    """"the papers under the cat": the cat says where the papers are; the papers are asked about (no finder knows
+    them), the cat is left alone. "brighten the cat under the lamp" is the cat."""
+    plan = EmbeddedPlanner().plan(PlanRequest(message=message, state=EditState()))
+    assert not plan.sub_goals and "the papers" in plan.reply
+    plan = EmbeddedPlanner().plan(PlanRequest(message="brighten the cat under the lamp", state=EditState()))
+    assert [(g.op, g.target["type"]) for g in plan.sub_goals] == [("exposure", "subject")]
+
+
+def test_a_colour_complaint_with_a_pull_back_is_still_its_colour_fix(studio, coffee):
+    """"the pink saucer is a bit too pink, tone it down" after more contrast: the pinks go down, the contrast
+    the last change added is not what was complained of."""
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "more contrast")
+    result = studio.send_message(sid, "the pink saucer is a bit too pink, tone it down")
+    assert "contrast" not in {g["op"] for g in result.sub_goals}, result.reply

@@ -328,7 +328,8 @@ class Router:
         if len(words) < 3 or words[0] not in self.modals or words[1] in self.request_subjects \
                 or words[1] in ("i", "we", "they"):
             return False
-        be = next((i for i in range(1, min(len(words), 5)) if words[i] == "be"), None)
+        # ("can the ruins in the background top right be sharper": the thing may take a few words to say)
+        be = next((i for i in range(1, min(len(words), 10)) if words[i] == "be"), None)
         return be is not None and not _WEIGHING & set(words[be + 1:be + 3]) and any(
             p.category in ("intent", "band", "fix") for p in read_pieces(self.vocab, words[be + 1:]))
 

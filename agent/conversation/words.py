@@ -82,6 +82,17 @@ def rhetorical_rest(tokens: Sequence[str]) -> list[str] | None:
     return None
 
 
+@lru_cache(maxsize=1)
+def _vague_asks() -> dict[tuple[str, ...], bool]:
+    return {tuple(w.replace("'", "") for w in p.split()): True for p in word_lists()["vague_asks"]}
+
+
+def says_vague_ask(tokens: list[str]) -> bool:
+    """Whether words ask for a change without saying which ("can you do something about it", "change it up a
+    bit"): the profile's ``vague_asks``."""
+    return bool(find_phrases(plain_words(tokens), _vague_asks()))
+
+
 def percent_share(token: str) -> float | None:
     """The share a percentage token says ("50%" -> 0.5), None for any other token."""
     return float(token[:-1]) / 100.0 if token.endswith("%") and _NUMBER.fullmatch(token) \

@@ -457,6 +457,8 @@ _CLAUSE_BREAKS = frozenset({",", ".", ";", "!", "?", "but", "and", "then"})
 #: Words before a quality said to be enough ("the sky is bright enough", "he's dark enough").
 _BEING_ENOUGH = word_lists()["state_words"]
 _DEFINITE = word_lists()["place_determiners"] | {"its"}
+#: Said right after a thing, these tell how it is in the photo ("snow always comes out grey").
+_AS_IT_IS = frozenset({"always", "comes", "came", "keeps", "still", "seem", "seems"})
 
 
 def place_words(target: str) -> str:
@@ -814,8 +816,10 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     # "warmer, but keep the snow white": a thing said as what is to stay is no thing asked for
     # ... and one said with "the" or "her" is in the photo already ("darken the bottom, the snow in front
     # is glaring", "brighten the stars"): not a thing wished in
+    # ... nor one said as how it is ("snow looks blue, should be white", "the stars are faint")
     things = [(s, e, p) for s, e, p in _find_phrases(tokens, lex.unsupported)
-              if s not in kept and not (s > 0 and tokens[s - 1] in _DEFINITE)]
+              if s not in kept and not (s > 0 and tokens[s - 1] in _DEFINITE)
+              and not (e < len(tokens) and (tokens[e] in word_lists()["state_words"] or tokens[e] in _AS_IT_IS))]
     thing_words = _things(lex)
     if any(p in thing_words for _, _, p in things):
         return Reading(message, "unsupported", target=target, target_mask=mask)

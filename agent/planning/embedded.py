@@ -35,7 +35,7 @@ from agent.planning.followups import guessed_place_note, read_followup
 from agent.planning.grammar import protect_moves, read_request, split_protected
 from agent.planning.moves import Draft, Move
 from agent.conversation.vocabulary import Vocabulary, read_pieces
-from agent.conversation.words import find_phrases, tokenize
+from agent.conversation.words import find_phrases, says_vague_ask, tokenize
 from pipeline import ops
 from pipeline.masks import describe_mask, normalize_mask_spec
 from pipeline.state import EditState
@@ -369,7 +369,7 @@ class EmbeddedPlanner:
         if not moves and draft.missing_things:
             return self._missing_thing(draft)
         if not moves:
-            return self._not_understood(draft, notes)
+            return self._not_understood(draft, notes, message)
 
         moves = _tone_monochrome(vocab, moves, request.state, notes)
         conflict_notes: list[str] = []
@@ -617,8 +617,14 @@ class EmbeddedPlanner:
             notes.append("I could not turn the feedback into a concrete change; keeping the plan.")
         return []
 
-    def _not_understood(self, draft: Draft, notes: list[str]) -> Plan:
+    def _not_understood(self, draft: Draft, notes: list[str], message: str = "") -> Plan:
         can = self.vocab.capabilities()
+        if not draft.understood_any and not draft.objects and says_vague_ask(tokenize(message)):
+            # "can you do something about it", "change it up a bit": which change is not said; ask
+            return self._asked("What should I change? Say what bothers you (\u201ctoo dark\u201d, \u201ctoo "
+                               "yellow\u201d, \u201cthe sky is dull\u201d) or what you'd like (\u201cwarmer\u201d, "
+                               "\u201cpunchier\u201d); \u201cmake it better\u201d balances the photo for you.",
+                               ["Make it better", "Make it pop", "Brighter", "Warmer"], [])
         if draft.rollback:
             reply = ("Say \u201cundo\u201d on its own to step back one version, \u201cgo back two steps\u201d, "
                      "\u201cback to before the warmth\u201d or \u201cstart over\u201d; every earlier version comes "

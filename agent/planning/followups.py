@@ -187,6 +187,11 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         # own quality, said of how the photo is now
         or last is not None and all(p.category == "intent" and p.key in last.intents and _stated(tokens, p)
                                     for p in anchors)
+        # "not that much, the texture in the snow is going": every quality said is in a clause that says how
+        # the photo is now, so the pull-back has its reason (a colour or a complaint said so has its own fix:
+        # "the pink nose is a bit too pink, tone it down")
+        or bool(pull) and last is not None and all(p.category == "intent" and _in_statement(tokens, p.pos) and not any(
+            s <= p.pos < s + n for s, n, _ in pull) for p in anchors)
         or bool(verbs) and last is not None
         and all(p.category == "problem" or p.category == "intent" and (_stated(tokens, p) or named_part(p))
                 # "didnt realise how green itd get ... pull it back" after more vivid greens: that colour

@@ -622,7 +622,9 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         # "and the grey wall behind her, bit darker pls": a place said on its own is where the next clause goes
         said_alone = ci > 0 and clauses[ci - 1].text in draft.skipped and bool(draft.bare_targets)
         if uses and stated and not previous_targets and not targets and not bands \
-                and (any(p.category == "word" and p.text != "it" for p in pointed) or (stated[2] and said_global)) \
+                and (any(p.category == "word" and p.text != "it" for p in pointed) or (stated[2] and said_global)
+                     # "the backdrop behind her looks dirty and yellowish": a complaint joined on to it
+                     or (soft and ci > 0 and clauses[ci - 1].text == stated[1] and all(u.problem for u in uses))) \
                 and all(p.text in vocab.back_references for p in said_global):
             # "the bottom right corner is just table, can you darken that corner down", "the helmet at the bottom
             # right is just a black blob, can you lift it": the request points at the place a statement named
@@ -775,7 +777,8 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         specific = any(p.specific for p in named) or (bool(topic) and not named and topic_specific)
         # a place found only by position ("in the middle"), or the person whose part is named ("her nose")
         positional = all((vocab.targets.get(t) or {}).get("type") in ("radial", "gradient") for t in targets) \
-            or any(p.text.split()[0] in PERSONS for p in named if p.specific)
+            or any(p.text.split()[0] in PERSONS for p in named if p.specific) \
+            or bool(targets) and any(p.specific for p in named) and set(targets) <= _locators(vocab, clause)
         if (not targets or (specific and positional)) and not is_global \
                 and (topic or specific or not bands and not all(u.bands for u in uses)):
             # ("the suit is too orange": the colour finds the thing, no place to guess; one particular
@@ -1041,6 +1044,21 @@ def _absent_things(vocab: Vocabulary, clause: Clause, stats: Mapping | None) -> 
         band = vocab.band_things.get(p.text.removeprefix("the "))
         if band and band in bands and float(bands[band].get("share", 1.0)) < vocab.band_things_min_share:
             out.append(p.text if p.text.startswith("the ") else f"the {p.text}")
+    return out
+
+
+def _locators(vocab: Vocabulary, clause: Clause) -> set[str]:
+    """Places said only to locate a thing ("the papers under the cat", "the bench by the tree"): the target
+    right after a locating word, which is where the thing is, not the thing."""
+    pieces, out = clause.pieces, set()
+    for i, p in enumerate(pieces):
+        if p.text not in LOCATING or find_phrases([p.text], vocab.place_relations):
+            continue
+        k = i + 1
+        while k < len(pieces) and pieces[k].text in DETERMINERS:
+            k += 1
+        if k < len(pieces) and pieces[k].category == "target":
+            out.add(pieces[k].key)
     return out
 
 
