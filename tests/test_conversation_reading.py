@@ -799,3 +799,13 @@ def test_a_colour_complaint_with_a_pull_back_is_still_its_colour_fix(studio, cof
     studio.send_message(sid, "more contrast")
     result = studio.send_message(sid, "the pink saucer is a bit too pink, tone it down")
     assert "contrast" not in {g["op"] for g in result.sub_goals}, result.reply
+
+
+@pytest.mark.parametrize("message,name", [("rewind that", "undo"), ("let's not do that", "undo"),
+                                          ("that last edit ruined it, get rid", "undo"),
+                                          ("i liked the version before you touched the sky", "going_back")])
+def test_undo_said_yet_more_ways(router, message, name):
+    route = router.route(message)
+    assert (route.kind, route.name) == ("command", name)
+    # a thing liked is no version: "i liked the sky" goes back nowhere
+    assert router.route("i liked the sky").kind != "command"
