@@ -809,3 +809,22 @@ def test_undo_said_yet_more_ways(router, message, name):
     assert (route.kind, route.name) == ("command", name)
     # a thing liked is no version: "i liked the sky" goes back nowhere
     assert router.route("i liked the sky").kind != "command"
+
+
+@pytest.mark.parametrize("message,scale", [("nearly there, bit more", 0.5), ("almost there, a touch more", 0.3),
+                                           ("increase it", 1.0), ("boost it", 1.0),
+                                           ("do the same over there on the left", None)])
+def test_more_said_with_how_close_it_is_or_as_a_verb_repeats_the_last_change(message, scale):
+    """After "darken the sky a bit": "nearly there, bit more" and "increase it" darken the sky again (they were
+    "I don't know how"); "do the same over there on the left" darkens the left of the frame."""
+    sky = {"type": "sky", "feather": 20.0}
+    state = EditState.from_dict({"settings": {}, "layers": [{"mask": sky, "settings": {"exposure": -20}}]})
+    dialogue = DialogueState(edits=[TurnMoves(1, "darken the sky a bit", "a1", "a0", [Change("exposure", 0, -20, sky)],
+                                              ["darker"], ["darker"])])
+    plan = EmbeddedPlanner().plan(PlanRequest(message=message, state=state, dialogue=dialogue))
+    (goal,) = plan.sub_goals
+    assert goal.op == "exposure" and goal.mode == "add" and goal.value < 0, plan.reply
+    if scale is None:
+        assert goal.target["type"] == "gradient"
+    else:
+        assert goal.target["type"] == "sky" and (goal.value == -20 if scale == 1.0 else -20 < goal.value < 0)
