@@ -1004,10 +1004,12 @@ def _kept_spans(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = fro
 _SAID_OF_IT = frozenset({"it's", "its", "that's", "thats", "they're", "theyre", "which"})
 
 
-def _restates_last(expects: Sequence[Expect], history: Sequence[str], lex: Lexicon) -> bool:
+def _restates_last(expects: Sequence[Expect], history: Sequence[str], lex: Lexicon,
+                   last: Reading | None = None) -> bool:
     """Whether every quality of ``expects`` is one the last change asked for, the same way (a wish, not a
-    complaint or a negation): said with a pull-back, it says how much of that change was meant."""
-    last = _last_edit(history, lex)
+    complaint or a negation): said with a pull-back, it says how much of that change was meant. ``last``: that
+    change's reading, when the caller has it already."""
+    last = last or _last_edit(history, lex)
     if last is None or not expects or any(e.negated or e.complaint for e in expects):
         return False
     asked = {(m.prop, m.sign) for e in last.expects for alt in e.alternatives for m in alt}
@@ -1024,7 +1026,7 @@ def _more_where_it_was(tokens: Sequence[str], expects: Sequence[Expect], history
         return False
     if "still" in tokens and all(e.complaint for e in expects):
         expects = [replace(e, complaint=False) for e in expects]
-    return _restates_last(expects, history, lex)
+    return _restates_last(expects, history, lex, last)
 
 
 def _follow_kind(tokens: Sequence[str], lex: Lexicon) -> str | None:

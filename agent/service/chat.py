@@ -90,9 +90,7 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
     try:
         if name == "undo":
             state = dialogue_state(studio.store, session_id)
-            log = studio.chat_log(session_id)
-            if state.unmet and state.edits and log and log[-1]["role"] == "assistant" \
-                    and log[-1]["content"] == studio.store.turns(session_id)[-1].reply:
+            if state.unmet and state.edits and _nothing_said_since_last_turn(studio, session_id):
                 # "make the cup brighter" -> "I can't find the cup" -> "ok undo": the last message changed
                 # nothing, so nothing of it is taken back; an earlier change goes only when asked again
                 last = ", ".join(state.edits[-1].labels[:2]) or "the last change"
@@ -123,6 +121,13 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
     if name == "use_schema":
         return _use_schema(studio, session_id, route, text)
     return _answered(studio, session_id, text, "I'm not sure what to do with that.", kind="command")
+
+
+def _nothing_said_since_last_turn(studio: "Studio", session_id: str) -> bool:
+    """Whether the chat log ends with the last turn's own reply (no answer or remark noted after it)."""
+    log = studio.chat_log(session_id)
+    turns = studio.store.turns(session_id)
+    return bool(log and turns) and log[-1]["role"] == "assistant" and log[-1]["content"] == turns[-1].reply
 
 
 def _question(studio: "Studio", session_id: str, route: Route, text: str) -> TurnResult:
