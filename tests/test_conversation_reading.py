@@ -828,3 +828,115 @@ def test_more_said_with_how_close_it_is_or_as_a_verb_repeats_the_last_change(mes
         assert goal.target["type"] == "gradient"
     else:
         assert goal.target["type"] == "sky" and (goal.value == -20 if scale == 1.0 else -20 < goal.value < 0)
+
+
+# -- stop 38: keeping a place out after the fact, why-clauses, causes, offers, withdrawals ------------
+
+def test_keeping_a_place_out_of_the_last_change_redoes_it_everywhere_else(studio, coffee):
+    """"make it warmer" then "but leave the top alone pls, its perfect": the top is as it was before the warming
+    (within rounding), the rest stays warm; a "bit more" after it warms the rest again, never the top."""
+    sid = studio.start_session(coffee).id
+    original = studio.render(sid, long_side=256).astype(float)
+    studio.send_message(sid, "make it warmer")
+    result = studio.send_message(sid, "but leave the top alone pls, its perfect")
+    assert result.status != "not_understood" and result.reply.startswith("Keeping the top"), result.reply
+    kept = studio.render(sid, long_side=256).astype(float)
+    h = kept.shape[0]
+    top, bottom = slice(0, h // 8), slice(h - h // 4, h)
+    assert np.abs(kept[top] - original[top]).mean() < 1.5            # the top: back as it was
+    assert (kept[bottom, :, 0] - kept[bottom, :, 2]).mean() > (original[bottom, :, 0] - original[bottom, :, 2]).mean() + 2
+    studio.send_message(sid, "a bit more")
+    again = studio.render(sid, long_side=256).astype(float)
+    assert np.abs(again[top] - original[top]).mean() < 1.5
+    assert (again[bottom, :, 0] - again[bottom, :, 2]).mean() > (kept[bottom, :, 0] - kept[bottom, :, 2]).mean()
+
+
+def test_keeping_a_thing_no_finder_knows_is_still_asked_about():
+    warm = DialogueState(edits=[TurnMoves(1, "make it warmer", "a1", "a0", [Change("temperature", 0, 25)],
+                                          ["warmer"], ["warmer"])])
+    state = EditState.from_dict({"settings": {"temperature": 25}})
+    plan = EmbeddedPlanner().plan(PlanRequest(message="keep the mountains as they were", state=state, dialogue=warm))
+    assert not any(g.op == "temperature" and g.mode == "set" for g in plan.sub_goals), plan.reply
+
+
+@pytest.mark.parametrize("message,ops", [
+    ("ok so warm it up a bit and give it more contrast, the stone looks realy flat", {"temperature", "contrast"}),
+    ("brigten the whole thing a tad? its hard to see on my phone", {"exposure"}),
+])
+def test_a_statement_after_a_request_for_the_whole_photo_says_why(message, ops):
+    """The thing in the trailing statement is why the whole photo is asked for, not a place to ask about; a
+    statement with a fix of another kind ("warm it up, the lamp is too bright") still asks about the lamp."""
+    plan = EmbeddedPlanner().plan(PlanRequest(message=message, state=EditState()))
+    assert {g.op for g in plan.sub_goals} == ops and all(g.target is None for g in plan.sub_goals), plan.reply
+    plan = EmbeddedPlanner().plan(PlanRequest(message="warm it up, the lamp is too bright", state=EditState()))
+    assert not plan.sub_goals and "the lamp" in plan.reply
+
+
+def test_a_thing_gone_wrong_now_takes_back_the_change_that_caused_it(studio, coffee):
+    """"the lamp is totally blown out now" right after brightening it all: less of that brightening (no lamp to
+    find, no question back); the judge reads it as that take-back, not as an edit that missed the lamp."""
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "brighten it")
+    bright = studio.render(sid, long_side=256).mean()
+    result = studio.send_message(sid, "hmm the lamp is totally blown out now, it was bright enough already")
+    assert result.reply.startswith("Taking back"), result.reply
+    assert {g["op"] for g in result.sub_goals} == {"exposure"}
+    assert result.score is not None and result.score >= 0.6, result.reply
+    if result.status == "awaiting_review":
+        studio.review(sid, "approve")
+    assert studio.render(sid, long_side=256).mean() < bright
+
+
+@pytest.mark.parametrize("message", ["can u fix this one", "can u do the thing u did on my last photo",
+                                     "and can u do the other thing as well"])
+def test_an_ask_that_names_no_change_is_asked_back(message):
+    plan = EmbeddedPlanner().plan(PlanRequest(message=message, state=EditState()))
+    assert not plan.sub_goals and plan.reply.startswith("What should I change?"), plan.reply
+
+
+def test_yes_to_an_offer_makes_the_offered_edit(studio, coffee):
+    """The answer to "would it look better a bit warmer?" offers warmer; "ok yeah do that" makes it. A "yes" with
+    nothing offered, or after something else was said, changes nothing."""
+    sid = studio.start_session(coffee).id
+    first = studio.send_message(sid, "yes")
+    assert not first.sub_goals and studio.head(sid).parent_id is None
+    before = _b(studio, sid)
+    answer = studio.send_message(sid, "would it look better a bit warmer?")
+    assert answer.status == "answered" and "Warmer" in answer.quick_replies
+    result = studio.send_message(sid, "ok yeah do that")
+    assert {g["op"] for g in result.sub_goals} == {"temperature"} and _b(studio, sid) > before + 1
+    head = studio.head(sid).id
+    assert studio.send_message(sid, "sure").status == "answered" and studio.head(sid).id == head
+
+
+def test_never_mind_after_a_reply_that_changed_nothing_undoes_nothing(studio, coffee):
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "warmer")
+    warm = studio.head(sid).id
+    assert studio.send_message(sid, "can u do the thing u did on my last photo").status != "auto_approved"
+    result = studio.send_message(sid, "never mind lol, thx anyway")
+    assert studio.head(sid).id == warm and "leave the photo as it is" in result.reply
+    studio.send_message(sid, "cooler")
+    cool = studio.head(sid).id
+    studio.send_message(sid, "never mind")            # right after a change: that change goes
+    assert studio.head(sid).id == warm != cool
+
+
+@pytest.mark.parametrize("message,kind", [("btw what does clarity actually do?", "question"),
+                                          ("can it look less washed out? more colour and punch in general", "edit"),
+                                          ("could the sky look less grey?", "edit"),
+                                          ("would it look warmer with a filter?", "question")])
+def test_how_a_question_opens_says_whether_it_asks_for_an_edit(router, message, kind):
+    route = router.route(message)
+    assert (route.kind == "modification") == (kind == "edit"), route
+
+
+def test_words_lists_keep_on_off_yes_and_no_as_words():
+    from agent.conversation.words import word_lists
+    assert {"on", "off", "yes", "no"} <= word_lists()["function_words"]
+
+
+@pytest.mark.parametrize("message", ["actually start over, ill try something diffrent", "that'd be sick"])
+def test_slang_and_dropped_apostrophes_are_no_complaint(router, message):
+    plan = EmbeddedPlanner().plan(PlanRequest(message=message, state=EditState()))
+    assert not any(g.op == "temperature" for g in plan.sub_goals), plan.reply

@@ -50,6 +50,10 @@ _REQUEST_PIECES = ("intent", "fix", "op", "relative", "towards", "band", "increa
                    "rollback")
 
 
+#: Verbs that link the photo to how it should be ("could it be bluer", "can it look less washed out").
+_LINKING = frozenset({"be", "look", "appear", "get"})
+
+
 @dataclass
 class Route:
     """What a message asks for. ``name``: the command, chat kind or question kind."""
@@ -329,9 +333,15 @@ class Router:
                 or words[1] in ("i", "we", "they"):
             return False
         # ("can the ruins in the background top right be sharper": the thing may take a few words to say)
-        be = next((i for i in range(1, min(len(words), 10)) if words[i] == "be"), None)
-        return be is not None and not _WEIGHING & set(words[be + 1:be + 3]) and any(
-            p.category in ("intent", "band", "fix") for p in read_pieces(self.vocab, words[be + 1:]))
+        # ("can it look less washed out?": a linking verb other than "be" says the same)
+        # (only "can" and "could" ask so: "would it look warmer with ..." and "will it get too orange" weigh)
+        linking = _LINKING if words[0] in ("can", "could") else {"be"}
+        be = next((i for i in range(1, min(len(words), 10)) if words[i] in linking), None)
+        if be is None or _WEIGHING & set(words[be + 1:be + 3]):
+            return False
+        pieces = read_pieces(self.vocab, words[be + 1:])
+        return any(p.category in ("intent", "band", "fix") for p in pieces) or any(
+            p.category == "problem" and any(q.category == "reduce" for q in pieces[:i]) for i, p in enumerate(pieces))
 
     def _remark(self, words: list[str]) -> bool:
         """Whether a clause only remarks ("lovely pic innit", "lol he fell asleep again"): it names nothing to

@@ -42,8 +42,9 @@ V = TypeVar("V")
 
 @lru_cache(maxsize=1)
 def word_lists() -> Mapping[str, frozenset[str]]:
-    """The English word lists of ``profiles/language/words.yaml``, each as a set of tokens."""
-    data = yaml.safe_load(WORDS_FILE.read_text(encoding="utf-8")) or {}
+    """The English word lists of ``profiles/language/words.yaml``, each as a set of tokens (read as text only:
+    YAML 1.1 would read on, off, yes and no as true and false)."""
+    data = yaml.load(WORDS_FILE.read_text(encoding="utf-8"), Loader=yaml.BaseLoader) or {}
     return {name: frozenset(str(w).lower() for w in ws or ()) for name, ws in data.items()}
 
 
@@ -89,8 +90,29 @@ def _vague_asks() -> dict[tuple[str, ...], bool]:
 
 def says_vague_ask(tokens: list[str]) -> bool:
     """Whether words ask for a change without saying which ("can you do something about it", "change it up a
-    bit"): the profile's ``vague_asks``."""
-    return bool(find_phrases(plain_words(tokens), _vague_asks()))
+    bit"): the profile's ``vague_asks``; or a verb that asks (``vague_verbs``) with nothing else but words that
+    name no change ("can u fix this one", "and can u do the other thing as well")."""
+    plain = plain_words(tokens)
+    if find_phrases(plain, _vague_asks()):
+        return True
+    lists = word_lists()
+    words = [t for t in plain if any(c.isalpha() for c in t)]
+    return bool(set(words) & set(lists["vague_verbs"])) and all(
+        t in lists["function_words"] or t in lists["vague_verbs"] or t in lists["vague_nouns"]
+        or t in lists["interjections"] for t in words)
+
+
+def says_yes(tokens: list[str]) -> bool:
+    """Whether words only accept what was just proposed ("ok yeah do that", "sure, go for it", "yes please"):
+    the profile's ``acceptances``, with nothing else but interjections and filler."""
+    plain = [t for t in plain_words(tokens) if any(c.isalpha() for c in t)]
+    table = {tuple(w.replace("'", "") for w in p.split()): True for p in word_lists()["acceptances"]}
+    found = find_phrases(plain, table)
+    covered = {i for pos, n, _ in found for i in range(pos, pos + n)}
+    lists = word_lists()
+    return bool(found) and all(i in covered or t in lists["interjections"] or t in ("please", "pls", "plz", "then",
+                                                                                    "thanks", "thx", "lol", "u", "you")
+                               for i, t in enumerate(plain))
 
 
 def percent_share(token: str) -> float | None:

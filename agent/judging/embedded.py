@@ -43,7 +43,7 @@ from agent.config import DEFAULT_CONFIG_PATH, JudgeSettings
 from agent.judging.base import Assessment, JudgeRequest
 from agent.judging.scoring import LastChange, score_reading
 from agent.planning.base import SubGoal
-from agent.judging.reading import Reading, read_attempt
+from agent.judging.reading import Reading, keeps_out_of_last, read_attempt
 from pipeline import measure, ops
 from pipeline.ops import Effect
 from pipeline.masks import MaskSpecError, build_mask, describe_mask, normalize_mask_spec
@@ -655,6 +655,9 @@ def _last_change_place(request: JudgeRequest, original: np.ndarray) -> LastChang
     older, newer = getattr(request, "before_last_state", None), request.previous_state
     if older is None or newer is None:
         return None
+    history = list(getattr(request, "history", None) or [])
+    if history and keeps_out_of_last(history[-1], history[:-1]):
+        return None     # "but leave the sky alone": that change, kept off a place, is not a change of its own
 
     def steps(a: Mapping, b: Mapping) -> dict[str, float]:
         out = {}

@@ -805,6 +805,10 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     kept_place = target is not None and mask is not None and _protected(tokens, lex, at, stops, cautions, min(used, default=-1))
     if _has(tokens, lex.global_words) and not kept_place:    # ("brighten everything except her face")
         target, mask = None, None
+    if kept_place and not expects and _follow_kind(tokens, lex) is None:
+        kept_out = _kept_out(message, target, mask, history, lex)
+        if kept_out is not None:
+            return kept_out
     if kept_place:
         # "warm it up but leave her face alone": the change goes everywhere but there, and there holds
         target, mask = f"everything but {place_words(target)}", dict(mask, invert=not mask.get("invert"))
@@ -836,7 +840,7 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
             return Reading(message, "question")
         if target is not None and mask is None:
             expects, mask = _object_colour(expects, lex, mask)
-        taken_back = _takes_back(message, expects, target, history, lex)
+        taken_back = _takes_back(message, expects, target, history, lex, mask)
         if taken_back is not None:
             return taken_back
         if _follow_kind(tokens, lex) == "less" and _restates_last(expects, history, lex):
@@ -1042,29 +1046,51 @@ def _follow_kind(tokens: Sequence[str], lex: Lexicon) -> str | None:
 
 
 def _last_edit(history: Sequence[str], lex: Lexicon) -> Reading | None:
-    """The reading of the last change in ``history`` that asked for a measurable edit."""
+    """The reading of the last change in ``history`` that asked for a measurable edit (a place kept out of
+    a change, "but leave the sky alone", is where that change is, not a change of its own)."""
     for i in range(len(history) - 1, -1, -1):
         r = read_request(history[i], history[:i], lex)
-        if r.is_edit:
+        if r.is_edit and _KEPT_OUT not in r.notes:
             return r
     return None
 
 
+_KEPT_OUT = "a place kept out of the last change"
+
+
+def _kept_out(message: str, target: str, mask: dict, history: Sequence[str], lex: Lexicon) -> Reading | None:
+    """"but leave the sky alone", "dont touch her face" after a change, asking nothing else: that change
+    taken off the place said (there it goes back the other way; elsewhere nothing moves)."""
+    last = _last_edit(history, lex)
+    if last is None or not last.expects:
+        return None
+    back = tuple(Expect(tuple(tuple(replace(m, sign=-m.sign) for m in alt) for alt in e.alternatives),
+                        "kept as it was", e.band, look=True) for e in last.expects)
+    return Reading(message, "edit", back, target, mask, notes=(_KEPT_OUT,))
+
+
+def keeps_out_of_last(message: str, history: Sequence[str] = (), lexicon: Lexicon | None = None) -> bool:
+    """Whether ``message`` only keeps a place out of the change before it ("but leave the sky alone")."""
+    return _KEPT_OUT in read_request(message, history, lexicon).notes
+
+
 def _takes_back(message: str, expects: Sequence[Expect], target: str | None, history: Sequence[str],
-                lex: Lexicon) -> Reading | None:
+                lex: Lexicon, mask: dict | None = None) -> Reading | None:
     """"not that soft" right after "give it a soft look", "it's too yellow now" right after a
     warming: a "less" follow-up of that change.
 
     Every quality is negated, or a complaint whose fix runs against the last change, and undoes
     a move of it, on no new place: the request is read as taking part of that change back (at
     least a share of it, never past the version before it), so its size is the last change's,
-    not a slight step.
+    not a slight step. A thing the judge cannot find, said of how it is now ("the lamp is totally blown out
+    now" after brightening it all), is where that change shows, not a new place.
     """
-    if not history or target is not None or not expects or \
+    shows = target is not None and mask is None and "now" in _tokens(normalise(message))
+    if not history or (target is not None and not shows) or not expects or \
             not all(e.negated or e.complaint for e in expects):
         return None
     last = _last_edit(history, lex)
-    if last is None:
+    if last is None or (shows and last.target is not None):
         return None
     last_moves = {(m.prop, m.sign) for e in last.expects for alt in e.alternatives for m in alt}
     if not all((m.prop, -m.sign) in last_moves for e in expects for alt in e.alternatives for m in alt):

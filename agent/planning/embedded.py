@@ -31,7 +31,7 @@ from dataclasses import replace
 
 from pipeline.state import WHOLE_FRAME_OPS
 from agent.planning.base import Plan, PlanRequest, SubGoal
-from agent.planning.followups import guessed_place_note, read_followup
+from agent.planning.followups import caused_by_last, guessed_place_note, read_followup
 from agent.planning.grammar import protect_moves, read_request, split_protected
 from agent.planning.moves import Draft, Move
 from agent.conversation.vocabulary import Vocabulary, read_pieces
@@ -341,6 +341,11 @@ class EmbeddedPlanner:
             # a change on the whole photo would move the thing to keep; one on a place found ("brighten the cat
             # but not the keyboard") leaves it be
             return self._unknown_kept(draft)
+        caused = caused_by_last(vocab, draft, request) \
+            if draft.unknown_places and not any(m.target for m in draft.moves) else None
+        if caused is not None:
+            # "the lamp is totally blown out now" right after brightening: that change went too far
+            draft = Draft(moves=caused.moves, notes=caused.notes, understood_any=True, followup=caused.dialogue)
         if draft.unknown_places and not any(m.target for m in draft.moves):
             # a thing named that no finder knows: ask, with the request kept for "the whole thing then";
             # guess only a general stand-in ("the floor" is the bottom) or when told to go ahead (a sign,

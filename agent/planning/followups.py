@@ -24,11 +24,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from agent.planning.moves import Draft, Move
+from agent.planning.moves import Draft, Move, spec_key
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Problem, Vocabulary, read_pieces
 from agent.conversation.clauses import DETERMINERS
 from agent.conversation.going_back import mask_parts
-from agent.conversation.words import SEPARATORS, find_phrases, percent_share, tokenize, word_lists
+from agent.conversation.words import SEPARATORS, find_phrases, percent_share, says_vague_ask, tokenize, word_lists
+from agent.planning.grammar import protect_moves
 from pipeline import ops
 from pipeline.masks import MaskSpecError, normalize_mask_spec
 from pipeline.state import EditState
@@ -59,6 +60,13 @@ def _what(base) -> str:
     return f"the last change (T{base.turn})"
 
 
+def _own_changes(base) -> list:
+    """The changes of ``base`` a follow-up works on: a change kept off a place ("but leave the sky alone")
+    also set the whole-photo version of that change back, which is not what was asked."""
+    undone = {tuple(u) for u in base.followup.get("undone") or ()} if base.followup.get("move") == "kept_out" else ()
+    return [c for c in base.changes if (c.op, spec_key(c.target)) not in undone]
+
+
 def _nonzero(x: float) -> int:
     v = int(round(x))
     return v if v else int(math.copysign(1, x)) if x else 0
@@ -74,7 +82,7 @@ def pull_back_moves(base, state: EditState, fraction: float, order: int, *, only
     out = []
     pct = f"{fraction:.0%}"
     what = what or _what(base)
-    for rank, c in enumerate(base.changes):
+    for rank, c in enumerate(_own_changes(base)):
         if (only_ops is not None and c.op not in only_ops) or c.op in discrete:
             continue
         if only_targets is not None and (normalize_mask_spec(c.target) if c.target else None) not in only_targets:
@@ -206,6 +214,10 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                     for s, n, _ in pull for a in anchors)
     if said_how:
         return _scaled_back(vocab, last, anchors, pieces, request.state)
+    if last is not None and not (pull or fractions or find_phrases(tokens, vocab.repeat)):
+        kept = _kept_out(vocab, tokens, pieces, last, request.state)
+        if kept is not None:
+            return kept
     carried = not (pull or fractions) and _carried_on(vocab, tokens, anchors, pieces, last, _asked(dialogue, last))
     if carried:       # "warmer still", "even brighter" after "make the sky warmer": that change again, there
         anchors = []
@@ -491,7 +503,7 @@ def _pulled_back(base, moves: list[Move], fraction: float) -> FollowUp:
 def _repeat_moves(vocab: Vocabulary, base, scale: float, only=None) -> list[Move]:
     """The moves of ``base`` again, times ``scale`` (only the changes in ``only`` when given)."""
     moves = []
-    for rank, c in enumerate(base.changes):
+    for rank, c in enumerate(_own_changes(base)):
         if only is not None and c not in only:
             continue
         if c.op in vocab.discrete_ops:       # "again" after "rotate left": the same choice once more
@@ -535,6 +547,40 @@ def _restored(vocab: Vocabulary, tokens: list[str], pieces: list, dialogue, requ
     said = ", ".join(dict.fromkeys(vocab.intents[k].label for k in named if k in vocab.intents))
     return FollowUp(moves=moves, labels=[f"some of it back ({said})"],
                     dialogue={"move": "pull_back", "base_asset": base.asset_id, "fraction": round(fraction, 2)})
+
+
+#: What a person sees an op do, by the judge's measure of it: how light, how crisp, how warm, how colourful.
+_SEEN_AS = {"lightness": "light", "upper_tones": "light", "lower_tones": "light", "top_tones": "light",
+            "bottom_tones": "light", "contrast": "crisp", "texture": "crisp", "detail": "crisp", "haze": "crisp",
+            "warm_balance": "warm", "magenta_balance": "magenta", "chroma": "colourful"}
+
+
+def _seen_ways(op: str, value: float) -> set[tuple[str, int]]:
+    """How a move of ``op`` by ``value`` shows ({("light", 1)}: lighter), or nothing when no measure says."""
+    effect = ops.get_op(op).effect
+    seen = _SEEN_AS.get(effect.metric) if effect is not None and value else None
+    return {(seen, 1 if value * effect.polarity > 0 else -1)} if seen else set()
+
+
+def caused_by_last(vocab: Vocabulary, draft: Draft, request) -> FollowUp | None:
+    """"the lamp is totally blown out now", "the stars look crunchy now" right after brightening or sharpening
+    it all: a complaint said of how a thing is now, whose fix runs against what the last change did, is that
+    change gone too far; it goes back (by the profile's share), and the thing is where it shows, no place to ask
+    about. None when the complaint is not of what the last change did."""
+    dialogue = getattr(request, "dialogue", None)
+    base = dialogue.base_edit() if dialogue is not None else None
+    if base is None or not draft.moves or not all(m.complaint for m in draft.moves) \
+            or "now" not in tokenize((request.message or "")[:MAX_MESSAGE_CHARS]):
+        return None
+    fixes = {(seen, -way) for m in draft.moves for seen, way in _seen_ways(m.op, m.value)}
+    changes = [c for c in _own_changes(base) if _seen_ways(c.op, c.delta) & fixes]
+    if not changes:
+        return None
+    low, high = vocab.pull_back_limits
+    fraction = min(high, max(low, vocab.pull_back_fraction))
+    moves = pull_back_moves(base, request.state, fraction, 0, only_ops={c.op for c in changes},
+                            discrete=vocab.discrete_ops, least=vocab.pull_back_least)
+    return _pulled_back(base, moves, fraction) if moves else None
 
 
 def _kept_by(vocab: Vocabulary, edit, target: str) -> bool:
@@ -652,6 +698,49 @@ def _repeat_but(vocab: Vocabulary, tokens: list[str], repeat: list) -> float | N
     return None
 
 
+#: Verbs that ask for a change of their own, unnamed ("keep the top but fix the rest").
+_ASKS = frozenset({"do", "fix", "change", "make", "sort", "tweak", "edit", "improve", "work"})
+#: What a message that only keeps a place may say besides the place ("leave the sky alone pls, its perfect").
+_KEPT_ONLY = frozenset({"protect", "except", "target", "band", "separator", "global", "word"})
+
+
+def _kept_out(vocab: Vocabulary, tokens: list[str], pieces: list, base, state: EditState) -> FollowUp | None:
+    """"but leave the sky alone", "dont touch her face", "except the sky" right after a change: that
+    change again from where it started, on everything but the places said, so they look as they did before it
+    (or None when the message asks anything else, or keeps a thing no finder knows, which the grammar asks
+    about)."""
+    keeps = [p for p in pieces if p.category in ("protect", "except")]
+    # ("no, not on the left, the other side" corrects where the change went: not ours)
+    if not keeps or not base.changes or any(p.category not in _KEPT_ONLY for p in pieces) \
+            or says_vague_ask(tokens) or _ASKS & set(tokens):
+        return None       # ("keep the top, but do something about the rest": what to change is not said)
+    first = keeps[0].pos
+    targets = list(dict.fromkeys(p.key for p in pieces if p.category == "target" and p.pos > first))
+    # ("leave the mountains alone": a thing after a determiner that no table knows is asked about)
+    if not targets or any(p.category == "word" and p.text not in vocab.known_words and p.pos > 0
+                          and tokens[p.pos - 1] in DETERMINERS for p in pieces):
+        return None
+    what = _what(base)
+    undone, again = [], []
+    for rank, c in enumerate(_own_changes(base)):
+        if c.op in vocab.discrete_ops or ops.get_op(c.op).stage in ("geometry", "finishing"):
+            continue
+        now = state.value(c.op, c.target) if c.target else state.value(c.op)
+        undone.append(Move(c.op, now - c.delta, "set", c.target, f"less of {what}", "", "followup", 0, rank,
+                           "followup"))
+        again.append(Move(c.op, c.delta, "add", c.target, f"{what} kept off", "", "followup", 0, rank, "followup"))
+    if not again:
+        return None
+    moved = protect_moves(vocab, again, targets)
+    places = " and ".join(vocab.place(t)[1] for t in targets)
+    phrase = f"keeping {places} as {'they were' if len(targets) > 1 else 'it was'} before {what}"
+    moves = [Move(m.op, m.value, m.mode, m.target, m.label, phrase, m.source, m.order, m.rank, m.kind)
+             for m in undone + moved]
+    return FollowUp(moves=moves, labels=list(base.labels),
+                    dialogue={"move": "kept_out", "base_asset": base.asset_id, "targets": targets,
+                              "undone": [[m.op, spec_key(m.target)] for m in undone]})
+
+
 def _retarget(vocab: Vocabulary, base, targets: list[str | None], scale: float,
               band: str | None = None) -> FollowUp:
     """The base change's moves again, on each place named (None: the whole photo), or on the colour ``band``
@@ -661,7 +750,7 @@ def _retarget(vocab: Vocabulary, base, targets: list[str | None], scale: float,
     local = any(c.target for c in base.changes)
     for t in targets:
         spec, place = vocab.place(t) if t is not None else (None, "the whole photo")
-        for rank, c in enumerate(base.changes):
+        for rank, c in enumerate(_own_changes(base)):
             if local and not c.target:
                 continue
             value = _nonzero(c.delta * scale)
@@ -683,4 +772,4 @@ def _retarget(vocab: Vocabulary, base, targets: list[str | None], scale: float,
                     dialogue={"move": "retarget", "base_asset": base.asset_id, "targets": [t for t in targets if t]})
 
 
-__all__ = ["FollowUp", "pull_back_moves", "read_followup", "reduce_look_moves"]
+__all__ = ["FollowUp", "caused_by_last", "pull_back_moves", "read_followup", "reduce_look_moves"]

@@ -543,6 +543,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
     kept_first: list[tuple[list[str], list[str], tuple | None, list[str]]] = []   # places kept before the request
     said_before: set[str] = set()                       # the words of the places said so far ("corner")
     stated: tuple[list[str], str, str] | None = None    # places a statement named ("the corner is just table")
+    whole_asked: set[str] = set()                       # the ops clauses before asked of the whole photo ("warm it up")
     for ci, clause in enumerate(clauses):
         order = order0 + ci * 100
         clause = _enough_kept(clause)
@@ -779,7 +780,10 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         positional = all((vocab.targets.get(t) or {}).get("type") in ("radial", "gradient") for t in targets) \
             or any(p.text.split()[0] in PERSONS for p in named if p.specific) \
             or bool(targets) and any(p.specific for p in named) and set(targets) <= _locators(vocab, clause)
-        if (not targets or (specific and positional)) and not is_global \
+        # ... when its fix is of what was asked ("the lamp is too bright" after "warm it up" asks of the lamp)
+        why_said = bool(named) and not targets and not bands and _states(clause) and bool(uses) \
+            and all(whole_asked & {op for op, _ in u.intent.ops} for u in uses)
+        if (not targets or (specific and positional)) and not is_global and not why_said \
                 and (topic or specific or not bands and not all(u.bands for u in uses)):
             # ("the suit is too orange": the colour finds the thing, no place to guess; one particular
             # thing, said first or pointed at, is asked about whatever the request)
@@ -812,6 +816,11 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                                     thing_named=bool(places))
         previous_span, previous_order = (start, len(draft.moves)), order
         previous_targets = uses[0].targets if uses else []
+        # ("warm it up and give it more contrast, the stone looks really flat": a statement after a request
+        # for the whole photo says why, its thing is no place to ask about)
+        if not places and not refers_back and not draft.unknown_places and draft.moves[start:] \
+                and all(m.target is None for m in draft.moves[start:]):
+            whole_asked |= {m.op for m in draft.moves[start:]}
     for places, bands, tone, unknown in kept_first if draft.moves else ():
         if places or bands:
             draft.moves = protect_moves(vocab, draft.moves, places, bands)
@@ -821,6 +830,19 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
     draft.moves = _asked_over_complained(draft.moves)
     draft.moves = _remedy_said(vocab, draft.moves, clauses, tokens, order0)
     return draft
+
+
+def _states(clause: Clause) -> bool:
+    """Whether ``clause`` says how something is ("the stone looks really flat", "it's hard to see on my phone"),
+    asking nothing: a state word or a statement opener in it, and no verb that asks."""
+    words = clause.text.split()
+    return any(w in _STATE_WORDS or w in _SEES for w in words) \
+        and not clause.of("increase", "reduce", "protect", "rollback", "reset", "objects")
+
+
+_STATE_WORDS = word_lists()["state_words"]
+#: "can't see the wood grain", "hard to see on my phone": what the person sees is how it is now.
+_SEES = frozenset({"see", "seen", "tell", "make out", "read"})
 
 
 def _cautions_apart(clauses: list[Clause]) -> list[Clause]:

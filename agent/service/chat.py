@@ -20,7 +20,7 @@ from agent.conversation.dialogue import dialogue_state
 from agent.conversation.answers import evaluation_reply, read_photo, recipe_text
 from agent.errors import InvalidInput
 from agent.conversation.router import Route
-from agent.conversation.words import find_phrases, tokenize
+from agent.conversation.words import find_phrases, plain_words, tokenize, word_lists
 from pipeline import ops
 from pipeline.measure import image_stats
 from pipeline.state import EditState
@@ -35,11 +35,14 @@ _FORMAT_NAMES = {"jpeg": "JPEG", "png": "PNG", "tiff": "TIFF", "webp": "WebP"}
 
 
 def _answered(studio: "Studio", session_id: str, text: str, reply: str, *, kind: str, quick_replies=(),
-              shown: str | None = None, export_path: str | None = None, said: str | None = None) -> TurnResult:
+              shown: str | None = None, export_path: str | None = None, said: str | None = None,
+              offer: list[str] = ()) -> TurnResult:
     """An answer to ``text`` that uses no turn; both are kept in the chat log (``said``: how the log words
-    the answer when ``reply`` carries a server path)."""
+    the answer when ``reply`` carries a server path; ``offer``: the edits it proposed, which "yes, do that"
+    next accepts)."""
     studio.versions.note(session_id, [{"role": "user", "content": text},
-                                      {"role": "assistant", "content": reply if said is None else said}])
+                                      {"role": "assistant", "content": reply if said is None else said,
+                                       "offer": list(offer)}])
     session = studio.store.get_session(session_id)
     head = session.head_asset_id
     return TurnResult(session_id=session_id, turn=studio.store.last_turn(session_id), status="answered",
@@ -98,6 +101,11 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
                                  f"Your last message changed nothing (I couldn't find {state.unmet_place or 'that'}), "
                                  f"so there is nothing of it to undo. Say \u201cundo\u201d again to take back "
                                  f"\u201c{last}\u201d.", kind="command", quick_replies=["Undo"])
+            if find_phrases(plain_words(tokenize(text)), _WITHDRAWALS) and _last_reply_changed_nothing(studio, session_id):
+                # "can u do the thing u did on my last photo" -> (asked what) -> "never mind lol": the request
+                # is withdrawn; the change before it stays
+                return _answered(studio, session_id, text, "OK, I'll leave the photo as it is. Tell me whenever "
+                                 "you'd like to change something.", kind="chat", quick_replies=["Undo"])
             return studio.undo(session_id, progress=progress, said=text)
         if name == "redo":
             return studio.redo(session_id, progress=progress, said=text)
@@ -123,6 +131,23 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
     return _answered(studio, session_id, text, "I'm not sure what to do with that.", kind="command")
 
 
+#: Words that take back what was just asked, not a change ("never mind", "forget it"): after a reply that
+#: changed nothing, nothing is undone.
+_WITHDRAWALS = {tuple(w.replace("'", "") for w in p.split()): True for p in word_lists()["withdrawals"]}
+
+
+def _last_reply_changed_nothing(studio: "Studio", session_id: str) -> bool:
+    """Whether the last reply made no version: an answer that used no turn, or a turn that asked back, was not
+    understood or failed."""
+    log = studio.chat_log(session_id)
+    turns = studio.store.turns(session_id)
+    if not log or log[-1]["role"] != "assistant":
+        return False
+    if not turns or log[-1]["content"] != turns[-1].reply:
+        return True         # answered without a turn (a question, a remark)
+    return turns[-1].outcome in ("not_understood", "failed")
+
+
 def _nothing_said_since_last_turn(studio: "Studio", session_id: str) -> bool:
     """Whether the chat log ends with the last turn's own reply (no answer or remark noted after it)."""
     log = studio.chat_log(session_id)
@@ -146,10 +171,13 @@ def _question(studio: "Studio", session_id: str, route: Route, text: str) -> Tur
         says, suggest = read_photo(stats, rules)
         suggest = suggest or [str(x) for x in pe.get("photo_reading_default_suggestions") or ()]
         why = f" ({'; '.join(says)})" if says else ""
+        named = _offered(vocab, route)
         return _answered(studio, session_id, text, f"I would try: {', '.join(s.lower() for s in suggest[:3])}{why}.",
-                         kind="question", quick_replies=_offered(vocab, route) + suggest)
+                         kind="question", quick_replies=named + suggest, offer=named or suggest[:3])
     reply, suggest = evaluation_reply(stats, rules, str(pe.get("photo_reading_good") or "It looks balanced."), state)
-    return _answered(studio, session_id, text, reply, kind="question", quick_replies=_offered(vocab, route) + suggest)
+    named = _offered(vocab, route)
+    return _answered(studio, session_id, text, reply, kind="question", quick_replies=named + suggest,
+                     offer=named or suggest[:1])
 
 
 def _offered(vocab, route: Route) -> list[str]:

@@ -92,10 +92,22 @@ class History:
             turn = int(pending.get("turn") or 0) if pending else self.store.last_turn(session_id)
             notes = list(session.settings.get(NOTES_KEY) or [])
             notes += [{"turn": turn, "before_reply": before_reply, "role": str(r["role"]),
-                       "content": str(r["content"])} for r in rows if str(r.get("content") or "").strip()]
+                       "content": str(r["content"]),
+                       **({"offer": [str(o)[:80] for o in r["offer"]][:3]} if r.get("offer") else {})}
+                      for r in rows if str(r.get("content") or "").strip()]
             settings = dict(session.settings)
             settings[NOTES_KEY] = notes[-MAX_NOTES:]
             self.store.update_session(session_id, settings=settings)
+
+    def open_offer(self, session_id: str) -> list[str]:
+        """The edits the last answer offered ("I would try: warmer, add clarity"), when nothing was said or
+        done after it; else []."""
+        session = self.leases.session(session_id)
+        notes = list(session.settings.get(NOTES_KEY) or [])
+        if not notes or notes[-1].get("role") != "assistant" or notes[-1].get("before_reply") \
+                or notes[-1].get("turn") != self.store.last_turn(session_id) or session.active_thread:
+            return []
+        return [str(o) for o in notes[-1].get("offer") or ()]
 
     def turn_log(self, session_id: str) -> list[dict]:
         """Every finished turn: ``turn``, ``message``, ``plan`` (the planner's output or None), ``outcome``,

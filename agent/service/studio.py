@@ -34,6 +34,7 @@ import numpy as np
 
 from agent.config import AgentConfig, load_config
 from agent.conversation.router import Router
+from agent.conversation.words import says_yes, tokenize
 from agent.errors import AtelierError, InvalidInput, SessionNotFound
 from agent.judging import default_judge
 from agent.loop.graph import build_graph
@@ -260,6 +261,10 @@ class Studio:
         text = text.strip()
         if len(text) > MAX_MESSAGE_CHARS:
             raise InvalidInput(f"that message is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS})")
+        offer = self.versions.open_offer(session_id) if says_yes(tokenize(text)) else []
+        if offer:
+            # "would it look better warmer?" -> "I would try: warmer" -> "ok yeah do that": what was offered
+            text = " and ".join(o.lower() for o in offer)
         route = self.router.route(text)
         if route.kind == "generation":
             generated = self._generative_turn(session_id, route.request, progress)
