@@ -31,6 +31,9 @@ import yaml
 WORDS_FILE = Path(__file__).resolve().parents[2] / "profiles" / "language" / "words.yaml"
 
 _TOKEN = re.compile(r"[+-]?\d+(?:\.\d+)?%?(?![a-z])|[a-z0-9][a-z0-9&']*|[,;.!?:]")
+_TOKEN_OR_SLASH = re.compile(_TOKEN.pattern + r"|\|")
+#: A slash between two words of two letters or more ("red/pink", "blue/purple"); "b/w" is a word of its own.
+_SLASH = re.compile(r"(?<=[a-z]{2})/(?=[a-z]{2})")
 _NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?%?")
 #: Punctuation that ends a clause; a token of its own.
 SEPARATORS = frozenset({",", ";", ".", "!", "?", ":"})
@@ -131,13 +134,15 @@ def normalise(text: str) -> str:
 def tokenize(text: str) -> list[str]:
     """The tokens of ``text`` as every reader sees them (see the module docstring)."""
     text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", normalise(text))    # golden-hour, black-and-white
+    text = _SLASH.sub(" or ", text)                                  # "red/pink": either word ("b/w" stays)
     return plain_possessives(_TOKEN.findall(text))
 
 
 def token_spans(text: str) -> list[tuple[str, int]]:
     """:func:`tokenize`'s tokens (possessives as typed) with where each starts in ``text``."""
     text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", normalise(text))    # the same length as the text
-    return [(m.group(0), m.start()) for m in _TOKEN.finditer(text)]
+    text = _SLASH.sub("|", text)                                     # (one mark for tokenize's "or")
+    return [("or" if m.group(0) == "|" else m.group(0), m.start()) for m in _TOKEN_OR_SLASH.finditer(text)]
 
 
 def words_only(text: str) -> list[str]:

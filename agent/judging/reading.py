@@ -640,6 +640,8 @@ def _qualities(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = froz
                          or (s > 0 and tokens[s - 1] in lex.disapproval))
             negated = _before(tokens, s, lex.negations, skip=skip_words) \
                 or (not expects and _avoided_degree(tokens, s, lex))       # not a caution on a wish before it
+            if negated and s >= 2 and tokens[s - 1] in _LACKING and tokens[s - 2] in ("not", "isnt", "isn't"):
+                negated = False      # "not very cosy", "not really warm": it lacks that, so more of it
             after = " ".join(tokens[e:e + 4])
             reduced = any(after.startswith(r) for r in lex.reduce_after)
             enough = e < len(tokens) and tokens[e] in lex.enough
@@ -664,6 +666,8 @@ def _qualities(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = froz
     return _merge(expects), used
 
 
+#: Words between "not" and a quality that say the photo lacks it ("not very cosy"), unlike "not that soft".
+_LACKING = frozenset({"very", "really", "particularly", "quite", "exactly", "super"})
 #: Words after "the <quality>" that are not a thing described ("the sky is bright enough", "the bright one").
 _NOT_A_THING = frozenset({"is", "are", "was", "were", "looks", "look", "and", "or", "but", "enough", "too", "now",
                           "as", "than", "of", "please", "pls", "to", "in", "on", "at", "for", "again", "still",
@@ -805,6 +809,11 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     kept_place = target is not None and mask is not None and _protected(tokens, lex, at, stops, cautions, min(used, default=-1))
     if _has(tokens, lex.global_words) and not kept_place:    # ("brighten everything except her face")
         target, mask = None, None
+    if target is not None and mask is None and not kept_place and any(
+            t in ("it", "everything") and any(i < k <= at for k in stops) for i, t in enumerate(tokens[:at])):
+        # "warm it up and give it more contrast, the stone looks really flat": a thing no finder knows, said in
+        # a statement after a request for the whole photo, is why (as the planner reads it), not where
+        target = None
     if kept_place and not expects and _follow_kind(tokens, lex) is None:
         kept_out = _kept_out(message, target, mask, history, lex)
         if kept_out is not None:

@@ -720,6 +720,12 @@ def _kept_out(vocab: Vocabulary, tokens: list[str], pieces: list, base, state: E
     if not targets or any(p.category == "word" and p.text not in vocab.known_words and p.pos > 0
                           and tokens[p.pos - 1] in DETERMINERS for p in pieces):
         return None
+    # the place the last change went to, or one it already kept out: keeping it is no keeping out of that
+    # change ("leave the left alone" right after "darken all but the left" asks nothing new)
+    specs = [normalize_mask_spec(vocab.place(t)[0]) for t in targets]
+    inverted = [normalize_mask_spec(dict(sp, invert=not sp.get("invert"))) for sp in specs]
+    if any(_on_place(c.target, specs) or _on_place(c.target, inverted) for c in base.changes):
+        return None
     what = _what(base)
     undone, again = [], []
     for rank, c in enumerate(_own_changes(base)):
