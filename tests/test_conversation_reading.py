@@ -940,3 +940,12 @@ def test_words_lists_keep_on_off_yes_and_no_as_words():
 def test_slang_and_dropped_apostrophes_are_no_complaint(router, message):
     plan = EmbeddedPlanner().plan(PlanRequest(message=message, state=EditState()))
     assert not any(g.op == "temperature" for g in plan.sub_goals), plan.reply
+
+
+def test_thats_a_lot_pulls_back_unless_a_comparative_follows(studio, coffee, router):
+    """"woah thats a lot, looks fake now" takes part of the last change back; "thats a lot better thanks" is praise."""
+    sid = studio.start_session(coffee).id
+    studio.send_message(sid, "much warmer")
+    result = studio.send_message(sid, "woah thats a lot, looks fake now")
+    assert result.reply.startswith("Taking back") and {g["op"] for g in result.sub_goals} == {"temperature"}, result.reply
+    assert router.route("thats a lot better thanks").kind == "chat"

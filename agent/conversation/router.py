@@ -32,7 +32,7 @@ from agent.conversation.clauses import SIZES, read_complaints, split_clauses
 from agent.conversation.generative import GenerativeRequest, parse_generative
 from agent.conversation.going_back import GoingBack, GoingBackReader, split_requests
 from agent.conversation.vocabulary import Vocabulary, read_pieces
-from agent.conversation.words import (SEPARATORS, find_phrases, plain_words, rhetorical_rest, tells_how_taken, tokenize,
+from agent.conversation.words import (SEPARATORS, before_comparative, find_phrases, plain_words, rhetorical_rest, tells_how_taken, tokenize,
                                      word_lists)
 from pipeline import ops
 from profiles import Profile, load_profile
@@ -381,7 +381,8 @@ class Router:
         if any(_SAME & set(phrase) for phrase in (tuple(said[s:s + n]) for s, n, _ in
                                                    find_phrases(said, self.vocab.retarget))):
             return True             # "nice. the same for the lake pls"
-        found = [(s, n) for table in _FOLLOW_TABLES for s, n, _ in find_phrases(said, getattr(self.vocab, table))]
+        found = [(s, n) for table in _FOLLOW_TABLES
+                 for s, n, _ in before_comparative(said, find_phrases(said, getattr(self.vocab, table)))]
         if not found:
             return False
         # "lol he fell asleep on my desk again": a remark that happens to say "again" is no follow-up
@@ -484,7 +485,8 @@ class Router:
     def _follows(self, said: list[str]) -> bool:
         """Whether a message takes some of the last change back ("bit much, the mat looks toxic. ease up"): a
         follow-up for the planner, never a remark ("he fell asleep on my desk again" repeats nothing)."""
-        return any(find_phrases(said, table) for table in (self.vocab.pull_back, self.vocab.fractions))
+        return any(before_comparative(said, find_phrases(said, table))
+                   for table in (self.vocab.pull_back, self.vocab.fractions))
 
     def _requests(self, words: list[str]) -> bool:
         """Whether a clause opens with a request ("add a moon", "can you put her on a beach", "please rebuild it")."""

@@ -118,6 +118,15 @@ def says_yes(tokens: list[str]) -> bool:
                                for i, t in enumerate(plain))
 
 
+def before_comparative(tokens: list[str], found: list[tuple[int, int, Any]]) -> list[tuple[int, int, Any]]:
+    """``found`` phrases without those said before a comparative: "that's a lot better", "its a lot warmer now"
+    say how it is, where "woah that's a lot" says it went too far."""
+    def comparative(t: str) -> bool:
+        return t in ("better", "nicer", "worse", "more", "less") or (len(t) > 4 and t.endswith("er")
+                                                                       and t not in ("over", "never", "ever"))
+    return [f for f in found if not (f[0] + f[1] < len(tokens) and comparative(tokens[f[0] + f[1]]))]
+
+
 def percent_share(token: str) -> float | None:
     """The share a percentage token says ("50%" -> 0.5), None for any other token."""
     return float(token[:-1]) / 100.0 if token.endswith("%") and _NUMBER.fullmatch(token) \

@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
-from agent.conversation.words import (SEPARATORS, PhraseTable, Speller, drop_clauses, effect_said, normalise,
+from agent.conversation.words import (SEPARATORS, PhraseTable, before_comparative, Speller, drop_clauses, effect_said, normalise,
                                      opening_interjections, percent_share, rhetorical_rest, sized_follow_ups,
                                      tells_how_taken, tokenize, word_lists)
 
@@ -1045,7 +1045,7 @@ def _more_where_it_was(tokens: Sequence[str], expects: Sequence[Expect], history
 def _follow_kind(tokens: Sequence[str], lex: Lexicon) -> str | None:
     if _has(tokens, lex.retarget) and _target(tokens, lex, set())[0] is not None:
         return "retarget"
-    less = _find_phrases(tokens, lex.follow_less)
+    less = before_comparative(list(tokens), _find_phrases(tokens, lex.follow_less))
     more = _find_phrases(tokens, lex.follow_more)
     if less and (not more or len(less[-1][2]) >= len(more[-1][2]) or less[-1][0] > more[-1][0]):
         return "less"

@@ -28,7 +28,7 @@ from agent.planning.moves import Draft, Move, spec_key
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Problem, Vocabulary, read_pieces
 from agent.conversation.clauses import DETERMINERS
 from agent.conversation.going_back import mask_parts
-from agent.conversation.words import SEPARATORS, find_phrases, percent_share, says_vague_ask, tokenize, word_lists
+from agent.conversation.words import SEPARATORS, before_comparative, find_phrases, percent_share, says_vague_ask, tokenize, word_lists
 from agent.planning.grammar import protect_moves
 from pipeline import ops
 from pipeline.masks import MaskSpecError, normalize_mask_spec
@@ -169,7 +169,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     if not tokens:
         return None
     pieces = read_pieces(vocab, tokens)
-    pull = find_phrases(tokens, vocab.pull_back)
+    pull = before_comparative(tokens, find_phrases(tokens, vocab.pull_back))
     fractions = find_phrases(tokens, vocab.fractions)
     # "too much, it's like outer space now", "it looks like a sunset, dial it back": a likeness said with a
     # pull-back is why, not what to do (nor a look asked for)
