@@ -949,3 +949,13 @@ def test_thats_a_lot_pulls_back_unless_a_comparative_follows(studio, coffee, rou
     result = studio.send_message(sid, "woah thats a lot, looks fake now")
     assert result.reply.startswith("Taking back") and {g["op"] for g in result.sub_goals} == {"temperature"}, result.reply
     assert router.route("thats a lot better thanks").kind == "chat"
+
+
+def test_it_after_a_thing_in_the_same_clause_is_that_thing():
+    """"the spoon has a nasty glare on it, can you tame it": the glare is on the spoon, which no finder knows, so
+    it is asked about (it recovered the highlights of the whole photo); "the photo looks flat, fix it" is the photo."""
+    plan = EmbeddedPlanner().plan(PlanRequest(message="the spoon has a nasty glare on it, can you tame it",
+                                              state=EditState()))
+    assert not plan.sub_goals and "the spoon" in plan.reply
+    plan = EmbeddedPlanner().plan(PlanRequest(message="the photo looks flat, fix it", state=EditState()))
+    assert plan.sub_goals and all(g.target is None for g in plan.sub_goals)

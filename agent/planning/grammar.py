@@ -615,7 +615,11 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                                  or ((p.text in said_before or p.text in _PARTS) and _pointed_at(clause, p))]
         refers_back = bool(pointed) and bool(previous_targets) and not targets and not bands \
             and all(p.text in vocab.back_references for p in said_global)
-        is_global = bool(said_global) and not refers_back and not (
+        # "the spoon has a nasty glare on it": "it" after a thing said in the same clause is that thing
+        thing_first = bool(said_global) and all(p.text in vocab.back_references for p in said_global) and any(
+            p.category == "word" and p.pos < said_global[0].pos and p.text not in vocab.known_words
+            for p in clause.pieces) and bool(named_places(vocab, clause))
+        is_global = bool(said_global) and not refers_back and not thing_first and not (
             topic and all(p.text in vocab.back_references for p in said_global))   # "that lamp, can it be ..."
         if topic and any(p.text not in vocab.back_references for p in said_global):
             topic = []      # "the guitar is great but the whole pic is so dark, brighten it": "it" is the photo now
