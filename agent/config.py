@@ -153,6 +153,10 @@ class JudgeSettings(OwnedSection):
     # A message with words no table knows ("too wobbly now") is read only in part: its result is capped at
     # `unread_cap` (under auto_approve 0.9), so the person sees it before it is kept.
     unread_cap: Share = 0.88
+    # A local change on a place the judge has no independent check of (anything but faces, skin and a place
+    # the person painted: the subject, the sky, a part of the frame, a colour) keeps this share of its score:
+    # the judge confirms the change landed in the mask, not that the mask is the thing meant.
+    unconfirmed_place_factor: Share = 0.92
     # Per-op expected change at value 100, in the metric's units (agent.judging.embedded EFFECTS);
     # calibrated on the renderer with astronaut, coffee, chelsea and rocket.
     gains: dict[str, float] = Field(default_factory=dict)

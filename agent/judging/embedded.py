@@ -711,6 +711,22 @@ def _repeats_doubt(request: JudgeRequest, original: np.ndarray, before: np.ndarr
                                               or judged.place_unconfirmed)
 
 
+#: Places the judge can trust as the thing meant: a face (its mesh confirms it), skin, and what the person painted.
+_CONFIRMED_PLACES = frozenset({"face", "skin", "painted", "selection"})
+
+
+def _unconfirmed_place(goals) -> bool:
+    """Whether a sub-goal works on a place other than those the judge can trust (a mask's parts, walked)."""
+    def kinds(spec) -> set[str]:
+        if not isinstance(spec, Mapping):
+            return set()
+        inner = [spec.get("mask")] + list(spec.get("masks") or ())
+        own = set() if spec.get("type") in ("invert", "intersect", "union") else {str(spec.get("type"))}
+        return own.union(*(kinds(m) for m in inner))
+    found = set().union(*(kinds(g.target) for g in goals)) if goals else set()
+    return bool(found - _CONFIRMED_PLACES)
+
+
 def _nothing_asked_happened(judged) -> bool:
     """Whether the reading found no move the asked way at all: every check "none" or "wrong"."""
     return (judged.compliance is not None and bool(judged.checks)
@@ -867,6 +883,14 @@ class EmbeddedJudge:
             # words no table knows: what was read may not be what was meant, so the person looks first
             score = float(t["unread_cap"])
 
+        if _unconfirmed_place(request.sub_goals):
+            # (local changes on such places pass the pixel checks less often than changes on the whole photo
+            # or on a face: measured on the tuning dialogues, agent/eval)
+            score *= float(t["unconfirmed_place_factor"])
+            details_place = ["The place was found by the planner's own detectors; I checked that the change "
+                             "landed there, not that it is the thing you meant."]
+        else:
+            details_place = []
         dims["compliance"] = parts.get("compliance", 1.0)
         dims["preservation"] = parts.get("preservation", 1.0)
         dims["technical"] = technical.score
@@ -918,7 +942,7 @@ class EmbeddedJudge:
         if preservation is not None and not (judged.spill is not None and judged.spill > 0.25 and preservation.spill):
             plain.append(preservation.plain)
         plain += technical.plain
-        details: list[str] = list(judged.details) + [c.sentence for c in checks]
+        details: list[str] = list(judged.details) + [c.sentence for c in checks] + details_place
         if preservation is not None:
             details.append(preservation.sentence)
         details += technical.sentences
