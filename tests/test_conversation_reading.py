@@ -963,3 +963,14 @@ def test_it_after_a_thing_in_the_same_clause_is_that_thing():
     assert not plan.sub_goals and "the spoon" in plan.reply
     plan = EmbeddedPlanner().plan(PlanRequest(message="the photo looks flat, fix it", state=EditState()))
     assert plan.sub_goals and all(g.target is None for g in plan.sub_goals)
+
+
+@pytest.mark.parametrize("message,place", [("bit more on the pups only", "subject"),
+                                           ("a touch more, just on the sky", "sky")])
+def test_more_on_a_place_said_with_only_is_the_last_change_there(message, place):
+    warm = DialogueState(edits=[TurnMoves(1, "make it warmer", "a1", "a0", [Change("temperature", 0, 25)],
+                                          ["warmer"], ["warmer"])])
+    plan = EmbeddedPlanner().plan(PlanRequest(message=message, state=EditState.from_dict(
+        {"settings": {"temperature": 25}}), dialogue=warm))
+    assert [(g.op, g.target["type"]) for g in plan.sub_goals] == [("temperature", place)], plan.reply
+    assert plan.sub_goals[0].value > 0

@@ -265,6 +265,11 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     # "only a touch", "just a little": how much, said again
     mag_at = {p.pos for p in pieces if p.category == "magnitude"}
     covered.update(i for i, t in enumerate(tokens) if t in ("only", "just") and i + 1 in mag_at)
+    # "bit more on the pups only", "just on the sky": which place alone, said again
+    place_ends = {p.pos + len(p.text.split()) for p in pieces if p.category == "target"}
+    place_starts = {p.pos for p in pieces if p.category == "target"}
+    covered.update(i for i, t in enumerate(tokens) if t in ("only", "just", "alone")
+                   and (i in place_ends or any(s in place_starts for s in (i + 1, i + 2, i + 3))))
     # "same for the big one on the left": a word between a determiner and "one" names which one
     covered.update(i for i, t in enumerate(tokens) if 0 < i < len(tokens) - 1 and tokens[i - 1] in DETERMINERS
                    and tokens[i + 1] in ("one", "ones"))
