@@ -974,3 +974,15 @@ def test_more_on_a_place_said_with_only_is_the_last_change_there(message, place)
         {"settings": {"temperature": 25}}), dialogue=warm))
     assert [(g.op, g.target["type"]) for g in plan.sub_goals] == [("temperature", place)], plan.reply
     assert plan.sub_goals[0].value > 0
+
+
+def test_a_kept_thing_described_by_its_colour_is_kept_by_that_colour():
+    """"keep the pink building pink": the pinks are kept (it kept the whole background, so the change went only on
+    the subject); "keep the wall behind it that nice blue" still stands for the background."""
+    plan = EmbeddedPlanner().plan(PlanRequest(message="make it a bit more teal but keep the pink building pink",
+                                              state=EditState()))
+    (goal,) = plan.sub_goals
+    assert goal.target["type"] == "color" and goal.target.get("invert"), plan.reply
+    plan = EmbeddedPlanner().plan(PlanRequest(message="warmer but keep the wall behind it that nice blue",
+                                              state=EditState()))
+    assert [g.target["type"] for g in plan.sub_goals] == ["subject"]

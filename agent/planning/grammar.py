@@ -605,7 +605,11 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             # "but keep the wall behind it that nice blue": the thing kept stands for its kind of place
             # (the wall: the background); the colour says how it stays
             stand_ins = [vocab.place_nouns[p.text] for p in clause.of("word") if p.text in vocab.place_nouns]
-            if stand_ins:
+            # ... unless a colour said right before it picks the thing out ("keep the pink building pink": the
+            # pinks, not the whole background)
+            described = any(p.category == "band" and q.category == "word" and q.text in vocab.place_nouns
+                            and q.pos == p.pos + len(p.text.split()) for p in clause.pieces for q in clause.pieces)
+            if stand_ins and not described:
                 targets, said_places = stand_ins[:1], stand_ins[:1]
                 bands = []
         said_global = clause.of("global")
