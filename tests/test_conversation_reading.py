@@ -986,3 +986,14 @@ def test_a_kept_thing_described_by_its_colour_is_kept_by_that_colour():
     plan = EmbeddedPlanner().plan(PlanRequest(message="warmer but keep the wall behind it that nice blue",
                                               state=EditState()))
     assert [g.target["type"] for g in plan.sub_goals] == ["subject"]
+
+
+def test_the_same_on_a_thing_no_finder_knows_asks_where_it_is():
+    """"and the same for the round badge on her chest" after a change: asked about by its name (it was "I don't
+    know how to do that yet"), nothing changed."""
+    warm = DialogueState(edits=[TurnMoves(1, "make it warmer", "a1", "a0", [Change("temperature", 0, 25)],
+                                          ["warmer"], ["warmer"])])
+    plan = EmbeddedPlanner().plan(PlanRequest(message="and the same for the round badge on her chest",
+                                              state=EditState.from_dict({"settings": {"temperature": 25}}),
+                                              dialogue=warm))
+    assert not plan.sub_goals and "\u201cthe round badge\u201d" in plan.reply, plan.reply

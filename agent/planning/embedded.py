@@ -32,8 +32,8 @@ from dataclasses import replace
 from pipeline.state import WHOLE_FRAME_OPS
 from agent.planning.base import Plan, PlanRequest, SubGoal
 from agent.planning.followups import caused_by_last, guessed_place_note, read_followup
-from agent.planning.grammar import protect_moves, read_request, split_protected
-from agent.planning.moves import Draft, Move
+from agent.planning.grammar import read_request, split_protected
+from agent.planning.moves import Draft, Move, protect_moves
 from agent.conversation.vocabulary import Vocabulary, read_pieces
 from agent.conversation.words import find_phrases, says_vague_ask, tokenize
 from pipeline import ops

@@ -24,12 +24,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from agent.planning.moves import Draft, Move, spec_key
+from agent.planning.moves import Draft, Move, protect_moves, spec_key
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Problem, Vocabulary, read_pieces
-from agent.conversation.clauses import DETERMINERS
+from agent.conversation.clauses import DETERMINERS, named_places, split_clauses
 from agent.conversation.going_back import mask_parts
 from agent.conversation.words import SEPARATORS, before_comparative, find_phrases, percent_share, says_vague_ask, tokenize, word_lists
-from agent.planning.grammar import protect_moves
 from pipeline import ops
 from pipeline.masks import MaskSpecError, normalize_mask_spec
 from pipeline.state import EditState
@@ -301,20 +300,24 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     leftover = [tokens[i] for i in leftover_at]
     things = [t for t in leftover if t not in vocab.known_words]
     places = {w for p in pieces if p.category in ("target", "band") for w in p.text.split()}
+    # ("the same for the round badge on her chest": a word that asks nothing, said of the thing, describes it)
+    described = {w for p in pieces if p.category == "word" for w in p.text.split()}
+    said_same = any({"same", "too", "also", "aswell"} & set(tokens[pos:pos + n]) for pos, n, _ in retarget)
     last_said = set(tokenize(last.message)) if last is not None else set()
     if things and (repeat or pull) and all(t in last_said for t in things) \
             and all(t in things or t in places for t in leftover):
         # "more on the flag pls" after "desaturate the flag a bit": the thing the last change was asked of
         # (found, or worked on through a guess) is where it was: that change again there
         leftover = []
-    elif things and retarget and all(t in things or t in places for t in leftover):
+    elif things and retarget and all(t in things or t in places or (t in described and said_same) for t in leftover):
         # "same for the mountains at the top": the thing is where the part of the frame said is; "the same
         # on the reflection in the water": a thing no finder knows, asked about, nothing changed
         if any(p.category == "target" and vocab.is_frame_part(p.key) for p in pieces):
             leftover = []
         elif dialogue is not None and dialogue.base_edit() is not None:
-            thing = " ".join(things[:3])
-            return FollowUp(question=f"I can't find \u201cthe {thing}\u201d by myself, so I haven't changed "
+            named = [n.text for c in split_clauses(pieces) for n in named_places(vocab, c)]
+            thing = named[0] if named else "the " + " ".join(things[:3])
+            return FollowUp(question=f"I can't find \u201c{thing}\u201d by myself, so I haven't changed "
                                      f"anything. Paint over it and say \u201cthe same on the selection\u201d, or "
                                      f"name a part of the frame (\u201cthe same on the left\u201d).",
                             quick_replies=["The same on the selection", "The same overall"])

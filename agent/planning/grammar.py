@@ -7,14 +7,12 @@ clauses join, and how an intent becomes op moves on the current EditState.
 
 from __future__ import annotations
 
-import json
-
 import math
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from agent.planning.base import PlanRequest
-from agent.planning.moves import Draft, Move
+from agent.planning.moves import Draft, Move, onto_mask, protect_moves
 from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, QUALITIES, Clause, around, avoided_degree, guess_place, names_a_thing, stand_in,
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
@@ -983,25 +981,7 @@ def restrict_moves(vocab: Vocabulary, moves: list[Move], targets: list[str]) -> 
     """The whole-image moves asked so far, put on the places named (one layer on their union)."""
     specs, places = zip(*(vocab.place(t) for t in targets))
     spec = specs[0] if len(specs) == 1 else normalize_mask_spec({"type": "union", "masks": list(specs)})
-    return _onto(moves, spec, " and ".join(places))
-
-
-def protect_moves(vocab: Vocabulary, moves: list[Move], targets: list[str],
-                  bands: list[str] = ()) -> list[Move]:
-    """The whole-image moves of the clause before, put on everything but the places named (one local
-    layer on their complement), so the protected places do not move at all. A colour said as the place
-    ("but don't change the water": the blues) is protected by its colour mask."""
-    named = [vocab.place(t) for t in targets] + [(normalize_mask_spec({"type": "color", "band": b}),
-                                                  f"the {b}s") for b in bands]
-    # "don't lose the blue of the water": the water's colour and the blue said are one place
-    named = list({json.dumps(spec, sort_keys=True): (spec, label) for spec, label in named}.values())
-    specs, places = zip(*named)
-    if len(specs) == 1:
-        outside = normalize_mask_spec(dict(specs[0], invert=not specs[0].get("invert")))
-    else:
-        outside = normalize_mask_spec({"type": "invert", "mask": {"type": "union", "masks": list(specs)}})
-    # (a local move is kept off a place said, not off a colour: "the sky richer, but keep the water as it is")
-    return _onto(moves, outside, "everything but " + " and ".join(places), within=not bands)
+    return onto_mask(moves, spec, " and ".join(places))
 
 
 def _colour_of_a_thing(clause: Clause) -> bool:
@@ -1035,22 +1015,7 @@ def _kept_tone(vocab: Vocabulary, clause: Clause) -> tuple[dict, str] | None:
 def _all_but_tone(moves: list[Move], tone: tuple[dict, str]) -> list[Move]:
     """The whole-image moves put on everything but a kept tone ((mask, label) of ``_kept_tone``)."""
     spec, label = tone
-    return _onto(moves, normalize_mask_spec(dict(spec, invert=True)), f"everything but {label}", within=True)
-
-
-def _onto(moves: list[Move], spec: dict, where: str, *, within: bool = False) -> list[Move]:
-    """The whole-image moves put on the mask ``spec`` ("the image" in their phrase becomes ``where``);
-    framing and finishing ops stay on the whole frame. ``within``: a local move is kept to the part of its
-    place inside ``spec`` too ("darken the top but keep the snow white": the top, less its whites)."""
-    def onto(m: Move) -> Move:
-        if not m.value or ops.get_op(m.op).stage in ("geometry", "finishing"):
-            return m
-        if m.target is None:
-            return replace(m, target=spec, phrase=m.phrase.replace("the image", where))
-        if within:
-            return replace(m, target=normalize_mask_spec({"type": "intersect", "masks": [m.target, spec]}))
-        return m
-    return [onto(m) for m in moves]
+    return onto_mask(moves, normalize_mask_spec(dict(spec, invert=True)), f"everything but {label}", within=True)
 
 
 def _damped(vocab: Vocabulary, use: Use, scale: float) -> float:

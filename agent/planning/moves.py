@@ -7,9 +7,11 @@ follow-ups both produce them; the embedded planner merges them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
+from pipeline import ops
 from pipeline.masks import normalize_mask_spec
 
 
@@ -59,3 +61,36 @@ class Draft:
     place_stand_in: bool = False                               # the guess is what the place's word means ("the floor")
     missing_things: list[str] = field(default_factory=list)   # "the water" on a photo with no blue
     missing_labels: list[str] = field(default_factory=list)   # what was asked of them ("darker")
+
+
+def protect_moves(vocab, moves: list[Move], targets: list[str],
+                  bands: list[str] = ()) -> list[Move]:
+    """The whole-image moves of the clause before, put on everything but the places named (one local
+    layer on their complement), so the protected places do not move at all. A colour said as the place
+    ("but don't change the water": the blues) is protected by its colour mask."""
+    named = [vocab.place(t) for t in targets] + [(normalize_mask_spec({"type": "color", "band": b}),
+                                                  f"the {b}s") for b in bands]
+    # "don't lose the blue of the water": the water's colour and the blue said are one place
+    named = list({json.dumps(spec, sort_keys=True): (spec, label) for spec, label in named}.values())
+    specs, places = zip(*named)
+    if len(specs) == 1:
+        outside = normalize_mask_spec(dict(specs[0], invert=not specs[0].get("invert")))
+    else:
+        outside = normalize_mask_spec({"type": "invert", "mask": {"type": "union", "masks": list(specs)}})
+    # (a local move is kept off a place said, not off a colour: "the sky richer, but keep the water as it is")
+    return onto_mask(moves, outside, "everything but " + " and ".join(places), within=not bands)
+
+
+def onto_mask(moves: list[Move], spec: dict, where: str, *, within: bool = False) -> list[Move]:
+    """The whole-image moves put on the mask ``spec`` ("the image" in their phrase becomes ``where``);
+    framing and finishing ops stay on the whole frame. ``within``: a local move is kept to the part of its
+    place inside ``spec`` too ("darken the top but keep the snow white": the top, less its whites)."""
+    def onto(m: Move) -> Move:
+        if not m.value or ops.get_op(m.op).stage in ("geometry", "finishing"):
+            return m
+        if m.target is None:
+            return replace(m, target=spec, phrase=m.phrase.replace("the image", where))
+        if within:
+            return replace(m, target=normalize_mask_spec({"type": "intersect", "masks": [m.target, spec]}))
+        return m
+    return [onto(m) for m in moves]
