@@ -86,9 +86,11 @@ def rhetorical_rest(tokens: Sequence[str]) -> list[str] | None:
     return None
 
 
-@lru_cache(maxsize=1)
-def _vague_asks() -> dict[tuple[str, ...], bool]:
-    return {tuple(w.replace("'", "") for w in p.split()): True for p in word_lists()["vague_asks"]}
+@lru_cache(maxsize=None)
+def phrase_list(name: str) -> dict[tuple[str, ...], bool]:
+    """The word list ``name`` of words.yaml as a phrase table for :func:`find_phrases`, apostrophes dropped as
+    :func:`plain_words` drops them ("vague_asks", "acceptances", "withdrawals")."""
+    return {tuple(w.replace("'", "") for w in p.split()): True for p in word_lists()[name]}
 
 
 def says_vague_ask(tokens: list[str]) -> bool:
@@ -96,7 +98,7 @@ def says_vague_ask(tokens: list[str]) -> bool:
     bit"): the profile's ``vague_asks``; or a verb that asks (``vague_verbs``) with nothing else but words that
     name no change ("can u fix this one", "and can u do the other thing as well")."""
     plain = plain_words(tokens)
-    if find_phrases(plain, _vague_asks()):
+    if find_phrases(plain, phrase_list("vague_asks")):
         return True
     lists = word_lists()
     words = [t for t in plain if any(c.isalpha() for c in t)]
@@ -109,13 +111,14 @@ def says_yes(tokens: list[str]) -> bool:
     """Whether words only accept what was just proposed ("ok yeah do that", "sure, go for it", "yes please"):
     the profile's ``acceptances``, with nothing else but interjections and filler."""
     plain = [t for t in plain_words(tokens) if any(c.isalpha() for c in t)]
-    table = {tuple(w.replace("'", "") for w in p.split()): True for p in word_lists()["acceptances"]}
-    found = find_phrases(plain, table)
+    found = find_phrases(plain, phrase_list("acceptances"))
     covered = {i for pos, n, _ in found for i in range(pos, pos + n)}
-    lists = word_lists()
-    return bool(found) and all(i in covered or t in lists["interjections"] or t in ("please", "pls", "plz", "then",
-                                                                                    "thanks", "thx", "lol", "u", "you")
-                               for i, t in enumerate(plain))
+    interjections = word_lists()["interjections"]
+    return bool(found) and all(i in covered or t in interjections or t in _POLITE for i, t in enumerate(plain))
+
+
+#: Words said around a yes that change nothing of it ("yes please", "sure thx").
+_POLITE = frozenset({"please", "pls", "plz", "then", "thanks", "thx", "lol", "u", "you"})
 
 
 def before_comparative(tokens: list[str], found: list[tuple[int, int, Any]]) -> list[tuple[int, int, Any]]:

@@ -606,7 +606,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             # ... unless a colour said right before it picks the thing out ("keep the pink building pink": the
             # pinks, not the whole background)
             described = any(p.category == "band" and q.category == "word" and q.text in vocab.place_nouns
-                            and q.pos == p.pos + len(p.text.split()) for p in clause.pieces for q in clause.pieces)
+                            and q.pos == p.pos + len(p.text.split()) for p, q in zip(clause.pieces, clause.pieces[1:]))
             if stand_ins and not described:
                 targets, said_places = stand_ins[:1], stand_ins[:1]
                 bands = []

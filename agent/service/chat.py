@@ -20,7 +20,7 @@ from agent.conversation.dialogue import dialogue_state
 from agent.conversation.answers import evaluation_reply, read_photo, recipe_text
 from agent.errors import InvalidInput
 from agent.conversation.router import Route
-from agent.conversation.words import find_phrases, plain_words, tokenize, word_lists
+from agent.conversation.words import find_phrases, phrase_list, plain_words, tokenize
 from pipeline import ops
 from pipeline.measure import image_stats
 from pipeline.state import EditState
@@ -101,7 +101,7 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
                                  f"Your last message changed nothing (I couldn't find {state.unmet_place or 'that'}), "
                                  f"so there is nothing of it to undo. Say \u201cundo\u201d again to take back "
                                  f"\u201c{last}\u201d.", kind="command", quick_replies=["Undo"])
-            if find_phrases(plain_words(tokenize(text)), _WITHDRAWALS) and _last_reply_changed_nothing(studio, session_id):
+            if find_phrases(plain_words(tokenize(text)), phrase_list("withdrawals")) and _last_reply_changed_nothing(studio, session_id):
                 # "can u do the thing u did on my last photo" -> (asked what) -> "never mind lol": the request
                 # is withdrawn; the change before it stays
                 return _answered(studio, session_id, text, "OK, I'll leave the photo as it is. Tell me whenever "
@@ -129,11 +129,6 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
     if name == "use_schema":
         return _use_schema(studio, session_id, route, text)
     return _answered(studio, session_id, text, "I'm not sure what to do with that.", kind="command")
-
-
-#: Words that take back what was just asked, not a change ("never mind", "forget it"): after a reply that
-#: changed nothing, nothing is undone.
-_WITHDRAWALS = {tuple(w.replace("'", "") for w in p.split()): True for p in word_lists()["withdrawals"]}
 
 
 def _last_reply_changed_nothing(studio: "Studio", session_id: str) -> bool:
