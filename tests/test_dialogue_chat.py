@@ -60,7 +60,8 @@ def test_chat_particles_and_slips_are_small_talk(router, text):
 
 
 @pytest.mark.parametrize("text", ["go back to the start", "back to the beginning", "from the start pls",
-                                  "undo all the changes"])
+                                  "undo all the changes", "ok go back to the very start, i wanna try something else",
+                                  "back to square one"])
 def test_back_to_the_start_is_the_original(router, text):
     r = router.route(text)
     assert (r.kind, r.name) == ("command", "original")
@@ -309,12 +310,12 @@ def test_a_thing_no_mask_knows_said_in_a_complaint_is_asked_about_never_a_silent
     # said to go ahead, it goes on the best guess, never the whole photo
     plan = _plan(planner, "the helmet is too dark, just guess")
     assert plan.sub_goals and all(g.target for g in plan.sub_goals) and "best guess" in plan.reply
-    # the colour finds the thing: no place to guess
-    assert _moves(_plan(planner, "the suit is too orange")) == {("saturation_orange", None): -20}
+    # the colour finds the thing: no place to guess (its own shade of orange, not the HSL band)
+    assert _moves(_plan(planner, "the suit is too orange")) == {("saturation", "shade"): -20}
 
 
 def test_make_the_thing_less_of_a_colour_moves_that_colour(planner):
-    assert _moves(_plan(planner, "make the suit less orange"))[("saturation_orange", None)] < 0
+    assert _moves(_plan(planner, "make the suit less orange"))[("saturation", "shade")] < 0
     # a colour asked of a thing no finder knows is asked about, as "brighten the flag" is
     assert _plan(planner, "make the flag more red").kind == "clarify"
     assert not _plan(planner, "make her eyes blue").understood        # a change of what is there
@@ -998,11 +999,17 @@ def test_some_colour_back_after_a_band_desaturation_said_with_how_it_looks(studi
     of the orange desaturation taken back, not a new punch on top."""
     sid = studio.start_session(small_photo("astronaut")).id
     studio.send_message(sid, "make the suit less orange")
-    before = studio.head(sid).state["settings"]
+
+    def on_the_oranges():      # (the suit's own shade of orange: one layer)
+        state = studio.head(sid).state
+        assert not state["settings"], state["settings"]
+        [layer] = [l for l in state["layers"] if l["mask"]["type"] == "shade"]
+        return layer["settings"]
+    before = on_the_oranges()
     r = studio.send_message(sid, "ok now it looks grey and dead, bring some of the colour back")
-    after = studio.head(sid).state["settings"]
-    assert before["saturation_orange"] < after.get("saturation_orange", 0) <= 0, r.reply
-    assert set(after) == {"saturation_orange"}, after
+    after = on_the_oranges()
+    assert before["saturation"] < after.get("saturation", 0) <= 0, r.reply
+    assert set(after) == {"saturation"}, after
 
 
 @pytest.mark.parametrize("first, text, op, start", [
@@ -1032,3 +1039,64 @@ def test_same_deal_with_the_place_kept_keeps_it_again(studio):
     assert layers[0]["settings"]["exposure"] > 20, r.reply
     studio.send_message(sid, "same on the sky")
     assert len(studio.head(sid).state["layers"]) == 2
+
+
+def test_a_colour_said_of_a_thing_no_finder_knows_finds_it_where_the_photo_has_that_colour(planner):
+    for text in ("brighten the green mat", "the green mat under the cat is too bright", "her nose is very pink, tone it down",
+                 "make the bowl less pink", "the suit is a bit too orange"):
+        plan = _plan(planner, text)
+        assert plan.sub_goals and plan.kind != "clarify", (text, plan.reply)
+        assert {(g.target or {}).get("type") for g in plan.sub_goals} == {"shade"}, (text, plan.sub_goals)
+        assert "where its colour is" in plan.reply and "say \u201cundo\u201d if that's wrong" in plan.reply
+    # a band's own op becomes the plain op there: the mat's lime is no HSL green
+    assert _moves(_plan(planner, "brighten the green mat")) == {("exposure", "shade"): 20}
+    assert {g.target["band"] for g in _plan(planner, "her nose is very pink, tone it down").sub_goals} == {"magenta"}
+    # a colour it is to become is no colour it has; one pointed at or placed in the frame is asked about
+    for text in ("make her eyes more green", "make the collar on the little one more red",
+                 "that building with the wavy balconies, can it be less blue",
+                 "and the pillar in the middle looks too orange"):
+        assert _plan(planner, text).kind == "clarify", text
+    # said with a request for the whole photo, the colour is how the thing looks, not where the change goes
+    plan = _plan(planner, "the wall is a dull blue-grey, could we make the whole shot warmer and more vintage")
+    assert plan.sub_goals and all(g.target is None for g in plan.sub_goals), plan.sub_goals
+
+
+def test_even_less_after_asking_for_less_is_more_of_that_change(studio):
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "make the colours less saturated")
+    first = studio.head(sid).state["settings"]["saturation"]
+    r = studio.send_message(sid, "bit less even")
+    assert "Repeating" in r.reply, r.reply
+    assert studio.head(sid).state["settings"]["saturation"] < first < 0
+    # after a change that asked for more, "less" still steps it back
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "warmer")
+    warm = studio.head(sid).state["settings"]["temperature"]
+    r = studio.send_message(sid, "bit less")
+    assert 0 < studio.head(sid).state["settings"]["temperature"] < warm, r.reply
+
+
+
+@pytest.mark.parametrize("text", ["ok, cool it down a bit", "yeah cool it down", "ok yeah cool it down, just a touch",
+                                  "took this on my phone, make it brighter", "it was shot on my phone, make it brighter"])
+def test_a_chat_word_that_is_the_verb_and_a_request_after_a_remark_are_requests(router, text):
+    assert router.route(text).kind == "modification"
+
+
+@pytest.mark.parametrize("text", ["ok cool thanks", "took this on holiday, made me so happy", "took this at the wedding"])
+def test_chat_and_remarks_stay_chat(router, text):
+    assert router.route(text).kind == "chat"
+
+
+def test_a_remark_on_how_the_photo_was_taken_names_no_place(planner):
+    plan = _plan(planner, "this was taken at night on my phone and its so dingy. brighten it up?")
+    assert plan.kind != "clarify" and _moves(plan).get(("exposure", None), 0) > 0, plan.reply
+
+
+def test_taking_off_a_change_just_made_goes_back_and_too_little_asks_for_more(studio, router):
+    sid, heads = _versions(studio, "coffee", ("make it warmer", "brighten it a bit"))
+    r = studio.send_message(sid, "ok forget it. take off the brightening you just did")
+    assert r.status == "rolled_back" and studio.head(sid).id == heads[1], r.reply
+    temperature = studio.head(sid).state["settings"]["temperature"]
+    r = studio.send_message(sid, "more, that barely did anything")
+    assert "Repeating" in r.reply and studio.head(sid).state["settings"]["temperature"] > temperature, r.reply

@@ -167,6 +167,36 @@ def test_colour_mask_by_hue_matches_the_band(photos, cache):
     assert region(by_band, ASTRONAUT_WALL).mean() < 0.1
 
 
+def test_shade_mask_finds_the_photos_own_shade_of_a_named_colour(photos, cache):
+    from agent.eval.scenarios import load_photo
+
+    # the desk photo's "green" mat is a lime the HSV green band (120 degrees) misses; its own shade finds it
+    desk = load_photo("desk_cat")
+    h, w = desk.shape[:2]
+    yy, xx = np.mgrid[0:h, 0:w]
+    mat = ((xx / w - 0.75) / 0.25) ** 2 + ((yy / h - 0.84) / 0.16) ** 2 < 1
+    shade = full({"type": "shade", "band": "green"}, desk, cache)
+    hue_band = full({"type": "color", "band": "green"}, desk, cache)
+    assert shade[mat].mean() > 0.6 and shade[~mat].mean() < 0.08
+    assert hue_band[mat].mean() < 0.1
+    # at most about `share` of the frame, however much of the photo leans that way
+    assert shade.mean() < 0.2
+    # the astronaut's orange suit, not the grey wall
+    suit = full({"type": "shade", "band": "orange"}, photos["astronaut"], cache)
+    assert region(suit, ASTRONAUT_SUIT).mean() > 0.5 and region(suit, ASTRONAUT_WALL).mean() < 0.05
+    # a photo with no green at all gives an empty mask, not its least grey pixels
+    grey = np.repeat(photos["coffee"].mean(axis=2, keepdims=True).astype(np.uint8), 3, axis=2)
+    assert full({"type": "shade", "band": "green"}, grey, cache).max() < 0.01
+
+
+def test_a_shade_needs_a_known_colour_and_a_share_in_range():
+    assert normalize_mask_spec({"type": "shade", "band": "green"}) == {"type": "shade", "band": "green", "share": 0.15}
+    for bad, field in (({"type": "shade"}, "band"), ({"type": "shade", "band": "teal"}, "band"),
+                       ({"type": "shade", "band": "green", "share": 0.9}, "share")):
+        with pytest.raises(MaskSpecError, match=field):
+            normalize_mask_spec(bad)
+
+
 def test_top_to_bottom_gradient_is_one_at_the_top_and_zero_at_the_bottom(photos, cache):
     mask = full({"type": "gradient", "start": [0.5, 0.0], "end": [0.5, 1.0]}, photos["rocket"], cache)
     assert mask[0].min() > 0.99 and mask[-1].max() < 0.01
@@ -292,7 +322,8 @@ def test_a_downscaled_original_gives_nearly_the_same_mask(photos, cache, name, s
                                   + SELECTION_TYPES])  # selections: tests/test_selections.py
 def test_every_type_gives_a_finite_float_mask_in_range(photos, cache, kind):
     img = photos["astronaut"]
-    mask = build_mask({"type": kind, "feather": 10}, img, (123, 77), cache=cache)
+    spec = {"type": kind, "feather": 10, **({"band": "orange"} if kind == "shade" else {})}   # (a shade names its colour)
+    mask = build_mask(spec, img, (123, 77), cache=cache)
     assert mask.dtype == np.float32 and mask.shape == (123, 77)
     assert np.isfinite(mask).all() and mask.min() >= 0.0 and mask.max() <= 1.0
     mask[0, 0] = 0.5  # callers get their own array, never the cached one

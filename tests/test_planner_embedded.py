@@ -145,11 +145,11 @@ INSTRUCTIONS = [
     ("the arch at the bottom left is basically a black hole, i cant see any of the brickwork",
      {("exposure", "radial"): "+"}),
     # a colour said of the thing it describes finds it ("the orange suit"), a colour that shouts is too loud
-    ("tone down the orange suit", {("saturation_orange", None): "-"}),
-    ("reduce the green mat a bit", {("saturation_green", None): "-"}),
-    ("the orange suit is kinda screaming at me. tone it down", {("saturation_orange", None): "-"}),
+    ("tone down the orange suit", {("saturation", "shade"): "-"}),
+    ("reduce the green mat a bit", {("saturation", "shade"): "-"}),
+    ("the orange suit is kinda screaming at me. tone it down", {("saturation", "shade"): "-"}),
     # what a person wears is found by its colour, as a thing is ("his shirt"; "her nose" is asked about)
-    ("his shirt looks too blue", {("saturation_blue", None): "-"}),
+    ("his shirt looks too blue", {("saturation", "shade"): "-"}),
     # a place kept said with a participle or after the request
     ("more vibrant please, keeping the greens as they are", {("vibrance", "color!"): "+"}),
     ("warmer overall, sky excluded", {("temperature", "sky!"): "+"}),

@@ -144,8 +144,9 @@ def test_a_negation_of_the_last_change_is_a_bounded_less_follow_up():
 
 
 def test_a_colour_complaint_about_a_thing_is_measured_on_that_colour():
+    # (the photo's own shade of it, where the planner puts the change)
     r = read_request("the suit is too orange")
-    assert r.target == "suit" and r.target_mask == {"type": "color", "band": "orange"}
+    assert r.target == "suit" and r.target_mask == {"type": "shade", "band": "orange"}
     assert any(m.prop == "chroma" and m.sign == -1 for e in r.expects for alt in e.alternatives for m in alt)
     # about the whole photo it is a cast
     assert moves(read_request("it's too yellow")) == {"b": -1}
@@ -314,3 +315,18 @@ def test_verbs_of_becoming_are_not_places():
 def test_a_repeat_carries_its_share_of_the_last_change():
     assert read_request("a smidge more", ["brighter"]).repeat < read_request("more", ["brighter"]).repeat
     assert read_request("double it", ["brighter"]).repeat > 1
+
+
+def test_a_thing_named_with_its_colour_is_measured_on_that_colour():
+    r = read_request("brighten the green mat")
+    assert r.target == "mat" and r.target_mask == {"type": "shade", "band": "green"}
+    assert moves(r) == {"L": 1}
+    # a thing named without a colour is still a thing no finder knows; the water is a thing, not a colour
+    assert read_request("brighten the cup").target_mask is None
+    assert read_request("brighten the water").target_mask != {"type": "shade", "band": "blue"}
+
+
+def test_even_less_after_asking_for_less_is_more_of_that_change():
+    assert read_request("even less", ["make the mat less neon"]).follow == "more"
+    assert read_request("bit less", ["make the mat less neon"]).follow == "less"
+    assert read_request("even less", ["warmer"]).follow == "less"

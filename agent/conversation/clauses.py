@@ -28,6 +28,8 @@ LOCATING = word_lists()["locating_words"]
 PERSONS = word_lists()["person_determiners"]
 CLOTHING = word_lists()["clothing"]
 SIZES = word_lists()["size_words"]
+COLOUR_SAID_OF = word_lists()["colour_said_of"]
+COLOUR_OF_A_THING = word_lists()["colour_of_a_thing"]
 
 
 @dataclass
@@ -264,6 +266,26 @@ def stand_in(vocab: Vocabulary, clause_text: str, place: str) -> str | None:
         return vocab.place_relation_target
     noun = place.split()[-1]
     return vocab.place_nouns.get(noun) or vocab.place_nouns.get(noun.rstrip("s"))
+
+
+def colour_of(vocab: Vocabulary, clause_text: str, place: str) -> tuple[str, str] | None:
+    """The colour a place no mask knows is said to have, as (band, the word said): "the green mat", "her nose
+    is very pink", "the blue on the guitar body", "make the bowl less pink". That colour finds the thing where
+    the photo has it. None when no colour is said of it, or only one it is to become ("make her eyes more
+    green", "a pinker nose")."""
+    tokens = tokenize(clause_text)
+    name = place.split()[1:]
+    if not name or name[-1].removesuffix("'s") in vocab.known_words:      # ("is the pink ok or ...": no thing)
+        return None
+    for i, word in enumerate(tokens):
+        said = word.removesuffix("ish") if word.endswith("ish") else word
+        band = vocab.colour_words.get(said)
+        if band is None:
+            continue
+        if word in name[:-1] or (i > 0 and tokens[i - 1] in COLOUR_SAID_OF) \
+                or (i + 1 < len(tokens) and tokens[i + 1] in COLOUR_OF_A_THING):
+            return band, said.removesuffix("s")
+    return None
 
 
 def guess_place(vocab: Vocabulary, clause_text: str, place: str) -> str | None:

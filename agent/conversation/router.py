@@ -451,6 +451,12 @@ class Router:
             if lead is not None and lead.pos == 0 and lead.category == "intent" and after \
                     and (after[0] in ("it", "them", "everything") or after[0] in self.determiners):
                 return False        # "went a bit far, lighten it back up a little": a clause after it asks
+            words_after = plain_words(rest)
+            if self._requests(words_after) and any(p.category in _CHANGE_PIECES for p in read_pieces(self.vocab, rest)) \
+                    and (words_after[0] in self.modals or words_after[0] in _POLITE or words_after[0] in self.request_subjects
+                         or words_after[1:2] and (words_after[1] in ("it", "them", "everything")
+                                                  or words_after[1] in self.determiners)):
+                return False        # "took this on my phone, make it brighter" ("warm and sunny it was" tells)
         opening = [w for w in self._after_interjections(words) if w not in ("i", "we", "just")]
         told = tells_how_taken(opening)
 

@@ -146,6 +146,9 @@ class Vocabulary:
         self.band_things = {" ".join(tokenize(w)): band for band, e in (pe.get("bands") or {}).items()
                             for w in e.get("things") or ()}
         self.band_things_min_share = float(pe.get("band_things_min_share", 0.0))
+        # "pink", "teal": one word that names a colour (not a thing of that colour, "the water")
+        self.colour_words = {w: band for band, e in (pe.get("bands") or {}).items() for w in e.get("words") or ()
+                             if len(tokenize(w)) == 1 and w not in self.band_things}
         self.magnitudes: dict[str, float] = {w: float(e["scale"]) for w, e in
                                              ((pe.get("magnitudes") or {}).get("words") or {}).items()}
         self.relative: dict[str, Mapping] = dict(pe.get("relative_requests") or {})

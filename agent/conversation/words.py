@@ -70,6 +70,9 @@ def tells_how_taken(tokens: Sequence[str]) -> bool:
     """Whether words open with a statement verb, after "i", "we" or "just" ("took this at the wedding", "i shot
     it on my phone"): they tell how the photo came about, they name no place and ask for nothing."""
     opening = [t for t in tokens if t not in ("i", "we", "just")]
+    if opening[:1] in (["this"], ["it"], ["that"]) and opening[1:2] in (["was"], ["got"]) \
+            and opening[2:3] and opening[2] in word_lists()["taken_words"]:
+        return True         # "this was taken at night on my phone"
     return bool(opening) and opening[0] in word_lists()["statement_verbs"]
 
 
@@ -389,7 +392,13 @@ def opening_interjections(tokens: list[str]) -> int:
         i += 1
     if i == 0 or i >= len(tokens) or not any(t not in SEPARATORS for t in tokens[i:]):
         return 0
-    return i if i >= 2 or tokens[i - 1] in SEPARATORS else 0
+    if tokens[i] in _OBJECTS and tokens[i - 1] not in SEPARATORS:
+        i -= 1          # "ok, cool it down": the last word runs into its object, a verb of the message's own
+    return i if i >= 2 or (i and tokens[i - 1] in SEPARATORS) else 0
+
+
+#: Said right after a word, these make it a verb ("cool it down", "warm them up"), not a sound.
+_OBJECTS = frozenset({"it", "that", "them", "things", "everything"})
 
 
 #: Verbs that say a thing causes how the photo looks ("the lamp makes the whole pic look so orange").

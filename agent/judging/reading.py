@@ -81,6 +81,7 @@ class Lexicon:
     unsupported: tuple[str, ...]
     targets: Mapping[str, tuple[str, dict]]  # phrase -> (target name, mask spec)
     bands: Mapping[str, str]                 # phrase -> band
+    band_things: frozenset[str]              # band words that name a thing of that colour ("water")
     not_places: frozenset[str]
     global_words: tuple[str, ...]
     tools: tuple[str, ...] = ()
@@ -203,6 +204,8 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         undo=tuple(_norm(w) for w in data["undo"]), chat=frozenset(_norm(w) for w in data["chat"]),
         question_starts=tuple(_norm(w) for w in data["question_starts"]),
         unsupported=tuple(_norm(w) for w in data["unsupported"]), targets=targets, bands=bands,
+        band_things=frozenset(_norm(str(w)) for entry in (engine.get("bands") or {}).values()
+                              for w in (entry or {}).get("things") or ()),
         not_places=frozenset(_norm(w) for w in list(data["not_places"]) + list(engine.get("not_places") or ())),
         global_words=tuple(_norm(w) for w in data["global_words"]),
         tools=tuple(_norm(w) for w in data.get("tools") or ()),
@@ -554,13 +557,18 @@ def _target_at(tokens: Sequence[str], lex: Lexicon, skip: set[int],
     known_words = set(w for p in list(lex.targets) + list(lex.bands) for w in p.split())
     told = _told_spans(tokens)
     for i, t in enumerate(tokens[:-1]):
-        if t in ("the", "his", "her", "its", "their") and i + 1 not in skip and i not in told:
+        if t in ("the", "his", "her", "its", "their") and i not in told and i + 2 < len(tokens) \
+                and tokens[i + 1] in lex.bands and tokens[i + 1] not in lex.band_things \
+                and _a_thing(tokens[i + 2].removesuffix("'s"), lex, known_words):
+            # "the green mat", "the pink nose": a thing no finder knows, found by the colour said of it (the
+            # photo's own shade of it, as the planner finds it)
+            candidates.append((i, tokens[i + 2].removesuffix("'s"), {"type": "shade", "band": lex.bands[tokens[i + 1]]}))
+        elif t in ("the", "his", "her", "its", "their") and i + 1 not in skip and i not in told:
             after = i + 1
             while after < len(tokens) - 1 and tokens[after] in lex.counting:
                 after += 1          # "the two puppies", "the little cup": the thing comes after
             noun = tokens[after].removesuffix("'s")
-            if (noun not in lex.not_places and noun not in known_words and noun not in lex.magnitudes
-                    and not any(noun == q.split()[0] for q in lex.qualities) and len(noun) > 2):
+            if _a_thing(noun, lex, known_words):
                 candidates.append((i, noun, None))
     if not candidates:
         return -1, None, None
@@ -573,6 +581,12 @@ def _target_at(tokens: Sequence[str], lex: Lexicon, skip: set[int],
         place, part = (located[0], located[1]) if _frame_part(located[1][2]) else (located[1], located[0])
         return located[0][0], f"{place[1]} on the {part[1]}", {"type": "intersect", "masks": [place[2], part[2]]}
     return candidates[0]
+
+
+def _a_thing(noun: str, lex: Lexicon, known_words: set[str]) -> bool:
+    """Whether a word said after "the" names a thing no table knows ("the cup"), not a place, quality or size."""
+    return (noun not in lex.not_places and noun not in known_words and noun not in lex.magnitudes
+            and not any(noun == q.split()[0] for q in lex.qualities) and len(noun) > 2)
 
 
 def _told_spans(tokens: Sequence[str]) -> set[int]:
@@ -871,6 +885,8 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
             return _follow_up(message, "more", tokens, None, None, history, lex)
         return Reading(message, "edit", tuple(expects), target, mask)
     follow = _follow_kind(tokens, lex)
+    if follow == "less" and _less_again(tokens, history, lex):
+        follow = "more"      # "even less" after "make the mat less neon": that change again
     if follow is not None:
         return _follow_up(message, follow, tokens, target, mask, history, lex, bare=True)
     if things:
@@ -941,7 +957,7 @@ def _object_colour(expects: Sequence[Expect], lex: Lexicon, mask: dict | None) -
             size = _size(e)
             fix = tuple(tuple(Move(prop, way, size) for prop, way in alt) for alt in lex.object_fix.alternatives)
             out.append(Expect(fix + e.alternatives, e.source, e.band, e.negated))   # or the cast's own fix
-            mask = mask or {"type": "color", "band": e.band}
+            mask = mask or {"type": "shade", "band": e.band}      # that colour where the photo has most of it
         else:
             out.append(e)
     return out, mask
@@ -1052,6 +1068,15 @@ def _follow_kind(tokens: Sequence[str], lex: Lexicon) -> str | None:
     if more:
         return "more"
     return None
+
+
+def _less_again(tokens: Sequence[str], history: Sequence[str], lex: Lexicon) -> bool:
+    """Whether "less" said with a word that carries on ("even less", "a bit less still") follows a change
+    that asked for less of something: more of that change, as the planner reads it."""
+    if "less" not in tokens or not lex.carry_on & set(tokens):
+        return False
+    last = _last_edit(history, lex)
+    return last is not None and "less" in _tokens(last.message)
 
 
 def _last_edit(history: Sequence[str], lex: Lexicon) -> Reading | None:

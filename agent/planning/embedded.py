@@ -351,9 +351,14 @@ class EmbeddedPlanner:
             # guess only a general stand-in ("the floor" is the bottom) or when told to go ahead (a sign,
             # a boat, a lamp is no more "the subject" than anything else)
             unsure = draft.specific_place or not draft.place_stand_in
-            if not draft.place_guess or (unsure and not vocab.says_go_ahead(message)):
+            if draft.place_colour is not None and not draft.place_stand_in:
+                # "the green mat is too bright", "her nose is very pink": the colour said of it finds it, where
+                # the photo has that colour
+                draft, guessed = self._on_coloured_place(draft)
+            elif not draft.place_guess or (unsure and not vocab.says_go_ahead(message)):
                 return self._unknown_place(draft)
-            draft, guessed = self._on_guessed_place(draft)
+            else:
+                draft, guessed = self._on_guessed_place(draft)
             draft.followup = {**draft.followup, "guessed_place": True}
         notes = list(draft.notes)
         moves = list(draft.moves)
@@ -427,6 +432,27 @@ class EmbeddedPlanner:
         moves = [replace(m, target=spec, phrase=m.phrase.replace("the image", label))
                  if m.target is None and m.source != "followup" else m for m in draft.moves]
         return replace(draft, moves=moves), guessed_place_note(self.vocab, place, label)
+
+    def _on_coloured_place(self, draft: Draft) -> tuple[Draft, str]:
+        """Put whole-image moves on the photo's own shade of the colour said of a place no mask knows (a
+        band's own op becomes the plain op there: "brighten the green mat" lifts the mat, whatever hue its
+        green is), and say so."""
+        band, word = draft.place_colour
+        spec = normalize_mask_spec({"type": "shade", "band": band})
+        label = f"the {word} parts of the photo"
+        plain: dict[str, str] = {}
+        for op, pattern in self.vocab.band_ops.items():       # (saturation before vibrance: the first named)
+            for b in ops.BANDS:
+                plain.setdefault(pattern.format(band=b), op)
+        moves = []
+        for m in draft.moves:
+            if m.target is None and m.source != "followup":
+                m = replace(m, op=plain.get(m.op, m.op), target=spec, phrase=m.phrase.replace("the image", label))
+            moves.append(m)
+        place = draft.unknown_places[0]
+        tail = " or paint over it and say \u201con the selection\u201d" if "selection" in self.vocab.targets else ""
+        return replace(draft, moves=moves), (f"I can't pick out \u201c{place}\u201d by itself, so I worked on {label}, "
+                                             f"where its colour is; say \u201cundo\u201d if that's wrong{tail}.")
 
     def _missing_thing(self, draft: Draft) -> Plan:
         """"darken the water" on a photo with no water: say so, change nothing, offer what can be done."""

@@ -217,7 +217,11 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         kept = _kept_out(vocab, tokens, pieces, last, request.state)
         if kept is not None:
             return kept
-    carried = not (pull or fractions) and _carried_on(vocab, tokens, anchors, pieces, last, _asked(dialogue, last))
+    if pull and not fractions and _less_again(vocab, tokens, pieces, last):
+        pull = []        # "even less", "bit less still" after "make the mat less neon": that change again
+        carried = True
+    else:
+        carried = not (pull or fractions) and _carried_on(vocab, tokens, anchors, pieces, last, _asked(dialogue, last))
     if carried:       # "warmer still", "even brighter" after "make the sky warmer": that change again, there
         anchors = []
     # "same on the water": a colour said as the place of a retarget is where, not what to bring back
@@ -449,6 +453,19 @@ def _asked(dialogue, edit) -> list[str]:
         seen.add(edit.asset_id)
         edit = dialogue.by_asset(edit.followup.get("base_asset"))
     return list(edit.intents) if edit is not None else []
+
+
+def _less_again(vocab: Vocabulary, tokens: list[str], pieces: list, last) -> bool:
+    """Whether the message only says "less" with a word that carries on ("even less", "a bit less still")
+    after a change that asked for less of something: more of that change, not a step back from it."""
+    if last is None or not last.changes or "less" not in tokens or not any(t in vocab.carry_on for t in tokens):
+        return False
+    asked = read_pieces(vocab, tokenize(last.message or ""))
+    if "less" not in tokenize(last.message or "") and not any(p.category == "reduce" for p in asked):
+        return False
+    sizes = {i for p in pieces if p.category == "magnitude" for i in range(p.pos, p.pos + len(p.text.split()))}
+    return all(t == "less" or t in vocab.carry_on or i in sizes or t in FILLER or t in vocab.chatter
+               or t in SEPARATORS for i, t in enumerate(tokens))
 
 
 def _carried_on(vocab: Vocabulary, tokens: list[str], anchors: list, pieces: list, last, asked: list[str]) -> bool:

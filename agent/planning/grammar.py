@@ -13,7 +13,7 @@ from typing import Mapping
 
 from agent.planning.base import PlanRequest
 from agent.planning.moves import Draft, Move, onto_mask, protect_moves
-from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, QUALITIES, Clause, around, avoided_degree, guess_place, names_a_thing, stand_in,
+from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, QUALITIES, Clause, around, avoided_degree, colour_of, guess_place, names_a_thing, stand_in,
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, Intent, Piece, Vocabulary, read_pieces
@@ -542,6 +542,8 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
     said_before: set[str] = set()                       # the words of the places said so far ("corner")
     stated: tuple[list[str], str, str] | None = None    # places a statement named ("the corner is just table")
     whole_asked: set[str] = set()                       # the ops clauses before asked of the whole photo ("warm it up")
+    # "the whole shot", "everything": the whole photo said somewhere in the message
+    whole_said = any(p.text not in vocab.back_references for c in clauses for p in c.of("global"))
     for ci, clause in enumerate(clauses):
         order = order0 + ci * 100
         clause = _enough_kept(clause)
@@ -789,8 +791,14 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         # ... when its fix is of what was asked ("the lamp is too bright" after "warm it up" asks of the lamp)
         why_said = bool(named) and not targets and not bands and _states(clause) and bool(uses) \
             and all(whole_asked & {op for op, _ in u.intent.ops} for u in uses)
+        # ("the green mat is too bright": a colour said of a thing no finder knows finds it, not the whole band;
+        # not one pointed at or placed, "that building", "the pillar in the middle", which the colour cannot
+        # tell from the rest, nor one said with a request for the whole photo)
+        coloured = bool(named) and not whole_said and _colour_finds(vocab, clause, named[0]) \
+            and colour_of(vocab, clause.text, named[0].text) is not None \
+            and stand_in(vocab, clause.text, named[0].text) is None     # ("the wall is too blue": its band)
         if (not targets or (specific and positional)) and not is_global and not why_said \
-                and (topic or specific or not bands and not all(u.bands for u in uses)):
+                and (topic or specific or coloured or not bands and not all(u.bands for u in uses)):
             # ("the suit is too orange": the colour finds the thing, no place to guess; one particular
             # thing, said first or pointed at, is asked about whatever the request)
             places = [p.text for p in named] or topic
@@ -804,6 +812,8 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             if places:
                 draft.place_guess = guess_place(vocab, clause.text, places[0])
                 draft.place_stand_in = stand_in(vocab, clause.text, places[0]) is not None
+                if named and not whole_said and _colour_finds(vocab, clause, named[0]):
+                    draft.place_colour = draft.place_colour or colour_of(vocab, clause.text, places[0])
             if places and targets:
                 uses = [replace(u, targets=[]) for u in uses]     # "in the middle" only locates the thing
         # "flat and dull", "dark and murky": one complaint said twice; its fix is planned once
@@ -982,6 +992,17 @@ def restrict_moves(vocab: Vocabulary, moves: list[Move], targets: list[str]) -> 
     specs, places = zip(*(vocab.place(t) for t in targets))
     spec = specs[0] if len(specs) == 1 else normalize_mask_spec({"type": "union", "masks": list(specs)})
     return onto_mask(moves, spec, " and ".join(places))
+
+
+def _colour_finds(vocab: Vocabulary, clause: Clause, named) -> bool:
+    """Whether a colour said of a thing could pick it out: not one pointed at or sized ("that building", "the
+    little one") nor one placed in a part of the frame ("the pillar in the middle"), which the colour cannot
+    tell from others like it; a person's part ("her nose") or a thing by another ("the mat under the cat") can."""
+    if named.small:
+        return False
+    if not named.specific or named.text.split()[0] in PERSONS:
+        return True
+    return not any((vocab.targets.get(t) or {}).get("type") in ("radial", "gradient") for t in _locators(vocab, clause))
 
 
 def _colour_of_a_thing(clause: Clause) -> bool:

@@ -59,6 +59,7 @@ class Draft:
     place_guess: str | None = None                             # the target standing in for it
     specific_place: bool = False                               # "that lamp", "her nose": asked, never guessed
     place_stand_in: bool = False                               # the guess is what the place's word means ("the floor")
+    place_colour: tuple[str, str] | None = None                # the colour said of it ("the green mat"): (band, word)
     missing_things: list[str] = field(default_factory=list)   # "the water" on a photo with no blue
     missing_labels: list[str] = field(default_factory=list)   # what was asked of them ("darker")
 

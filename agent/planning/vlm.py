@@ -34,6 +34,7 @@ Mask specs for "target" (coordinates are fractions of the image, origin top-left
 - {"type": "sky"}, {"type": "face"}, {"type": "skin"}, {"type": "subject"}: found in the photo
 - {"type": "luminance", "low": 0..1, "high": 0..1}: tones between low and high (0.7..1 = highlights, 0..0.3 = shadows)
 - {"type": "color", "band": "red|orange|yellow|green|aqua|blue|purple|magenta"}: one colour range
+- {"type": "shade", "band": "red|orange|yellow|green|aqua|blue|purple|magenta"}: the photo's own shade of that colour, the pixels leaning furthest towards it (a thing named by its colour: "the green mat")
 - {"type": "gradient", "start": [x, y], "end": [x, y]}: graduated filter, full at start fading to end
 - {"type": "radial", "center": [x, y], "radius": [rx, ry]}: an ellipse
 - {"type": "invert", "mask": SPEC}, {"type": "union"|"intersect", "masks": [SPEC, ...]}: combinations"""

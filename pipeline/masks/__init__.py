@@ -12,6 +12,9 @@ the short side, and ``"invert": true``):
   tones between low and high (Rec.709 luma of the original, display-referred).
 - ``{"type": "color", "hue": 0..360, "hue_width": 1..180, "min_saturation": 0..1}``
   or ``{"type": "color", "band": "blue"}``: a hue range with soft edges.
+- ``{"type": "shade", "band": "green", "share": 0.01..0.5}``: the photo's own shade of a
+  named colour, the pixels leaning furthest towards it in CIELAB (at most ``share``
+  of the frame), cached like the content-aware masks ("the green mat").
 - ``{"type": "gradient", "start": [x, y], "end": [x, y]}``: 1 at ``start``
   falling smoothly to 0 at ``end`` (a graduated filter).
 - ``{"type": "radial", "center": [x, y], "radius": [rx, ry], "softness": 0..1}``:

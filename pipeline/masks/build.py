@@ -17,7 +17,7 @@ from pipeline.masks.cache import DEFAULT_MASK_CACHE, MaskCache, content_key, fac
 from pipeline.masks.detectors import (CONTENT_SIDE, FACE_SIDE, SUBJECT_SIDE, detect_faces, face_mask, skin_mask,
                                       sky_mask, subject_mask)
 from pipeline.masks.shapes import (color_mask, fit_long_side, gradient_mask, luminance_mask, radial_mask,
-                                   resize_mask)
+                                   resize_mask, shade_mask)
 from pipeline.masks.specs import MaskSpecError, normalize_mask_spec
 
 #: ``feather: 100`` is a gaussian blur whose sigma is this fraction of the mask's short side.
@@ -236,6 +236,11 @@ def _build(spec: dict, canvas: _Canvas) -> np.ndarray:
         mask = luminance_mask(canvas.at_target(), spec["low"], spec["high"], spec["softness"])
     elif kind == "color":
         mask = color_mask(canvas.at_target(), spec["hue"], spec["hue_width"], spec["min_saturation"])
+    elif kind == "shade":
+        # relative to the whole photo: read once at analysis size, cached like the content masks
+        small = canvas.cache.get_or_compute(content_key(canvas.key, spec), lambda: shade_mask(
+            canvas.analysis(CONTENT_SIDE), spec["band"], spec["share"]))
+        mask = resize_mask(small, h, w)
     else:
         small = canvas.cache.get_or_compute(content_key(canvas.key, spec), lambda: _CONTENT[kind](canvas))
         mask = resize_mask(small, h, w)

@@ -127,6 +127,36 @@ def luminance_mask(img: np.ndarray, low: float, high: float, softness: float) ->
     return cv2.LUT(luma.reshape(luma.shape[:2]), weight)
 
 
+#: The direction in CIELAB's a*b* plane each colour band is said to lean ("the green mat": the greens of this photo,
+#: whatever hue its camera and light gave them). Perceptual, not HSV: pink and orange are far apart in a*b* where
+#: a lamp-lit photo puts both near HSV red.
+SHADE_ANGLES: dict[str, float] = {"red": 35.0, "orange": 60.0, "yellow": 95.0, "green": 135.0, "aqua": 195.0,
+                                  "blue": 235.0, "purple": 300.0, "magenta": 0.0}
+#: A pixel has to lean this far (a*b* units) towards the colour to count as that colour at all.
+SHADE_MIN_LEAN = 3.0
+
+
+def shade_mask(img: np.ndarray, band: str, share: float) -> np.ndarray:
+    """The pixels of ``img`` (uint8 RGB) that lean furthest towards a named colour, relative to the photo:
+    its own shade of that colour, about ``share`` of the frame at most.
+
+    A pixel's lean is how far its a*b* point lies along the colour's direction (:data:`SHADE_ANGLES`) less
+    half how far it lies across it, so a saturated pixel of another colour does not count. The mask holds the
+    top ``share`` of leans with a soft edge, and nothing where no pixel leans at least
+    :data:`SHADE_MIN_LEAN` (a photo with nothing of that colour gives an empty mask, not its nearest greys).
+    """
+    rgb = img.astype(np.float32) * np.float32(1.0 / 255.0)
+    lab = cv2.cvtColor(rgb, cv2.COLOR_RGB2Lab)
+    a, b = lab[..., 1], lab[..., 2]
+    t = np.deg2rad(SHADE_ANGLES[band])
+    c, s = np.float32(np.cos(t)), np.float32(np.sin(t))
+    lean = a * c + b * s - np.float32(0.5) * np.abs(b * c - a * s)
+    threshold = max(float(np.percentile(lean, 100.0 * (1.0 - share))), SHADE_MIN_LEAN)
+    mask = smoothstep(lean, threshold - 2.0, threshold + 3.0)
+    sigma = max(1.0, 0.002 * max(mask.shape))      # a speckle of noise is no part of a thing
+    return cv2.GaussianBlur(mask, (0, 0), sigma)
+
+
 def color_mask(img: np.ndarray, hue: float, hue_width: float, min_saturation: float) -> np.ndarray:
     """Pixels of ``img`` (uint8 RGB) whose HSV hue is within ``hue_width/2`` degrees of ``hue``
     (fading to 0 at ``hue_width``) and whose HSV saturation is above ``min_saturation``

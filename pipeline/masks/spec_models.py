@@ -139,6 +139,15 @@ class ColorMask(MaskSpec):
         return self
 
 
+class ShadeMask(MaskSpec):
+    """The photo's own shade of a named colour: the pixels leaning furthest towards ``band`` (in CIELAB),
+    at most ``share`` of the frame ("the green mat" where the mat is the greenest thing in it)."""
+
+    type: Literal["shade"]
+    band: Band
+    share: Annotated[float, Field(ge=0.01, le=0.5), _rounded(4)] = 0.15
+
+
 class GradientMask(MaskSpec):
     """1 at ``start`` falling to 0 at ``end`` (fractions of the image)."""
 
@@ -220,7 +229,7 @@ class SelectionMask(MaskSpec):
     type: Literal["selection"]
 
 
-AnyMask = Annotated[Union[LuminanceMask, ColorMask, GradientMask, RadialMask, FaceMask, SkinMask, SkyMask, SubjectMask,
+AnyMask = Annotated[Union[LuminanceMask, ColorMask, ShadeMask, GradientMask, RadialMask, FaceMask, SkinMask, SkyMask, SubjectMask,
                           InvertMask, IntersectMask, UnionMask, PaintedMask, SelectionMask],
                     Discriminator("type"), BeforeValidator(_plain)]
 #: Stands for a nested mask in the models' JSON schemas until :func:`mask_json_schema` links ``#/$defs/mask``.

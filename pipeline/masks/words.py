@@ -32,6 +32,8 @@ def describe_mask(spec: Mapping) -> str:
         hue = spec.get("hue", 0)
         band = min(BANDS, key=lambda b: min(abs(BANDS[b] - hue), 360 - abs(BANDS[b] - hue)))
         text = f"{band} colours"
+    elif kind == "shade":
+        text = f"the photo's {spec.get('band')}s"
     elif kind == "gradient":
         (x0, y0), (x1, y1) = spec.get("start", (0.5, 0)), spec.get("end", (0.5, 1))
         if abs(y1 - y0) >= abs(x1 - x0):
