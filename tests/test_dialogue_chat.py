@@ -1100,3 +1100,26 @@ def test_taking_off_a_change_just_made_goes_back_and_too_little_asks_for_more(st
     temperature = studio.head(sid).state["settings"]["temperature"]
     r = studio.send_message(sid, "more, that barely did anything")
     assert "Repeating" in r.reply and studio.head(sid).state["settings"]["temperature"] > temperature, r.reply
+
+
+def test_why_is_it_so_something_is_a_complaint_and_a_plain_why_is_asked(router, planner):
+    from agent.conversation.words import rhetorical_rest, tokenize
+
+    assert rhetorical_rest(tokenize("why is everything so yellow ugh")) == ["everything", "is", "so", "yellow", "ugh"]
+    assert router.route("why is everything so yellow ugh").kind == "modification"
+    assert _moves(_plan(planner, "why is everything so yellow ugh")).get(("temperature", None), 0) < 0
+    assert _moves(_plan(planner, "how come it looks so flat?")).get(("contrast", None), 0) > 0
+    # no degree said: it may ask for a reason, so nothing is changed
+    assert router.route("why is it grey").kind != "modification"
+    assert router.route("why did you do that").kind != "modification"
+
+
+def test_a_colour_the_last_change_cast_said_with_a_pull_back_takes_that_change_back(studio):
+    sid = studio.start_session(small_photo("coffee")).id
+    for message in ("awww. it shouldnt look this cold and clinical tho, warm it up a bit", "more"):
+        r = studio.send_message(sid, message)
+        assert "skipped" not in r.reply, r.reply          # ("awww": a sound drawn out)
+    warm = studio.head(sid).state["settings"]["temperature"]
+    r = studio.send_message(sid, "ok now they look orange lol, back off a little")
+    assert 0 < studio.head(sid).state["settings"]["temperature"] < warm, r.reply
+    assert "skipped" not in r.reply, r.reply

@@ -86,6 +86,29 @@ def rhetorical_rest(tokens: Sequence[str]) -> list[str] | None:
             rest = words[len(said):]
             rest = rest[1:] if rest and rest[0] in ("is", "are", "does", "do", "was", "has") else rest
             return rest or None
+    return asked_why_rest(words)
+
+
+def asked_why_rest(tokens: Sequence[str]) -> list[str] | None:
+    """What a "why is it so ..." question says of the photo, as a statement ("why is everything so yellow"
+    -> "everything is so yellow"), or None when the words open no such way or say no degree ("why is it grey?"
+    may ask for a reason)."""
+    words = [t for t in tokens if t not in SEPARATORS]
+    degree = word_lists()["degree_words"]
+    for opening in sorted(word_lists()["rhetorical_whys"], key=lambda w: -len(w.split())):
+        said = opening.split()
+        rest = words[len(said):]
+        if words[:len(said)] != said or not any(t in degree for t in rest):
+            continue
+        # "why is everything so yellow" -> "everything is so yellow"; "how come it looks so flat" as said; of
+        # the whole photo only ("why is the snow in the shade so blue anyway?" asks about the light)
+        at = next(i for i, t in enumerate(rest) if t in degree)
+        if not set(rest[:at]) <= word_lists()["whole_photo_words"]:
+            return None
+        if said[-1] in ("is", "are", "why's", "whys", "its", "it's") \
+                and not set(rest[:at]) & {"is", "are", "looks", "look", "seems", "feels"}:
+            rest = (["it"] if said[-1] in ("its", "it's") else []) + rest[:at] + ["is"] + rest[at:]
+        return rest if rest[0] not in degree else None
     return None
 
 
@@ -388,7 +411,8 @@ def opening_interjections(tokens: list[str]) -> int:
     highlights"); a message of nothing else is left whole (0)."""
     sounds = word_lists()["interjections"]
     i = 0
-    while i < len(tokens) and (tokens[i] in sounds or (i and tokens[i] in SEPARATORS)):
+    while i < len(tokens) and (tokens[i] in sounds or _DRAWN_OUT.sub(r"\1\1", tokens[i]) in sounds
+                               or (i and tokens[i] in SEPARATORS)):      # ("awww", "hmmmmm": drawn out)
         i += 1
     if i == 0 or i >= len(tokens) or not any(t not in SEPARATORS for t in tokens[i:]):
         return 0
@@ -397,6 +421,8 @@ def opening_interjections(tokens: list[str]) -> int:
     return i if i >= 2 or (i and tokens[i - 1] in SEPARATORS) else 0
 
 
+#: A letter said three times or more ("awww", "sooo"): a sound drawn out.
+_DRAWN_OUT = re.compile(r"(.)\1{2,}")
 #: Said right after a word, these make it a verb ("cool it down", "warm them up"), not a sound.
 _OBJECTS = frozenset({"it", "that", "them", "things", "everything"})
 

@@ -35,7 +35,7 @@ from agent.planning.followups import caused_by_last, guessed_place_note, read_fo
 from agent.planning.grammar import read_request, split_protected
 from agent.planning.moves import Draft, Move, protect_moves
 from agent.conversation.vocabulary import Vocabulary, read_pieces
-from agent.conversation.words import find_phrases, says_vague_ask, tokenize
+from agent.conversation.words import asked_why_rest, find_phrases, says_vague_ask, tokenize
 from pipeline import ops
 from pipeline.masks import describe_mask, normalize_mask_spec
 from pipeline.state import EditState
@@ -312,6 +312,9 @@ class EmbeddedPlanner:
         vocab = self.vocab
         message = vocab.drop_dismissed(
             vocab.join_particles(vocab.strip_preamble(vocab.spell((request.message or "").strip()))))
+        said = asked_why_rest(tokenize(message))
+        if said:
+            message = " ".join(said)       # "why is everything so yellow ugh": everything is so yellow
         # The judge's replan of a follow-up is still that follow-up: "more" keeps meaning the last
         # change. The person's own feedback ("no, cooler instead") replaces it.
         by_person = bool(request.feedback) and request.feedback_from != "judge"

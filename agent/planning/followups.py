@@ -661,9 +661,16 @@ _SAID_OF = frozenset({"he", "she", "it", "they", "he's", "she's", "they're", "he
 _BECOME = word_lists()["state_words"]
 
 
+#: The colours a white-balance move casts over what it touches ("they look orange now" after warming them).
+_CASTS_GIVEN = {("temperature", 1): {"orange", "yellow", "red"}, ("temperature", -1): {"blue", "aqua"},
+                ("tint", 1): {"magenta", "purple"}, ("tint", -1): {"green"}}
+
+
 def _moved_band(edit, band: str) -> bool:
-    """Whether ``edit`` moved the colour ``band`` (its own op, "saturation_green", or a change on its colour mask)."""
-    return any(c.op.endswith("_" + band) or (c.target or {}).get("band") == band for c in edit.changes)
+    """Whether ``edit`` moved the colour ``band``: its own op ("saturation_green"), a change on its colour mask,
+    or a white-balance move that casts that colour (warming: orange)."""
+    return any(c.op.endswith("_" + band) or (c.target or {}).get("band") == band
+               or band in _CASTS_GIVEN.get((c.op, 1 if c.delta > 0 else -1), ()) for c in edit.changes)
 
 
 def _undoes_last(vocab: Vocabulary, problem: str, dialogue) -> bool:
