@@ -1123,3 +1123,17 @@ def test_a_colour_the_last_change_cast_said_with_a_pull_back_takes_that_change_b
     r = studio.send_message(sid, "ok now they look orange lol, back off a little")
     assert 0 < studio.head(sid).state["settings"]["temperature"] < warm, r.reply
     assert "skipped" not in r.reply, r.reply
+
+
+def test_more_said_with_the_thing_or_quality_of_the_last_change_repeats_it(studio):
+    # the thing said a little differently ("the stone" after "the stonework") is where the last change was
+    sid = studio.start_session(small_photo("coffee")).id
+    r = studio.send_message(sid, "warm up the stonework a little, just guess")
+    assert "best guess" in r.reply, r.reply
+    r = studio.send_message(sid, "mm the stone could take another nudge")
+    assert "Repeating" in r.reply, r.reply
+    # "more" with the last change's own colour, said as the person sees it
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "can the sky be bluer")
+    r = studio.send_message(sid, "more!! proper postcard blue")
+    assert "Repeating" in r.reply, r.reply

@@ -330,3 +330,11 @@ def test_even_less_after_asking_for_less_is_more_of_that_change():
     assert read_request("even less", ["make the mat less neon"]).follow == "more"
     assert read_request("bit less", ["make the mat less neon"]).follow == "less"
     assert read_request("even less", ["warmer"]).follow == "less"
+
+
+def test_a_thing_that_cannot_be_seen_in_a_dark_photo_is_why_not_where():
+    assert read_request("its so dark i can barely see the guitar lol").target is None
+    assert read_request("ugh now its too dark, i cant see the buildings").target is None
+    assert read_request("the guitar is great but the whole pic is so dark, brighten it?").target is None
+    # a thing asked for is still where
+    assert read_request("brighten the guitar").target == "guitar"

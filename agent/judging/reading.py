@@ -583,6 +583,12 @@ def _target_at(tokens: Sequence[str], lex: Lexicon, skip: set[int],
     return candidates[0]
 
 
+#: "i can barely see the guitar", "cant make out the buildings": what a thing cannot be seen for.
+_SEEING = frozenset({"see", "out", "read", "spot", "find"})
+#: Said of the whole photo: "its so dark", "the whole pic is so dark".
+_THE_PHOTO = frozenset({"it", "its", "it's", "everything", "everythings", "pic", "photo", "picture", "image", "shot"})
+
+
 def _a_thing(noun: str, lex: Lexicon, known_words: set[str]) -> bool:
     """Whether a word said after "the" names a thing no table knows ("the cup"), not a place, quality or size."""
     return (noun not in lex.not_places and noun not in known_words and noun not in lex.magnitudes
@@ -827,6 +833,11 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
             t in ("it", "everything") and any(i < k <= at for k in stops) for i, t in enumerate(tokens[:at])):
         # "warm it up and give it more contrast, the stone looks really flat": a thing no finder knows, said in
         # a statement after a request for the whole photo, is why (as the planner reads it), not where
+        target = None
+    if target is not None and mask is None and not kept_place and at > 0 and tokens[at - 1] in _SEEING \
+            and any(t in _THE_PHOTO for t in tokens[:at]):
+        # "its so dark i can barely see the guitar", "ugh now its too dark, i cant see the buildings": a thing
+        # said as what cannot be seen, after how the whole photo is, is why the whole photo changes
         target = None
     if kept_place and not expects and _follow_kind(tokens, lex) is None:
         kept_out = _kept_out(message, target, mask, history, lex)

@@ -222,7 +222,12 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         carried = True
     else:
         carried = not (pull or fractions) and _carried_on(vocab, tokens, anchors, pieces, last, _asked(dialogue, last))
-    if carried:       # "warmer still", "even brighter" after "make the sky warmer": that change again, there
+    # "more!! proper postcard blue" after "can they be bluer": more, said with the last change's own quality
+    own_again = bool(anchors) and last is not None and not (pull or fractions or carried) \
+        and bool(find_phrases(tokens, vocab.repeat)) and all(
+            a.category == "band" and _moved_band(last, a.key, casts=False) for a in anchors)
+    own_said = {i for a in anchors for i in _clause_span(tokens, a.pos)} if own_again else set()
+    if carried or own_again:       # "warmer still", "even brighter" after "make the sky warmer": that change again, there
         anchors = []
     # "same on the water": a colour said as the place of a retarget is where, not what to bring back
     placed = bool(find_phrases(tokens, vocab.retarget)) and all(a.category == "band" for a in anchors)
@@ -264,7 +269,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     if aspects:
         covered.update(i for i, t in enumerate(tokens) if t in vocab.restore_nouns)
         covered.update(i for i, t in enumerate(tokens) if t in ("on", "gone", "went", "got", "far", "with"))
-    covered |= likeness
+    covered |= likeness | own_said      # ("proper postcard blue": how the quality is said)
     # "only a touch", "just a little": how much, said again
     mag_at = {p.pos for p in pieces if p.category == "magnitude"}
     covered.update(i for i, t in enumerate(tokens) if t in ("only", "just") and i + 1 in mag_at)
@@ -308,7 +313,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     described = {w for p in pieces if p.category == "word" for w in p.text.split()}
     said_same = any({"same", "too", "also", "aswell"} & set(tokens[pos:pos + n]) for pos, n, _ in retarget)
     last_said = set(tokenize(last.message)) if last is not None else set()
-    if things and (repeat or pull) and all(t in last_said for t in things) \
+    if things and (repeat or pull) and all(_said_in(t, last_said) for t in things) \
             and all(t in things or t in places for t in leftover):
         # "more on the flag pls" after "desaturate the flag a bit": the thing the last change was asked of
         # (found, or worked on through a guess) is where it was: that change again there
@@ -453,6 +458,13 @@ def _asked(dialogue, edit) -> list[str]:
         seen.add(edit.asset_id)
         edit = dialogue.by_asset(edit.followup.get("base_asset"))
     return list(edit.intents) if edit is not None else []
+
+
+def _said_in(word: str, said: set[str]) -> bool:
+    """Whether ``word`` was among the words ``said``, as said or as the same word grown or cut short ("the
+    stone" after "the stonework", "the buildings" after "the building"; four letters at least)."""
+    return word in said or any(len(w) >= 4 and len(word) >= 4 and (w.startswith(word) or word.startswith(w))
+                               for w in said)
 
 
 def _less_again(vocab: Vocabulary, tokens: list[str], pieces: list, last) -> bool:
@@ -666,11 +678,11 @@ _CASTS_GIVEN = {("temperature", 1): {"orange", "yellow", "red"}, ("temperature",
                 ("tint", 1): {"magenta", "purple"}, ("tint", -1): {"green"}}
 
 
-def _moved_band(edit, band: str) -> bool:
+def _moved_band(edit, band: str, casts: bool = True) -> bool:
     """Whether ``edit`` moved the colour ``band``: its own op ("saturation_green"), a change on its colour mask,
-    or a white-balance move that casts that colour (warming: orange)."""
+    or (``casts``) a white-balance move that casts that colour (warming: orange)."""
     return any(c.op.endswith("_" + band) or (c.target or {}).get("band") == band
-               or band in _CASTS_GIVEN.get((c.op, 1 if c.delta > 0 else -1), ()) for c in edit.changes)
+               or (casts and band in _CASTS_GIVEN.get((c.op, 1 if c.delta > 0 else -1), ())) for c in edit.changes)
 
 
 def _undoes_last(vocab: Vocabulary, problem: str, dialogue) -> bool:
