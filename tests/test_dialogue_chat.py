@@ -1137,3 +1137,16 @@ def test_more_said_with_the_thing_or_quality_of_the_last_change_repeats_it(studi
     studio.send_message(sid, "can the sky be bluer")
     r = studio.send_message(sid, "more!! proper postcard blue")
     assert "Repeating" in r.reply, r.reply
+
+
+def test_a_part_that_is_all_of_its_owner_is_the_owner_and_a_colour_can_be_made_stronger(planner):
+    from agent.conversation.words import tokenize
+
+    assert tokenize("sharpen up the cat's fur") == ["sharpen", "up", "the", "cat"]
+    assert tokenize("brighten the cat's eyes") == ["brighten", "the", "eyes"]         # a part of its own
+    plan = _plan(planner, "sharpen up the cat's fur a bit but don't touch the mug, the logo has to stay exactly as is")
+    assert {(g.target or {}).get("type") for g in plan.sub_goals} == {"subject"}, plan.reply
+    assert _moves(_plan(planner, "make the greens stronger")) == {("saturation_green", None): 20}
+    for text in ("make the blue on the guitar body stronger", "make the green mat bolder"):
+        plan = _plan(planner, text)
+        assert {(g.op, (g.target or {}).get("type")) for g in plan.sub_goals} == {("saturation", "shade")}, text

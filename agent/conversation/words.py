@@ -208,15 +208,20 @@ def plain_possessives(toks: list[str]) -> list[str]:
     keeps only "eyes", the place meant. Pronoun contractions ("it's") stay as they are."""
     lists = word_lists()
     contractions, after_is, owners = lists["contractions"], lists["after_is"], lists["possessive_determiners"]
-    out = []
+    out: list[str] = []
+    skip = -1
     for i, t in enumerate(toks):
+        if i == skip:
+            continue
         if not t.endswith("'s") or len(t) <= 3 or t in contractions:
             out.append(t)
             continue
         nxt = toks[i + 1] if i + 1 < len(toks) else ""
         # ("the snow's blowing out", "the sky's looking flat": "is" before a verb in -ing, not a whose)
         if nxt.isalpha() and nxt not in after_is and not nxt.endswith(("ed", "ing")):
-            if out and out[-1] in owners:
+            if out and out[-1] in owners and nxt in lists["whole_of_owner"]:
+                skip = i + 1            # "the cat's fur" -> "the cat": that part is all of it
+            elif out and out[-1] in owners:
                 continue                # "the cat's eyes" -> "the eyes"
         out.append(t[:-2])
     return out

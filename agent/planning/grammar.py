@@ -13,7 +13,7 @@ from typing import Mapping
 
 from agent.planning.base import PlanRequest
 from agent.planning.moves import Draft, Move, onto_mask, protect_moves
-from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, QUALITIES, Clause, around, avoided_degree, colour_of, guess_place, names_a_thing, stand_in,
+from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, QUALITIES, Clause, COLOUR_OF_A_THING, around, avoided_degree, colour_of, guess_place, names_a_thing, stand_in,
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, Intent, Piece, Vocabulary, read_pieces
@@ -1009,9 +1009,13 @@ def _colour_of_a_thing(clause: Clause) -> bool:
     """Whether the clause's colour describes the thing said right after it ("tone down the orange suit"): the
     colour finds that thing, as in "make the suit less orange" (not "give it a green moustache", a new thing)."""
     at = next(i for i, p in enumerate(clause.pieces) if p.category == "band")
-    after = [p for p in clause.pieces[at + 1:] if p.category != "magnitude"]     # ("... a bit")
-    return at > 0 and clause.pieces[at - 1].text.split()[-1] in DETERMINERS \
-        and 0 < len(after) <= 2 and all(p.category == "word" for p in after)
+    # ("... a bit", "... bolder": how much, said after the thing)
+    after = [p for p in clause.pieces[at + 1:] if p.category not in ("magnitude", "increase", "reduce")]
+    if at == 0 or clause.pieces[at - 1].text.split()[-1] not in DETERMINERS or not after \
+            or not all(p.category == "word" for p in after):
+        return False
+    # "the orange suit"; "the blue on the guitar body": the colour of a thing said after it
+    return len(after) <= 2 or (after[0].text in COLOUR_OF_A_THING and len(after) <= 5)
 
 
 def _implicit(vocab: Vocabulary, clause: Clause) -> list[Piece]:
