@@ -376,7 +376,12 @@ def test_a_colour_said_as_the_place_to_keep_is_kept(studio):
     assert result.asset_id
     (target,) = {json.dumps(g["target"], sort_keys=True) for g in result.sub_goals}
     target = json.loads(target)
-    assert target["type"] == "color" and target["invert"] and 180 < target["hue"] < 260   # not the blues
+    # not the blues: their hue range, and the photo's own shade of blue
+    assert target["type"] == "union" and target["invert"], target
+    assert {m["type"] for m in target["masks"]} == {"color", "shade"}
+    assert all(180 < m["hue"] < 260 for m in target["masks"] if m["type"] == "color")
+    assert all(m["band"] == "blue" for m in target["masks"] if m["type"] == "shade")
+    assert "The blues kept their look" in result.reply or "blues" in result.reply, result.reply
     after = studio.render(sid, result.asset_id, long_side=None)
     assert abs(image_stats(after[:60])["chroma_mean"] - image_stats(photo[:60])["chroma_mean"]) < 1.0
     assert image_stats(after[60:])["chroma_mean"] > image_stats(photo[60:])["chroma_mean"] + 1.0
@@ -982,7 +987,8 @@ def test_a_kept_thing_described_by_its_colour_is_kept_by_that_colour():
     plan = EmbeddedPlanner().plan(PlanRequest(message="make it a bit more teal but keep the pink building pink",
                                               state=EditState()))
     (goal,) = plan.sub_goals
-    assert goal.target["type"] == "color" and goal.target.get("invert"), plan.reply
+    assert goal.target["type"] == "union" and goal.target.get("invert"), plan.reply      # its range and its shade
+    assert {m["type"] for m in goal.target["masks"]} == {"color", "shade"}
     plan = EmbeddedPlanner().plan(PlanRequest(message="warmer but keep the wall behind it that nice blue",
                                               state=EditState()))
     assert [g.target["type"] for g in plan.sub_goals] == ["subject"]

@@ -1150,3 +1150,18 @@ def test_a_part_that_is_all_of_its_owner_is_the_owner_and_a_colour_can_be_made_s
     for text in ("make the blue on the guitar body stronger", "make the green mat bolder"):
         plan = _plan(planner, text)
         assert {(g.op, (g.target or {}).get("type")) for g in plan.sub_goals} == {("saturation", "shade")}, text
+
+
+def test_a_colour_kept_is_kept_where_the_photo_has_it_too(planner):
+    from agent.eval.scenarios import load_photo
+
+    # the desk photo's "lime green" mat is no HSL green: the photo's own shade of green keeps it as well
+    desk = load_photo("desk_cat")
+    plan = _plan(planner, "make it less saturated overall, its kinda garish, but dont touch the lime green mat, i like that")
+    [goal] = plan.sub_goals
+    assert goal.target["type"] == "union" and goal.target["invert"], goal.target
+    mask = build_mask(goal.target, desk, desk.shape[:2])
+    h, w = desk.shape[:2]
+    yy, xx = np.mgrid[0:h, 0:w]
+    mat = ((xx / w - 0.75) / 0.25) ** 2 + ((yy / h - 0.84) / 0.16) ** 2 < 1
+    assert mask[mat].mean() < 0.35 and mask[~mat].mean() > 0.8     # (the change goes where the mat is not)

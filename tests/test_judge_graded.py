@@ -105,7 +105,7 @@ def test_a_colour_complaint_about_a_thing_is_judged_on_that_colour(judge, photos
     worse = ask(judge, im, "the saucer is way too red", edit(saturation_red=40))
     assert fixed.score >= MIN_PASS, fixed.assessment
     assert worse.score < MIN_PASS, worse.assessment
-    assert fixed.reading["target_mask"] == {"type": "color", "band": "red"}
+    assert fixed.reading["target_mask"] == {"type": "shade", "band": "red"}      # the photo's own shade of red
 
 
 def test_stats_cache_keeps_regions_apart(photos):

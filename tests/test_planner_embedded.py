@@ -151,7 +151,7 @@ INSTRUCTIONS = [
     # what a person wears is found by its colour, as a thing is ("his shirt"; "her nose" is asked about)
     ("his shirt looks too blue", {("saturation", "shade"): "-"}),
     # a place kept said with a participle or after the request
-    ("more vibrant please, keeping the greens as they are", {("vibrance", "color!"): "+"}),
+    ("more vibrant please, keeping the greens as they are", {("vibrance", "union!"): "+"}),     # (range and shade)
     ("warmer overall, sky excluded", {("temperature", "sky!"): "+"}),
     ("darker everywhere aside from the face", {("exposure", "face!"): "-"}),
     # ... and before a quality they only confirm it

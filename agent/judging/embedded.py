@@ -455,7 +455,10 @@ def check_preservation(before: np.ndarray, current: np.ndarray, edited: np.ndarr
         plain = f"The edit also changed {rest}."
     else:
         sentence = f"{rest.capitalize()} is intact (SSIM {s:.2f})."
-        plain = f"{rest.capitalize()} kept its look."
+        # ("faces kept their look", "the sky kept its look", "everything but the blues kept its look")
+        plural = rest.split()[-1].endswith("s") and not rest.split()[-1].endswith("'s") \
+            and not rest.startswith(("everything", "the rest", "outside"))
+        plain = f"{rest.capitalize()} kept {'their' if plural else 'its'} look."
     return _Preservation(score, s, de, spill, sentence, plain)
 
 

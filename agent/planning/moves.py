@@ -69,8 +69,10 @@ def protect_moves(vocab, moves: list[Move], targets: list[str],
     """The whole-image moves of the clause before, put on everything but the places named (one local
     layer on their complement), so the protected places do not move at all. A colour said as the place
     ("but don't change the water": the blues) is protected by its colour mask."""
-    named = [vocab.place(t) for t in targets] + [(normalize_mask_spec({"type": "color", "band": b}),
-                                                  f"the {b}s") for b in bands]
+    # a colour kept is kept where its hue range is and where the photo's own shade of it is ("dont touch the
+    # lime green mat": a lime the HSL greens miss)
+    named = [vocab.place(t) for t in targets] + [(normalize_mask_spec({"type": "union", "masks": [
+        {"type": "color", "band": b}, {"type": "shade", "band": b}]}), f"the {b}s") for b in bands]
     # "don't lose the blue of the water": the water's colour and the blue said are one place
     named = list({json.dumps(spec, sort_keys=True): (spec, label) for spec, label in named}.values())
     specs, places = zip(*named)

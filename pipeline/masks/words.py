@@ -48,6 +48,21 @@ def describe_mask(spec: Mapping) -> str:
         text = "everything but " + describe_mask(spec["mask"])
     else:
         joiner = " and " if kind == "union" else " within "
-        text = joiner.join(describe_mask(m) for m in spec.get("masks", []))
+        bands = {_band_of(m) for m in spec.get("masks", [])}
+        if kind == "union" and len(bands) == 1 and None not in bands:
+            text = f"the {bands.pop()}s"     # a colour's range and its shade in the photo: one colour, said once
+        else:
+            text = joiner.join(describe_mask(m) for m in spec.get("masks", []))
     return prefix + text
 
+
+def _band_of(spec: Mapping) -> str | None:
+    """The colour band a colour range or a shade mask stands for (None for any other mask, or one inverted)."""
+    if spec.get("invert"):
+        return None
+    if spec.get("type") == "shade":
+        return str(spec.get("band"))
+    if spec.get("type") == "color":
+        hue = float(spec.get("hue", BANDS.get(str(spec.get("band")), 0.0)))
+        return min(BANDS, key=lambda b: min(abs(BANDS[b] - hue), 360 - abs(BANDS[b] - hue)))
+    return None
