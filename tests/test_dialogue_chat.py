@@ -1165,3 +1165,10 @@ def test_a_colour_kept_is_kept_where_the_photo_has_it_too(planner):
     yy, xx = np.mgrid[0:h, 0:w]
     mat = ((xx / w - 0.75) / 0.25) ** 2 + ((yy / h - 0.84) / 0.16) ** 2 < 1
     assert mask[mat].mean() < 0.35 and mask[~mat].mean() > 0.8     # (the change goes where the mat is not)
+
+
+def test_a_thing_said_along_the_edges_is_changed_at_the_edges(planner):
+    plan = _plan(planner, "darken the wooden table along the edges, like a vignette")
+    assert plan.kind != "clarify" and "where you said it is" in plan.reply, plan.reply
+    assert {json.dumps(g.target, sort_keys=True) for g in plan.sub_goals} == {json.dumps(
+        {"type": "radial", "softness": 0.6, "center": [0.5, 0.5], "radius": [0.5, 0.5], "invert": True}, sort_keys=True)}

@@ -409,8 +409,9 @@ class Vocabulary:
         off-centre radial one), not a thing found in the photo."""
         spec = self.targets.get(name) or {}
         centre = spec.get("center") or [0.5, 0.5]
-        return spec.get("type") == "gradient" or (spec.get("type") == "radial" and max(
-            abs(float(centre[0]) - 0.5), abs(float(centre[1]) - 0.5)) > 0.2)
+        # (the edges: the frame outside a centred ellipse)
+        return spec.get("type") == "gradient" or (spec.get("type") == "radial" and (bool(spec.get("invert")) or max(
+            abs(float(centre[0]) - 0.5), abs(float(centre[1]) - 0.5)) > 0.2))
 
     def place(self, name: str) -> tuple[dict, str]:
         """A named target's mask spec and the words for it ("the sky", "the top of the frame"); a place

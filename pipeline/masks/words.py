@@ -41,7 +41,9 @@ def describe_mask(spec: Mapping) -> str:
         else:
             text = "the left of the frame" if x0 < x1 else "the right of the frame"
     elif kind == "radial":
-        text = "a radial area"
+        centre = spec.get("center") or (0.5, 0.5)
+        centred = max(abs(float(centre[0]) - 0.5), abs(float(centre[1]) - 0.5)) <= 0.05
+        text = "the centre of the frame" if centred else "a radial area"
     elif kind in SELECTION_TYPES:
         text = "the selection"
     elif kind == "invert":
