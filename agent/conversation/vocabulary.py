@@ -142,6 +142,11 @@ class Vocabulary:
                 self.targets[f"all_but_{name}"] = dict(spec, invert=True)
                 self.target_labels[f"all_but_{name}"] = f"everything but {self.target_labels.get(name) or name}"
         self.band_ops: dict[str, str] = dict(pe.get("band_ops") or {})
+        # a band's own op as the plain op it is made from ("saturation_green": saturation; the first named wins)
+        self.band_op_plain: dict[str, str] = {}
+        for op, pattern in self.band_ops.items():
+            for b in ops.BANDS:
+                self.band_op_plain.setdefault(pattern.format(band=b), op)
         # "the water", "the grass": things named by their colour (found only where the photo has it)
         self.band_things = {" ".join(tokenize(w)): band for band, e in (pe.get("bands") or {}).items()
                             for w in e.get("things") or ()}

@@ -95,8 +95,7 @@ def asked_why_rest(tokens: Sequence[str]) -> list[str] | None:
     may ask for a reason)."""
     words = [t for t in tokens if t not in SEPARATORS]
     degree = word_lists()["degree_words"]
-    for opening in sorted(word_lists()["rhetorical_whys"], key=lambda w: -len(w.split())):
-        said = opening.split()
+    for said in _why_openings():
         rest = words[len(said):]
         if words[:len(said)] != said or not any(t in degree for t in rest):
             continue
@@ -110,6 +109,12 @@ def asked_why_rest(tokens: Sequence[str]) -> list[str] | None:
             rest = (["it"] if said[-1] in ("its", "it's") else []) + rest[:at] + ["is"] + rest[at:]
         return rest if rest[0] not in degree else None
     return None
+
+
+@lru_cache(maxsize=1)
+def _why_openings() -> tuple[list[str], ...]:
+    """The profile's ``rhetorical_whys`` as token lists, longest first ("how come its" before "how come")."""
+    return tuple(sorted((w.split() for w in word_lists()["rhetorical_whys"]), key=len, reverse=True))
 
 
 @lru_cache(maxsize=None)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import replace
+from typing import Mapping
 
 from pipeline.state import WHOLE_FRAME_OPS
 from agent.planning.base import Plan, PlanRequest, SubGoal
@@ -428,13 +429,8 @@ class EmbeddedPlanner:
 
     def _on_guessed_place(self, draft: Draft) -> tuple[Draft, str]:
         """Put whole-image moves on the best guess for a place no mask knows, and say so."""
-        place = draft.unknown_places[0]
-        name = draft.place_guess
-        spec, label = self.vocab.place(name)
-        # the request's own whole-image moves; a step back of the last change stays where that change was
-        moves = [replace(m, target=spec, phrase=m.phrase.replace("the image", label))
-                 if m.target is None and m.source != "followup" else m for m in draft.moves]
-        return replace(draft, moves=moves), guessed_place_note(self.vocab, place, label)
+        spec, label = self.vocab.place(draft.place_guess)
+        return self._on_stand_in(draft, spec, label, "my best guess for it")
 
     def _on_coloured_place(self, draft: Draft) -> tuple[Draft, str]:
         """Put whole-image moves on the photo's own shade of the colour said of a place no mask knows (a
@@ -442,20 +438,17 @@ class EmbeddedPlanner:
         green is), and say so."""
         band, word = draft.place_colour
         spec = normalize_mask_spec({"type": "shade", "band": band})
-        label = f"the {word} parts of the photo"
-        plain: dict[str, str] = {}
-        for op, pattern in self.vocab.band_ops.items():       # (saturation before vibrance: the first named)
-            for b in ops.BANDS:
-                plain.setdefault(pattern.format(band=b), op)
-        moves = []
-        for m in draft.moves:
-            if m.target is None and m.source != "followup":
-                m = replace(m, op=plain.get(m.op, m.op), target=spec, phrase=m.phrase.replace("the image", label))
-            moves.append(m)
-        place = draft.unknown_places[0]
-        tail = " or paint over it and say \u201con the selection\u201d" if "selection" in self.vocab.targets else ""
-        return replace(draft, moves=moves), (f"I can't pick out \u201c{place}\u201d by itself, so I worked on {label}, "
-                                             f"where its colour is; say \u201cundo\u201d if that's wrong{tail}.")
+        return self._on_stand_in(draft, spec, f"the {word} parts of the photo", "where its colour is",
+                                 plain=self.vocab.band_op_plain)
+
+    def _on_stand_in(self, draft: Draft, spec: dict, label: str, why: str,
+                     plain: Mapping[str, str] | None = None) -> tuple[Draft, str]:
+        """The request's own whole-image moves on ``spec`` (ops renamed by ``plain``); a step back of the last
+        change stays where that change was. With the reply's note on where they went and ``why``."""
+        plain = plain or {}
+        moves = [replace(m, op=plain.get(m.op, m.op), target=spec, phrase=m.phrase.replace("the image", label))
+                 if m.target is None and m.source != "followup" else m for m in draft.moves]
+        return replace(draft, moves=moves), guessed_place_note(self.vocab, draft.unknown_places[0], label, why)
 
     def _missing_thing(self, draft: Draft) -> Plan:
         """"darken the water" on a photo with no water: say so, change nothing, offer what can be done."""

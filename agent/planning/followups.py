@@ -697,10 +697,11 @@ def _undoes_last(vocab: Vocabulary, problem: str, dialogue) -> bool:
                for op, value in vocab.intents[fix].ops)
 
 
-def guessed_place_note(vocab: Vocabulary, place: str, label: str) -> str:
-    """What the reply says when a place no finder knows was worked on through its best guess."""
+def guessed_place_note(vocab: Vocabulary, place: str, label: str, why: str = "my best guess for it") -> str:
+    """What the reply says when a place no finder knows was worked on through a stand-in for it (``why``: its
+    best guess, where its colour is)."""
     tail = " or paint over it and say \u201con the selection\u201d" if "selection" in vocab.targets else ""
-    return (f"I can't pick out \u201c{place}\u201d by itself, so I worked on {label}, my best guess for it; "
+    return (f"I can't pick out \u201c{place}\u201d by itself, so I worked on {label}, {why}; "
             f"say \u201cundo\u201d if that's wrong{tail}.")
 
 

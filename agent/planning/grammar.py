@@ -794,9 +794,9 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         # ("the green mat is too bright": a colour said of a thing no finder knows finds it, not the whole band;
         # not one pointed at or placed, "that building", "the pillar in the middle", which the colour cannot
         # tell from the rest, nor one said with a request for the whole photo)
-        coloured = bool(named) and not whole_said and _colour_finds(vocab, clause, named[0]) \
-            and colour_of(vocab, clause.text, named[0].text) is not None \
-            and stand_in(vocab, clause.text, named[0].text) is None     # ("the wall is too blue": its band)
+        colour = colour_of(vocab, clause.text, named[0].text) \
+            if named and not whole_said and _colour_finds(vocab, clause, named[0]) else None
+        coloured = colour is not None and stand_in(vocab, clause.text, named[0].text) is None  # ("the wall is too blue")
         if (not targets or (specific and positional)) and not is_global and not why_said \
                 and (topic or specific or coloured or not bands and not all(u.bands for u in uses)):
             # ("the suit is too orange": the colour finds the thing, no place to guess; one particular
@@ -812,8 +812,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             if places:
                 draft.place_guess = guess_place(vocab, clause.text, places[0])
                 draft.place_stand_in = stand_in(vocab, clause.text, places[0]) is not None
-                if named and not whole_said and _colour_finds(vocab, clause, named[0]):
-                    draft.place_colour = draft.place_colour or colour_of(vocab, clause.text, places[0])
+                draft.place_colour = draft.place_colour or colour
             if places and targets:
                 uses = [replace(u, targets=[]) for u in uses]     # "in the middle" only locates the thing
         # "flat and dull", "dark and murky": one complaint said twice; its fix is planned once

@@ -29,9 +29,7 @@ def describe_mask(spec: Mapping) -> str:
         lo, hi = spec.get("low", 0), spec.get("high", 1)
         text = "the shadows" if hi <= 0.4 else "the highlights" if lo >= 0.6 else f"tones {lo:.0%}-{hi:.0%}"
     elif kind == "color":
-        hue = spec.get("hue", 0)
-        band = min(BANDS, key=lambda b: min(abs(BANDS[b] - hue), 360 - abs(BANDS[b] - hue)))
-        text = f"{band} colours"
+        text = f"{_nearest_band(spec.get('hue', 0))} colours"
     elif kind == "shade":
         text = f"the photo's {spec.get('band')}s"
     elif kind == "gradient":
@@ -65,6 +63,10 @@ def _band_of(spec: Mapping) -> str | None:
     if spec.get("type") == "shade":
         return str(spec.get("band"))
     if spec.get("type") == "color":
-        hue = float(spec.get("hue", BANDS.get(str(spec.get("band")), 0.0)))
-        return min(BANDS, key=lambda b: min(abs(BANDS[b] - hue), 360 - abs(BANDS[b] - hue)))
+        return _nearest_band(float(spec.get("hue", BANDS.get(str(spec.get("band")), 0.0))))
     return None
+
+
+def _nearest_band(hue: float) -> str:
+    """The colour band whose hue is nearest ``hue`` (degrees, the short way round)."""
+    return min(BANDS, key=lambda b: min(abs(BANDS[b] - hue), 360 - abs(BANDS[b] - hue)))
