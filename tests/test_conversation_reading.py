@@ -1003,3 +1003,160 @@ def test_the_same_on_a_thing_no_finder_knows_asks_where_it_is():
                                               state=EditState.from_dict({"settings": {"temperature": 25}}),
                                               dialogue=warm))
     assert not plan.sub_goals and "\u201cthe round badge\u201d" in plan.reply, plan.reply
+
+
+# -- stop 40: counts and particles in going back, corrections, keeping a change to one place ------------------
+
+def _warm_then(message: str):
+    warm = DialogueState(edits=[TurnMoves(1, "make it warmer", "a1", "a0", [Change("temperature", 0, 25)],
+                                          ["warmer"], ["warmer"])])
+    return EmbeddedPlanner().plan(PlanRequest(message=message, state=EditState.from_dict(
+        {"settings": {"temperature": 25}}), dialogue=warm))
+
+
+@pytest.mark.parametrize("message,name,steps", [
+    ("ctrl+z x2", "back", 2), ("undo twice", "back", 2), ("undo 3x", "back", 3), ("hmm no, not that", "undo", 1),
+])
+def test_undo_said_with_a_count_goes_back_that_many(router, message, name, steps):
+    route = router.route(message)
+    assert (route.kind, route.name, route.steps) == ("command", name, steps), route
+
+
+@pytest.mark.parametrize("message,kind,steps,named", [
+    ("nah take those last two back off", "steps", 2, []),       # the particle names no change; a count, no pull-back
+    ("no more contrast", "change", 1, ["contrast"]),               # the "no" of the verb is no "without"
+    ("that last one was a mistake", "steps", 1, []),
+    ("show me the warm one again", "version", 1, ["warm"]),
+    ("undo everything since the warmth", "version", 1, ["warmth"]),
+])
+def test_going_back_said_in_other_words(router, message, kind, steps, named):
+    route = router.route(message)
+    assert route.name == "going_back", route
+    back = route.going_back[0]
+    assert (back.kind, back.steps, back.named) == (kind, steps, named), back
+
+
+@pytest.mark.parametrize("message", ["yikes way too crispy. back it off", "i want the sky bluer", "not that much"])
+def test_pull_backs_and_wishes_are_no_going_back(router, message):
+    assert router.route(message).kind == "modification"
+
+
+@pytest.mark.parametrize("message,kind", [("can you colourise it? like make it a colour photo", "modification"),
+                                          ("Can u OCR it and paste me the text", "modification"),
+                                          ("no more, thanks", "chat"),
+                                          ("lovely old ruin this, took it on holiday", "chat")])
+def test_a_request_with_a_verb_no_table_knows_is_no_remark(router, message, kind):
+    """Asked of me with any verb, it is a request (the planner then says honestly it cannot), never "Nice!"."""
+    assert router.route(message).kind == kind
+
+
+def test_an_unknown_verb_asked_of_me_is_refused_honestly(studio, coffee):
+    sid = studio.start_session(coffee).id
+    head = studio.head(sid).id
+    result = studio.send_message(sid, "can you colourise it? like make it a colour photo")
+    assert "don't know how" in result.reply and not result.reply.startswith("Nice"), result.reply
+    assert studio.head(sid).id == head
+
+
+@pytest.mark.parametrize("message", ["not on the sky though", "the sky should stay how it was",
+                                     "not the sky though, that should stay blue"])
+def test_keeping_a_place_out_said_after_it_or_with_not_on(message):
+    plan = _warm_then(message)
+    assert [(g.op, g.mode, (g.target or {}).get("type"), (g.target or {}).get("invert")) for g in plan.sub_goals] \
+        == [("temperature", "set", None, None), ("temperature", "add", "sky", True)], plan.reply
+
+
+@pytest.mark.parametrize("message", ["i meant only the sky", "just on the sky", "do that just on the sky"])
+def test_only_a_place_after_a_change_to_the_whole_photo_keeps_it_there(message):
+    """The warming is set back everywhere and made again on the sky alone; "the same on the sky too" adds to it."""
+    plan = _warm_then(message)
+    assert [(g.op, g.mode, g.value, (g.target or {}).get("type")) for g in plan.sub_goals] \
+        == [("temperature", "set", 0, None), ("temperature", "add", 25, "sky")], plan.reply
+    plan = _warm_then("the same on the sky too")
+    assert [(g.op, g.mode, (g.target or {}).get("type")) for g in plan.sub_goals] == [("temperature", "add", "sky")]
+
+
+def test_i_meant_only_the_top_through_the_studio(studio, coffee):
+    """The rest goes back to as it was; the judge reads the rest going back as asked."""
+    sid = studio.start_session(coffee).id
+    original = studio.render(sid, long_side=256).astype(float)
+    studio.send_message(sid, "make it warmer")
+    result = studio.send_message(sid, "oops, i meant only the top")
+    if result.status == "awaiting_review":
+        studio.review(sid, "approve")
+    kept = studio.render(sid, long_side=256).astype(float)
+    h = kept.shape[0]
+    bottom = slice(h - h // 4, h)
+    assert np.abs(kept[bottom] - original[bottom]).mean() < 1.5, result.reply
+    assert result.score is not None and result.score >= 0.6, result.reply
+
+
+@pytest.mark.parametrize("message,expected", [("no wait not warmer, i meant cooler sry", "set"), ("i meant cooler", "add"),
+                                              ("not warmer, cooler!", "set"),
+                                              ("cooler", "add"), ("mm not so warm, a little less", None)])
+def test_a_correction_starts_from_before_the_change_it_corrects(message, expected):
+    """"i meant cooler" right after warming: cooler than before the warming (it only took the warming back)."""
+    plan = _warm_then(message)
+    temps = [g for g in plan.sub_goals if g.op == "temperature"]
+    if expected is None:
+        assert temps and all(g.mode != "set" or g.value > 0 for g in temps), plan.reply
+        return
+    (goal,) = temps
+    assert goal.mode == expected and (goal.value < 0 if expected == "set" else goal.value < 0), plan.reply
+
+
+def test_a_wish_for_a_thing_after_a_request_for_the_whole_photo_says_why():
+    plan = EmbeddedPlanner().plan(PlanRequest(message="warm it up please, id like the stone to look more golden",
+                                              state=EditState()))
+    assert plan.sub_goals and all(g.target is None for g in plan.sub_goals), plan.reply
+    plan = EmbeddedPlanner().plan(PlanRequest(message="make the stone warmer, i want it to glow", state=EditState()))
+    assert not plan.sub_goals and "the stone" in plan.reply
+
+
+@pytest.mark.parametrize("message,asks", [
+    ("Hmm that's blown the lamps. Recover the highlights a bit", False),
+    ("the stone looks kinda flat to me. can you bring out the texture?", False),
+    ("the lamps look blown, can you tone them down", True),     # "them": the lamps
+    ("the cup looks dull. brighten it", True),
+])
+def test_a_complaint_about_a_thing_then_a_request_of_its_own_object(message, asks):
+    plan = EmbeddedPlanner().plan(PlanRequest(message=message, state=EditState()))
+    if asks:
+        assert not plan.sub_goals and "can't find" in plan.reply, plan.reply
+    else:
+        assert plan.sub_goals and all(g.target is None for g in plan.sub_goals), plan.reply
+
+
+def test_a_thing_of_a_colour_the_photo_lacks_is_where_the_person_says():
+    """"brighten the grass at the bottom" on a grey photo: no green, so the bottom, said so; without a place it is
+    still "I can't find the grass"."""
+    grey = np.repeat(skimage.data.camera()[::2, ::2, None], 3, axis=2)
+    stats = image_stats(grey)
+    plan = EmbeddedPlanner().plan(PlanRequest(message="brighten the grass at the bottom", state=EditState(),
+                                              image_stats=stats))
+    assert [(g.op, g.target["type"]) for g in plan.sub_goals] == [("exposure", "gradient")], plan.reply
+    assert "where you said it is" in plan.reply
+    plan = EmbeddedPlanner().plan(PlanRequest(message="brighten the grass", state=EditState(), image_stats=stats))
+    assert not plan.sub_goals and "can't find the grass" in plan.reply
+
+
+def test_a_things_face_is_no_persons_face(router):
+    from agent.conversation.vocabulary import read_pieces
+    from agent.conversation.words import tokenize
+    vocab = EmbeddedPlanner().vocab
+    assert not any(p.category == "target" for p in read_pieces(vocab, tokenize("brighten the clock face")))
+    assert [p.key for p in read_pieces(vocab, tokenize("brighten his face")) if p.category == "target"] == ["face"]
+
+
+def test_that_side_points_back_at_the_place_said_before():
+    plan = EmbeddedPlanner().plan(PlanRequest(message="the top left is too bright, darken that corner",
+                                              state=EditState()))
+    assert [g.target["type"] for g in plan.sub_goals] == ["radial"], plan.reply
+
+
+def test_too_light_is_too_bright():
+    bright = DialogueState(edits=[TurnMoves(1, "lighter", "a1", "a0", [Change("exposure", 0, 20)],
+                                            ["brighter"], ["brighter"])])
+    plan = EmbeddedPlanner().plan(PlanRequest(message="too light, go halfway back pls", state=EditState.from_dict(
+        {"settings": {"exposure": 20}}), dialogue=bright))
+    assert [(g.op, g.value) for g in plan.sub_goals] == [("exposure", 10)], plan.reply

@@ -338,3 +338,34 @@ def test_a_thing_that_cannot_be_seen_in_a_dark_photo_is_why_not_where():
     assert read_request("the guitar is great but the whole pic is so dark, brighten it?").target is None
     # a thing asked for is still where
     assert read_request("brighten the guitar").target == "guitar"
+
+
+def test_a_complaint_frame_reaches_past_in_the_and_was():
+    """"it's a bit in the dark" complains of the dark (its fix, brighter, is what "brighten his face" asks);
+    "it was a flat grey day" complains of flatness (more contrast is asked, not less)."""
+    r = read_request("Hey can you brighten his face a tad? it's a bit in the dark")
+    assert moves(r) == {"L": 1} and r.target == "face"
+    assert moves(read_request("More contrast overall, it was a flat grey day")).get("contrast") == 1
+
+
+def test_a_place_kept_out_or_kept_to_after_a_change_to_the_whole_photo():
+    """"not on the sky though" takes the warming off the sky (the sky goes the other way); "i meant only the sky"
+    keeps it there and takes it off the rest; "the same on the sky too" is the warming again on the sky."""
+    out = read_request("not on the sky though", ["make it warmer"])
+    assert out.target == "sky" and moves(out) == {"b": -1}
+    only = read_request("i meant only the sky", ["make it warmer"])
+    assert only.target == "everything but the sky" and only.target_mask == {"type": "sky", "invert": True}
+    assert moves(only) == {"b": -1}
+    too = read_request("the same on the sky too", ["make it warmer"])
+    assert too.follow == "retarget" and too.target == "sky"
+
+
+def test_a_thing_complained_of_before_a_request_of_its_own_object_is_why():
+    assert read_request("the stone looks kinda flat to me. can you bring out the texture? i want it to look "
+                        "properly ancient").target is None
+    assert read_request("the cup looks dull. brighten it").target == "cup"
+    assert read_request("brighten the cup, the highlights are fine").target == "cup"
+
+
+def test_a_wish_for_a_thing_says_what_it_should_become():
+    assert moves(read_request("warm it up please, id like the stone to look more golden")) == {"b": 1}

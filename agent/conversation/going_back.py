@@ -27,6 +27,8 @@ from pipeline.masks import CONTENT_TYPES
 from agent.conversation.words import SEPARATORS, PhraseTable, find_phrases, one_edit, tokenize, word_lists
 
 #: What a going-back message points at.
+#: A verb's particle said after its object ("take those two back off"): no name of a change.
+_PARTICLES = frozenset({"off", "away", "out"})
 KINDS = ("last", "steps", "original", "change", "before", "version")
 
 
@@ -185,7 +187,8 @@ class GoingBackReader:
                  and not self._names_a_change(words[p.pos + len(p.text.split()):])
                  and not self._names_a_step(words[p.pos + len(p.text.split()) - 1:])
                  for i in range(p.pos, p.pos + len(p.text.split()))}
-        weak = [(s, n, v) for s, n, v in weak if not asked & set(range(s, s + n))]
+        # ("no more contrast": the quality after "no more" is the change to drop, not one asked for)
+        weak = [(s, n, v) for s, n, v in weak if not asked & set(range(s, s + n)) or words[s] == "no"]
         if not self.versions.find(words) and not self.last.find(words):
             # "i prefer the sky darker" is a wish; "i preferred the earlier one" a version
             strong = [(s, n, v) for s, n, v in strong if not self.version_verbs.find(words[s:s + n])]
@@ -203,6 +206,9 @@ class GoingBackReader:
                          + [(s, n, "after") for s, n, _ in self.after.find(words)]
                          + [(s, n, "without") for s, n, _ in self.without.find(words)]
                          + [(s, n, "keep") for s, n, _ in self.keep.find(words)])
+        # ("no more contrast": the "no" of the verb is no "without")
+        in_verbs = {i for s, n, _ in strong + weak for i in range(s, s + n)}
+        markers = [m for m in markers if m[0] not in in_verbs]
         first_marker = markers[0][0] if markers else len(words)
         asked = words[:first_marker]     # what is asked, not how the version is described after "before"
         # "the version that was only a little bit creamy": what describes a version is not a part-way take-back
@@ -212,9 +218,11 @@ class GoingBackReader:
                    and not self._describes_version(asked, s, n)]
         # a repeat's own amount is said after "but" ("back to that, but less"); "the lighter left side" names
         repeat_amount = [s for s, _, _ in find_phrases(asked, self.vocab.repeat_but) if s > 0 and asked[s - 1] == "but"]
-        if partial or repeat_amount or any(find_phrases(asked, table) for table in (
-                self.vocab.pull_back, self.vocab.fractions)):
-            return None         # "bring back a hint of colour", "too much, dial it back": a follow-up
+        if partial or repeat_amount or find_phrases(asked, self.vocab.fractions) or (
+                find_phrases(asked, self.vocab.pull_back) and not (strong and self._count(asked) is not None)):
+            # "bring back a hint of colour", "too much, dial it back": a follow-up ("take those last two back
+            # off": a count of changes taken back is no pull-back of one)
+            return None
         verbs = sorted((s, n) for s, n, _ in strong + weak)
         if verbs:
             vs, vn = verbs[-1] if verbs[-1][0] < first_marker else verbs[0]
@@ -249,6 +257,8 @@ class GoingBackReader:
             return GoingBack("version", first=True, strong=True)
         count = self._count(words[:first_marker])      # ("but keep the warm one": no count)
         if count is not None:
+            # ("take those last two back off": the verb's particle names nothing)
+            named = [w for w in named if w not in _PARTICLES]
             return GoingBack("steps", steps=count, named=named, strong=bool(strong), keep=parts["keep"])
         if named:
             return GoingBack("change", named=named, strong=bool(strong), whole=bool(self.whole.find(words)))

@@ -25,6 +25,8 @@ the history step is what was asked.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -95,6 +97,9 @@ _POLITE = frozenset({"please", "pls", "plz", "just", "now", "then", "and", "also
                      "perhaps", "quickly", "mind", "go", "try", "to"})
 #: Follow-up tables of the planner's vocabulary: a message that says one of these is about the photo.
 _FOLLOW_TABLES = ("repeat", "pull_back", "fractions", "repeat_but", "insist_words")
+#: A count said as a repeat ("x2", "3x") and in words ("twice"): how many steps an undo goes back.
+_TIMES = re.compile(r"x(\d{1,2})|(\d{1,2})x")
+_TIMES_WORDS = {"twice": 2, "thrice": 3}
 #: Words no table knows, besides a follow-up phrase, that make a message a remark ("he fell asleep again").
 _REMARK_WORDS = 3
 #: Of the retarget phrases, those that can only point at the last change ("the same for the lake"), not
@@ -176,7 +181,11 @@ class Router:
     def _number(self, tokens: list[str]) -> tuple[int | None, list]:
         hits = find_phrases(tokens, self.numbers)
         digits = [(i, 1, int(t)) for i, t in enumerate(tokens) if t.isdigit()]
-        found = hits + digits
+        # a count said as a repeat: "ctrl+z x2", "undo 3x", "undo twice"
+        times = [(i, 1, int(m.group(1) or m.group(2))) for i, t in enumerate(tokens)
+                 if (m := _TIMES.fullmatch(t))] + [(i, 1, _TIMES_WORDS[t]) for i, t in enumerate(tokens)
+                                                  if t in _TIMES_WORDS]
+        found = sorted(hits + digits + times)
         return (found[-1][2] if found else None), found
 
     # -- routing --------------------------------------------------------------------
@@ -255,7 +264,7 @@ class Router:
                 kind = "evaluation" if name == "evaluation" else "exploration"
                 return Route(kind, name)
         if (not self._about_the_photo(said, pieces) or self._states(words, pieces, said) or presented) \
-                and not self._requests(words) and not self._follows(said):
+                and not self._requests(words) and not self._follows(said) and not self._asked_of_me(said):
             # "morning! lovely old ruin this, took it on holiday", "this is my dog": said to me, nothing to change
             return Route("chat", "remark", reply=self.remark_reply, quick_replies=self.remark_replies)
         return Route("modification")
@@ -342,6 +351,17 @@ class Router:
         pieces = read_pieces(self.vocab, words[be + 1:])
         return any(p.category in ("intent", "band", "fix") for p in pieces) or any(
             p.category == "problem" and any(q.category == "reduce" for q in pieces[:i]) for i, p in enumerate(pieces))
+
+    def _asked_of_me(self, said: list[str]) -> bool:
+        """Whether a clause asks me to do something, whatever the verb ("can you colourise it?", "could u OCR
+        it"): a modal and "you" at its opening, then a word. A verb no table knows is still a request, which
+        the planner answers honestly (it cannot), never a remark to smile at."""
+        for clause in split_requests(said):
+            words = [w for w in self._after_interjections(clause) if w not in _POLITE]
+            if len(words) > 2 and words[0] in self.modals and words[1] in self.request_subjects \
+                    and words[2] not in self.filler and words[2] not in ("believe", "imagine", "see", "tell"):
+                return True
+        return False
 
     def _remark(self, words: list[str]) -> bool:
         """Whether a clause only remarks ("lovely pic innit", "lol he fell asleep again"): it names nothing to
@@ -565,7 +585,7 @@ class Router:
             steps = find_phrases(tokens, c["undo"]) + find_phrases(tokens, c["original"])
             if steps and not self._rest(tokens, marks, steps):
                 return Route("command", "original")
-        back = find_phrases(tokens, c["back_steps"])
+        back = find_phrases(tokens, c["back_steps"]) or find_phrases(tokens, c["undo"])
         n, number_hits = self._number(tokens)
         steps = find_phrases(tokens, self.step_words)
         if back and n is not None and not self._rest(tokens, back, number_hits, steps):

@@ -566,6 +566,11 @@ def read_pieces(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
         p, after = pieces[k], pieces[k + 1]
         if p.category == "target" and p.text in persons and after.category == "target":
             pieces[k] = Piece("word", p.text, p.text, p.pos)
+        elif p.category == "word" and after.category == "target" and after.text in ("face", "faces") \
+                and p.text not in vocab.known_words and p.text not in FILLER and not p.text.endswith("'s") \
+                and p.text not in word_lists()["place_determiners"]:
+            # "the clock face", "the rock face": a thing's face, not a person's
+            pieces[k + 1] = Piece("word", after.text, after.text, after.pos)
         elif p.category == "target" and p.text == "right" and after.text.split()[0] in exactly:
             # "the sky right at the top", "right now": exactly, not the right of the frame
             pieces[k] = Piece("word", p.text, p.text, p.pos)

@@ -41,7 +41,7 @@ import numpy as np
 
 from agent.config import DEFAULT_CONFIG_PATH, JudgeSettings
 from agent.judging.base import Assessment, JudgeRequest
-from agent.judging.scoring import LastChange, score_reading
+from agent.judging.scoring import MIN_TARGET_SHARE, LastChange, score_reading
 from agent.planning.base import SubGoal
 from agent.judging.reading import Reading, keeps_out_of_last, read_attempt
 from pipeline import measure, ops
@@ -639,7 +639,15 @@ def _reading_mask(reading: Reading, original: np.ndarray, warnings: list[str],
     if not reading.target_mask:
         return None
     try:
-        return _located(dict(reading.target_mask), original, locate)
+        spec = dict(reading.target_mask)
+        mask = _located(spec, original, locate)
+        # "brighten the grass at the bottom" on a photo with no green: the part of the frame the person said is
+        # where the thing is (as the planner reads it)
+        frame = [m for m in spec.get("masks") or () if m.get("type") in ("gradient", "radial") and not m.get("invert")]
+        if spec.get("type") == "intersect" and frame and len(frame) < len(spec["masks"]) \
+                and float(mask.mean()) < MIN_TARGET_SHARE:
+            mask = _located(frame[0] if len(frame) == 1 else {"type": "intersect", "masks": frame}, original, locate)
+        return mask
     except (MaskSpecError, ValueError) as exc:
         warnings.append(f"the judge could not locate {reading.target} ({exc})")
         return None

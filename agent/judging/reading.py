@@ -451,7 +451,7 @@ def _protected(tokens: Sequence[str], lex: Lexicon, at: int, stops: frozenset[in
 
     # a keep said first counts when the request comes after the place ("leave the sky alone. brighten it")
     return any((s < s2 and s2 - e <= 3 and (s > 0 or asked_at > e2))
-               or (0 <= s - e2 <= 3 and s2 > 0 and joined(e2, s) and predicate(s, e))
+               or (0 <= s - e2 <= 3 and (s2 > 0 or asked_at > len(tokens)) and joined(e2, s) and predicate(s, e))
                for s, e, _ in (cautions if cautions is not None else _find_phrases(tokens, lex.protect))
                for s2, e2 in places)
 
@@ -621,7 +621,7 @@ def _qualities(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = froz
     """
     expects: list[Expect] = []
     used: set[int] = set()
-    skip_words = set(lex.magnitudes) | {"the", "it", "a", "an", "so", "that", "this", "very", "more", "of"}
+    skip_words = set(lex.magnitudes) | {w for m in lex.magnitudes for w in m.split()} | {"the", "it", "a", "an", "so", "that", "this", "very", "more", "of", "in"}
     phrases = {**lex.complaints, **lex.qualities}
     ends: set[int] = set()
     found = _find_phrases(tokens, phrases)
@@ -653,8 +653,11 @@ def _qualities(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = froz
             while joined >= 2 and tokens[joined - 1] in ("and", "or", ","):
                 joined -= 2
             # ... unless the frame says what it should become ("warm it up so it looks golden")
-            goal = _before(tokens, s, lex.goal_frames, skip=skip_words)
-            complaint = ((any(_before(tokens, at, lex.complaint_frames, skip=skip_words) for at in {s, joined})
+            goal = _before(tokens, s, lex.goal_frames, skip=skip_words) or (
+                # "id like the stone to look more golden": what it should become, said of a thing
+                _before(tokens, s, ("to look", "to feel", "to be"), skip=skip_words)
+                and any(_has(tokens[:s], (w,)) for w in _WISH_OPENERS))
+            complaint = ((any(_before(tokens, at, lex.complaint_frames, window=5, skip=skip_words) for at in {s, joined})
                           and not also and not goal)
                          or p.split()[0] in lex.complaint_frames or _names_a_problem(tokens, s, e, p, lex)
                          or (s > 0 and tokens[s - 1] in lex.disapproval))
@@ -826,13 +829,19 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     in_tools = {i for s, e, _ in _find_phrases(tokens, lex.tools) for i in range(s, e)}
     # a thing no table knows said as what is to stay ("keep the snow white") is not where the change goes
     at, target, mask = _target_at(tokens, lex, used | in_tools | kept, in_tools)
-    kept_place = target is not None and mask is not None and _protected(tokens, lex, at, stops, cautions, min(used, default=-1))
+    # (with nothing asked, a keep said first is a place kept out of the last change: "not on the sky though")
+    asked_at = min(used, default=-1) if expects else len(tokens) + 1
+    kept_place = target is not None and mask is not None and _protected(tokens, lex, at, stops, cautions, asked_at)
     if _has(tokens, lex.global_words) and not kept_place:    # ("brighten everything except her face")
         target, mask = None, None
     if target is not None and mask is None and not kept_place and any(
             t in ("it", "everything") and any(i < k <= at for k in stops) for i, t in enumerate(tokens[:at])):
         # "warm it up and give it more contrast, the stone looks really flat": a thing no finder knows, said in
         # a statement after a request for the whole photo, is why (as the planner reads it), not where
+        target = None
+    if target is not None and mask is None and not kept_place and expects and _remedy_after(tokens, at, stops, used):
+        # "that's blown the lamps. recover the highlights a bit": a thing no finder knows, complained of before a
+        # request that names its own object and points back at nothing, is why (as the planner reads it)
         target = None
     if target is not None and mask is None and not kept_place and at > 0 and tokens[at - 1] in _SEEING \
             and any(t in _THE_PHOTO for t in tokens[:at]):
@@ -843,6 +852,10 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
         kept_out = _kept_out(message, target, mask, history, lex)
         if kept_out is not None:
             return kept_out
+    if not expects and not kept_place and _follow_kind(tokens, lex) is None:
+        kept_to = _kept_to(message, tokens, target, mask, history, lex)
+        if kept_to is not None:
+            return kept_to
     if kept_place:
         # "warm it up but leave her face alone": the change goes everywhere but there, and there holds
         target, mask = f"everything but {place_words(target)}", dict(mask, invert=not mask.get("invert"))
@@ -1101,6 +1114,11 @@ def _last_edit(history: Sequence[str], lex: Lexicon) -> Reading | None:
 
 
 _KEPT_OUT = "a place kept out of the last change"
+#: How a wish for a thing opens ("id like the stone to look more golden").
+_WISH_OPENERS = ("i want", "i wanted", "id like", "i'd like", "i would like", "id love", "i'd love", "i would love",
+                 "i wish", "i'm hoping", "im hoping", "i need")
+#: "only the sky", "just on the sky": the last change kept to that place; "too", "also": added there.
+_ONLY, _ALSO = frozenset({"only", "just", "alone"}), frozenset({"too", "also", "aswell"})
 
 
 def _kept_out(message: str, target: str, mask: dict, history: Sequence[str], lex: Lexicon) -> Reading | None:
@@ -1112,6 +1130,36 @@ def _kept_out(message: str, target: str, mask: dict, history: Sequence[str], lex
     back = tuple(Expect(tuple(tuple(replace(m, sign=-m.sign) for m in alt) for alt in e.alternatives),
                         "kept as it was", e.band, look=True) for e in last.expects)
     return Reading(message, "edit", back, target, mask, notes=(_KEPT_OUT,))
+
+
+def _remedy_after(tokens: Sequence[str], at: int, stops: frozenset[int], used: set[int]) -> bool:
+    """Whether the thing at ``at`` is said first, nothing asked before it, and a later clause asks something of
+    its own object ("recover the highlights") with no word pointing back at the thing ("brighten them")."""
+    ends = sorted(k for k in stops if k > at)
+    if not ends or any(u < at for u in used) or not any(u >= ends[0] for u in used):
+        return False
+    rest = list(tokens[ends[0]:ends[1] if len(ends) > 1 else len(tokens)])      # the next clause
+    return not _POINTING_BACK & set(rest) and any(w in ("the", "some") for w in rest) \
+        and any(ends[0] <= u < ends[0] + len(rest) for u in used)
+
+
+#: Words that point back at a thing said before ("the coins look dull, brighten them").
+_POINTING_BACK = frozenset({"it", "its", "it's", "them", "they", "their", "theyre", "they're", "those", "that",
+                            "this", "these", "there", "him", "her", "his", "he", "she", "one", "ones"})
+
+
+def _kept_to(message: str, tokens: Sequence[str], target: str | None, mask: dict | None, history: Sequence[str],
+             lex: Lexicon) -> Reading | None:
+    """"i meant only the sky", "just on the sky" right after a change to the whole photo: the change stays on
+    the place and leaves the rest, which goes back the other way (the place itself does not move)."""
+    last = _last_edit(history, lex)
+    if mask is None or last is None or last.target is not None or not last.expects \
+            or not _ONLY & set(tokens) or _ALSO & set(tokens) or _has(tokens, ("as well",)):
+        return None
+    back = tuple(Expect(tuple(tuple(replace(m, sign=-m.sign) for m in alt) for alt in e.alternatives),
+                        "taken off the rest", e.band, look=True) for e in last.expects)
+    return Reading(message, "edit", back, f"everything but {place_words(target)}",
+                   dict(mask, invert=not mask.get("invert")), notes=("the last change kept to one place",))
 
 
 def keeps_out_of_last(message: str, history: Sequence[str] = (), lexicon: Lexicon | None = None) -> bool:
@@ -1166,6 +1214,9 @@ def _follow_up(message: str, follow: str, tokens: Sequence[str], target: str | N
                        repeat=(scale or _more_scale(tokens, lex)[0]) if follow == "more" else None,
                        bounded=follow == "less", target=target if follow == "retarget" else None,
                        target_mask=mask if follow == "retarget" else None)
+    kept_to = _kept_to(message, tokens, target, mask, history, lex) if follow == "retarget" else None
+    if kept_to is not None:
+        return kept_to
     if follow == "retarget":
         return Reading(message, "follow_up", last.expects, target, mask, follow="retarget", bare=bare)
     if follow == "more":

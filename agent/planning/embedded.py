@@ -34,7 +34,7 @@ from pipeline.state import WHOLE_FRAME_OPS
 from agent.planning.base import Plan, PlanRequest, SubGoal
 from agent.planning.followups import caused_by_last, guessed_place_note, read_followup
 from agent.planning.grammar import read_request, split_protected
-from agent.planning.moves import Draft, Move, protect_moves
+from agent.planning.moves import Draft, Move, protect_moves, spec_key
 from agent.conversation.vocabulary import Vocabulary, read_pieces
 from agent.conversation.words import asked_why_rest, find_phrases, says_vague_ask, tokenize
 from pipeline import ops
@@ -204,6 +204,30 @@ def _cap_to_sweet_spots(profile: Profile, moves: list[Move], state: EditState, n
     return out
 
 
+def _corrected(message: str, moves: list[Move], last, notes: list[str]) -> list[Move]:
+    """"make it warmer" then "no wait, not warmer, i meant cooler": said with the last change denied by name, a move
+    against an op that change moved, on the same place, starts from where that op was before it (cooler than
+    before the warming, not the warming taken back). "i meant a touch warmer" after cooling is a step from here,
+    and "not so contrasty" how much."""
+    words = tokenize(message)
+    named = {w for label in last.labels for w in tokenize(label)[:1]} if last is not None else set()
+    if last is None or not any(w in ("not", "no") and i + 1 < len(words) and words[i + 1] in named
+                               for i, w in enumerate(words)):
+        return moves
+    before = {(c.op, spec_key(c.target)): c for c in last.changes if c.delta}
+    out, undone = [], []
+    for m in moves:
+        c = before.get((m.op, spec_key(m.target)))
+        if c is not None and m.source == "message" and m.mode == "add" and m.value and (m.value > 0) != (c.delta > 0):
+            out.append(replace(m, value=c.before + m.value, mode="set"))
+            undone += [label for label in last.labels[:1] if label not in undone]
+        else:
+            out.append(m)
+    if undone:
+        notes.append(f"In place of \u201c{undone[0]}\u201d, not on top of it.")
+    return out
+
+
 def _tone_monochrome(vocab: Vocabulary, moves: list[Move], state: EditState, notes: list[str]) -> list[Move]:
     """On a black-and-white version, colour moves go on a toning layer (a toned print) so they show."""
     cfg = vocab.monochrome
@@ -366,6 +390,8 @@ class EmbeddedPlanner:
             draft.followup = {**draft.followup, "guessed_place": True}
         notes = list(draft.notes)
         moves = list(draft.moves)
+        if followup is None and request.dialogue is not None:
+            moves = _corrected(message, moves, request.dialogue.base_edit(), notes)
 
         style_moves = self._style_moves(request, notes)
         moves = style_moves + moves

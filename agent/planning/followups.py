@@ -62,7 +62,7 @@ def _what(base) -> str:
 def _own_changes(base) -> list:
     """The changes of ``base`` a follow-up works on: a change kept off a place ("but leave the sky alone")
     also set the whole-photo version of that change back, which is not what was asked."""
-    undone = {tuple(u) for u in base.followup.get("undone") or ()} if base.followup.get("move") == "kept_out" else ()
+    undone = {tuple(u) for u in base.followup.get("undone") or ()} if base.followup.get("move") in ("kept_out", "confined") else ()
     return [c for c in base.changes if (c.op, spec_key(c.target)) not in undone]
 
 
@@ -444,6 +444,13 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
             # "more on the face" right after brightening the face: the same there again
             return FollowUp(moves=_repeat_moves(vocab, base, scale, only=here), labels=list(base.labels),
                             dialogue={"move": "repeat", "base_asset": base.asset_id, "scale": scale})
+        # "i meant only the sky", "just on the sky" after warming it all: that change there alone, taken off
+        # the rest ("the same on the sky too" adds to it)
+        only = any(t in ("only", "just", "alone") and (i in place_ends or any(
+            k in place_starts for k in (i + 1, i + 2, i + 3))) for i, t in enumerate(tokens))
+        also = bool({"too", "also", "aswell"} & set(tokens)) or bool(find_phrases(tokens, {("as", "well"): True}))
+        if only and not also and not wants_more and any(not _on_place(c.target, specs) for c in base.changes):
+            return _confined(vocab, base, targets, specs, request.state)
         return _retarget(vocab, base, targets, scale)
     return FollowUp(moves=_repeat_moves(vocab, base, scale), labels=list(base.labels),
                     dialogue={"move": "repeat", "base_asset": base.asset_id, "scale": scale})
@@ -755,12 +762,18 @@ def _kept_out(vocab: Vocabulary, tokens: list[str], pieces: list, base, state: E
     (or None when the message asks anything else, or keeps a thing no finder knows, which the grammar asks
     about)."""
     keeps = [p for p in pieces if p.category in ("protect", "except")]
+    first = keeps[0].pos if keeps else 0
+    # how the place is to stay, said after the keep word ("that should stay dark", "keep it white")
+    kept_as = {p.pos for p in pieces if p.category in ("intent", "band") and p.pos > first
+               and any(k.pos < p.pos and not any(s in SEPARATORS for s in tokens[k.pos:p.pos]) for k in keeps)}
     # ("no, not on the left, the other side" corrects where the change went: not ours)
-    if not keeps or not base.changes or any(p.category not in _KEPT_ONLY for p in pieces) \
+    if not keeps or not base.changes or any(p.category not in _KEPT_ONLY and p.pos not in kept_as for p in pieces) \
             or says_vague_ask(tokens) or _ASKS & set(tokens):
         return None       # ("keep the top, but do something about the rest": what to change is not said)
-    first = keeps[0].pos
-    targets = list(dict.fromkeys(p.key for p in pieces if p.category == "target" and p.pos > first))
+    # the places after the first keep word; or, said with a keep word after them ("the sky should stay how it
+    # was", "not the background though, that should stay dark"), the places said
+    targets = list(dict.fromkeys(p.key for p in pieces if p.category == "target" and p.pos > first)) \
+        or list(dict.fromkeys(p.key for p in pieces if p.category == "target"))
     # ("leave the mountains alone": a thing after a determiner that no table knows is asked about)
     if not targets or any(p.category == "word" and p.text not in vocab.known_words and p.pos > 0
                           and tokens[p.pos - 1] in DETERMINERS for p in pieces):
@@ -789,6 +802,27 @@ def _kept_out(vocab: Vocabulary, tokens: list[str], pieces: list, base, state: E
              for m in undone + moved]
     return FollowUp(moves=moves, labels=list(base.labels),
                     dialogue={"move": "kept_out", "base_asset": base.asset_id, "targets": targets,
+                              "undone": [[m.op, spec_key(m.target)] for m in undone]})
+
+
+def _confined(vocab: Vocabulary, base, targets: list[str], specs: list[dict], state: EditState) -> FollowUp:
+    """"i meant only the sky" right after warming the whole photo: each change of ``base`` that is not on
+    those places set back to its value before ``base``, and made again on them."""
+    what = _what(base)
+    places = " and ".join(vocab.place(t)[1] for t in targets)
+    phrase = f"keeping {what} to {places} only"
+    undone, again = [], []
+    for rank, c in enumerate(_own_changes(base)):
+        if c.op in vocab.discrete_ops or ops.get_op(c.op).stage in ("geometry", "finishing") \
+                or _on_place(c.target, specs):
+            continue
+        now = state.value(c.op, c.target) if c.target else state.value(c.op)
+        undone.append(Move(c.op, now - c.delta, "set", c.target, f"less of {what}", phrase, "followup", 0, rank,
+                           "followup"))
+        again += [Move(c.op, c.delta, "add", spec, f"{what} only on {places}", phrase, "followup", 0, rank,
+                       "followup") for spec in specs]
+    return FollowUp(moves=undone + again, labels=list(base.labels),
+                    dialogue={"move": "confined", "base_asset": base.asset_id, "targets": targets,
                               "undone": [[m.op, spec_key(m.target)] for m in undone]})
 
 

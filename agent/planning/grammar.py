@@ -324,6 +324,48 @@ def _enough(clause: Clause, piece) -> bool:
     return said_of and bool(after) and (after[0] == "enough" or after == ["already", "enough"])
 
 
+def _remedied_later(vocab: Vocabulary, later: list[Clause], uses: list[Use]) -> bool:
+    """Whether a later clause asks, of its own object and pointing back at nothing, a fix of the same kind
+    (tone, colour or detail) as these complaints: then the complaint says why, and the request says what."""
+    kinds = {_fix_kind(op) for u in uses for op, _ in u.intent.ops}
+    for c in later:
+        asked = [u for u in _uses(vocab, c) if not u.problem and not u.targets]
+        if asked and _names_own_object(c) and kinds & {_fix_kind(op) for u in asked for op, _ in u.intent.ops}:
+            return True
+    return False
+
+
+def _fix_kind(op: str) -> str:
+    """The kind of fix an op makes: its pipeline stage."""
+    return ops.get_op(op).stage
+
+
+def _names_own_object(clause: Clause) -> bool:
+    """Whether a request clause names its own object ("recover the highlights", "bring out the texture") and
+    no word of it points back at a thing said before ("brighten them", "make its colours richer")."""
+    words = clause.text.split()
+    return not _POINTING_BACK & set(words) and any(
+        w in ("the", "some") and i + 1 < len(words) for i, w in enumerate(words))
+
+
+#: Words that point back at a thing said before ("the coins look dull, brighten them").
+_POINTING_BACK = frozenset({"it", "its", "it's", "them", "they", "their", "theyre", "they're", "those", "that",
+                            "this", "these", "there", "him", "her", "his", "he", "she", "one", "ones"})
+
+
+def _wishes(clause: Clause) -> bool:
+    """Whether ``clause`` says what the person wants a thing to become ("id like the stone to look more
+    golden", "i want the wood to glow"): after a request for the whole photo, why it is asked."""
+    words = clause.text.split()
+    return any(tuple(words[i:i + len(w)]) == w for w in _WISH_OPENERS for i in range(len(words))) and "to" in words
+
+
+#: How a wish for a thing opens: "i want", "id like", "i would love".
+_WISH_OPENERS = (("i", "want"), ("i", "wanted"), ("id", "like"), ("i'd", "like"), ("i", "would", "like"),
+                 ("id", "love"), ("i'd", "love"), ("i", "would", "love"), ("i", "wish"), ("i'm", "hoping"),
+                 ("im", "hoping"), ("i", "need"))
+
+
 _STATE_WORDS = word_lists()["state_words"]
 _INTERJECTIONS = word_lists()["interjections"]
 
@@ -565,6 +607,14 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             draft.moves += _relative_moves(vocab, rel.key, request.image_stats, order + rel.pos, draft,
                                           request.state)
         absent = _absent_things(vocab, clause, request.image_stats)
+        frame_parts = [p.key for p in clause.of("target") if vocab.is_frame_part(p.key)]
+        if absent and frame_parts:
+            # "brighten the grass at the bottom" on a photo with no green: the grass is where the person says
+            clause = Clause([Piece("word", p.text, p.text, p.pos) if p.category == "band" and (
+                p.text if p.text.startswith("the ") else f"the {p.text}") in absent else p for p in clause.pieces],
+                clause.joined)
+            draft.said.append(_placed_note(vocab, absent[0], frame_parts[0]))
+            absent = []
         if absent:
             # "darken the water" on a cat photo: not a colour move on the little blue there is
             draft.understood_any = True
@@ -627,11 +677,17 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             topic and all(p.text in vocab.back_references for p in said_global))   # "that lamp, can it be ..."
         if topic and any(p.text not in vocab.back_references for p in said_global):
             topic = []      # "the guitar is great but the whole pic is so dark, brighten it": "it" is the photo now
+        if topic and uses and _names_own_object(clause):
+            # "that's blown the lamps. recover the highlights a bit", "the stone looks flat. bring out the
+            # texture": the request names what it works on, with no word pointing back at the thing
+            topic = []
         soft = clause.joined == "soft"
         # "and the grey wall behind her, bit darker pls": a place said on its own is where the next clause goes
         said_alone = ci > 0 and clauses[ci - 1].text in draft.skipped and bool(draft.bare_targets)
         if uses and stated and not previous_targets and not targets and not bands \
-                and (any(p.category == "word" and p.text != "it" for p in pointed) or (stated[2] and said_global)
+                and (any(p.category == "word" and p.text != "it" or p.category == "global" and p.text in
+                             vocab.back_references and p.text not in ("it", "them", "there") for p in pointed)
+                     or (stated[2] and said_global)
                      # "the backdrop behind her looks dirty and yellowish": a complaint joined on to it
                      or (soft and ci > 0 and clauses[ci - 1].text == stated[1] and all(u.problem for u in uses))) \
                 and all(p.text in vocab.back_references for p in said_global):
@@ -789,8 +845,12 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             or any(p.text.split()[0] in PERSONS for p in named if p.specific) \
             or bool(targets) and any(p.specific for p in named) and set(targets) <= _locators(vocab, clause)
         # ... when its fix is of what was asked ("the lamp is too bright" after "warm it up" asks of the lamp)
-        why_said = bool(named) and not targets and not bands and _states(clause) and bool(uses) \
+        why_said = bool(named) and not targets and not bands and (_states(clause) or _wishes(clause)) and bool(uses) \
             and all(whole_asked & {op for op, _ in u.intent.ops} for u in uses)
+        # ... or before a request that names its own object with the same kind of fix ("that's blown the lamps.
+        # recover the highlights a bit", "the stone looks flat. can you bring out the texture?")
+        why_said = why_said or bool(named) and not targets and not bands and _states(clause) and bool(uses) \
+            and all(u.problem for u in uses) and _remedied_later(vocab, clauses[ci + 1:], uses)
         # ("the green mat is too bright": a colour said of a thing no finder knows finds it, not the whole band;
         # not one pointed at or placed, "that building", "the pillar in the middle", which the colour cannot
         # tell from the rest, nor one said with a request for the whole photo)
@@ -853,6 +913,48 @@ def _states(clause: Clause) -> bool:
     words = clause.text.split()
     return any(w in _STATE_WORDS or w in _SEES for w in words) \
         and not clause.of("increase", "reduce", "protect", "rollback", "reset", "objects")
+
+
+def _remedied_later(vocab: Vocabulary, later: list[Clause], uses: list[Use]) -> bool:
+    """Whether a later clause asks, of its own object and pointing back at nothing, a fix of the same kind
+    (tone, colour or detail) as these complaints: then the complaint says why, and the request says what."""
+    kinds = {_fix_kind(op) for u in uses for op, _ in u.intent.ops}
+    for c in later:
+        asked = [u for u in _uses(vocab, c) if not u.problem and not u.targets]
+        if asked and _names_own_object(c) and kinds & {_fix_kind(op) for u in asked for op, _ in u.intent.ops}:
+            return True
+    return False
+
+
+def _fix_kind(op: str) -> str:
+    """The kind of fix an op makes: its pipeline stage."""
+    return ops.get_op(op).stage
+
+
+def _names_own_object(clause: Clause) -> bool:
+    """Whether a request clause names its own object ("recover the highlights", "bring out the texture") and
+    no word of it points back at a thing said before ("brighten them", "make its colours richer")."""
+    words = clause.text.split()
+    return not _POINTING_BACK & set(words) and any(
+        w in ("the", "some") and i + 1 < len(words) for i, w in enumerate(words))
+
+
+#: Words that point back at a thing said before ("the coins look dull, brighten them").
+_POINTING_BACK = frozenset({"it", "its", "it's", "them", "they", "their", "theyre", "they're", "those", "that",
+                            "this", "these", "there", "him", "her", "his", "he", "she", "one", "ones"})
+
+
+def _wishes(clause: Clause) -> bool:
+    """Whether ``clause`` says what the person wants a thing to become ("id like the stone to look more
+    golden", "i want the wood to glow"): after a request for the whole photo, why it is asked."""
+    words = clause.text.split()
+    return any(tuple(words[i:i + len(w)]) == w for w in _WISH_OPENERS for i in range(len(words))) and "to" in words
+
+
+#: How a wish for a thing opens: "i want", "id like", "i would love".
+_WISH_OPENERS = (("i", "want"), ("i", "wanted"), ("id", "like"), ("i'd", "like"), ("i", "would", "like"),
+                 ("id", "love"), ("i'd", "love"), ("i", "would", "love"), ("i", "wish"), ("i'm", "hoping"),
+                 ("im", "hoping"), ("i", "need"))
 
 
 _STATE_WORDS = word_lists()["state_words"]
