@@ -1160,3 +1160,32 @@ def test_too_light_is_too_bright():
     plan = EmbeddedPlanner().plan(PlanRequest(message="too light, go halfway back pls", state=EditState.from_dict(
         {"settings": {"exposure": 20}}), dialogue=bright))
     assert [(g.op, g.value) for g in plan.sub_goals] == [("exposure", 10)], plan.reply
+
+
+def test_a_thing_wished_on_to_a_place_is_content_whatever_the_place_is_called(router):
+    """"put a tiny red bow on the dark one's head": a bow, though "dark" names a quality (it was made an edit)."""
+    route = router.route("could you put a tiny red bow on the dark one's head? pleeease")
+    assert route.kind == "chat" and route.name == "content" and "bow" in route.reply
+    assert router.route("can you add some more contrast").kind == "modification"
+
+
+def test_less_on_a_thing_said_of_the_last_change_is_less_of_it_there():
+    """"the guy's coat is a black blob, lift the shadows in it" worked on the guy; "less on the coat" takes part of
+    it back there (the coat was said, though the words read it as the guy)."""
+    subject = {"type": "subject", "feather": 25.0}
+    lifted = DialogueState(edits=[TurnMoves(1, "also the guy's coat is just a black blob, lift the shadows in it", "a1",
+                                            "a0", [Change("shadows", 0, 35, subject)], ["open the shadows"],
+                                            ["open_shadows"])])
+    state = EditState.from_dict({"settings": {}, "layers": [{"mask": subject, "settings": {"shadows": 35}}]})
+    plan = EmbeddedPlanner().plan(PlanRequest(message="less on the coat, it's gone grey and fake looking",
+                                              state=state, dialogue=lifted))
+    assert [(g.op, g.target["type"]) for g in plan.sub_goals] == [("shadows", "subject")], plan.reply
+    assert 0 < plan.sub_goals[0].value < 35
+
+
+@pytest.mark.parametrize("message", ["no i meant the background", "sorry i meant the background"])
+def test_i_meant_a_place_moves_the_last_change_there(router, message):
+    assert router.route(message).kind == "modification"
+    plan = _warm_then(message)
+    assert [(g.op, g.mode, g.value) for g in plan.sub_goals][0] == ("temperature", "set", 0), plan.reply
+    assert plan.sub_goals[1].target["type"] == "subject" and plan.sub_goals[1].target.get("invert")

@@ -369,3 +369,8 @@ def test_a_thing_complained_of_before_a_request_of_its_own_object_is_why():
 
 def test_a_wish_for_a_thing_says_what_it_should_become():
     assert moves(read_request("warm it up please, id like the stone to look more golden")) == {"b": 1}
+
+
+def test_i_meant_a_place_after_a_change_to_the_whole_photo_keeps_it_there():
+    r = read_request("no i meant the sky", ["make it warmer"])
+    assert r.target == "everything but the sky" and moves(r) == {"b": -1}

@@ -97,6 +97,8 @@ _POLITE = frozenset({"please", "pls", "plz", "just", "now", "then", "and", "also
                      "perhaps", "quickly", "mind", "go", "try", "to"})
 #: Follow-up tables of the planner's vocabulary: a message that says one of these is about the photo.
 _FOLLOW_TABLES = ("repeat", "pull_back", "fractions", "repeat_but", "insist_words")
+#: "i meant only a little", "i meant less": how much the last request was meant to be.
+_HOW_MUCH_MEANT = frozenset({"only", "just", "a", "less", "more", "slightly", "much", "way"})
 #: A count said as a repeat ("x2", "3x") and in words ("twice"): how many steps an undo goes back.
 _TIMES = re.compile(r"x(\d{1,2})|(\d{1,2})x")
 _TIMES_WORDS = {"twice": 2, "thrice": 3}
@@ -361,6 +363,10 @@ class Router:
             if len(words) > 2 and words[0] in self.modals and words[1] in self.request_subjects \
                     and words[2] not in self.filler and words[2] not in ("believe", "imagine", "see", "tell"):
                 return True
+            # "sorry i mean his hands": a correction of where the last request was meant to go
+            at = next((i for i in range(len(words) - 2) if words[i] == "i" and words[i + 1] in ("mean", "meant")), None)
+            if at is not None and (words[at + 2] in self.determiners or words[at + 2] in _HOW_MUCH_MEANT):
+                return True
         return False
 
     def _remark(self, words: list[str]) -> bool:
@@ -446,8 +452,11 @@ class Router:
                     core = core[1:]
                 if not core or core[0] in self.not_things or core[0] in self.filler:
                     continue
+                # (what the thing is said to be on or near is not the thing: "a red bow on the dark one's head";
+                # a phrase that starts in the thing is: "a black and white version")
                 pieces = read_pieces(self.vocab, [w for w in named if w not in SIZES and w not in words[:-len(core)]])
-                if any(p.category not in ("word", "target", "global", "separator") for p in pieces):
+                if any(p.category not in ("word", "target", "global", "separator") and p.pos < len(core)
+                       for p in pieces):
                     continue       # "a warmer look", "some more contrast": a change, not a thing
                 return " ".join(words[:3])
             clause = []

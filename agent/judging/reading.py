@@ -1153,8 +1153,9 @@ def _kept_to(message: str, tokens: Sequence[str], target: str | None, mask: dict
     """"i meant only the sky", "just on the sky" right after a change to the whole photo: the change stays on
     the place and leaves the rest, which goes back the other way (the place itself does not move)."""
     last = _last_edit(history, lex)
+    meant = any(t in ("mean", "meant") and i > 0 and tokens[i - 1] == "i" for i, t in enumerate(tokens))
     if mask is None or last is None or last.target is not None or not last.expects \
-            or not _ONLY & set(tokens) or _ALSO & set(tokens) or _has(tokens, ("as well",)):
+            or not (_ONLY & set(tokens) or meant) or _ALSO & set(tokens) or _has(tokens, ("as well",)):
         return None
     back = tuple(Expect(tuple(tuple(replace(m, sign=-m.sign) for m in alt) for alt in e.alternatives),
                         "taken off the rest", e.band, look=True) for e in last.expects)

@@ -22,6 +22,7 @@ With no earlier change there is nothing to refer to: the planner asks.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from agent.planning.moves import Draft, Move, protect_moves, spec_key
@@ -169,6 +170,9 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         return None
     pieces = read_pieces(vocab, tokens)
     pull = before_comparative(tokens, find_phrases(tokens, vocab.pull_back))
+    # "less on the coat", "a bit less for the sky": less of the last change on a place, not less of a quality
+    pull += [(i, 1, 1.0) for i, t in enumerate(tokens) if t == "less" and i + 1 < len(tokens)
+             and tokens[i + 1] in ("on", "for") and not any(s <= i < s + n for s, n, _ in pull)]
     fractions = find_phrases(tokens, vocab.fractions)
     # "too much, it's like outer space now", "it looks like a sunset, dial it back": a likeness said with a
     # pull-back is why, not what to do (nor a look asked for)
@@ -312,7 +316,9 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     # ("the same for the round badge on her chest": a word that asks nothing, said of the thing, describes it)
     described = {w for p in pieces if p.category == "word" for w in p.text.split()}
     said_same = any({"same", "too", "also", "aswell"} & set(tokens[pos:pos + n]) for pos, n, _ in retarget)
-    last_said = set(tokenize(last.message)) if last is not None else set()
+    # (the words as typed too: "the guy's coat" reads as "the guy", yet the coat was said)
+    last_said = set(tokenize(last.message)) | set(re.findall(r"[a-z]+", (last.message or "").lower())) \
+        if last is not None else set()
     if things and (repeat or pull) and all(_said_in(t, last_said) for t in things) \
             and all(t in things or t in places for t in leftover):
         # "more on the flag pls" after "desaturate the flag a bit": the thing the last change was asked of
@@ -447,7 +453,8 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         # "i meant only the sky", "just on the sky" after warming it all: that change there alone, taken off
         # the rest ("the same on the sky too" adds to it)
         only = any(t in ("only", "just", "alone") and (i in place_ends or any(
-            k in place_starts for k in (i + 1, i + 2, i + 3))) for i, t in enumerate(tokens))
+            k in place_starts for k in (i + 1, i + 2, i + 3))) for i, t in enumerate(tokens)) \
+            or any(t in ("mean", "meant") and i > 0 and tokens[i - 1] == "i" for i, t in enumerate(tokens))
         also = bool({"too", "also", "aswell"} & set(tokens)) or bool(find_phrases(tokens, {("as", "well"): True}))
         if only and not also and not wants_more and any(not _on_place(c.target, specs) for c in base.changes):
             return _confined(vocab, base, targets, specs, request.state)
