@@ -1036,7 +1036,9 @@ def test_going_back_said_in_other_words(router, message, kind, steps, named):
     assert (back.kind, back.steps, back.named) == (kind, steps, named), back
 
 
-@pytest.mark.parametrize("message", ["yikes way too crispy. back it off", "i want the sky bluer", "not that much"])
+@pytest.mark.parametrize("message", ["yikes way too crispy. back it off", "i want the sky bluer", "not that much",
+                                     "i want the wall behind it darker and moodier, but dont touch the phone",
+                                     "ooh dramatic. maybe a hair too dark now tho"])
 def test_pull_backs_and_wishes_are_no_going_back(router, message):
     assert router.route(message).kind == "modification"
 

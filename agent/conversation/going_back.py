@@ -76,6 +76,7 @@ class GoingBackReader:
 
         self.strong, self.weak = phrases("strong_verbs"), phrases("weak_verbs")
         self.version_verbs, self.step_words = phrases("version_verbs"), phrases("step_words")
+        self.version_only_verbs = phrases("version_only_verbs")
         self.original, self.versions = phrases("original"), phrases("versions")
         self.first, self.before, self.after = phrases("first"), phrases("before"), phrases("after")
         self.without, self.last = phrases("without"), phrases("last")
@@ -192,6 +193,9 @@ class GoingBackReader:
         if not self.versions.find(words) and not self.last.find(words):
             # "i prefer the sky darker" is a wish; "i preferred the earlier one" a version
             strong = [(s, n, v) for s, n, v in strong if not self.version_verbs.find(words[s:s + n])]
+        if not self.versions.find(words):
+            # "i want the wall behind it darker" is a wish; "i want the warm one" a version
+            strong = [(s, n, v) for s, n, v in strong if not self.version_only_verbs.find(words[s:s + n])]
         if not strong and not weak and not said_back:
             return None
         said_original = self.original.find(words)

@@ -455,8 +455,8 @@ class Router:
                 # (what the thing is said to be on or near is not the thing: "a red bow on the dark one's head";
                 # a phrase that starts in the thing is: "a black and white version")
                 pieces = read_pieces(self.vocab, [w for w in named if w not in SIZES and w not in words[:-len(core)]])
-                if any(p.category not in ("word", "target", "global", "separator") and p.pos < len(core)
-                       for p in pieces):
+                if any(p.category not in ("word", "target", "global", "separator") and p.pos <= len(core)
+                       for p in pieces):       # ("maybe a hair too dark": the word after it says how much)
                     continue       # "a warmer look", "some more contrast": a change, not a thing
                 return " ".join(words[:3])
             clause = []
