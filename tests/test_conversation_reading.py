@@ -1191,3 +1191,36 @@ def test_i_meant_a_place_moves_the_last_change_there(router, message):
     plan = _warm_then(message)
     assert [(g.op, g.mode, g.value) for g in plan.sub_goals][0] == ("temperature", "set", 0), plan.reply
     assert plan.sub_goals[1].target["type"] == "subject" and plan.sub_goals[1].target.get("invert")
+
+
+@pytest.mark.parametrize("message", ["make the guitar body a bit more seafoam blue",
+                                     "make the guitar body a bit more of that seafoam blue, without touching the "
+                                     "background"])
+def test_a_bit_more_of_a_colour_asks_for_more_of_it(message):
+    """"a bit more seafoam blue" is more of that colour (it desaturated the blues, reading "a bit ... blue" as a
+    complaint, or did not understand "a bit more of that")."""
+    plan = EmbeddedPlanner().plan(PlanRequest(message=message, state=EditState()))
+    assert plan.sub_goals and all(g.value > 0 for g in plan.sub_goals if g.op.startswith("saturation")), plan.reply
+    assert {g.op for g in plan.sub_goals} & {"saturation_blue", "saturation_aqua"}
+
+
+def test_back_to_the_version_i_approved(studio, coffee):
+    """In review mode, "go back to the one I approved first" finds the first version approved in review (it
+    answered that no change like "approved" was in the history)."""
+    sid = studio.start_session(coffee, review_mode="always").id
+    heads = []
+    for message in ("make it warmer", "more contrast", "brighter"):
+        result = studio.send_message(sid, message)
+        assert result.status == "awaiting_review", result.status
+        studio.review(sid, "approve")
+        heads.append(studio.head(sid).id)
+    result = studio.send_message(sid, "actually go back to the one I approved first")
+    assert studio.head(sid).id == heads[0], result.reply
+
+
+def test_i_meant_only_a_little_takes_the_last_change_to_that_amount():
+    plan = _warm_then("i meant only a little")
+    (goal,) = plan.sub_goals
+    assert goal.op == "temperature" and 0 < goal.value < 25, plan.reply
+    plan = _warm_then("sorry i meant a lot")
+    assert not any(g.op == "temperature" and g.mode == "add" and g.value < 0 for g in plan.sub_goals), plan.reply

@@ -166,7 +166,11 @@ def read_complaints(vocab: Vocabulary, clause: Clause, after_complaint: bool = F
                      or pieces[k].text in vocab.statements), default=0)
         wished = any(tuple(b.text.split()) in vocab.wishes or (b.text.split()[0],) in vocab.wishes
                      for b in pieces[start:i])
-        if framed and not wished:
+        # ("a bit more seafoam blue": more of it is asked, however it is framed)
+        # ... unless compared with what was wanted: "its a bit more blue than i like")
+        asked_more = any(b.category == "increase" for b in pieces[max(0, i - 2):i]) \
+            and not any(b.text == "than" for b in pieces[i + 1:])
+        if framed and not wished and not asked_more:
             pieces[i] = Piece("problem", vocab.flippable[key], p.text, p.pos)
     return Clause(pieces, clause.joined)
 

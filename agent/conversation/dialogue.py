@@ -74,6 +74,7 @@ class TurnMoves:
     intents: list[str] = field(default_factory=list)     # the profile's intent names behind the labels
     followup: dict = field(default_factory=dict)         # Plan.dialogue of a follow-up turn
     state_before: dict = field(default_factory=dict)     # EditState dict of the parent version
+    outcome: str = ""                                    # the turn's outcome ("approved": kept in review)
 
     @property
     def is_pull_back(self) -> bool:
@@ -194,7 +195,8 @@ def dialogue_state(store, session_id: str, head_asset_id: str | None = None) -> 
         labels, intents, followup = _labels(row.plan if row else None)
         edits.append(TurnMoves(turn=asset.turn, message=row.message if row else "", asset_id=asset.id,
                                parent_id=parent.id, changes=changes_between(before, after), labels=labels,
-                               intents=intents, followup=followup, state_before=before.to_dict()))
+                               intents=intents, followup=followup, state_before=before.to_dict(),
+                               outcome=row.outcome if row else ""))
     session = store.get_session(session_id)
     stack = list(session.settings.get("redo_stack") or [])
     can_redo = bool(stack) and stack[-1] in by_id and by_id[stack[-1]].parent_id == head_asset_id

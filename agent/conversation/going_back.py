@@ -27,6 +27,8 @@ from pipeline.masks import CONTENT_TYPES
 from agent.conversation.words import SEPARATORS, PhraseTable, find_phrases, one_edit, tokenize, word_lists
 
 #: What a going-back message points at.
+#: Words that say the person approved a version ("the one i approved", "the one i said ok to").
+_APPROVED = frozenset({"approved", "accepted", "okayed", "okd", "ok'd", "signed"})
 #: A verb's particle said after its object ("take those two back off"): no name of a change.
 _PARTICLES = frozenset({"off", "away", "out"})
 KINDS = ("last", "steps", "original", "change", "before", "version")
@@ -57,11 +59,12 @@ class GoingBack:
     strong: bool = True
     whole: bool = False         # "all the colour boosting", "the texture stuff altogether": the whole run
     keep: list[str] = field(default_factory=list)    # "undo both of those, keep just the warmth": not undone
+    approved: bool = False      # "the one i approved (first)": a version the person approved in review
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "steps": self.steps, "named": self.named, "without": self.without,
                 "before": self.before, "after": self.after, "first": self.first, "strong": self.strong,
-                "whole": self.whole, "keep": self.keep}
+                "whole": self.whole, "keep": self.keep, "approved": self.approved}
 
 
 class GoingBackReader:
@@ -206,6 +209,9 @@ class GoingBackReader:
             others = self._named([w for i, w in enumerate(words) if i not in spans and i not in verbs_at])
             if not others or not self._names_a_change(others):
                 return GoingBack("original", strong=True)
+        if (strong or said_back) and _APPROVED & set(words):
+            # "actually go back to the one I approved first"
+            return GoingBack("version", first=bool(self.first.find(words)), strong=True, approved=True)
         markers = sorted([(s, n, "before") for s, n, _ in self.before.find(words)]
                          + [(s, n, "after") for s, n, _ in self.after.find(words)]
                          + [(s, n, "without") for s, n, _ in self.without.find(words)]
@@ -407,6 +413,12 @@ class GoingBackReader:
                 # the whole unbroken run of it; "undo that" (kind "last") is one step
                 return n - start
             return n - start
+        if back.approved:
+            # "go back to the one i approved first": a version the person approved in review, the latest unless "first"
+            kept = [i for i, e in enumerate(edits[:-1]) if e.outcome == "approved"]
+            if not kept:
+                return None
+            return n - 1 - (kept[0] if back.first else kept[-1])
         if back.after:
             # right after the latest change it names (a version, not the head itself); "the first" the earliest
             order = range(n) if back.first else range(n - 1, -1, -1)

@@ -510,6 +510,14 @@ def _router_words(router: Mapping) -> set[str]:
 _YIELDING = ("magnitude", "increase", "reduce")
 
 
+def _colour_after(vocab: Vocabulary, tokens: list[str], j: int) -> bool:
+    """Whether a colour band is said at token ``j``, after "of that" / "of the" at most."""
+    while j < len(tokens) and tokens[j] in ("of", "that", "the", "this"):
+        j += 1
+    hit = vocab.phrases.get((tokens[j],)) if j < len(tokens) else None
+    return bool(hit) and hit[0] == "band"
+
+
 def _starts_quality(vocab: Vocabulary, tokens: list[str], j: int) -> bool:
     """Whether an intent phrase of two or more words starts at token ``j``."""
     for n in range(min(vocab.longest, len(tokens) - j), 1, -1):
@@ -546,7 +554,9 @@ def read_pieces(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
         for n in range(min(vocab.longest, len(tokens) - i), 0, -1):
             hit = vocab.phrases.get(tuple(tokens[i:i + n]))
             if hit:
-                if n > 1 and hit[0] in _YIELDING and _starts_quality(vocab, tokens, i + n - 1) \
+                if n > 1 and hit[0] in _YIELDING and (_starts_quality(vocab, tokens, i + n - 1) or (
+                        # "a bit more of that seafoam blue": "more" said of a colour asks for more of it
+                        tokens[i + n - 1] in ("more", "less") and _colour_after(vocab, tokens, i + n))) \
                         and tuple(tokens[i:i + n - 1]) in vocab.phrases:
                     # "add more magenta", "a bit more contrast": the modifier gives its last
                     # word back to the quality phrase it begins ("more magenta").

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from agent.planning.moves import Draft, Move, protect_moves, spec_key
-from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Problem, Vocabulary, read_pieces
+from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Piece, Problem, Vocabulary, read_pieces
 from agent.conversation.clauses import DETERMINERS, named_places, split_clauses
 from agent.conversation.going_back import mask_parts
 from agent.conversation.words import SEPARATORS, before_comparative, find_phrases, percent_share, says_vague_ask, tokenize, word_lists
@@ -217,6 +217,14 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                     for s, n, _ in pull for a in anchors)
     if said_how:
         return _scaled_back(vocab, last, anchors, pieces, request.state)
+    # "i meant only a little" right after "make it warmer": that change, to the amount said
+    meant = any(t in ("mean", "meant") and i > 0 and tokens[i - 1] == "i" for i, t in enumerate(tokens))
+    if meant and last is not None and last.intents and any(p.category == "magnitude" for p in pieces) \
+            and all(vocab.magnitudes[p.key] < 1.0 for p in pieces if p.category == "magnitude") \
+            and all(p.category in ("magnitude", "word", "separator") for p in pieces) \
+            and all(p.text in FILLER or p.text in ("i", "mean", "meant", "only", "just", "no", "sorry", "oh", "oops")
+                    for p in pieces if p.category == "word"):
+        return _scaled_back(vocab, last, [Piece("intent", last.intents[0], "", 0)], pieces, request.state)
     if last is not None and not (pull or fractions or find_phrases(tokens, vocab.repeat)):
         kept = _kept_out(vocab, tokens, pieces, last, request.state)
         if kept is not None:
