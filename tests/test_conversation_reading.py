@@ -1224,3 +1224,15 @@ def test_i_meant_only_a_little_takes_the_last_change_to_that_amount():
     assert goal.op == "temperature" and 0 < goal.value < 25, plan.reply
     plan = _warm_then("sorry i meant a lot")
     assert not any(g.op == "temperature" and g.mode == "add" and g.value < 0 for g in plan.sub_goals), plan.reply
+
+
+@pytest.mark.parametrize("message", ["even darker back there", "darker still, like almost black back there",
+                                     "a bit more up there"])
+def test_more_pointed_at_there_is_the_last_change_where_it_went(message):
+    background = {"type": "subject", "feather": 25.0, "invert": True}
+    dark = DialogueState(edits=[TurnMoves(1, "make the background darker", "a1", "a0",
+                                          [Change("exposure", 0, -20, background)], ["darker"], ["darker"])])
+    state = EditState.from_dict({"settings": {}, "layers": [{"mask": background, "settings": {"exposure": -20}}]})
+    plan = EmbeddedPlanner().plan(PlanRequest(message=message, state=state, dialogue=dark))
+    assert [(g.op, (g.target or {}).get("invert")) for g in plan.sub_goals] == [("exposure", True)], plan.reply
+    assert plan.sub_goals[0].value < 0

@@ -1114,11 +1114,9 @@ def _last_edit(history: Sequence[str], lex: Lexicon) -> Reading | None:
 
 
 _KEPT_OUT = "a place kept out of the last change"
-#: How a wish for a thing opens ("id like the stone to look more golden").
-_WISH_OPENERS = ("i want", "i wanted", "id like", "i'd like", "i would like", "id love", "i'd love", "i would love",
-                 "i wish", "i'm hoping", "im hoping", "i need")
+_WISH_OPENERS = tuple(word_lists()["wish_openers"])      # "id like the stone to look more golden"
 #: "only the sky", "just on the sky": the last change kept to that place; "too", "also": added there.
-_ONLY, _ALSO = frozenset({"only", "just", "alone"}), frozenset({"too", "also", "aswell"})
+_ONLY, _ALSO = word_lists()["only_words"], word_lists()["also_words"]
 
 
 def _kept_out(message: str, target: str, mask: dict, history: Sequence[str], lex: Lexicon) -> Reading | None:
@@ -1143,9 +1141,7 @@ def _remedy_after(tokens: Sequence[str], at: int, stops: frozenset[int], used: s
         and any(ends[0] <= u < ends[0] + len(rest) for u in used)
 
 
-#: Words that point back at a thing said before ("the coins look dull, brighten them").
-_POINTING_BACK = frozenset({"it", "its", "it's", "them", "they", "their", "theyre", "they're", "those", "that",
-                            "this", "these", "there", "him", "her", "his", "he", "she", "one", "ones"})
+_POINTING_BACK = word_lists()["pointing_back"]       # "the coins look dull, brighten them"
 
 
 def _kept_to(message: str, tokens: Sequence[str], target: str | None, mask: dict | None, history: Sequence[str],

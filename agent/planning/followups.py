@@ -282,6 +282,9 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         covered.update(i for i, t in enumerate(tokens) if t in vocab.restore_nouns)
         covered.update(i for i, t in enumerate(tokens) if t in ("on", "gone", "went", "got", "far", "with"))
     covered |= likeness | own_said      # ("proper postcard blue": how the quality is said)
+    covered |= _pointed_there(tokens)     # "more up there": the place the last change went, pointed at
+    if carried or repeat:
+        covered |= _likened(tokens)      # "darker still, like almost black": how far, not a new request
     # "only a touch", "just a little": how much, said again
     mag_at = {p.pos for p in pieces if p.category == "magnitude"}
     covered.update(i for i, t in enumerate(tokens) if t in ("only", "just") and i + 1 in mag_at)
@@ -460,10 +463,10 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                             dialogue={"move": "repeat", "base_asset": base.asset_id, "scale": scale})
         # "i meant only the sky", "just on the sky" after warming it all: that change there alone, taken off
         # the rest ("the same on the sky too" adds to it)
-        only = any(t in ("only", "just", "alone") and (i in place_ends or any(
+        only = any(t in _ONLY and (i in place_ends or any(
             k in place_starts for k in (i + 1, i + 2, i + 3))) for i, t in enumerate(tokens)) \
             or any(t in ("mean", "meant") and i > 0 and tokens[i - 1] == "i" for i, t in enumerate(tokens))
-        also = bool({"too", "also", "aswell"} & set(tokens)) or bool(find_phrases(tokens, {("as", "well"): True}))
+        also = bool(_ALSO & set(tokens)) or bool(find_phrases(tokens, {("as", "well"): True}))
         if only and not also and not wants_more and any(not _on_place(c.target, specs) for c in base.changes):
             return _confined(vocab, base, targets, specs, request.state)
         return _retarget(vocab, base, targets, scale)
@@ -532,8 +535,24 @@ def _carried_on(vocab: Vocabulary, tokens: list[str], anchors: list, pieces: lis
     stated = {i for p in still for i in _clause_span(tokens, p.pos)}      # how the photo still is
     spoken = {i for p in pieces if p.category in ("intent", "magnitude", "increase", "global")
               for i in range(p.pos, p.pos + len(p.text.split()))}
+    pointed = _pointed_there(tokens) | _likened(tokens)   # ("even darker back there, like almost black")
     return all(i in spoken or t in vocab.carry_on or t in FILLER or t in vocab.chatter or t in SEPARATORS
-               or t in INTERJECTIONS or i in stated for i, t in enumerate(tokens))
+               or t in INTERJECTIONS or i in stated or i in pointed for i, t in enumerate(tokens))
+
+
+def _likened(tokens: list[str]) -> set[int]:
+    """A clause that opens with "like" after a follow-up ("darker still, like almost black"): those tokens."""
+    out: set[int] = set()
+    for i, t in enumerate(tokens):
+        if t == "like" and i > 0 and tokens[i - 1] in SEPARATORS:
+            out.update(range(i, next((k for k in range(i + 1, len(tokens)) if tokens[k] in SEPARATORS), len(tokens))))
+    return out
+
+
+def _pointed_there(tokens: list[str]) -> set[int]:
+    """Where a message points at a place with "there" ("back there", "up there", "in there"): those tokens."""
+    return {k for i, t in enumerate(tokens) if t == "there"
+            for k in (i, i - 1) if k >= 0 and (k == i or tokens[k] in ("back", "up", "down", "over", "in"))}
 
 
 def _scaled_back(vocab: Vocabulary, base, anchors: list, pieces: list, state: EditState) -> FollowUp:
@@ -765,6 +784,7 @@ def _repeat_but(vocab: Vocabulary, tokens: list[str], repeat: list) -> float | N
     return None
 
 
+_ONLY, _ALSO = word_lists()["only_words"], word_lists()["also_words"]      # "only the sky", "the sky too"
 #: Verbs that ask for a change of their own, unnamed ("keep the top but fix the rest").
 _ASKS = frozenset({"do", "fix", "change", "make", "sort", "tweak", "edit", "improve", "work"})
 #: What a message that only keeps a place may say besides the place ("leave the sky alone pls, its perfect").

@@ -324,48 +324,6 @@ def _enough(clause: Clause, piece) -> bool:
     return said_of and bool(after) and (after[0] == "enough" or after == ["already", "enough"])
 
 
-def _remedied_later(vocab: Vocabulary, later: list[Clause], uses: list[Use]) -> bool:
-    """Whether a later clause asks, of its own object and pointing back at nothing, a fix of the same kind
-    (tone, colour or detail) as these complaints: then the complaint says why, and the request says what."""
-    kinds = {_fix_kind(op) for u in uses for op, _ in u.intent.ops}
-    for c in later:
-        asked = [u for u in _uses(vocab, c) if not u.problem and not u.targets]
-        if asked and _names_own_object(c) and kinds & {_fix_kind(op) for u in asked for op, _ in u.intent.ops}:
-            return True
-    return False
-
-
-def _fix_kind(op: str) -> str:
-    """The kind of fix an op makes: its pipeline stage."""
-    return ops.get_op(op).stage
-
-
-def _names_own_object(clause: Clause) -> bool:
-    """Whether a request clause names its own object ("recover the highlights", "bring out the texture") and
-    no word of it points back at a thing said before ("brighten them", "make its colours richer")."""
-    words = clause.text.split()
-    return not _POINTING_BACK & set(words) and any(
-        w in ("the", "some") and i + 1 < len(words) for i, w in enumerate(words))
-
-
-#: Words that point back at a thing said before ("the coins look dull, brighten them").
-_POINTING_BACK = frozenset({"it", "its", "it's", "them", "they", "their", "theyre", "they're", "those", "that",
-                            "this", "these", "there", "him", "her", "his", "he", "she", "one", "ones"})
-
-
-def _wishes(clause: Clause) -> bool:
-    """Whether ``clause`` says what the person wants a thing to become ("id like the stone to look more
-    golden", "i want the wood to glow"): after a request for the whole photo, why it is asked."""
-    words = clause.text.split()
-    return any(tuple(words[i:i + len(w)]) == w for w in _WISH_OPENERS for i in range(len(words))) and "to" in words
-
-
-#: How a wish for a thing opens: "i want", "id like", "i would love".
-_WISH_OPENERS = (("i", "want"), ("i", "wanted"), ("id", "like"), ("i'd", "like"), ("i", "would", "like"),
-                 ("id", "love"), ("i'd", "love"), ("i", "would", "love"), ("i", "wish"), ("i'm", "hoping"),
-                 ("im", "hoping"), ("i", "need"))
-
-
 _STATE_WORDS = word_lists()["state_words"]
 _INTERJECTIONS = word_lists()["interjections"]
 
@@ -939,9 +897,7 @@ def _names_own_object(clause: Clause) -> bool:
         w in ("the", "some") and i + 1 < len(words) for i, w in enumerate(words))
 
 
-#: Words that point back at a thing said before ("the coins look dull, brighten them").
-_POINTING_BACK = frozenset({"it", "its", "it's", "them", "they", "their", "theyre", "they're", "those", "that",
-                            "this", "these", "there", "him", "her", "his", "he", "she", "one", "ones"})
+_POINTING_BACK = word_lists()["pointing_back"]
 
 
 def _wishes(clause: Clause) -> bool:
@@ -951,13 +907,9 @@ def _wishes(clause: Clause) -> bool:
     return any(tuple(words[i:i + len(w)]) == w for w in _WISH_OPENERS for i in range(len(words))) and "to" in words
 
 
-#: How a wish for a thing opens: "i want", "id like", "i would love".
-_WISH_OPENERS = (("i", "want"), ("i", "wanted"), ("id", "like"), ("i'd", "like"), ("i", "would", "like"),
-                 ("id", "love"), ("i'd", "love"), ("i", "would", "love"), ("i", "wish"), ("i'm", "hoping"),
-                 ("im", "hoping"), ("i", "need"))
+_WISH_OPENERS = tuple(tuple(w.split()) for w in word_lists()["wish_openers"])
 
 
-_STATE_WORDS = word_lists()["state_words"]
 #: "can't see the wood grain", "hard to see on my phone": what the person sees is how it is now.
 _SEES = frozenset({"see", "seen", "tell", "make out", "read"})
 
