@@ -30,6 +30,8 @@ CLOTHING = word_lists()["clothing"]
 SIZES = word_lists()["size_words"]
 COLOUR_SAID_OF = word_lists()["colour_said_of"]
 COLOUR_OF_A_THING = word_lists()["colour_of_a_thing"]
+#: "the rocket only": which thing alone, not part of its name
+_ONLY = word_lists()["only_words"]
 
 
 @dataclass
@@ -242,6 +244,8 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
                 break
             run.append(p.text)
             end += 1
+        while len(run) > 1 and ((run[-1],) in vocab.place_subject_said or run[-1] in _ONLY):
+            run.pop()               # "the rocket itself", "the rocket only": the rocket
         if not run:
             continue
         noun = run[-1]
@@ -270,6 +274,16 @@ def stand_in(vocab: Vocabulary, clause_text: str, place: str) -> str | None:
         return vocab.place_relation_target
     noun = place.split()[-1]
     return vocab.place_nouns.get(noun) or vocab.place_nouns.get(noun.rstrip("s"))
+
+
+def said_as_subject(vocab: Vocabulary, text: str, place: str) -> bool:
+    """Whether ``text`` says the place is the photo's subject: the thing said as itself, apart from what is
+    round it ("the rocket itself"), or called its hero ("its the star of the show")."""
+    tokens = tokenize(text)
+    noun = place.split()[-1]
+    # (a word alone, "itself", right after the thing's name; a phrase, "the hero", anywhere)
+    return bool(vocab.place_default) and any(n > 1 or (pos > 0 and tokens[pos - 1] == noun)
+                                             for pos, n, _ in vocab.place_subject_said.find(tokens))
 
 
 def colour_of(vocab: Vocabulary, clause_text: str, place: str) -> tuple[str, str] | None:

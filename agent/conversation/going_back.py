@@ -184,6 +184,8 @@ class GoingBackReader:
                       or (s + 1 < len(words) and words[s + 1] in ("there", "here"))))]
         # "the strip of sky along the top", "a drop of colour": a verb right after an article is a thing
         weak = [(s, n, v) for s, n, v in self.weak.find(words) if not (s > 0 and words[s - 1] in _ARTICLES | {"an"})]
+        # ... nor one said of what the photo should do ("make it take off, with flames and smoke")
+        weak = [(s, n, v) for s, n, v in weak if not (s > 1 and words[s - 2] in _CAUSING and words[s - 1] in _ITS)]
         # "remove the haze", "clean up the spots": the verb is part of a request the planner knows
         # ... unless a change is named right after it ("get rid of that warm thing": not the selection tool)
         # ... or the last step is ("erase that last step")
@@ -545,7 +547,11 @@ def split_requests(tokens: list[str], request_verbs: frozenset[str] = frozenset(
     return out
 
 
-_SUFFIXES = ("ening", "ing", "ed", "er", "est", "ness", "en", "es", "s", "y")
+#: "make it take off", "let them drop": a verb said of what the photo should do, not of a change.
+_CAUSING = frozenset({"make", "let", "have", "watch", "see"})
+_ITS = frozenset({"it", "them", "him", "her", "this", "that"})
+
+_SUFFIXES = ("ening", "ment", "ing", "ed", "er", "est", "ness", "en", "es", "s", "y")
 
 
 def _stem(word: str) -> str:

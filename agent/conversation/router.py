@@ -86,6 +86,9 @@ _PRESENTING = frozenset({"she's", "shes", "he's", "hes", "they're", "theyre", "i
 
 #: After "can i" / "could we": asking to be given something ("can i see the one before"), not a question.
 _ASKING_FOR = frozenset({"see", "have", "get", "go"})
+#: "can you read ...", "can you even see ...": what is in the photo, asked (see words.yaml ``content_asks``).
+_CONTENT_ASKS = word_lists()["content_asks"]
+_CONTENT_ADVERBS = frozenset({"even", "actually", "really", "still", "please", "pls", "plz"})
 
 #: Words that, with a question word, ask what was done ("what did you actually change just then?").
 _DONE_WORDS = frozenset({"changed", "did", "done", "edited", "adjusted", "tweaked", "applied", "altered", "fixed"})
@@ -152,6 +155,7 @@ class Router:
         self.thing_ends = {str(w) for w in wishes.get("thing_ends") or ()}
         self.wish_reply = str(wishes.get("reply") or "I can't add things that aren't in the photo ({thing}).")
         self.wish_replies = [str(q) for q in wishes.get("quick_replies") or ()]
+        self.reading_reply = str(cfg.get("reading_reply") or "")
         remark = dict(cfg.get("remark") or {})
         self.remark_reply = str(remark.get("reply") or "Tell me what you'd like to change.")
         self.remark_replies = [str(q) for q in remark.get("quick_replies") or ()]
@@ -251,7 +255,7 @@ class Router:
         if asked is not None:
             # "is this shot too dark or is it just my screen", "would it look better in b&w do you reckon":
             # asked, not requested; whatever edit it names is offered as a quick reply, never made
-            kind = {"what_changed": "command", "capabilities": "exploration"}.get(asked, asked)
+            kind = {"what_changed": "command", "capabilities": "exploration", "reading": "evaluation"}.get(asked, asked)
             return Route(kind, asked, words=self._offered(said))
         rest = self.vocab.strip_preamble(text)
         if rest != text:
@@ -285,8 +289,9 @@ class Router:
         A question opens with a question word ("what's the badge?", "why so dark") or an auxiliary and
         its subject ("is it too dark", "does the cat look grey to you", "would this look better in b&w").
         A modal and "you" ask for something to be done ("can you make it warmer?"), and so does
-        "could it be less blue"; "how about warmer" suggests. Kinds: ``what_changed``,
-        ``capabilities``, ``exploration`` (advice), ``evaluation``.
+        "could it be less blue", unless what follows asks what is in the photo ("can you read what time it
+        says?"); "how about warmer" suggests. Kinds: ``what_changed``, ``capabilities``, ``exploration``
+        (advice), ``evaluation``, ``reading`` (what is in the photo, answered as an evaluation).
         """
         for clause in split_requests(tokens):       # at punctuation only
             words = self._after_interjections(clause)
@@ -312,9 +317,19 @@ class Router:
                     return "what_changed"
                 if find_phrases(words, self.questions["exploration"]):
                     return "exploration"
+                if first == "who" or words[:2] in (["how", "many"], ["what", "time"]) \
+                        or first in ("what", "whats", "what's") and {"say", "says", "said"} & set(words):
+                    return "reading"    # "how many galaxies are there?", "what does the sign say?"
                 return "evaluation"
             if first in self.auxiliaries and second:
                 if first in self.modals and second in self.request_subjects:
+                    # "can you read what time it says?", "can you even see the keyboard?": asked of what is in
+                    # the photo, not for a change
+                    verb = [w for w in words[2:5] if w not in self.filler and w not in _CONTENT_ADVERBS][:1]
+                    at = words.index(verb[0]) if verb else -1
+                    # (not "can you see if the sky can be bluer": asked to try)
+                    if verb and verb[0] in _CONTENT_ASKS and words[at + 1:at + 2] not in (["if"], ["whether"]):
+                        return "reading"
                     return None        # "can you make it warmer", "would you brighten the sky"
                 if first in self.modals and second in ("i", "we") and len(words) > 2 and words[2] in _ASKING_FOR:
                     return None        # "can i see the version from before the sky stuff": asked for

@@ -142,6 +142,9 @@ class Vocabulary:
                 self.targets[f"all_but_{name}"] = dict(spec, invert=True)
                 self.target_labels[f"all_but_{name}"] = f"everything but {self.target_labels.get(name) or name}"
         self.band_ops: dict[str, str] = dict(pe.get("band_ops") or {})
+        # "the snow looks blue, it should be white": the white-balance move that takes a band's cast out
+        self.band_casts: dict[str, tuple[str, int]] = {
+            str(b): (str(e["op"]), int(e["value"])) for b, e in (pe.get("band_casts") or {}).items()}
         # a band's own op as the plain op it is made from ("saturation_green": saturation; the first named wins)
         self.band_op_plain: dict[str, str] = {}
         for op, pattern in self.band_ops.items():
@@ -308,6 +311,7 @@ class Vocabulary:
         self.place_default = guesses.get("default")
         self.place_relations = {tuple(tokenize(w)): True for w in guesses.get("relations") or ()}
         self.place_relation_target = guesses.get("relation_target")
+        self.place_subject_said = PhraseTable({tuple(tokenize(w)): True for w in guesses.get("subject_said") or ()})
         self.place_nouns = {str(k): str(v) for k, v in (guesses.get("nouns") or {}).items()}
         # "that lamp", "this bit": a thing pointed at, not a kind of place a region can stand in for
         self.pointing_words = {t for w in guesses.get("pointing") or () for t in tokenize(str(w))}
@@ -354,7 +358,8 @@ class Vocabulary:
                             | {t for f in self.frames for t in f} | {t for f in self.wishes for t in f}
                             | {t for k in (*self.repeat, *self.pull_back, *self.fractions, *self.retarget) for t in k}
                             | self.statements | _router_words(router) | self.spelling_extra | set(self.inflected))
-        self.speller = Speller.from_profile(self.known_words, fixes)
+        # ("theyre glowing": a word of how sentences are said is no slip for "there")
+        self.speller = Speller.from_profile(self.known_words | _language_words(), fixes)
         # what the judge counts as read: a word of any table of the profile ("i insist", "leave it untouched")
         self.table_words = frozenset(self.known_words | _table_words(profile.data) | _language_words())
 

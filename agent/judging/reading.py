@@ -592,7 +592,11 @@ _THE_PHOTO = frozenset({"it", "its", "it's", "everything", "everythings", "pic",
 def _a_thing(noun: str, lex: Lexicon, known_words: set[str]) -> bool:
     """Whether a word said after "the" names a thing no table knows ("the cup"), not a place, quality or size."""
     return (noun not in lex.not_places and noun not in known_words and noun not in lex.magnitudes
+            and noun not in _FUNCTION_WORDS        # ("its still too bright": "its" then no thing)
             and not any(noun == q.split()[0] for q in lex.qualities) and len(noun) > 2)
+
+
+_FUNCTION_WORDS = word_lists()["function_words"]
 
 
 def _told_spans(tokens: Sequence[str]) -> set[int]:

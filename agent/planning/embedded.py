@@ -36,7 +36,7 @@ from agent.planning.followups import caused_by_last, guessed_place_note, read_fo
 from agent.planning.grammar import read_request, split_protected
 from agent.planning.moves import Draft, Move, protect_moves, spec_key
 from agent.conversation.vocabulary import Vocabulary, read_pieces
-from agent.conversation.words import asked_why_rest, find_phrases, says_vague_ask, tokenize
+from agent.conversation.words import PhraseTable, asked_why_rest, find_phrases, says_vague_ask, tokenize, word_lists
 from pipeline import ops
 from pipeline.masks import describe_mask, normalize_mask_spec
 from pipeline.state import EditState
@@ -228,6 +228,28 @@ def _corrected(message: str, moves: list[Move], last, notes: list[str]) -> list[
     return out
 
 
+def _neutralised(vocab: Vocabulary, moves: list[Move]) -> list[Move]:
+    """"the snow looks blue, it should be white": a colour complained of ("less blue" there), said to be meant white
+    or grey, has its cast taken out too: the white-balance move against that colour, on the same place
+    (``band_casts``), unless the request already moves that op there."""
+    have = {m.key for m in moves}
+    out = list(moves)
+    for m in moves:
+        band = m.op.removeprefix("saturation_")
+        if band == m.op or band not in vocab.band_casts or m.mode != "add" or m.value >= 0:
+            continue
+        op, value = vocab.band_casts[band]
+        if (op, spec_key(m.target)) in have:
+            continue
+        have.add((op, spec_key(m.target)))
+        out.append(replace(m, op=op, value=value, phrase=f"taking the {band} cast out", rank=m.rank + 1))
+    return out
+
+
+#: "it should be white", "its meant to be white": what a thing with a colour cast should be.
+_NEUTRAL_WISHES = PhraseTable.of(word_lists()["neutral_wishes"])
+
+
 def _tone_monochrome(vocab: Vocabulary, moves: list[Move], state: EditState, notes: list[str]) -> list[Move]:
     """On a black-and-white version, colour moves go on a toning layer (a toned print) so they show."""
     cfg = vocab.monochrome
@@ -364,11 +386,6 @@ class EmbeddedPlanner:
                 # what "ease off" says; that clause was done, not skipped
                 draft.skipped = [c for c in draft.skipped if not find_phrases(tokenize(c), vocab.pull_back)]
         guessed = str((followup.dialogue if followup is not None else {}).get("guessed") or "")
-        if draft.unknown_kept and draft.moves and not any(m.target for m in draft.moves) \
-                and not vocab.says_go_ahead(message):
-            # a change on the whole photo would move the thing to keep; one on a place found ("brighten the cat
-            # but not the keyboard") leaves it be
-            return self._unknown_kept(draft)
         caused = caused_by_last(vocab, draft, request) \
             if draft.unknown_places and not any(m.target for m in draft.moves) else None
         if caused is not None:
@@ -388,10 +405,25 @@ class EmbeddedPlanner:
             else:
                 draft, guessed = self._on_guessed_place(draft)
             draft.followup = {**draft.followup, "guessed_place": True}
+            # ("darken the wooden table but leave the cup alone": the background leaves the cup be, not skipped)
+            kept_words = {k.split()[-1] for k in draft.unknown_kept}
+            if kept_words:      # (nor "... the cup and saucer alone": the rest of the thing kept)
+                kept_words |= {"alone", "untouched"}
+            draft.skipped = [c for c in draft.skipped if not kept_words & set(tokenize(c))]
+        if draft.unknown_kept and draft.moves and not any(m.target for m in draft.moves) \
+                and not vocab.says_go_ahead(message):
+            # a change on the whole photo would move the thing to keep; one on a place found ("brighten the cat
+            # but not the keyboard"), or on the place a thing stands for ("darken the wooden table but leave the
+            # cup alone": the background), leaves it be
+            return self._unknown_kept(draft)
         notes = list(draft.notes)
         moves = list(draft.moves)
         if followup is None and request.dialogue is not None:
             moves = _corrected(message, moves, request.dialogue.base_edit(), notes)
+        if followup is None and _NEUTRAL_WISHES.has(tokenize(message)):
+            moves = _neutralised(vocab, moves)
+            # (the wish was done: "it should be white" is not skipped)
+            draft.skipped = [c for c in draft.skipped if not _NEUTRAL_WISHES.has(tokenize(c))]
 
         style_moves = self._style_moves(request, notes)
         moves = style_moves + moves

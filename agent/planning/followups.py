@@ -284,7 +284,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     covered |= likeness | own_said      # ("proper postcard blue": how the quality is said)
     covered |= _pointed_there(tokens)     # "more up there": the place the last change went, pointed at
     if carried or repeat:
-        covered |= _likened(tokens)      # "darker still, like almost black": how far, not a new request
+        covered |= _likened(tokens, pieces)      # "darker still, like almost black": how far, not a new request
     # "only a touch", "just a little": how much, said again
     mag_at = {p.pos for p in pieces if p.category == "magnitude"}
     covered.update(i for i, t in enumerate(tokens) if t in ("only", "just") and i + 1 in mag_at)
@@ -509,7 +509,8 @@ def _carried_on(vocab: Vocabulary, tokens: list[str], anchors: list, pieces: lis
     """Whether the message only says the last change's own qualities again, with a word that carries
     them on ("deeper still" after "a deeper blue", "even warmer" after "warm the sky", "a bit more warmth"
     after "warm up her face"), or asks for more because the photo still has what that change fixed ("more,
-    it still feels kinda cold" after warming the face): a repeat of that change where it was, not a new
+    it still feels kinda cold" after warming the face, "more please, its still too bright" after darkening
+    the sky): a repeat of that change where it was, not a new
     request on the whole photo."""
     if last is None or not last.changes or not anchors:
         return False
@@ -526,7 +527,10 @@ def _carried_on(vocab: Vocabulary, tokens: list[str], anchors: list, pieces: lis
                                                             or all(w in said for w in p.text.split()))]
     # ... or its opposite, said of how the photo still is ("it still feels kinda cold")
     still = [p for p in anchors if p.category == "intent" and _stated(tokens, p) and "still" in tokens
-             and (vocab.intents[p.key].opposite in asked if p.key in vocab.intents else False)]
+             and (vocab.intents[p.key].opposite in asked if p.key in vocab.intents else False)
+             # ... or a complaint that change fixes ("more please, its still too bright" after darkening the sky)
+             or p.category == "problem" and "still" in tokens and p.key in vocab.problems
+             and bool(set(vocab.problems[p.key].fixes) & set(asked))]
     if len(own) + len(still) != len(anchors) or (still and not more and not any(
             p.category == "increase" or p.text.split()[-1] == "more" for p in pieces)):
         return False
@@ -535,18 +539,31 @@ def _carried_on(vocab: Vocabulary, tokens: list[str], anchors: list, pieces: lis
     stated = {i for p in still for i in _clause_span(tokens, p.pos)}      # how the photo still is
     spoken = {i for p in pieces if p.category in ("intent", "magnitude", "increase", "global")
               for i in range(p.pos, p.pos + len(p.text.split()))}
-    pointed = _pointed_there(tokens) | _likened(tokens)   # ("even darker back there, like almost black")
+    pointed = _pointed_there(tokens) | _likened(tokens, pieces)   # ("even darker back there, like almost black")
     return all(i in spoken or t in vocab.carry_on or t in FILLER or t in vocab.chatter or t in SEPARATORS
                or t in INTERJECTIONS or i in stated or i in pointed for i, t in enumerate(tokens))
 
 
-def _likened(tokens: list[str]) -> set[int]:
-    """A clause that opens with "like" after a follow-up ("darker still, like almost black"): those tokens."""
+def _likened(tokens: list[str], pieces: list | None = None) -> set[int]:
+    """A clause that opens with "like" after a follow-up ("darker still, like almost black"), or with a wish for
+    "it" that names no quality ("hmm more, i want it almost black up there"): those tokens."""
     out: set[int] = set()
+    asked = {p.pos for p in pieces or () if p.category in ("intent", "band", "problem", "target")}
     for i, t in enumerate(tokens):
-        if t == "like" and i > 0 and tokens[i - 1] in SEPARATORS:
-            out.update(range(i, next((k for k in range(i + 1, len(tokens)) if tokens[k] in SEPARATORS), len(tokens))))
+        start = i if t == "like" else None
+        for opener in _WISH_OPENERS if t not in SEPARATORS else ():
+            n = len(opener)
+            if tuple(tokens[i:i + n]) == opener and i + n < len(tokens) and tokens[i + n] in _POINTING_BACK:
+                start = i
+        if start is not None and i > 0 and tokens[i - 1] in SEPARATORS:
+            end = next((k for k in range(i + 1, len(tokens)) if tokens[k] in SEPARATORS), len(tokens))
+            if t == "like" or not asked & set(range(i, end)):
+                out.update(range(i, end))
     return out
+
+
+_WISH_OPENERS = tuple(tuple(tokenize(w)) for w in word_lists()["wish_openers"])
+_POINTING_BACK = word_lists()["pointing_back"]
 
 
 def _pointed_there(tokens: list[str]) -> set[int]:
@@ -693,7 +710,10 @@ def _clause_span(tokens: list[str], i: int) -> set[int]:
 
 def _in_statement(tokens: list[str], i: int) -> bool:
     """Whether token ``i`` is in a clause that says how the photo is now ("the suit's gone toasty")."""
-    return any(tokens[k] in _BECOME or tokens[k].endswith("'s") for k in _clause_span(tokens, i))
+    span = _clause_span(tokens, i)
+    return any(tokens[k] in _BECOME or tokens[k].endswith("'s") for k in span) or any(
+        # ("i cant even see the shape of it anymore": what can no longer be seen)
+        tokens[k] in _NOT_ABLE and any(t in _SEEING for t in tokens[k + 1:k + 4]) for k in span)
 
 
 def _stated(tokens: list[str], piece) -> bool:
@@ -712,6 +732,8 @@ _SAID_OF = frozenset({"he", "she", "it", "they", "he's", "she's", "they're", "he
                       "everything", "everyone"})
 #: Words before a look that say the photo has it ("it's gone foggy", "now it looks washed out").
 _BECOME = word_lists()["state_words"]
+_NOT_ABLE = word_lists()["not_able"]
+_SEEING = word_lists()["seeing_verbs"]
 
 
 #: The colours a white-balance move casts over what it touches ("they look orange now" after warming them).

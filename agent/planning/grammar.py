@@ -13,7 +13,7 @@ from typing import Mapping
 
 from agent.planning.base import PlanRequest
 from agent.planning.moves import Draft, Move, onto_mask, protect_moves
-from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, QUALITIES, Clause, COLOUR_OF_A_THING, around, avoided_degree, colour_of, guess_place, names_a_thing, stand_in,
+from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, QUALITIES, Clause, COLOUR_OF_A_THING, around, avoided_degree, colour_of, guess_place, names_a_thing, said_as_subject, stand_in,
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, Intent, Piece, Vocabulary, read_pieces
@@ -707,6 +707,11 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         if not said_places and not bands and not uses and previous_span[1] > previous_span[0] \
                 and (clause.of("protect") or _places_left_out(clause)):
             kept = _kept_things(vocab, clause)
+            if kept and said_as_subject(vocab, clause.text, kept[0]):
+                # "cool it down but don't touch the coffee itself": the photo's subject, kept
+                draft.moves = protect_moves(vocab, draft.moves, [vocab.place_default])
+                draft.understood_any = True
+                continue
             if kept:
                 # "brighten it but not the lamp": a thing to keep that no finder knows is asked about, never
                 # silently left to change
@@ -789,8 +794,10 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                     topic = []
             elif not clause.of("relative") and (clause.content_words or clause.of("increase", "objects")):
                 # ("ok and now way more saturated", "hmm and maybe more punch": "ok" and "hmm" ask nothing)
-                if not named and not (clause.content_words and all(w in _INTERJECTIONS for w in clause.content_words)
-                                      and not clause.of("increase", "objects")):
+                # ("its the hero here": which thing is the subject, said with a request on it)
+                hero = any(n > 1 for _, n, _ in vocab.place_subject_said.find(tokenize(clause.text)))
+                if not named and not hero and not (clause.content_words and all(w in _INTERJECTIONS for w in clause.content_words)
+                                                   and not clause.of("increase", "objects")):
                     draft.skipped.append(clause.text)
             continue
         if clause.of("objects"):
@@ -828,8 +835,11 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             draft.unknown_places += places
             draft.specific_place = draft.specific_place or specific
             if places:
-                draft.place_guess = guess_place(vocab, clause.text, places[0])
-                draft.place_stand_in = stand_in(vocab, clause.text, places[0]) is not None
+                # "the rocket itself", "the cup itself looks a bit grey, brighten just the cup", "its the hero":
+                # the photo's subject (not one kept: "the lamp itself should keep its glow")
+                subject = said_as_subject(vocab, text, places[0]) and not clause.of("protect", "avoid", "except")
+                draft.place_guess = vocab.place_default if subject else guess_place(vocab, clause.text, places[0])
+                draft.place_stand_in = subject or stand_in(vocab, clause.text, places[0]) is not None
                 draft.place_colour = draft.place_colour or colour
             if places and targets:
                 uses = [replace(u, targets=[]) for u in uses]     # "in the middle" only locates the thing
@@ -846,7 +856,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             draft.moves = [m for m in draft.moves if not (m.intent in again and m.order < order)]
         start = len(draft.moves)
         previous_uses = _apply_uses(vocab, uses, request.state, order, source, draft, request.dialogue,
-                                    thing_named=bool(places))
+                                    thing_named=bool(places or named))
         previous_span, previous_order = (start, len(draft.moves)), order
         previous_targets = uses[0].targets if uses else []
         # ("warm it up and give it more contrast, the stone looks really flat": a statement after a request

@@ -14,7 +14,8 @@ Only called by :meth:`agent.service.Studio.send_message`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
 from agent.conversation.dialogue import dialogue_state
 from agent.conversation.answers import evaluation_reply, read_photo, recipe_text
@@ -170,6 +171,8 @@ def _question(studio: "Studio", session_id: str, route: Route, text: str) -> Tur
         return _answered(studio, session_id, text, f"I would try: {', '.join(s.lower() for s in suggest[:3])}{why}.",
                          kind="question", quick_replies=named + suggest, offer=named or suggest[:3])
     reply, suggest = evaluation_reply(stats, rules, str(pe.get("photo_reading_good") or "It looks balanced."), state)
+    if route.name == "reading" and studio.router.reading_reply:
+        reply = f"{studio.router.reading_reply} {reply}"     # "can you read what time it says?": said plainly first
     named = _offered(vocab, route)
     return _answered(studio, session_id, text, reply, kind="question", quick_replies=named + suggest,
                      offer=named or suggest[:1])
@@ -196,8 +199,12 @@ def _going_back(studio: "Studio", session_id: str, route: Route, progress, text:
                 return _answered(studio, session_id, text, str(exc)[:1].upper() + str(exc)[1:] + ".", kind="command")
     for back in route.going_back:
         out = reader.taken_out(back, state)
-        if out and all(c.target is None for e in out for c in e.changes):
-            return _take_out(studio, session_id, out, progress, text)
+        # (a change on a place is taken out only when going back is all the words can mean: "cut her out and
+        # drop her onto a beach" names her, not the change made on her)
+        placed = any(c.target is not None for e in out for c in e.changes)
+        taken = _take_out(studio, session_id, out, progress, text) if out and (back.strong or not placed) else None
+        if taken is not None:
+            return taken
     if not any(back.strong for back in route.going_back):
         return None
     said = next((b.before or b.after or b.named for b in route.going_back if b.before or b.after or b.named), [])
@@ -213,20 +220,37 @@ def _going_back(studio: "Studio", session_id: str, route: Route, progress, text:
                      kind="clarify", quick_replies=["Undo", "What did you change?", "Back to the original"])
 
 
-def _take_out(studio: "Studio", session_id: str, edits: list, progress, text: str) -> TurnResult:
-    """A change named that is not the last ("lose the warm stuff" after warming, then brightening): its steps
-    taken out of the head's values as a new version; what came after it stays."""
+def _take_out(studio: "Studio", session_id: str, edits: list, progress, text: str) -> TurnResult | None:
+    """A change named that is not the last ("lose the warm stuff" after warming, then brightening; "undo the
+    sky colour but keep the lights fix"): its steps taken out of the head's values, on the whole photo and on
+    the places they went, as a new version; what came after it stays. None when a place it went is no longer
+    a layer of the head (nothing to take its steps out of)."""
     state = EditState.from_dict(studio.head(session_id).state)
-    steps: dict[str, int] = {}
+    steps: dict[tuple[str, str], list] = {}
     for e in edits:
         for c in e.changes:
-            steps[c.op] = steps.get(c.op, 0) + c.delta
-    values = {op: state.value(op) - d for op, d in steps.items() if d and isinstance(state.value(op), (int, float))}
-    result = _modified(studio, session_id, text, values, progress)
+            key = (json.dumps(c.target, sort_keys=True) if c.target else "", c.op)
+            steps.setdefault(key, [c.target, 0])[1] += c.delta
+    values: dict[str, Any] = {}
+    layers: dict[str, dict] = {}
+    for (where, op), (target, delta) in steps.items():
+        if target and state.find_layer(target) is None:
+            return None
+        current = state.value(op, target or None)
+        if not delta or not isinstance(current, (int, float)):
+            continue
+        if target:
+            layers.setdefault(where, {"mask": target, "values": {}})["values"][op] = current - delta
+        else:
+            values[op] = current - delta
+    result = _modified(studio, session_id, text, values, progress, list(layers.values()))
     labels = list(dict.fromkeys(label for e in edits for label in e.labels))
-    what = ("the “" + "” and “".join(labels) + "” change") if labels else "that change"
+    what = ("the \u201c" + "\u201d and \u201c".join(labels) + "\u201d change") if labels else "that change"
     if result.asset_id:
-        result.reply = f"Took out {what}; the later changes stay. " + (result.reply or "")
+        # (not "Set exposure on the sky to 0, as you asked": the values are the change taken out, not said)
+        rest = (result.reply or "").split(", as you asked. ", 1)
+        said = rest[1] if len(rest) == 2 and rest[0].startswith("Set ") else (result.reply or "")
+        result.reply = f"Took out {what}; the later changes stay. " + said
     result.kind = "command"
     return result
 
@@ -275,10 +299,13 @@ def _reset(studio: "Studio", session_id: str, route: Route, text: str, progress)
     return result
 
 
-def _modified(studio: "Studio", session_id: str, text: str, values: dict, progress) -> TurnResult:
-    """A turn that sets op values as said (no plan): "reset the warmth", a change taken out."""
+def _modified(studio: "Studio", session_id: str, text: str, values: dict, progress,
+              layers: list | None = None) -> TurnResult:
+    """A turn that sets op values as said (no plan): "reset the warmth", a change taken out (``layers``: values
+    set on places, ``{"mask": spec, "values": {op: value}}``)."""
     with studio.leases.leased(session_id):
-        return studio.turns.start(studio.leases.session(session_id), text, modify_values=values, progress=progress)
+        return studio.turns.start(studio.leases.session(session_id), text, modify_values=values, progress=progress,
+                                  modify_layers=layers or None)
 
 
 __all__ = ["handle"]
