@@ -158,12 +158,17 @@ def test_a_place_the_photo_lacks_is_said_and_asked_about_with_no_version(studio)
 
 
 def test_repeated_more_stops_at_the_sweet_spot_unless_insisted(studio, photo):
+    """Repeats stop at the edge; one said right where it stopped goes one step past (a quarter of the way to
+    the op's limit), and no repeat goes further: they cannot run away. "I insist" does."""
     sid = studio.start_session(photo).id
-    for text in ("more contrast", "more", "more", "more"):
+    for text in ("more contrast", "more", "more", "more", "more", "more"):
         studio.send_message(sid, text)
-    assert _settings(studio, sid)["contrast"] <= 45
+    held = _settings(studio, sid)["contrast"]
+    assert 45 < held <= 45 + round(0.25 * (100 - 45))
+    studio.send_message(sid, "more")
+    assert _settings(studio, sid)["contrast"] == held
     studio.send_message(sid, "more contrast, I insist")
-    assert _settings(studio, sid)["contrast"] > 45
+    assert _settings(studio, sid)["contrast"] > held
 
 
 def test_warm_tone_on_black_and_white_is_visible(studio, photo):

@@ -199,3 +199,19 @@ def test_rendered_pixels_follow_the_taken_out_change(studio):
     # the sky back to how the brightening left it, warmed like the rest
     assert image_stats(now)["b_mean"] > base["b_mean"]
     assert not any(_on(_layers(studio, sid), "sky").values())
+
+
+def test_more_where_the_last_change_stopped_at_the_sweet_spot_goes_one_step_past_and_no_further(studio):
+    """"more!" right after a change stopped at the edge of the sweet spot (and said so): one step past it,
+    through the executor too, said so; the next "more!" stops ("I insist" still goes further)."""
+    sid = studio.start_session(small_photo("camera")).id
+    studio.send_message(sid, "more contrast")
+    r = studio.send_message(sid, "much more contrast")
+    assert studio.head(sid).state["settings"]["contrast"] == 45 and "I stopped" in r.reply, r.reply
+    r = studio.send_message(sid, "more!")
+    past = studio.head(sid).state["settings"]["contrast"]
+    assert past > 45 and "one step past" in r.reply, (past, r.reply)
+    r = studio.send_message(sid, "more!")
+    assert studio.head(sid).state["settings"]["contrast"] == past and "already at" in r.reply, r.reply
+    studio.send_message(sid, "more, I insist")
+    assert studio.head(sid).state["settings"]["contrast"] > past

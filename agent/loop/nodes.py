@@ -379,8 +379,10 @@ class TurnNodes:
             # the profiles' ranges and sweet spots hold the planner's moves (agent/planning/limits.py)
             from agent.planning.limits import executor_profiles, hold_to_profile, insists
             engine, model = executor_profiles(self.planner)
+            # (a repeat the planner took one step past where the last change stopped is let through)
+            past = set(((state.get("plan") or {}).get("dialogue") or {}).get("past_edge") or ())
             goals, held = hold_to_profile(base_state, goals, engine, model,
-                                          insist=insists(state.get("message", ""), engine))
+                                          insist=insists(state.get("message", ""), engine), past=past)
             new_state, steps = apply_sub_goals(base_state, goals)
             for i, h in held.items():
                 steps[i].requested, steps[i].clamped, steps[i].limit = h["requested"], True, h["limit"]

@@ -157,18 +157,20 @@ def _insisted(vocab: Vocabulary, message: str) -> bool:
 
 
 def _cap_to_sweet_spots(profile: Profile, moves: list[Move], state: EditState, notes: list[str],
-                        vocab: Vocabulary | None = None) -> list[Move]:
+                        vocab: Vocabulary | None = None, past: list[str] | None = None) -> list[Move]:
     """Keep the person's moves near each op's sweet spot (parameter_space), saying so.
 
     Inside the sweet spot a move goes through. A quality named again past the edge
     ("a bit more contrast" at +45) goes on at ``insist.soft_rate`` of the asked step,
     never beyond ``insist.soft_share`` of the way from the edge to the op's limit;
-    follow-ups ("more", "again") stop at the edge, so repeats cannot run away. Styles,
+    follow-ups ("more", "again") stop at the edge, so repeats cannot run away; one said with its op right
+    at the edge (where the last change stopped, and said so) takes one step past it, named in ``past``. Styles,
     measured corrections and moves back toward neutral pass untouched.
     """
     rate = vocab.soft_rate if vocab is not None else 0.5
     share = vocab.soft_share if vocab is not None else 0.25
     out: list[Move] = []
+    stepped: list[str] = []
     for m in moves:
         spot = profile.sweet_spot(m.op)
         if spot is None or m.source not in ("message", "followup", "feedback"):
@@ -184,6 +186,16 @@ def _cap_to_sweet_spots(profile: Profile, moves: list[Move], state: EditState, n
         edge = spot.high if up else spot.low
         label = op.label.lower()
         where = f" on {describe_mask(m.target)}" if m.target else ""
+        if m.source == "followup" and m.mode == "add" and current == edge and past is not None:
+            # "more!" right after a change stopped at the edge (and said so): the person has seen where it
+            # stopped and asks again, so one step goes past it, said so; the next repeat stops again
+            stepped.append(f"{label}{where}")
+            past.append(m.op)
+            # (a step of its own size, or a quarter of the way from the edge to the op's limit: the last
+            # change was cut short at the edge, so its own step may be a sliver)
+            step = max(abs(m.value), round(0.25 * abs((op.max if up else op.min) - edge)))
+            out.append(replace(m, value=step if up else -step))
+            continue
         goal = edge
         if m.source != "followup" and m.mode == "add":
             ceiling = edge + share * ((op.max if up else op.min) - edge)
@@ -201,6 +213,9 @@ def _cap_to_sweet_spots(profile: Profile, moves: list[Move], state: EditState, n
             notes.append(f"{label.capitalize()}{where} is past what looks good on most photos ({spot.low:+d}.."
                          f"{spot.high:+d}), so I went gently, to {goal:+d}; say \u201cI insist\u201d for more.")
         out.append(replace(m, value=goal if m.mode == "set" else goal - current))
+    if stepped:
+        notes.append(f"Going one step past what looks good on most photos for {' and '.join(dict.fromkeys(stepped))}, "
+                     f"as you asked for more where it had stopped; say \u201cI insist\u201d to go further still.")
     return out
 
 
@@ -447,8 +462,11 @@ class EmbeddedPlanner:
         conflict_notes: list[str] = []
         merged = _merge(moves, request.state, conflict_notes)
         capped_notes: list[str] = []
+        past: list[str] = []
         if not _insisted(vocab, message):
-            merged = _cap_to_sweet_spots(self.profile, merged, request.state, capped_notes, vocab)
+            merged = _cap_to_sweet_spots(self.profile, merged, request.state, capped_notes, vocab, past)
+        if past:      # (the executor lets that step past the sweet spot through: agent/planning/limits.py)
+            draft.followup = {**draft.followup, "past_edge": sorted(set(past))}
         limited = _limit(merged, max(1, int(request.max_sub_goals)), notes)
         pairs: list[tuple[Move, SubGoal]] = []
         for i, m in enumerate(limited, 1):

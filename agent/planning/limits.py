@@ -43,8 +43,11 @@ def insists(message: str, engine) -> bool:
     return PhraseTable((w, True) for w in words).has(tokenize(message or ""))
 
 
-def hold_to_profile(state, goals: list, engine, model=None, *, insist: bool = False) -> tuple[list, dict[int, dict]]:
-    """The goals with their values held to the profiles; ``{index: {"limit", "line"}}`` for each held step."""
+def hold_to_profile(state, goals: list, engine, model=None, *, insist: bool = False,
+                    past: set[str] | frozenset[str] = frozenset()) -> tuple[list, dict[int, dict]]:
+    """The goals with their values held to the profiles; ``{index: {"limit", "line"}}`` for each held step.
+    ``past``: ops the planner took one step past the sweet spot on purpose (a repeat where the last change
+    stopped at its edge); the sweet spot does not hold them, the range still does."""
     held: dict[int, dict] = {}
     out = []
     current = state
@@ -66,7 +69,7 @@ def hold_to_profile(state, goals: list, engine, model=None, *, insist: bool = Fa
                         f"{lo:+d}..{hi:+d}.")
                 value = kept
         spot = entry.get("sweet_spot")
-        if spot is not None and goal.mode == "add" and not insist:
+        if spot is not None and goal.mode == "add" and not insist and goal.op not in past:
             lo, hi = spot
             if goal.value > 0 and value > hi:
                 kept = min(value, max(hi, before))     # never past the edge, never below where it was
