@@ -215,3 +215,22 @@ def test_more_where_the_last_change_stopped_at_the_sweet_spot_goes_one_step_past
     assert studio.head(sid).state["settings"]["contrast"] == past and "already at" in r.reply, r.reply
     studio.send_message(sid, "more, I insist")
     assert studio.head(sid).state["settings"]["contrast"] > past
+
+
+@pytest.mark.parametrize("text", [
+    "nope overshot it, the wood looks dead now. somewhere in between the two pls",
+    "eh overdid it, it looks all crunchy. tone it down",
+])
+def test_overshooting_said_in_other_words_takes_the_last_change_back_part_of_the_way(studio, text):
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "more contrast")
+    contrast = studio.head(sid).state["settings"]["contrast"]
+    r = studio.send_message(sid, text)
+    assert 0 < studio.head(sid).state["settings"]["contrast"] < contrast, r.reply
+    assert "Taking back" in r.reply
+
+
+def test_what_cannot_even_be_seen_is_too_dark(studio):
+    sid = studio.start_session(small_photo("camera")).id
+    studio.send_message(sid, "its so dark i cant even see anything")
+    assert studio.head(sid).state["settings"].get("exposure", 0) > 0
