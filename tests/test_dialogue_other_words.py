@@ -8,6 +8,7 @@ skimage photos, measured in the saved state and the rendered pixels.
 
 from __future__ import annotations
 
+import cv2
 import pytest
 
 from agent.conversation.router import Router
@@ -234,3 +235,21 @@ def test_what_cannot_even_be_seen_is_too_dark(studio):
     sid = studio.start_session(small_photo("camera")).id
     studio.send_message(sid, "its so dark i cant even see anything")
     assert studio.head(sid).state["settings"].get("exposure", 0) > 0
+
+
+def test_a_thing_kept_silver_keeps_the_colourless_tones(studio):
+    """"warm up the whole pic but keep the spoon silver, not gold": the warmth goes on the colourful pixels;
+    the neutral ones (the spoon's silver) keep their colour, measured in the render."""
+    photo = small_photo("coffee")
+    sid = studio.start_session(photo).id
+    r = studio.send_message(sid, "ok now warm up the whole pic but keep the spoon silver, not gold")
+    assert r.asset_id, r.reply
+    after = studio.render(sid, long_side=max(photo.shape[:2]))
+    hsv = cv2.cvtColor(photo, cv2.COLOR_RGB2HSV)
+    neutral = (hsv[..., 1] < 0.08 * 255) & (hsv[..., 2] > 60)
+    colourful = hsv[..., 1] > 0.4 * 255
+    lab0 = cv2.cvtColor(photo, cv2.COLOR_RGB2LAB).astype(float)
+    lab1 = cv2.cvtColor(after, cv2.COLOR_RGB2LAB).astype(float)
+    warmed = (lab1[..., 2] - lab0[..., 2])
+    assert neutral.sum() > 100 and colourful.sum() > 100
+    assert warmed[colourful].mean() > 1.0 and abs(warmed[neutral].mean()) < 0.5 * warmed[colourful].mean()
