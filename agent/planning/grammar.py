@@ -796,8 +796,8 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                 # ("ok and now way more saturated", "hmm and maybe more punch": "ok" and "hmm" ask nothing)
                 # ("its the hero here": which thing is the subject, said with a request on it)
                 hero = any(n > 1 for _, n, _ in vocab.place_subject_said.find(tokenize(clause.text)))
-                if not named and not hero and not (clause.content_words and all(w in _INTERJECTIONS for w in clause.content_words)
-                                                   and not clause.of("increase", "objects")):
+                only_sounds = bool(clause.content_words) and all(w in _INTERJECTIONS for w in clause.content_words)
+                if not named and not hero and not (only_sounds and not clause.of("increase", "objects")):
                     draft.skipped.append(clause.text)
             continue
         if clause.of("objects"):
