@@ -703,10 +703,15 @@ def test_words_that_are_no_thing_to_keep(planner, message, op):
 
 
 def test_a_thing_kept_said_before_its_mark_is_asked_about(planner):
-    """"the chrome bits should stay silver, ... warmer": no finder knows chrome: asked, nothing guessed."""
-    plan = plan_for(planner, "The chrome bits should stay silver. Other than that, could everything be a bit warmer?")
+    """"the lamp should stay as it is, ... warmer": no finder knows the lamp: asked, nothing guessed. Kept
+    silver ("the chrome bits should stay silver"), what is kept is the photo's colourless tones."""
+    plan = plan_for(planner, "The lamp should stay as it is. Other than that, could everything be a bit warmer?")
     assert plan.kind == "clarify" and not plan.sub_goals
-    assert "the chrome" in plan.reply
+    assert "the lamp" in plan.reply
+    plan = plan_for(planner, "The chrome bits should stay silver. Other than that, could everything be a bit warmer?")
+    warm = [g for g in plan.sub_goals if g.op == "temperature"]
+    assert plan.kind != "clarify" and warm and warm[0].value > 0
+    assert warm[0].target is not None and warm[0].target.get("invert")    # everything but the neutral tones
 
 
 def test_a_thing_asked_of_as_could_it_be_is_asked_about(planner):
