@@ -253,3 +253,22 @@ def test_a_thing_kept_silver_keeps_the_colourless_tones(studio):
     warmed = (lab1[..., 2] - lab0[..., 2])
     assert neutral.sum() > 100 and colourful.sum() > 100
     assert warmed[colourful].mean() > 1.0 and abs(warmed[neutral].mean()) < 0.5 * warmed[colourful].mean()
+
+
+@pytest.mark.parametrize("text", ["scrap the warm look", "ditch the warm one"])
+def test_a_version_described_with_a_discarding_verb_is_that_change_thrown_away(studio, text):
+    """"scrap the warm look" after warming, then brightening: the warming taken out, the brightening kept
+    (it went back to the warm version, throwing away the brightening instead)."""
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "make it warmer")
+    studio.send_message(sid, "brighten it a bit")
+    exposure = studio.head(sid).state["settings"]["exposure"]
+    r = studio.send_message(sid, text)
+    after = studio.head(sid).state["settings"]
+    assert not after.get("temperature") and after.get("exposure") == exposure, (r.reply, after)
+
+
+def test_a_change_named_by_what_it_did_is_no_thing_to_remove(router):
+    """"get rid of the brightening" names a change, not a thing for the generation desk to erase."""
+    assert router.route("get rid of the brightening").kind != "generation"
+    assert router.route("remove the lamp post").kind == "generation"

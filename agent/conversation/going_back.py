@@ -80,6 +80,7 @@ class GoingBackReader:
         self.strong, self.weak = phrases("strong_verbs"), phrases("weak_verbs")
         self.version_verbs, self.step_words = phrases("version_verbs"), phrases("step_words")
         self.version_only_verbs = phrases("version_only_verbs")
+        self.discard_verbs = phrases("discard_verbs")
         self.original, self.versions = phrases("original"), phrases("versions")
         self.first, self.before, self.after = phrases("first"), phrases("before"), phrases("after")
         self.without, self.last = phrases("without"), phrases("last")
@@ -257,6 +258,11 @@ class GoingBackReader:
         # "when she was just sharpened", "the one where it was only a bit warm": that change and nothing
         # after it, the earliest version that has it
         alone = self._said_alone(words[:first_marker], named)
+        discarded = bool(weak) or any(self.discard_verbs.find(words[s:s + n]) for s, n, _ in strong)
+        if described and named and discarded and not (parts["without"] or parts["before"]) \
+                and not self.first.find(words) and not said_back:
+            # "scrap the warm look", "ditch the colour one": that change thrown away, not gone back to
+            return GoingBack("change", named=named, strong=True, whole=bool(self.whole.find(words)))
         if described and (named or parts["without"] or parts["before"]):
             return GoingBack("version", named=named, without=parts["without"], before=parts["before"],
                              first=bool(self.first.find(words)) or alone, strong=bool(strong) or said_back)
