@@ -209,9 +209,10 @@ def test_shape_the_judges_output_then_use_it(server, browser, photo):
     # Another tab offers the new schema in its list.
     other = context.new_page()
     other.goto(url)
-    expect(other.locator("#advanced")).to_be_attached(timeout=TURN)
+    # The tab opens on the session this browser already has; wait for that page load to finish (it hides the
+    # start panel) before asking for a new session, or the late load hides the panel again under our click.
+    wait_for_photo(other, "coffee.jpg")
     other.locator("#new-session").click()
-    # (the new session re-renders the page: click the fold once it has settled, not while it is replaced)
     expect(other.locator("#upload")).to_be_visible(timeout=TURN)
     expect(other.locator("#demo-photos img").first).to_be_visible(timeout=TURN)
     other.locator("#advanced").get_by_text("Advanced").first.click(timeout=TURN)
