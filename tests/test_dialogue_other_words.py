@@ -11,13 +11,17 @@ from __future__ import annotations
 import cv2
 import pytest
 
+from agent.conversation.clauses import named_places, split_clauses
 from agent.conversation.router import Router
-from agent.conversation.vocabulary import Vocabulary
+from agent.conversation.vocabulary import Vocabulary, read_pieces
+from agent.conversation.words import tokenize
 from agent.judging.embedded import EmbeddedJudge
+from agent.planning.base import PlanRequest
 from agent.planning.embedded import EmbeddedPlanner
 from conftest import small_photo
 from pipeline.masks import normalize_mask_spec
 from pipeline.measure import image_stats
+from pipeline.state import EditState
 from profiles import load_profile
 
 
@@ -272,3 +276,173 @@ def test_a_change_named_by_what_it_did_is_no_thing_to_remove(router):
     """"get rid of the brightening" names a change, not a thing for the generation desk to erase."""
     assert router.route("get rid of the brightening").kind != "generation"
     assert router.route("remove the lamp post").kind == "generation"
+
+
+def test_more_right_after_an_ask_for_a_place_does_the_request_on_the_best_guess(studio):
+    """"brighten the cup" (no finder knows a cup: it asks), then "a bit more": nothing was changed to do more
+    of, so the request goes on the subject, its best guess, and the reply says it is a guess."""
+    sid = studio.start_session(small_photo("coffee")).id
+    asked = studio.send_message(sid, "brighten the cup")
+    assert asked.status == "not_understood" and asked.asset_id is None and "can't find" in asked.reply
+    r = studio.send_message(sid, "a bit more")
+    assert r.asset_id, r.reply
+    assert "best guess" in r.reply and "the cup" in r.reply, r.reply
+    assert _on(_layers(studio, sid), "subject").get("exposure", 0) > 0
+    assert not studio.head(sid).state["settings"].get("exposure")        # on the guess, not the whole photo
+
+
+def test_going_back_to_before_a_request_that_made_nothing_is_the_version_of_that_time(studio):
+    """"before i touched the bone", where "whiten the bone" asked back and made no version: back to the
+    version the photo had then, exactly (the warming before it stays, the brightening after it goes); "undo
+    the bone" says there is nothing of it to undo and changes nothing."""
+    sid = studio.start_session(small_photo("coffee")).id
+    warm = studio.send_message(sid, "warmer").asset_id
+    asked = studio.send_message(sid, "the bone looks grey, make it whiter")
+    assert asked.asset_id is None
+    studio.send_message(sid, "brighter")
+    head = studio.head(sid).id
+    r = studio.send_message(sid, "undo the bone stuff")
+    assert "Nothing to undo there" in r.reply and "the bone looks grey" in r.reply, r.reply
+    assert studio.head(sid).id == head
+    r = studio.send_message(sid, "go back to before i touched the bone")
+    assert r.status == "rolled_back", r.reply
+    assert studio.head(sid).id == warm
+
+
+@pytest.mark.parametrize("text", ["make it bluish", "give it a cold bluish tint", "give it a blue tint",
+                                  "add a cold blue tint", "make it look bluish"])
+def test_a_colour_cast_asked_for_is_that_colour_not_its_fix(text):
+    """"give it a blue tint" asks for blue: cooler (it was read as a complaint of a blue cast and warmed), and
+    the cast's noun is no move of the tint slider."""
+    plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
+    assert [(g.op, g.value < 0) for g in plan.sub_goals] == [("temperature", True)], plan.reply
+
+
+@pytest.mark.parametrize("text", ["its too bluish", "the photo has a blue tint", "can you fix the blue tint",
+                                  "remove the blue cast", "make it less bluish", "the snow looks bluish, make it warmer"])
+def test_a_colour_cast_complained_of_is_still_fixed(text):
+    plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
+    assert [(g.op, g.value > 0) for g in plan.sub_goals] == [("temperature", True)], plan.reply
+
+
+def test_a_colour_asked_of_a_grey_photo_goes_on_as_a_tint(studio):
+    """"much bluer" on the moon (a grey photo: no blue to saturate) tints it blue, and says why; on a photo
+    with blues it still deepens them."""
+    sid = studio.start_session(small_photo("moon")).id
+    r = studio.send_message(sid, "much bluer")
+    assert r.asset_id and "almost no blue" in r.reply, r.reply
+    assert studio.head(sid).state["settings"].get("temperature", 0) < 0
+    assert not any(k.endswith("_blue") for k in studio.head(sid).state["settings"])
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "bluer")
+    assert studio.head(sid).state["settings"].get("saturation_blue", 0) > 0
+
+
+def test_the_other_way_said_of_the_last_change_goes_from_where_it_started(studio):
+    """"cooler" then "no not that, the other way - warm it": warmer than before the cooling (it was taken back
+    to neutral), and "the other way" is not skipped."""
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "cooler please")
+    r = studio.send_message(sid, "no not that, the other way - warm it")
+    assert studio.head(sid).state["settings"].get("temperature", 0) > 0, r.reply
+    assert "skipped" not in r.reply
+
+
+def test_again_right_after_an_undo_undoes_once_more_and_after_a_redo_redoes(studio):
+    sid = studio.start_session(small_photo("rocket")).id
+    first = studio.send_message(sid, "warmer").asset_id
+    studio.send_message(sid, "brighter")
+    studio.send_message(sid, "more contrast")
+    studio.send_message(sid, "ctrl+z")
+    r = studio.send_message(sid, "and again")
+    assert r.status == "rolled_back" and studio.head(sid).id == first, r.reply
+    studio.send_message(sid, "redo")
+    r = studio.send_message(sid, "once more")
+    assert r.status == "rolled_back" and "Redid" in r.reply, r.reply
+    assert studio.head(sid).state["settings"].get("contrast", 0) > 0
+    # after an edit, "again" is that edit again
+    studio.send_message(sid, "warmer")
+    r = studio.send_message(sid, "again")
+    assert r.asset_id and r.status != "rolled_back", r.reply
+    assert studio.head(sid).state["settings"]["temperature"] > 25
+
+
+@pytest.mark.parametrize("text, kind", [("👍", "ok"), ("👍🏽", "ok"), ("❤️", "praise"), ("🤔", "ok"), ("...", "ok")])
+def test_a_message_of_emoji_or_symbols_is_a_remark(router, studio, text, kind):
+    route = router.route(text)
+    assert (route.kind, route.name) == ("chat", kind)
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "warmer")
+    head = studio.head(sid).id
+    r = studio.send_message(sid, text)
+    assert r.status == "answered" and "don't know how" not in r.reply and studio.head(sid).id == head
+
+
+def test_half_in_the_name_of_a_place_is_no_pull_back(studio):
+    """"fine, just lighten the top half a little" after an edit lifts the top of the frame (the judge read
+    "half" as halving the last change and sent the plan back as "darker")."""
+    sid = studio.start_session(small_photo("grass")).id
+    studio.send_message(sid, "a little brighter and crisper")
+    r = studio.send_message(sid, "fine, just lighten the top half a little")
+    assert r.asset_id, r.reply
+    assert _on(_layers(studio, sid), "gradient").get("exposure", 0) > 0
+
+
+def test_doing_something_about_a_place_after_a_change_asks_what(studio):
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "more contrast on the background")
+    head = studio.head(sid).id
+    r = studio.send_message(sid, "hmm do something about the middle bit")
+    assert r.status == "not_understood" and r.asset_id is None and studio.head(sid).id == head, r.reply
+    assert "?" in r.reply
+
+
+@pytest.mark.parametrize("text, place", [("give this an old film look, a bit warm sepia-ish", None),
+                                         ("no not that, the other way - warm it", None),
+                                         ("darken the light lines between the bricks", "the light lines")])
+def test_articles_and_locating_words_end_a_things_name(text, place):
+    vocab = Vocabulary(load_profile("engine"))
+    names = [n.text for c in split_clauses(read_pieces(vocab, tokenize(text))) for n in named_places(vocab, c)]
+    assert names[:1] == ([place] if place else []), names
+
+
+def test_turning_down_the_version_under_review_in_words_keeps_the_one_before(make_studio):
+    """"nah leave the bright spot, dont apply that one" while a version waits: it is rejected (the head stays
+    the version before it), not read as a new request to keep the bright spot."""
+    studio = make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="always")
+    sid = studio.start_session(small_photo("retina")).id
+    studio.send_message(sid, "way too red overall, can you make it more neutral")
+    kept = studio.review(sid, "approve").asset_id or studio.head(sid).id
+    r = studio.send_message(sid, "the bright spot on the left is blown out, can you tame it")
+    assert r.status == "awaiting_review"
+    r = studio.send_message(sid, "nah leave the bright spot, dont apply that one")
+    assert r.status == "rolled_back" and studio.pending_review(sid) is None, r.reply
+    assert studio.head(sid).id == kept
+
+
+def test_a_version_described_before_the_verb_is_found_even_after_its_quality_was_redone(studio):
+    """"cooler", "no wait, other way. warmer", then more colour: "the sunny warm one without the extra colour
+    was nicer, go back to that" is the warm version (its cooling was redone as warmth; the colour came later)."""
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "make it cooler")
+    warm = studio.send_message(sid, "no wait, other way. warmer, like late afternoon sun").asset_id
+    studio.send_message(sid, "and richer colours")
+    studio.send_message(sid, "mm bit more")
+    r = studio.send_message(sid, "actually the sunny warm one without the extra colour was nicer, go back to that")
+    assert r.status == "rolled_back" and studio.head(sid).id == warm, r.reply
+
+
+@pytest.mark.parametrize("text, way", [("give it a yellowish tint", 1), ("give it a blue tint", -1),
+                                       ("make it look bluish", -1), ("the snow has a bluish cast", 1),
+                                       ("can you fix the blue tint", 1), ("its too bluish", 1),
+                                       ("the whole slide has a yellowish cast, neutralise it", -1)])
+def test_the_judge_reads_a_colour_cast_asked_for_as_the_planner_does(text, way):
+    """The judge's reading of the warm/cool axis agrees with the planner's: a cast asked for is that colour,
+    one complained of ("has a bluish cast", "fix the blue tint") its fix; so neither sends the other back."""
+    from agent.judging.reading import read_request
+    reading = read_request(text)
+    signs = {m.sign for e in reading.expects for alt in e.alternatives for m in alt if m.prop == "b"}
+    assert signs == {way}, reading.expects
+    plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
+    temperature = [g.value for g in plan.sub_goals if g.op == "temperature"]
+    assert temperature and all((v > 0) == (way > 0) for v in temperature), plan.reply

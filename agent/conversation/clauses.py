@@ -142,6 +142,52 @@ def around(vocab: Vocabulary, clause: Clause) -> Clause:
     return Clause(pieces, clause.joined)
 
 
+#: The white-balance qualities a colour cast is fixed with: "bluish" wished for is their opposite ("make it bluish").
+_CAST_FIXES = frozenset({"warmer", "cooler", "magenta_tint", "green_tint"})
+#: Verbs that ask for a quality ("make it bluish", "give it a blue tint"); not "can you fix the blue tint".
+_CAST_WISHES = word_lists()["cast_wishes"]
+#: Words that say how the photo is, not what is wished ("make it warmer, it looks bluish").
+_BEING = word_lists()["being_verbs"]
+#: Said right after a colour, these name its cast, not the tint slider ("a cold bluish tint").
+_CAST_NOUNS = frozenset({"tint", "cast", "tone", "hue", "wash"})
+
+
+def read_wished_casts(vocab: Vocabulary, clause: Clause) -> Clause:
+    """A colour cast asked for ("make it bluish", "give it a blue tint", "a cold bluish tint") is that colour's
+    white-balance quality (cooler), not a complaint of it (warmer): a cast word said after a wish word ("make",
+    "give", "add", "more") in the same clause, with no "less", "not" or statement word ("looks", "is") between
+    them. The cast noun after it ("tint") goes with it."""
+    pieces = list(clause.pieces)
+    out: list[Piece] = []
+    for i, p in enumerate(pieces):
+        problem = vocab.problems.get(p.key) if p.category == "problem" else None
+        fixes = problem.fixes if problem is not None else ()
+        flip = vocab.intents.get(fixes[0]).opposite if len(fixes) == 1 and fixes[0] in _CAST_FIXES \
+            and fixes[0] in vocab.intents else None
+        if flip and flip in vocab.intents and not p.text.startswith("too ") and _wished_here(vocab, pieces[:i]):
+            out.append(Piece("intent", flip, p.text, p.pos))
+            continue
+        if p.category == "op" and p.text in _CAST_NOUNS and out and out[-1].category == "intent" \
+                and out[-1].key in _CAST_FIXES:
+            continue            # "a bluish tint": the cast's noun, not the tint slider
+        out.append(p)
+    return Clause(out, clause.joined)
+
+
+def _wished_here(vocab: Vocabulary, before: list[Piece]) -> bool:
+    """Whether the pieces before a quality ask for it: a wish word among them, and after it nothing that takes
+    it back or says how the photo is ("make it less ...", "make it not ...", "it looks ...")."""
+    wish_at = max((k for k, b in enumerate(before) if b.category == "increase"
+                   or (b.category == "word" and b.text.split()[0] in _CAST_WISHES)), default=None)
+    if wish_at is None:
+        return False
+    after = before[wish_at + 1:]
+    # ("make it look bluish": "look" right after "make it" is part of the wish)
+    framed_wish = len(after) >= 2 and after[0].category == "global" and after[1].text in _BEING
+    return not any(b.category in ("reduce", "avoid", "protect", "negation") or b.text in ("not", "no", "too")
+                   or (b.text in _BEING and not (framed_wish and k == 1)) for k, b in enumerate(after))
+
+
 def read_complaints(vocab: Vocabulary, clause: Clause, after_complaint: bool = False) -> Clause:
     """Read a wish word said as a complaint ("looks soft", "it's cold") as that problem.
 

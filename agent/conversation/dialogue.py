@@ -105,6 +105,9 @@ class DialogueState:
     unmet_labels: list[str] = field(default_factory=list)
     unmet_guess: str | None = None       # the planner's best guess for that place ("go ahead and guess")
     unmet_place: str = ""                # the place it could not find, as said ("the cup")
+    #: Turns that asked back or were not understood and so made no version ("whiten the bone" where no
+    #: finder knows a bone), oldest first: "go back to before i touched the bone" is the version of that time.
+    unmade: list[TurnMoves] = field(default_factory=list)
 
     @property
     def last(self) -> TurnMoves | None:
@@ -201,8 +204,14 @@ def dialogue_state(store, session_id: str, head_asset_id: str | None = None) -> 
     stack = list(session.settings.get("redo_stack") or [])
     can_redo = bool(stack) and stack[-1] in by_id and by_id[stack[-1]].parent_id == head_asset_id
     unmet, unmet_labels, guess, place = _unmet(turns, by_id[head_asset_id].turn if head_asset_id in by_id else 0)
+    unmade = []
+    for row in sorted(turns.values(), key=lambda r: r.turn):
+        if not row.asset_id and row.outcome == "not_understood" and row.message:
+            labels, intents, followup = _labels(row.plan)
+            unmade.append(TurnMoves(turn=row.turn, message=row.message, asset_id="", parent_id=None, labels=labels,
+                                    intents=intents, followup=followup, outcome=row.outcome))
     return DialogueState(edits=edits, can_redo=can_redo, unmet=unmet, unmet_labels=unmet_labels, unmet_guess=guess,
-                         unmet_place=place)
+                         unmet_place=place, unmade=unmade)
 
 
 def _unmet(turns: dict, head_turn: int) -> tuple[list[dict], list[str], str | None, str]:

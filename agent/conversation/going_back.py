@@ -240,7 +240,8 @@ class GoingBackReader:
         if verbs:
             vs, vn = verbs[-1] if verbs[-1][0] < first_marker else verbs[0]
             after = self._named(words[vs + vn:first_marker])
-            before_verb = self._named(words[:vs]) if verbs[0][0] < first_marker else []
+            # ("the sunny warm one without the extra colour was nicer": the verb after the description)
+            before_verb = self._named(words[:vs] if verbs[0][0] < first_marker else words[:first_marker])
             # "back to the first warm version", "scrap the purple"; else "put the colour back"
             named = after or before_verb
         else:
@@ -411,6 +412,11 @@ class GoingBackReader:
         if back.kind in ("change", "before"):
             words = back.named if back.kind == "change" else back.before
             run = self._last_run(edits, words, same_thing=back.kind == "change" and not back.whole)
+            if run is None and back.kind == "before":
+                # "before i touched the bone", where that request asked back and made no version: the version
+                # of that time
+                k = self._at_unmade(state, words, latest=True)
+                return n - k if k is not None and n - k >= 1 else None
             if run is None:
                 return None
             start, end = run
@@ -431,11 +437,20 @@ class GoingBackReader:
             # right after the latest change it names (a version, not the head itself); "the first" the earliest
             order = range(n) if back.first else range(n - 1, -1, -1)
             k = next((i + 1 for i in order if self.matches(edits[i], back.after)), None)
+            if k is None:
+                # "right after the crema thing", where that request made no version: the version it left
+                k = self._at_unmade(state, back.after, latest=not back.first)
             return n - k if k is not None and n - k >= 1 else None
         # a version described by what it had (and lacked), the latest such unless "first"
         limit = n - 1           # the head itself is not "going back"
         if back.before:
             first_before = next((i for i, e in enumerate(edits) if self.matches(e, back.before)), None)
+            if first_before is None:
+                # "before i touched the bone", where that request asked back and made no version: the version
+                # of that time
+                first_before = self._at_unmade(state, back.before, latest=False)
+                if first_before == n:
+                    return None          # nothing has changed since it: the head is that version
             if first_before is None and not back.named:
                 return None
             if first_before is not None:          # (words that name no change made do not rule a version out)
@@ -445,8 +460,12 @@ class GoingBackReader:
             made = edits[:k]
             has = not back.named or any(self.matches(e, back.named) for e in made)
             # "the warm one without the extra colour": the warm change itself is not the colour it lacks
-            lacks = not back.without or not any(self.matches(e, back.without) and not self.matches(e, back.named)
-                                                for e in made)
+            # ... nor a change the named one moved again ("cooler", then "no, warmer": the warm version has no
+            # cooling left in it)
+            lacks = not back.without or not any(
+                self.matches(e, back.without) and not self.matches(e, back.named)
+                and not _moved_again(e, [later for later in made[i + 1:] if self.matches(later, back.named)])
+                for i, e in enumerate(made))
             if has and lacks and (k > 0 or not back.named):
                 candidates.append(k)
         if not candidates:
@@ -461,6 +480,21 @@ class GoingBackReader:
         else:
             k = max(candidates)
         return n - k if n - k >= 1 else None
+
+    def _at_unmade(self, state: DialogueState, words: list[str], latest: bool) -> int | None:
+        """How many head-path edits came before the request ``words`` name among those that made no version
+        (the version of that time), the latest such request or the first; None when none is named."""
+        found = [u for u in state.unmade if self.matches(u, words)]
+        if not found:
+            return None
+        turn = (found[-1] if latest else found[0]).turn
+        return sum(e.turn < turn for e in state.edits)
+
+    def unmade(self, back: GoingBack, state: DialogueState) -> TurnMoves | None:
+        """The request that made no version a going-back names when no change does ("undo the dial" after
+        "brighten the dial" was asked about): nothing of it to undo."""
+        words = back.named or back.before or back.after
+        return next((u for u in reversed(state.unmade) if self.matches(u, words)), None) if words else None
 
     def taken_out(self, back: GoingBack, state: DialogueState) -> list[TurnMoves]:
         """The edits a named change is, when it is not the last ("get rid of all the colour stuff" after
@@ -492,6 +526,12 @@ class GoingBackReader:
 
 #: Words before "back" that make it a place: "in back", "out back", "round the back".
 _PLACE_LEADS = frozenset({"in", "at", "out", "round", "around"})
+
+
+def _moved_again(edit: TurnMoves, later: list[TurnMoves]) -> bool:
+    """Whether every op ``edit`` moved was moved again, at the same place, by one of ``later``."""
+    again = {(c.op, json.dumps(c.target, sort_keys=True)) for e in later for c in e.changes}
+    return bool(edit.changes) and all((c.op, json.dumps(c.target, sort_keys=True)) in again for c in edit.changes)
 
 
 def _carried_on(earlier: TurnMoves, later: TurnMoves,

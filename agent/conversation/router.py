@@ -123,6 +123,7 @@ class Router:
         self.filler = {t for w in cfg.get("filler") or () for t in _words(str(w))}
         # words small talk may have besides its phrases ("thanks, that's really lovely"), and only small talk
         self.chat_filler = {t for w in cfg.get("chat_filler") or () for t in _words(str(w))}
+        self.emoji = {str(k): str(v) for k, v in (cfg.get("emoji") or {}).items()}
         self.chat = {name: (_table(e.get("words")), str(e.get("reply") or ""), [str(q) for q in e.get("quick_replies") or ()])
                      for name, e in (cfg.get("chat") or {}).items()}
         # chat kinds that must be the whole message, filler not allowed ("what?" but not "what can you do?")
@@ -130,7 +131,7 @@ class Router:
         cmd = dict(cfg.get("commands") or {})
         self.commands = {name: _table(cmd.get(name)) for name in
                          ("undo", "redo", "back_steps", "back_before", "original", "show_original", "what_changed",
-                          "export", "reset_op")}
+                          "export", "reset_op", "again", "reject")}
         self.step_words = _table(cmd.get("step_words"))
         self.schema_words, self.schema_verbs = _table(cmd.get("schema_words")), _table(cmd.get("schema_verbs"))
         self.schema_agents = {str(agent): _table(words) for agent, words in (cmd.get("schema_agents") or {}).items()}
@@ -195,16 +196,39 @@ class Router:
         return (found[-1][2] if found else None), found
 
     # -- routing --------------------------------------------------------------------
+    def says_again(self, text: str) -> bool:
+        """Whether ``text`` only asks for the last thing once more ("and again", "once more please")."""
+        tokens = [t for t in plain_words(tokenize(self.vocab.spell(text or ""))) if t not in SEPARATORS]
+        hits = find_phrases(tokens, self.commands["again"])
+        covered = {i for pos, n, _ in hits for i in range(pos, pos + n)}
+        return bool(hits) and all(i in covered or t in self.filler for i, t in enumerate(tokens))
+
+    def says_reject(self, text: str) -> bool:
+        """Whether ``text`` turns down the version under review ("nah, dont apply that one"), anywhere in it."""
+        return bool(find_phrases(plain_words(tokenize(self.vocab.spell(text or ""))), self.commands["reject"]))
+
+    def _emoji_as_words(self, text: str) -> str:
+        """``text`` with the emoji the router's table knows said as words ("👍" -> "ok"); a variation selector or
+        skin tone after one is dropped with it."""
+        for mark, words in self.emoji.items():
+            if mark in text:
+                text = re.sub(re.escape(mark) + "[\ufe0f\U0001F3FB-\U0001F3FF]*", f" {words} ", text)
+        return text
+
     def route(self, text: str, *, generative: bool = True) -> Route:
         """What ``text`` asks for; ``generative=False`` reads it as though no generation were asked."""
         request = parse_generative(text) if generative else None
         if request is not None:
             return Route("generation", request.kind, request=request)
-        text = self.vocab.spell(text or "")      # "thnaks", "undoo": typing slips put right first
+        text = self._emoji_as_words(text or "")
+        text = self.vocab.spell(text)            # "thnaks", "undoo": typing slips put right first
         said = tokenize(text)                     # as the planner reads it
         tokens = plain_words(said)               # as the router's tables are matched
         words = [t for t in tokens if t not in SEPARATORS]
         if not words:
+            if text.strip():       # "🤔", "...": a remark without words, nothing to plan
+                _, reply, replies = self.chat["ok"]
+                return Route("chat", "ok", reply=reply, quick_replies=replies)
             return Route("modification")
         rest = rhetorical_rest(words)
         if rest:

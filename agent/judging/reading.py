@@ -645,7 +645,9 @@ def _qualities(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = froz
             # "soften the fine detail": the property named after a quality verb is what it acts on
             used.update(range(obj, s))
             continue
-        flip = q.problem
+        # ("give it a bluish tint": a colour cast asked for, not complained of; as the planner reads it)
+        wished = (q.problem or q.fix) and _cast_wished(tokens, s, q)
+        flip = q.fix if wished else q.problem
         negated = False
         if not q.problem and not q.fix:
             # a frame word before it, or inside the phrase itself ("too contrasty")
@@ -688,9 +690,32 @@ def _qualities(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = froz
             size = 1
         sign = -1 if flip else 1
         alts = tuple(tuple(Move(prop, sign * way, size) for prop, way in alt) for alt in q.alternatives)
-        expects.append(Expect(alts, p, q.band, negated, complaint=(flip and not negated) or q.fix,
+        expects.append(Expect(alts, p, q.band, negated, complaint=((flip and not negated) or q.fix) and not wished,
                               look=q.look and not flip))
     return _merge(expects), used
+
+
+_CAST_WISHES = word_lists()["cast_wishes"]
+_BEING = word_lists()["being_verbs"]
+
+
+def _cast_wished(tokens: Sequence[str], s: int, q: Quality) -> bool:
+    """Whether the colour cast at ``s`` (a complaint that moves only the colour axes) is asked for: a wish word
+    ("make", "give", "add") before it in its clause, with nothing between that says how the photo is now or
+    takes it back ("make it warmer, it looks bluish", "make it less bluish")."""
+    if not all(prop in ("a", "b") for alt in q.alternatives for prop, _ in alt):
+        return False
+    for k in range(s - 1, -1, -1):
+        t = tokens[k]
+        if t in SEPARATORS or t in ("but", "and"):
+            return False
+        if t in _BEING and not (k >= 2 and tokens[k - 1] in ("it", "this") and tokens[k - 2] in _CAST_WISHES):
+            return False          # (not "make it look bluish")
+        if t in ("not", "no", "too", "less", "fix", "remove", "correct"):
+            return False
+        if t in _CAST_WISHES or t == "more":
+            return True
+    return False
 
 
 #: Words between "not" and a quality that say the photo lacks it ("not very cosy"), unlike "not that soft".
@@ -1089,7 +1114,10 @@ def _more_where_it_was(tokens: Sequence[str], expects: Sequence[Expect], history
 def _follow_kind(tokens: Sequence[str], lex: Lexicon) -> str | None:
     if _has(tokens, lex.retarget) and _target(tokens, lex, set())[0] is not None:
         return "retarget"
-    less = before_comparative(list(tokens), _find_phrases(tokens, lex.follow_less))
+    # ("lighten the top half": a half that names a part of the frame is no share of the last change)
+    places = {i for s, e, _ in _find_phrases(tokens, lex.targets) for i in range(s, e)}
+    less = [f for f in before_comparative(list(tokens), _find_phrases(tokens, lex.follow_less))
+            if not places & set(range(f[0], f[1]))]
     more = _find_phrases(tokens, lex.follow_more)
     if less and (not more or len(less[-1][2]) >= len(more[-1][2]) or less[-1][0] > more[-1][0]):
         return "less"

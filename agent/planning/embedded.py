@@ -219,15 +219,15 @@ def _cap_to_sweet_spots(profile: Profile, moves: list[Move], state: EditState, n
     return out
 
 
-def _corrected(message: str, moves: list[Move], last, notes: list[str]) -> list[Move]:
-    """"make it warmer" then "no wait, not warmer, i meant cooler": said with the last change denied by name, a move
-    against an op that change moved, on the same place, starts from where that op was before it (cooler than
-    before the warming, not the warming taken back). "i meant a touch warmer" after cooling is a step from here,
-    and "not so contrasty" how much."""
+def _corrected(message: str, moves: list[Move], last, notes: list[str], reverse: PhraseTable) -> list[Move]:
+    """"make it warmer" then "no wait, not warmer, i meant cooler": said with the last change denied by name (or
+    said to go "the other way"), a move against an op that change moved, on the same place, starts from where that
+    op was before it (cooler than before the warming, not the warming taken back). "i meant a touch warmer" after
+    cooling is a step from here, and "not so contrasty" how much."""
     words = tokenize(message)
     named = {w for label in last.labels for w in tokenize(label)[:1]} if last is not None else set()
-    if last is None or not any(w in ("not", "no") and i + 1 < len(words) and words[i + 1] in named
-                               for i, w in enumerate(words)):
+    if last is None or not (any(w in ("not", "no") and i + 1 < len(words) and words[i + 1] in named
+                                for i, w in enumerate(words)) or find_phrases(words, reverse)):
         return moves
     before = {(c.op, spec_key(c.target)): c for c in last.changes if c.delta}
     out, undone = [], []
@@ -263,6 +263,30 @@ def _neutralised(vocab: Vocabulary, moves: list[Move]) -> list[Move]:
 
 #: "it should be white", "its meant to be white": what a thing with a colour cast should be.
 _NEUTRAL_WISHES = PhraseTable.of(word_lists()["neutral_wishes"])
+
+
+def _tinted_where_absent(vocab: Vocabulary, moves: list[Move], stats: Mapping | None, notes: list[str]) -> list[Move]:
+    """"much bluer" on a grey moon: a colour asked more of where the photo has almost none of it (less than
+    ``band_things_min_share``) has nothing to saturate, so it goes on as a tint of that colour, the white-balance
+    move that puts its cast in (``band_casts``, the other way), sized as asked; its shade moves are dropped."""
+    bands = (stats or {}).get("bands") or {}
+    absent = {b for b, info in bands.items() if b in vocab.band_casts
+              and float((info or {}).get("share", 1.0)) < vocab.band_things_min_share}
+    if not absent:
+        return moves
+    out, tinted = [], []
+    for m in moves:
+        kind, _, band = m.op.partition("_")
+        if band not in absent or kind not in ("saturation", "luminance") or m.mode != "add":
+            out.append(m)
+        elif kind == "saturation" and m.value > 0:
+            op, cast = vocab.band_casts[band]
+            out.append(replace(m, op=op, value=int(round(-cast * m.value / 25)), phrase=f"tinting it {band} (it has almost no {band} to deepen)"))
+            tinted += [band] if band not in tinted else []
+        # (a shade move of a colour the photo lacks moves nothing)
+    if tinted:
+        notes.append(f"The photo has almost no {' or '.join(tinted)}, so I tinted it {' and '.join(tinted)} instead.")
+    return out
 
 
 def _tone_monochrome(vocab: Vocabulary, moves: list[Move], state: EditState, notes: list[str]) -> list[Move]:
@@ -434,7 +458,10 @@ class EmbeddedPlanner:
         notes = list(draft.notes)
         moves = list(draft.moves)
         if followup is None and request.dialogue is not None:
-            moves = _corrected(message, moves, request.dialogue.base_edit(), notes)
+            moves = _corrected(message, moves, request.dialogue.base_edit(), notes, vocab.reverse)
+            if any(n.startswith("In place of") for n in notes):
+                # ("no not that, the other way - warm it": the way was said, and done)
+                draft.skipped = [c for c in draft.skipped if not find_phrases(tokenize(c), vocab.reverse)]
         if followup is None and _NEUTRAL_WISHES.has(tokenize(message)):
             moves = _neutralised(vocab, moves)
             # (the wish was done: "it should be white" is not skipped)
@@ -458,6 +485,7 @@ class EmbeddedPlanner:
         if not moves:
             return self._not_understood(draft, notes, message)
 
+        moves = _tinted_where_absent(vocab, moves, request.image_stats, notes)
         moves = _tone_monochrome(vocab, moves, request.state, notes)
         conflict_notes: list[str] = []
         merged = _merge(moves, request.state, conflict_notes)

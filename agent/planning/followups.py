@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from agent.planning.moves import Draft, Move, protect_moves, spec_key
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Piece, Problem, Vocabulary, read_pieces
 from agent.conversation.clauses import DETERMINERS, named_places, split_clauses
+from agent.conversation.dialogue import DialogueState
 from agent.conversation.going_back import mask_parts
 from agent.conversation.words import SEPARATORS, before_comparative, find_phrases, percent_share, says_vague_ask, tokenize, word_lists
 from pipeline import ops
@@ -173,7 +174,9 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     # "less on the coat", "a bit less for the sky": less of the last change on a place, not less of a quality
     pull += [(i, 1, 1.0) for i, t in enumerate(tokens) if t == "less" and i + 1 < len(tokens)
              and tokens[i + 1] in ("on", "for") and not any(s <= i < s + n for s, n, _ in pull)]
-    fractions = find_phrases(tokens, vocab.fractions)
+    # ("lighten the top half": a half that names a part of the frame is no share of the last change)
+    in_places = {i for p in pieces if p.category == "target" for i in range(p.pos, p.pos + len(p.text.split()))}
+    fractions = [f for f in find_phrases(tokens, vocab.fractions) if not in_places & set(range(f[0], f[0] + f[1]))]
     # "too much, it's like outer space now", "it looks like a sunset, dial it back": a likeness said with a
     # pull-back is why, not what to do (nor a look asked for)
     likeness = _likeness(tokens, pull + fractions) if pull or fractions else set()
@@ -258,6 +261,9 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                 # ("ok now its too bright, the wood looks all washed out. pull it back": says how it is now)
                 and not (tokens[r[0]:r[0] + r[1]] == ["now"] and (verbs or fractions) and _in_statement(tokens, r[0]))
                 and tokens[r[0] + r[1]:r[0] + r[1] + 2] not in (["that", "last"], ["the", "last"], ["this", "last"])]
+    if says_vague_ask(tokens) and not (repeat or pull or fractions or retarget) \
+            and any(p.category == "target" for p in pieces) and not any(p.category == "global" for p in pieces):
+        return None        # "do something about the middle bit": what to do there is not said (the planner asks)
     insisted = find_phrases(tokens, vocab.insist_words)     # "more, i insist": the repeat, past the sweet spot
     covered: set[int] = set()
     for found in (repeat, pull, fractions, retarget, insisted,
@@ -308,14 +314,13 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         # the last turn asked where ("I can't find the lamp"): "the whole thing then", "go ahead and guess"
         if any(p.category == "global" for p in pieces) and not any(p.category == "target" for p in pieces):
             return _finish_unmet(vocab, unmet, list(getattr(dialogue, "unmet_labels", None) or []), [None])
-        guess = getattr(dialogue, "unmet_guess", None)
-        if guess and vocab.says_go_ahead(message):
-            done = _finish_unmet(vocab, unmet, list(getattr(dialogue, "unmet_labels", None) or []), [guess])
-            place = getattr(dialogue, "unmet_place", "") or ""
-            if place:      # said in the reply, as a guess made at once is
-                done.dialogue["guessed"] = guessed_place_note(vocab, place, vocab.place(guess)[1])
-                done.dialogue["guessed_place"] = True
-            return done
+        if vocab.says_go_ahead(message) and getattr(dialogue, "unmet_guess", None):
+            return _unmet_on_guess(vocab, dialogue)
+    if unmet and repeat and not (pull or fractions) and getattr(dialogue, "unmet_guess", None) \
+            and not any(p.category == "target" for p in pieces):
+        # "a bit more" right after "I can't find the cup": nothing was changed to do more of; the person wants
+        # the request done, so it goes on the best guess for that place, and the reply says so
+        return _unmet_on_guess(vocab, dialogue)
     # hesitations ("erm", "ooh", "whoa") and words no table knows ("crunchy") say nothing new; a word
     # after "the" names a place ("a bit more on the lamp"), which the grammar reads
     leftover_at = [i for i, t in enumerate(tokens) if i not in covered and t not in FILLER
@@ -766,6 +771,18 @@ def guessed_place_note(vocab: Vocabulary, place: str, label: str, why: str = "my
     tail = " or paint over it and say \u201con the selection\u201d" if "selection" in vocab.targets else ""
     return (f"I can't pick out \u201c{place}\u201d by itself, so I worked on {label}, {why}; "
             f"say \u201cundo\u201d if that's wrong{tail}.")
+
+
+def _unmet_on_guess(vocab: Vocabulary, dialogue: DialogueState) -> FollowUp:
+    """The request the last turn asked about ("I can't find the lamp"), done on the planner's guess for that
+    place, with the guess said in the reply as a guess made at once is."""
+    guess = dialogue.unmet_guess
+    done = _finish_unmet(vocab, list(dialogue.unmet), list(getattr(dialogue, "unmet_labels", None) or []), [guess])
+    place = getattr(dialogue, "unmet_place", "") or ""
+    if place:
+        done.dialogue["guessed"] = guessed_place_note(vocab, place, vocab.place(guess)[1])
+        done.dialogue["guessed_place"] = True
+    return done
 
 
 def _finish_unmet(vocab: Vocabulary, unmet: list[dict], labels: list[str], targets: list[str | None]) -> FollowUp:

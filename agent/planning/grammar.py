@@ -13,7 +13,7 @@ from typing import Mapping
 
 from agent.planning.base import PlanRequest
 from agent.planning.moves import Draft, Move, onto_mask, protect_moves
-from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, QUALITIES, Clause, COLOUR_OF_A_THING, around, avoided_degree, colour_of, guess_place, names_a_thing, said_as_subject, stand_in,
+from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, QUALITIES, Clause, COLOUR_OF_A_THING, around, avoided_degree, colour_of, guess_place, names_a_thing, read_wished_casts, said_as_subject, stand_in,
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, Intent, Piece, Vocabulary, read_pieces
@@ -69,7 +69,7 @@ def _op_intent(op_name: str) -> Intent:
 
 
 def _uses(vocab: Vocabulary, clause: Clause, after_complaint: bool = False) -> list[Use]:
-    clause = read_complaints(vocab, clause, after_complaint)
+    clause = read_wished_casts(vocab, read_complaints(vocab, clause, after_complaint))
     anchors = [a for a in clause.of("intent", "fix", "op", "problem") if not _describes(vocab, clause, a)]
     targets = [p.key for p in clause.of("target")]
     bands = [p.key for p in clause.of("band")]

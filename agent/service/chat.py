@@ -132,6 +132,16 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
     return _answered(studio, session_id, text, "I'm not sure what to do with that.", kind="command")
 
 
+def repeated_command(studio: "Studio", session_id: str) -> Route | None:
+    """The undo or redo the session's last turn was, as a route to do once more ("and again" right after
+    "ctrl+z"); None when the last turn was anything else or something was said since."""
+    turns = studio.store.turns(session_id)
+    if not turns or turns[-1].outcome != "rolled_back" or not _nothing_said_since_last_turn(studio, session_id):
+        return None
+    done = str((turns[-1].action or {}).get("summary") or "").split(" ", 1)[0]
+    return Route("command", done) if done in ("undo", "redo") else None
+
+
 def _last_reply_changed_nothing(studio: "Studio", session_id: str) -> bool:
     """Whether the last reply made no version: an answer that used no turn, or a turn that asked back, was not
     understood or failed."""
@@ -208,6 +218,12 @@ def _going_back(studio: "Studio", session_id: str, route: Route, progress, text:
     if not any(back.strong for back in route.going_back):
         return None
     said = next((b.before or b.after or b.named for b in route.going_back if b.before or b.after or b.named), [])
+    asked = next((u for u in map(lambda b: reader.unmade(b, state), route.going_back) if u is not None), None)
+    if asked is not None:
+        # "undo the dial" when "brighten the dial" made nothing (no finder knows a dial): say so, not "no such change"
+        return _answered(studio, session_id, text, f"Nothing to undo there: when you asked \u201c{_quoted(asked.message)}"
+                         "\u201d I made no change, so the photo never had it.", kind="command",
+                         quick_replies=["What did you change?", "Undo"])
     if said:
         return _answered(studio, session_id, text, f"I couldn't find a change like \u201c{' '.join(said)}\u201d in "
                          "this version's history, so nothing changed.", kind="command",
@@ -218,6 +234,12 @@ def _going_back(studio: "Studio", session_id: str, route: Route, progress, text:
     return _answered(studio, session_id, text, "I couldn't tell which version you mean, so nothing changed. "
                      "Say \u201cundo\u201d for the last change, or pick a version in the history.",
                      kind="clarify", quick_replies=["Undo", "What did you change?", "Back to the original"])
+
+
+def _quoted(message: str, limit: int = 60) -> str:
+    """An earlier message, said back in a reply: one line, at most ``limit`` characters."""
+    line = " ".join(message.split())
+    return line if len(line) <= limit else line[:limit - 1].rstrip() + "\u2026"
 
 
 def _take_out(studio: "Studio", session_id: str, edits: list, progress, text: str) -> TurnResult | None:

@@ -33,14 +33,14 @@ from typing import Any
 import numpy as np
 
 from agent.config import AgentConfig, load_config
-from agent.conversation.router import Router
+from agent.conversation.router import Route, Router
 from agent.conversation.words import says_yes, tokenize
 from agent.errors import AtelierError, InvalidInput, SessionNotFound
 from agent.judging import default_judge
 from agent.loop.graph import build_graph
 from agent.planning import default_planner
 import agent.service.labels as labels
-from agent.service.chat import handle as answer_without_planning
+from agent.service.chat import handle as answer_without_planning, repeated_command
 from agent.service.endpoint import ModelEndpoint
 from agent.service.generation import GenerationDesk
 from agent.service.history import History
@@ -266,6 +266,12 @@ class Studio:
             # "would it look better warmer?" -> "I would try: warmer" -> "ok yeah do that": what was offered
             text = " and ".join(o.lower() for o in offer)
         route = self.router.route(text)
+        if route.kind == "modification" and self.router.says_reject(text) and self.pending_review(session_id):
+            # "nah leave the bright spot, dont apply that one": the version under review is turned down
+            route = Route("command", "undo")
+        if route.kind == "modification" and self.router.says_again(text):
+            # "ctrl+z" ... "and again": the undo (or redo) once more, not a repeat of the edit it went back to
+            route = repeated_command(self, session_id) or route
         if route.kind == "generation":
             generated = self._generative_turn(session_id, route.request, progress)
             if generated is not None:
