@@ -446,3 +446,41 @@ def test_the_judge_reads_a_colour_cast_asked_for_as_the_planner_does(text, way):
     plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
     temperature = [g.value for g in plan.sub_goals if g.op == "temperature"]
     assert temperature and all((v > 0) == (way > 0) for v in temperature), plan.reply
+
+
+def test_a_colour_complained_of_that_no_hue_of_the_photo_has_is_a_cast_taken_out(studio):
+    """"the top looks almost purple now" on a photo with almost no purple hue to mute (the grey moon, tinted
+    cool): the purple cast comes out of the top (a tint move there), where it used to say nothing could change."""
+    sid = studio.start_session(small_photo("moon")).id
+    studio.send_message(sid, "give it a cold tint")
+    r = studio.send_message(sid, "hmm the top looks almost purple now")
+    assert r.asset_id and "purple cast" in r.reply, r.reply
+    assert _on(_layers(studio, sid), "gradient").get("tint", 0) < 0
+
+
+def test_becoming_another_thing_is_refused_not_edited(router):
+    route = router.route("make it a digital clock instead")
+    assert (route.kind, route.name) == ("chat", "content")
+    for text in ("make it a bit warmer", "make it a little brighter", "make it a vintage look",
+                 "can you colourise it? like make it a colour photo"):
+        assert router.route(text).kind == "modification", text
+
+
+def test_back_to_how_it_was_before_a_named_change_is_the_version_before_all_of_it(studio):
+    sid = studio.start_session(small_photo("rocket")).id
+    first = studio.send_message(sid, "warmer").asset_id
+    studio.send_message(sid, "now make the sky a deeper blue")
+    studio.send_message(sid, "hmm the sky looks almost purple now")
+    r = studio.send_message(sid, "forget it, go back to how it was before the sky stuff")
+    assert r.status == "rolled_back" and studio.head(sid).id == first, r.reply
+
+
+def test_a_place_kept_names_no_change_on_it(studio):
+    """"make the dial brighter, keep the wall dark" then "darken the empty wall on the left": "before the wall
+    change" goes back before the darkening only (the first request kept the wall, it changed nothing there)."""
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "warmer")
+    kept = studio.send_message(sid, "make the middle brighter, keep the wall dark").asset_id
+    studio.send_message(sid, "darken the wall on the left some more, i want it moodier")
+    r = studio.send_message(sid, "nah, I liked it better before the wall change")
+    assert r.status == "rolled_back" and studio.head(sid).id == kept, r.reply

@@ -271,3 +271,26 @@ def test_every_reply_of_the_whole_eval_suite_reads_cleanly():
                                      else found))
     assert n > 300
     assert problems == [], problems
+
+
+def test_a_version_turned_down_in_words_during_review_is_measured_as_rolled_back():
+    """In review mode the harness keeps the waiting version when the person types on (an approval), except
+    when the words turn it down ("dont apply that one", "undo"): the Studio rolls it back, and the step is
+    measured against what the person was looking at (the version under review), so going back acts."""
+    scenario = scenario_from_dict({
+        "id": "review-turned-down", "image": "rocket", "review_mode": "always",
+        "steps": [{"say": "warmer", "expect": {"b_mean": {"up": 1}}},
+                  {"approve": True, "expect": {"against": "original", "b_mean": {"up": 1}}},
+                  {"say": "brighter", "expect": {"L_mean": {"up": 1}}},
+                  {"say": "nah, dont apply that one", "expect": {"same_as_step": 2}},
+                  {"say": "brighter", "expect": {"L_mean": {"up": 1}}},
+                  {"say": "undo", "expect": {"same_as_step": 2}},
+                  {"say": "more contrast", "expect": {"rms_contrast": {"up": 0.3}}},
+                  {"say": "and warmer", "expect": {"b_mean": {"up": 0.5}}}]},
+        suite="conversation", split="tuning")
+    turns, _ = flatten(run_suite([scenario], RunOptions(long_side=256), workers=1))
+    by_step = {int(t["step"]): t for t in turns}
+    assert by_step[4]["status"] == "rolled_back" and by_step[4]["pixel_pass"], by_step[4]
+    assert not by_step[4]["implicit_approve"]
+    assert by_step[6]["status"] == "rolled_back" and by_step[6]["pixel_pass"], by_step[6]
+    assert by_step[8]["implicit_approve"]           # typing on keeps the waiting version

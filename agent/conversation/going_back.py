@@ -220,7 +220,9 @@ class GoingBackReader:
                          + [(s, n, "without") for s, n, _ in self.without.find(words)]
                          + [(s, n, "keep") for s, n, _ in self.keep.find(words)])
         # ("no more contrast": the "no" of the verb is no "without")
-        in_verbs = {i for s, n, _ in strong + weak for i in range(s, s + n)}
+        # ... but a "before" that ends the verb names what follows ("back to how it was before the sky stuff")
+        in_verbs = {i for s, n, _ in strong + weak for i in range(s, s + n)
+                    if not (i == s + n - 1 and words[i] in ("before", "after") and self._named(words[i + 1:]))}
         markers = [m for m in markers if m[0] not in in_verbs]
         first_marker = markers[0][0] if markers else len(words)
         asked = words[:first_marker]     # what is asked, not how the version is described after "before"
@@ -365,7 +367,7 @@ class GoingBackReader:
             return True
         if targets and not intents and not ops_named and self._on(edit, targets):
             return True
-        said = {_stem(w) for w in tokenize(" ".join([edit.message, *edit.labels, *edit.intents]))}
+        said = {_stem(w) for w in self._asked_words(edit.message) + tokenize(" ".join([*edit.labels, *edit.intents]))}
         content = [_stem(w) for w in words if len(w) >= 3 and w not in self.noise]
         # most of the words were said with it ("where the green was sorted" after "sickly green. fix?"), a
         # word as the start of one said ("before you tried to fix the mud" after "it looks muddy")
@@ -373,6 +375,18 @@ class GoingBackReader:
         heard = sum(w in said or (len(w) >= 3 and any(s.startswith(w) and len(s) - len(w) <= 2 for s in said))
                     or (len(w) >= 6 and any(len(s) >= 6 and one_edit(w, s) for s in said)) for w in content)
         return bool(content) and 2 * heard >= len(content)
+
+    def _asked_words(self, message: str) -> list[str]:
+        """The words of ``message`` but those of a place it kept ("make the dial brighter, keep the wall dark" named
+        no change on the wall): from a keep word to the end of its clause."""
+        tokens = tokenize(message)
+        kept: set[int] = set()
+        for p in read_pieces(self.vocab, tokens):
+            if p.category in ("protect", "except"):
+                end = next((i for i in range(p.pos + 1, len(tokens)) if tokens[i] in SEPARATORS or tokens[i] == "but"),
+                           len(tokens))
+                kept.update(range(p.pos, end))
+        return [t for i, t in enumerate(tokens) if i not in kept]
 
     def _on(self, edit: TurnMoves, targets: set[str]) -> bool:
         """Whether a change of ``edit`` was on one of the named places: the same finder for a thing found

@@ -265,6 +265,12 @@ def check_step(step: Step, *, before: np.ndarray, after: np.ndarray, original: n
             "asked": asked, "pixel_pass": verdict}
 
 
+def _turns_down(studio, text: str) -> bool:
+    """Whether ``text``, said while a version waits for review, turns it down: a rejection in words, or an undo."""
+    route = studio.router.route(text, generative=False)
+    return studio.router.says_reject(text) or (route.kind == "command" and route.name == "undo")
+
+
 def _region_mask(spec: dict, original: np.ndarray) -> np.ndarray:
     return np.clip(build_mask(spec, original, original.shape[:2]), 0.0, 1.0).astype(np.float32)
 
@@ -292,12 +298,15 @@ def run_scenario(harness: Harness, scenario: Scenario, options: RunOptions) -> S
                                 "split": scenario.split, "steps": len(scenario.steps), "session_id": sid})
     for step in scenario.steps:
         implicit_approve = False
-        if step.action == "say" and studio.pending_review(sid) is not None:
-            # The person saw the pending version and moved on: that is an approval.
+        pending = studio.pending_review(sid) if step.action == "say" else None
+        if pending is not None and not _turns_down(studio, step.text):
+            # The person saw the pending version and moved on: that is an approval ("undo", "dont apply that
+            # one" turn it down: the Studio rolls it back).
             studio.review(sid, "approve")
             implicit_approve = True
         before = current
-        head_before = studio.head(sid).id
+        # (what the person was looking at: the version under review, when it is turned down)
+        head_before = pending.asset_id if pending is not None and not implicit_approve else studio.head(sid).id
         harness.planner.log.take()
         harness.judge.log.take()
         t0 = time.perf_counter()

@@ -281,8 +281,14 @@ def _tinted_where_absent(vocab: Vocabulary, moves: list[Move], stats: Mapping | 
             out.append(m)
         elif kind == "saturation" and m.value > 0:
             op, cast = vocab.band_casts[band]
-            out.append(replace(m, op=op, value=int(round(-cast * m.value / 25)), phrase=f"tinting it {band} (it has almost no {band} to deepen)"))
+            out.append(replace(m, op=op, value=int(round(-cast * m.value / 25)),
+                               phrase=f"tinting it {band} (it has almost no {band} to deepen)"))
             tinted += [band] if band not in tinted else []
+        elif kind == "saturation" and m.value < 0:
+            # "the sky looks almost purple now" with no purple hue to mute: the purple cast taken out
+            op, cast = vocab.band_casts[band]
+            out.append(replace(m, op=op, value=int(round(cast * -m.value / 20)),
+                               phrase=f"taking the {band} cast out"))
         # (a shade move of a colour the photo lacks moves nothing)
     if tinted:
         notes.append(f"The photo has almost no {' or '.join(tinted)}, so I tinted it {' and '.join(tinted)} instead.")
