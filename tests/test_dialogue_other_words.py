@@ -484,3 +484,20 @@ def test_a_place_kept_names_no_change_on_it(studio):
     studio.send_message(sid, "darken the wall on the left some more, i want it moodier")
     r = studio.send_message(sid, "nah, I liked it better before the wall change")
     assert r.status == "rolled_back" and studio.head(sid).id == kept, r.reply
+
+
+def test_dropping_a_look_toned_over_black_and_white_takes_it_out_and_keeps_the_later_changes(studio):
+    """"yeah drop the sepia, keep everything else" after a sepia-ish film look on the grey camera photo and two
+    changes after it: the look comes out (its tone lived on the toning layer, which is no place the person
+    named), the later changes stay."""
+    sid = studio.start_session(small_photo("camera")).id
+    studio.send_message(sid, "give this an old film look, a bit warm sepia-ish")
+    studio.send_message(sid, "the sky is kinda blown, bring it down")
+    before = studio.head(sid).state
+    r = studio.send_message(sid, "yeah drop the sepia, keep everything else")
+    after = studio.head(sid).state
+    assert r.asset_id and "Took out" in r.reply, r.reply
+    assert not any(after["settings"].values()), after["settings"]
+    assert _on(after["layers"], "sky") == _on(before["layers"], "sky") and _on(after["layers"], "sky")
+    assert not any(v for layer in after["layers"] if layer["mask"].get("type") == "luminance"
+                   for v in layer["settings"].values())

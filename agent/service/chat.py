@@ -23,6 +23,7 @@ from agent.errors import InvalidInput
 from agent.conversation.router import Route
 from agent.conversation.words import find_phrases, phrase_list, plain_words, tokenize
 from pipeline import ops
+from pipeline.masks import normalize_mask_spec
 from pipeline.measure import image_stats
 from pipeline.state import EditState
 
@@ -211,7 +212,10 @@ def _going_back(studio: "Studio", session_id: str, route: Route, progress, text:
         out = reader.taken_out(back, state)
         # (a change on a place is taken out only when going back is all the words can mean: "cut her out and
         # drop her onto a beach" names her, not the change made on her)
-        placed = any(c.target is not None for e in out for c in e.changes)
+        # (the toning layer of a black-and-white version is no place: "drop the sepia" names the look)
+        toning = studio.router.vocab.monochrome.get("toning_mask")
+        toning = normalize_mask_spec(toning) if toning else None
+        placed = any(c.target is not None and normalize_mask_spec(c.target) != toning for e in out for c in e.changes)
         taken = _take_out(studio, session_id, out, progress, text) if out and (back.strong or not placed) else None
         if taken is not None:
             return taken
