@@ -32,6 +32,10 @@ COLOUR_SAID_OF = word_lists()["colour_said_of"]
 COLOUR_OF_A_THING = word_lists()["colour_of_a_thing"]
 #: "the rocket only": which thing alone, not part of its name
 _ONLY = word_lists()["only_words"]
+#: "id like the stone to look more golden", "i want it almost black": what the person wishes a thing to be.
+WISH_OPENERS = tuple(tuple(w.split()) for w in word_lists()["wish_openers"])
+#: "brighten them", "make its colours richer": words that point back at a thing said before.
+POINTING_BACK = word_lists()["pointing_back"]
 
 
 @dataclass
@@ -145,9 +149,9 @@ def around(vocab: Vocabulary, clause: Clause) -> Clause:
 #: The white-balance qualities a colour cast is fixed with: "bluish" wished for is their opposite ("make it bluish").
 _CAST_FIXES = frozenset({"warmer", "cooler", "magenta_tint", "green_tint"})
 #: Verbs that ask for a quality ("make it bluish", "give it a blue tint"); not "can you fix the blue tint".
-_CAST_WISHES = word_lists()["cast_wishes"]
+CAST_WISHES = word_lists()["cast_wishes"]
 #: Words that say how the photo is, not what is wished ("make it warmer, it looks bluish").
-_BEING = word_lists()["being_verbs"]
+BEING = word_lists()["being_verbs"]
 #: Said right after a colour, these name its cast, not the tint slider ("a cold bluish tint").
 _CAST_NOUNS = frozenset({"tint", "cast", "tone", "hue", "wash"})
 
@@ -161,9 +165,9 @@ def read_wished_casts(vocab: Vocabulary, clause: Clause) -> Clause:
     out: list[Piece] = []
     for i, p in enumerate(pieces):
         problem = vocab.problems.get(p.key) if p.category == "problem" else None
-        fixes = problem.fixes if problem is not None else ()
-        flip = vocab.intents.get(fixes[0]).opposite if len(fixes) == 1 and fixes[0] in _CAST_FIXES \
-            and fixes[0] in vocab.intents else None
+        fix = vocab.intents.get(problem.fixes[0]) if problem is not None and len(problem.fixes) == 1 \
+            and problem.fixes[0] in _CAST_FIXES else None
+        flip = fix.opposite if fix is not None else None
         if flip and flip in vocab.intents and not p.text.startswith("too ") and _wished_here(vocab, pieces[:i]):
             out.append(Piece("intent", flip, p.text, p.pos))
             continue
@@ -178,14 +182,14 @@ def _wished_here(vocab: Vocabulary, before: list[Piece]) -> bool:
     """Whether the pieces before a quality ask for it: a wish word among them, and after it nothing that takes
     it back or says how the photo is ("make it less ...", "make it not ...", "it looks ...")."""
     wish_at = max((k for k, b in enumerate(before) if b.category == "increase"
-                   or (b.category == "word" and b.text.split()[0] in _CAST_WISHES)), default=None)
+                   or (b.category == "word" and b.text.split()[0] in CAST_WISHES)), default=None)
     if wish_at is None:
         return False
     after = before[wish_at + 1:]
     # ("make it look bluish": "look" right after "make it" is part of the wish)
-    framed_wish = len(after) >= 2 and after[0].category == "global" and after[1].text in _BEING
+    framed_wish = len(after) >= 2 and after[0].category == "global" and after[1].text in BEING
     return not any(b.category in ("reduce", "avoid", "protect", "negation") or b.text in ("not", "no", "too")
-                   or (b.text in _BEING and not (framed_wish and k == 1)) for k, b in enumerate(after))
+                   or (b.text in BEING and not (framed_wish and k == 1)) for k, b in enumerate(after))
 
 
 def read_complaints(vocab: Vocabulary, clause: Clause, after_complaint: bool = False) -> Clause:

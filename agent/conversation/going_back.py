@@ -16,6 +16,7 @@ planner's follow-up.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -73,6 +74,7 @@ class GoingBackReader:
     def __init__(self, vocab: Vocabulary, table: Mapping, numbers: Mapping[tuple[str, ...], int],
                  change_names: Mapping[str, frozenset[str]]):
         self.vocab = vocab
+        self._asked_words = functools.lru_cache(maxsize=4096)(self._read_asked_words)
 
         def phrases(key: str) -> PhraseTable:
             return PhraseTable((str(w), key) for w in table.get(key) or ())
@@ -367,7 +369,7 @@ class GoingBackReader:
             return True
         if targets and not intents and not ops_named and self._on(edit, targets):
             return True
-        said = {_stem(w) for w in self._asked_words(edit.message) + tokenize(" ".join([*edit.labels, *edit.intents]))}
+        said = {_stem(w) for w in (*self._asked_words(edit.message), *tokenize(" ".join([*edit.labels, *edit.intents])))}
         content = [_stem(w) for w in words if len(w) >= 3 and w not in self.noise]
         # most of the words were said with it ("where the green was sorted" after "sickly green. fix?"), a
         # word as the start of one said ("before you tried to fix the mud" after "it looks muddy")
@@ -376,9 +378,10 @@ class GoingBackReader:
                     or (len(w) >= 6 and any(len(s) >= 6 and one_edit(w, s) for s in said)) for w in content)
         return bool(content) and 2 * heard >= len(content)
 
-    def _asked_words(self, message: str) -> list[str]:
+    def _read_asked_words(self, message: str) -> tuple[str, ...]:
         """The words of ``message`` but those of a place it kept ("make the dial brighter, keep the wall dark" named
-        no change on the wall): from a keep word to the end of its clause."""
+        no change on the wall): from a keep word to the end of its clause. (Cached per reader as
+        ``_asked_words``: a going back matches every earlier message against each version it weighs.)"""
         tokens = tokenize(message)
         kept: set[int] = set()
         for p in read_pieces(self.vocab, tokens):
@@ -386,7 +389,7 @@ class GoingBackReader:
                 end = next((i for i in range(p.pos + 1, len(tokens)) if tokens[i] in SEPARATORS or tokens[i] == "but"),
                            len(tokens))
                 kept.update(range(p.pos, end))
-        return [t for i, t in enumerate(tokens) if i not in kept]
+        return tuple(t for i, t in enumerate(tokens) if i not in kept)
 
     def _on(self, edit: TurnMoves, targets: set[str]) -> bool:
         """Whether a change of ``edit`` was on one of the named places: the same finder for a thing found

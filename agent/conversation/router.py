@@ -25,6 +25,7 @@ the history step is what was asked.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from dataclasses import dataclass, field
@@ -124,6 +125,7 @@ class Router:
         # words small talk may have besides its phrases ("thanks, that's really lovely"), and only small talk
         self.chat_filler = {t for w in cfg.get("chat_filler") or () for t in _words(str(w))}
         self.emoji = {str(k): str(v) for k, v in (cfg.get("emoji") or {}).items()}
+        self._read = functools.lru_cache(maxsize=256)(self._read_words)
         self.chat = {name: (_table(e.get("words")), str(e.get("reply") or ""), [str(q) for q in e.get("quick_replies") or ()])
                      for name, e in (cfg.get("chat") or {}).items()}
         # chat kinds that must be the whole message, filler not allowed ("what?" but not "what can you do?")
@@ -198,14 +200,22 @@ class Router:
     # -- routing --------------------------------------------------------------------
     def says_again(self, text: str) -> bool:
         """Whether ``text`` only asks for the last thing once more ("and again", "once more please")."""
-        tokens = [t for t in plain_words(tokenize(self.vocab.spell(text or ""))) if t not in SEPARATORS]
+        tokens = [t for t in self._read(text or "")[2] if t not in SEPARATORS]
         hits = find_phrases(tokens, self.commands["again"])
         covered = {i for pos, n, _ in hits for i in range(pos, pos + n)}
         return bool(hits) and all(i in covered or t in self.filler for i, t in enumerate(tokens))
 
     def says_reject(self, text: str) -> bool:
         """Whether ``text`` turns down the version under review ("nah, dont apply that one"), anywhere in it."""
-        return bool(find_phrases(plain_words(tokenize(self.vocab.spell(text or ""))), self.commands["reject"]))
+        return bool(find_phrases(list(self._read(text or "")[2]), self.commands["reject"]))
+
+    def _read_words(self, text: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+        """``text`` as the router reads it (emoji said as words, typing slips put right: "thnaks", "undoo"), its
+        tokens as the planner reads them, and as the router's tables are matched. Cached as ``_read``: the Studio
+        asks of the same message whether it turns down a version or says an undo again."""
+        text = self.vocab.spell(self._emoji_as_words(text))
+        said = tokenize(text)
+        return text, tuple(said), tuple(plain_words(said))
 
     def _emoji_as_words(self, text: str) -> str:
         """``text`` with the emoji the router's table knows said as words ("👍" -> "ok"); a variation selector or
@@ -220,10 +230,8 @@ class Router:
         request = parse_generative(text) if generative else None
         if request is not None:
             return Route("generation", request.kind, request=request)
-        text = self._emoji_as_words(text or "")
-        text = self.vocab.spell(text)            # "thnaks", "undoo": typing slips put right first
-        said = tokenize(text)                     # as the planner reads it
-        tokens = plain_words(said)               # as the router's tables are matched
+        text, said_words, plain = self._read(text or "")
+        said, tokens = list(said_words), list(plain)
         words = [t for t in tokens if t not in SEPARATORS]
         if not words:
             if text.strip():       # "🤔", "...": a remark without words, nothing to plan

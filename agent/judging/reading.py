@@ -29,6 +29,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
+from agent.conversation.clauses import BEING, CAST_WISHES
 from agent.conversation.words import (SEPARATORS, PhraseTable, before_comparative, Speller, drop_clauses, effect_said, normalise,
                                      opening_interjections, percent_share, rhetorical_rest, sized_follow_ups,
                                      tells_how_taken, tokenize, word_lists)
@@ -695,10 +696,6 @@ def _qualities(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = froz
     return _merge(expects), used
 
 
-_CAST_WISHES = word_lists()["cast_wishes"]
-_BEING = word_lists()["being_verbs"]
-
-
 def _cast_wished(tokens: Sequence[str], s: int, q: Quality) -> bool:
     """Whether the colour cast at ``s`` (a complaint that moves only the colour axes) is asked for: a wish word
     ("make", "give", "add") before it in its clause, with nothing between that says how the photo is now or
@@ -709,11 +706,11 @@ def _cast_wished(tokens: Sequence[str], s: int, q: Quality) -> bool:
         t = tokens[k]
         if t in SEPARATORS or t in ("but", "and"):
             return False
-        if t in _BEING and not (k >= 2 and tokens[k - 1] in ("it", "this") and tokens[k - 2] in _CAST_WISHES):
+        if t in BEING and not (k >= 2 and tokens[k - 1] in ("it", "this") and tokens[k - 2] in CAST_WISHES):
             return False          # (not "make it look bluish")
         if t in ("not", "no", "too", "less", "fix", "remove", "correct"):
             return False
-        if t in _CAST_WISHES or t == "more":
+        if t in CAST_WISHES or t == "more":
             return True
     return False
 

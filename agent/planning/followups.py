@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from agent.planning.moves import Draft, Move, protect_moves, spec_key
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Piece, Problem, Vocabulary, read_pieces
-from agent.conversation.clauses import DETERMINERS, named_places, split_clauses
+from agent.conversation.clauses import DETERMINERS, POINTING_BACK, WISH_OPENERS, named_places, split_clauses
 from agent.conversation.dialogue import DialogueState
 from agent.conversation.going_back import mask_parts
 from agent.conversation.words import SEPARATORS, before_comparative, find_phrases, percent_share, says_vague_ask, tokenize, word_lists
@@ -556,9 +556,9 @@ def _likened(tokens: list[str], pieces: list | None = None) -> set[int]:
     asked = {p.pos for p in pieces or () if p.category in ("intent", "band", "problem", "target")}
     for i, t in enumerate(tokens):
         start = i if t == "like" else None
-        for opener in _WISH_OPENERS if t not in SEPARATORS else ():
+        for opener in WISH_OPENERS if t not in SEPARATORS else ():
             n = len(opener)
-            if tuple(tokens[i:i + n]) == opener and i + n < len(tokens) and tokens[i + n] in _POINTING_BACK:
+            if tuple(tokens[i:i + n]) == opener and i + n < len(tokens) and tokens[i + n] in POINTING_BACK:
                 start = i
         if start is not None and i > 0 and tokens[i - 1] in SEPARATORS:
             end = next((k for k in range(i + 1, len(tokens)) if tokens[k] in SEPARATORS), len(tokens))
@@ -567,8 +567,6 @@ def _likened(tokens: list[str], pieces: list | None = None) -> set[int]:
     return out
 
 
-_WISH_OPENERS = tuple(tuple(tokenize(w)) for w in word_lists()["wish_openers"])
-_POINTING_BACK = word_lists()["pointing_back"]
 
 
 def _pointed_there(tokens: list[str]) -> set[int]:

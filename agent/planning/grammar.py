@@ -13,7 +13,7 @@ from typing import Mapping
 
 from agent.planning.base import PlanRequest
 from agent.planning.moves import Draft, Move, onto_mask, protect_moves
-from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, QUALITIES, Clause, COLOUR_OF_A_THING, around, avoided_degree, colour_of, guess_place, names_a_thing, read_wished_casts, said_as_subject, stand_in,
+from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, QUALITIES, Clause, COLOUR_OF_A_THING, POINTING_BACK, WISH_OPENERS, around, avoided_degree, colour_of, guess_place, names_a_thing, read_wished_casts, said_as_subject, stand_in,
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, Intent, Piece, Vocabulary, read_pieces
@@ -903,21 +903,15 @@ def _names_own_object(clause: Clause) -> bool:
     """Whether a request clause names its own object ("recover the highlights", "bring out the texture") and
     no word of it points back at a thing said before ("brighten them", "make its colours richer")."""
     words = clause.text.split()
-    return not _POINTING_BACK & set(words) and any(
+    return not POINTING_BACK & set(words) and any(
         w in ("the", "some") and i + 1 < len(words) for i, w in enumerate(words))
-
-
-_POINTING_BACK = word_lists()["pointing_back"]
 
 
 def _wishes(clause: Clause) -> bool:
     """Whether ``clause`` says what the person wants a thing to become ("id like the stone to look more
     golden", "i want the wood to glow"): after a request for the whole photo, why it is asked."""
     words = clause.text.split()
-    return any(tuple(words[i:i + len(w)]) == w for w in _WISH_OPENERS for i in range(len(words))) and "to" in words
-
-
-_WISH_OPENERS = tuple(tuple(w.split()) for w in word_lists()["wish_openers"])
+    return any(tuple(words[i:i + len(w)]) == w for w in WISH_OPENERS for i in range(len(words))) and "to" in words
 
 
 #: "can't see the wood grain", "hard to see on my phone": what the person sees is how it is now.

@@ -222,7 +222,7 @@ def _going_back(studio: "Studio", session_id: str, route: Route, progress, text:
     if not any(back.strong for back in route.going_back):
         return None
     said = next((b.before or b.after or b.named for b in route.going_back if b.before or b.after or b.named), [])
-    asked = next((u for u in map(lambda b: reader.unmade(b, state), route.going_back) if u is not None), None)
+    asked = next(filter(None, (reader.unmade(back, state) for back in route.going_back)), None)
     if asked is not None:
         # "undo the dial" when "brighten the dial" made nothing (no finder knows a dial): say so, not "no such change"
         return _answered(studio, session_id, text, f"Nothing to undo there: when you asked \u201c{_quoted(asked.message)}"
