@@ -501,3 +501,16 @@ def test_dropping_a_look_toned_over_black_and_white_takes_it_out_and_keeps_the_l
     assert _on(after["layers"], "sky") == _on(before["layers"], "sky") and _on(after["layers"], "sky")
     assert not any(v for layer in after["layers"] if layer["mask"].get("type") == "luminance"
                    for v in layer["settings"].values())
+
+
+def test_an_earlier_message_said_back_is_one_printable_line(studio):
+    """"Nothing to undo there: when you asked ..." quotes the person's earlier words: control characters
+    dropped, one line, cut short with an ellipsis."""
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "warmer")
+    asked = studio.send_message(sid, "and the dial is kinda muddy,\nbrighten just the \x00dial a little please")
+    assert asked.asset_id is None, asked.reply
+    r = studio.send_message(sid, "undo the dial")
+    quoted = r.reply.split("\u201c", 1)[1].split("\u201d", 1)[0]
+    assert "\x00" not in quoted and "\n" not in quoted and quoted.startswith("and the dial is kinda muddy, brighten just the dial")
+    assert quoted.endswith("\u2026") and len(quoted) <= 60, quoted

@@ -241,8 +241,8 @@ def _going_back(studio: "Studio", session_id: str, route: Route, progress, text:
 
 
 def _quoted(message: str, limit: int = 60) -> str:
-    """An earlier message, said back in a reply: one line, at most ``limit`` characters."""
-    line = " ".join(message.split())
+    """An earlier message, said back in a reply: one line of printable characters, at most ``limit`` of them."""
+    line = " ".join("".join(ch for ch in message if ch.isprintable() or ch.isspace()).split())
     return line if len(line) <= limit else line[:limit - 1].rstrip() + "\u2026"
 
 
