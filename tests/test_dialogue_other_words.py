@@ -514,3 +514,110 @@ def test_an_earlier_message_said_back_is_one_printable_line(studio):
     quoted = r.reply.split("\u201c", 1)[1].split("\u201d", 1)[0]
     assert "\x00" not in quoted and "\n" not in quoted and quoted.startswith("and the dial is kinda muddy, brighten just the dial")
     assert quoted.endswith("\u2026") and len(quoted) <= 60, quoted
+
+
+# -- said in passing: praise, tags, asking whether I can, comparisons --------------------------------------
+
+@pytest.mark.parametrize("text", ["this is so cool", "these are my grandpas old coins, pretty cool right?",
+                                  "the colours are nice, right?", "lol ok this is harder than i thought",
+                                  "hey can you even edit medical pics like this one?",
+                                  "can you make text more readable or is that not really your thing?",
+                                  "do you do skin retouching?"])
+def test_praise_tags_and_asking_whether_i_can_change_nothing(studio, text):
+    """Small talk and questions never edit: praise in a sentence of its own ("so cool" is not too blue), a
+    statement with a tag ("..., right?": not the right side), a comparison with a guess ("harder than i
+    thought" is no "harder"), and asking whether I do a thing at all (answered with what I can do)."""
+    sid = studio.start_session(small_photo("coins")).id
+    studio.send_message(sid, "more contrast")
+    head = studio.head(sid).id
+    r = studio.send_message(sid, text)
+    assert r.asset_id is None and studio.head(sid).id == head, r.reply
+    if "can you" in text or "do you" in text:
+        assert "I can do" in r.reply, r.reply
+
+
+def test_praise_with_a_request_still_edits_and_more_than_wanted_pulls_back(studio):
+    sid = studio.start_session(small_photo("coins")).id
+    r = studio.send_message(sid, "wow this is so cool now, warm it up a bit")
+    assert r.asset_id and studio.head(sid).state["settings"].get("temperature", 0) > 0, r.reply
+    studio.send_message(sid, "more contrast")
+    before = studio.head(sid).state["settings"]["contrast"]
+    r = studio.send_message(sid, "that's more than i wanted")
+    assert 0 < studio.head(sid).state["settings"]["contrast"] < before, r.reply
+
+
+@pytest.mark.parametrize("text, op, way", [("hmm the fur looks a bit neon now, can we take some saturation out",
+                                            "saturation", -1),
+                                           ("take a bit of the yellow out", "temperature", -1),
+                                           ("add a cool blue-ish tint", "temperature", -1),
+                                           ("bump the saturaton back up a bit", "saturation", 1),
+                                           ("can the background be pure black", "exposure", -1)])
+def test_a_share_taken_out_and_words_said_another_way_go_the_way_meant(text, op, way):
+    """"take some saturation out" is less of it (it was read as more), "blue-ish" is "bluish", "bump the
+    saturation back up" names no thing ("the saturation back"), a place wished black is darker there."""
+    plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
+    values = [g.value for g in plan.sub_goals if g.op == op]
+    assert plan.understood and values and all(v * way > 0 for v in values), plan.reply
+
+
+@pytest.mark.parametrize("text, thing", [("darken the wood round the edges a bit", "the wood"),
+                                         ("lol that made the noise all colourful again", None),
+                                         ("could you darken that little round rosette carving a bit",
+                                          "that little round rosette carving"),
+                                         ("brighten the back wall", "the back wall")])
+def test_a_things_name_ends_at_a_particle_or_a_verb(text, thing):
+    vocab = Vocabulary(load_profile("engine"))
+    from agent.conversation.clauses import sizes_in_names
+    clause = split_clauses(sizes_in_names(read_pieces(vocab, tokenize(text))))[0]
+    named = [p.text for p in named_places(vocab, clause)]
+    assert named == ([thing] if thing else []), named
+
+
+def test_the_grain_smoothed_out_is_noise_and_the_black_bits_are_the_shadows():
+    plan = EmbeddedPlanner().plan(PlanRequest(message="can u smooth out the grain in the black bits",
+                                              state=EditState()))
+    assert {g.op for g in plan.sub_goals} <= {"noise_reduction", "color_noise_reduction"}, plan.reply
+    assert plan.sub_goals and all((g.target or {}).get("type") == "luminance" for g in plan.sub_goals)
+
+
+# -- one request said in two breaths --------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["darken the sky a little, moodier", "warm up the background, and a bit brighter",
+                                  "make the sky darker. more dramatic"])
+def test_a_quality_added_in_the_same_breath_goes_on_the_place_asked(text):
+    plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
+    assert len(plan.sub_goals) > 1 and all(g.target is not None for g in plan.sub_goals), plan.reply
+
+
+def test_a_quality_said_for_the_whole_photo_stays_on_the_whole_photo():
+    plan = EmbeddedPlanner().plan(PlanRequest(message="brighten her face. warmer overall", state=EditState()))
+    assert [g.target for g in plan.sub_goals if g.op == "temperature"] == [None], plan.reply
+
+
+def test_a_thing_named_again_is_where_the_clause_before_put_it():
+    plan = EmbeddedPlanner().plan(PlanRequest(message="The flag on the left is loud. Mute the colour in the flag only",
+                                              state=EditState()))
+    assert plan.sub_goals and all((g.target or {}).get("type") == "gradient" for g in plan.sub_goals), plan.reply
+
+
+# -- going on with an undo ------------------------------------------------------------------------------
+
+def test_the_one_before_that_after_an_undo_undoes_once_more(studio):
+    sid = studio.start_session(small_photo("astronaut")).id
+    first = studio.send_message(sid, "warmer").asset_id
+    studio.send_message(sid, "more contrast")
+    studio.send_message(sid, "brighter")
+    assert studio.send_message(sid, "undo").status == "rolled_back"
+    r = studio.send_message(sid, "and the one before that")
+    assert r.status == "rolled_back" and studio.head(sid).id == first, r.reply
+
+
+def test_another_quality_said_too_after_one_taken_out_is_taken_out_as_well(studio):
+    sid = studio.start_session(small_photo("astronaut")).id
+    for message in ("warmer", "more contrast", "brighter", "undo the contrast"):
+        studio.send_message(sid, message)
+    r = studio.send_message(sid, "and the warmth too")
+    settings = studio.head(sid).state["settings"]
+    assert not settings.get("temperature") and settings.get("exposure", 0) > 0, r.reply
+    r = studio.send_message(sid, "and warmer")           # an addition with no "too" is a request of its own
+    assert studio.head(sid).state["settings"].get("temperature", 0) > 0, r.reply

@@ -20,6 +20,8 @@ DETERMINERS = word_lists()["place_determiners"]
 #: Words that end a place's name: "the table around the cup" names the table; "the helmet is
 #: too dark", "the coffee looks flat": the verb after the thing ends it too.
 PLACE_ENDS = word_lists()["place_ends"]
+#: Words that end a thing's name once begun, but may open one ("the wood round the edges", "the round badge").
+PLACE_PARTICLES = word_lists()["place_particles"]
 #: Said before a thing, these make it why, not where: "orange from the lamp", "because of the window".
 CAUSES = word_lists()["cause_words"]
 #: After a thing, these locate one particular thing: "the pillar in the middle", "the papers under the cat".
@@ -285,13 +287,15 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
                 continue
             noun_next = k + 1 < len(pieces) and pieces[k + 1].category == "word" \
                 and pieces[k + 1].text not in DETERMINERS and pieces[k + 1].text not in PLACE_ENDS \
-                and pieces[k + 1].text not in LOCATING and pieces[k + 1].text not in FILLER
+                and pieces[k + 1].text not in LOCATING and pieces[k + 1].text not in FILLER \
+                and pieces[k + 1].text not in PLACE_PARTICLES
             if p.category in ("band", "problem", "intent") and len(p.text.split()) == 1 and noun_next:
                 run.append(p.text)  # "the little pink nose", "the grey wall": a word before a thing describes it
                 end += 1
                 continue
-            if p.category != "word" or p.text in DETERMINERS or p.text in PLACE_ENDS:
-                break
+            if p.category != "word" or p.text in DETERMINERS or p.text in PLACE_ENDS \
+                    or (run and p.text in PLACE_PARTICLES and not noun_next):
+                break               # ("the wood round the edges" ends at "round"; "the little round badge" not)
             run.append(p.text)
             end += 1
         while len(run) > 1 and ((run[-1],) in vocab.place_subject_said or run[-1] in _ONLY):
@@ -302,6 +306,8 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
         if noun in FILLER or noun in vocab.chatter or noun in vocab.not_places:
             continue
         # ("the grey wall behind her": a relation to the person says it is the background, a stand-in)
+        if end + 2 < len(pieces) and pieces[end].text in PLACE_PARTICLES and pieces[end + 1].text in LOCATING:
+            end += 1                # "the pink building down at the bottom": the particle leads to where it is
         located = end + 1 < len(pieces) and pieces[end].text in LOCATING and pieces[end + 1].category != "global" \
             and not find_phrases([pieces[end].text], vocab.place_relations)
         specific = (det.text in vocab.pointing_words or (det.text in PERSONS and noun not in CLOTHING) or sized

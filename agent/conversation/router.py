@@ -53,6 +53,11 @@ _REQUEST_PIECES = ("intent", "fix", "op", "relative", "towards", "band", "increa
                    "rollback")
 
 
+#: Words that open a clause added to what was just done ("and the warmth too"), and those that end it.
+_ALSO_BEFORE = frozenset({"and", "also", "plus", "oh", "ok", "okay", "then", "now"})
+_ALSO_AFTER = (("too",), ("as", "well"), ("aswell",), ("also",))
+
+
 #: Verbs that link the photo to how it should be ("could it be bluer", "can it look less washed out").
 _LINKING = frozenset({"be", "look", "appear", "get"})
 
@@ -205,6 +210,25 @@ class Router:
         covered = {i for pos, n, _ in hits for i in range(pos, pos + n)}
         return bool(hits) and all(i in covered or t in self.filler for i, t in enumerate(tokens))
 
+    def also_named(self, text: str) -> list[str] | None:
+        """The qualities a clause said as an addition names ("and the warmth too", "the brightness as well"):
+        the intents (or ops) it names, when it names nothing else; None for any other message."""
+        tokens = [t for t in self._read(text or "")[1] if t not in SEPARATORS]
+        while tokens and tokens[0] in _ALSO_BEFORE:
+            tokens = tokens[1:]
+        added = False
+        while tokens:
+            tail = next((t for t in _ALSO_AFTER if tuple(tokens[-len(t):]) == t), None)
+            if tail is None:
+                break
+            added, tokens = True, tokens[:-len(tail)]
+        pieces = read_pieces(self.vocab, tokens)
+        named = [p.key for p in pieces if p.category in ("intent", "op")]
+        if not added or not named or any(p.category not in ("intent", "op") and p.text not in self.determiners
+                                         for p in pieces):
+            return None
+        return named
+
     def says_reject(self, text: str) -> bool:
         """Whether ``text`` turns down the version under review ("nah, dont apply that one"), anywhere in it."""
         return bool(find_phrases(list(self._read(text or "")[2]), self.commands["reject"]))
@@ -249,7 +273,8 @@ class Router:
             return Route("chat", "content", reply=self.wish_reply.format(thing=thing), quick_replies=self.wish_replies)
         asks = (text or "").strip().endswith("?")
         opening = self._opening(words) if asks and not self._modal_be(self._after_interjections(words)) else None
-        if asks and opening is None and any(tuple(words[-len(t):]) == t for t in self.question_tags) \
+        if asks and opening is None and any(len(words) > len(t) and tuple(words[-len(t):]) == t
+                                            for t in self.question_tags) \
                 and not self._requests(plain_words(words)):
             opening = "evaluation"     # "it's not too saturated is it?": a statement asked with a tag
         if opening == "evaluation" and find_phrases(said, self.vocab.fractions):
@@ -268,6 +293,9 @@ class Router:
             first = min((hits[0][0], name) for name, hits in chat_hits.items() if hits)[1]
             _, reply, replies = self.chat[first]
             return Route("chat", first, reply=reply, quick_replies=replies)
+        praised = self._praised(tokens, chat_hits.get("praise") or [])
+        if praised is not None:
+            return praised
         command = self._command(tokens, said) or self._after_complaint(tokens, said)
         if command is not None:
             return command
@@ -374,6 +402,8 @@ class Router:
                     return "exploration"    # "would black and white suit this
                 if self._modal_be(words):
                     return None        # "could it be less blue", "can the sky be a bit bluer"
+                if second in self.request_subjects and find_phrases(words, self.questions["capabilities"]):
+                    return "capabilities"   # "do you do skin retouching?": whether it is something I do
                 if second in self.subjects or second in self.request_subjects:
                     advice = find_phrases(words, self.openings) and \
                         find_phrases(words, self.openings)[0][2] == "exploration"
@@ -415,6 +445,20 @@ class Router:
             if at is not None and (words[at + 2] in self.determiners or words[at + 2] in _HOW_MUCH_MEANT):
                 return True
         return False
+
+    def _praised(self, tokens: list[str], hits: list[tuple[int, int, Any]]) -> Route | None:
+        """"this is so cool", "wow that's really lovely now": praise said in a sentence of its own, with
+        nothing else in it that names a change or asks for one, is a remark (a praise word that is also a
+        quality, "cool", only in a phrase of praise: "it's cool" may say the photo is too blue)."""
+        hits = [h for h in hits if h[1] > 1 or not read_pieces(self.vocab, tokens[h[0]:h[0] + 1])]
+        if not hits or "?" in tokens:
+            return None
+        rest = [t for t in self._rest(tokens, hits) if t not in SEPARATORS]
+        if self._requests(rest) or self._asked_of_me(rest) or self._follows(rest) \
+                or any(p.category in _CHANGE_PIECES for p in read_pieces(self.vocab, rest)):
+            return None
+        _, reply, replies = self.chat["praise"]
+        return Route("chat", "praise", reply=reply, quick_replies=replies)
 
     def _remark(self, words: list[str]) -> bool:
         """Whether a clause only remarks ("lovely pic innit", "lol he fell asleep again"): it names nothing to

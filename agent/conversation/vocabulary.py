@@ -28,6 +28,11 @@ FILLER = word_lists()["filler"]
 _SAID_FIRST = FILLER | word_lists()["interjections"]
 
 
+#: "take some saturation out", "pull a little of the yellow out": a share of a quality taken out of the photo.
+_TAKEN_SOME = re.compile(r"\b(take|pull|suck|drain|knock|strip)\s+(some|a bit|a little|a touch|a tad|a little bit)"
+                         r"(?:\s+of)?(?:\s+the)?\s+([a-z']+(?:\s+[a-z']+)?)\s+(?:out|away|off)\b")
+
+
 # ---------------------------------------------------------------------------
 # Vocabulary, compiled once from a profile
 # ---------------------------------------------------------------------------
@@ -473,7 +478,8 @@ class Vocabulary:
             return f"{m[1]} {m[3]} {m[2].strip()}"
         for split in self._split_verbs:
             text = split.sub(join, text)
-        return text
+        # "take some saturation out", "pull a bit of the orange out": a share of a quality taken away is less of it
+        return _TAKEN_SOME.sub(lambda m: f"{'a bit' if m[2] == 'some' else m[2]} less {m[3]}", text)
 
     # -- typing slips ----------------------------------------------------
     def spell(self, text: str) -> str:

@@ -158,7 +158,14 @@ def before_comparative(tokens: list[str], found: list[tuple[int, int, Any]]) -> 
     def comparative(t: str) -> bool:
         return t in ("better", "nicer", "worse", "more", "less") or (len(t) > 4 and t.endswith("er")
                                                                        and t not in ("over", "never", "ever"))
-    return [f for f in found if not (f[0] + f[1] < len(tokens) and comparative(tokens[f[0] + f[1]]))]
+    def weighed(end: int) -> bool:         # "this is harder than i thought": said of the task, not asked
+        return tokens[end:end + 1] == ["than"] and bool(_GUESSED & set(tokens[end + 1:end + 4]))
+    return [f for f in found if not (f[0] + f[1] < len(tokens) and comparative(tokens[f[0] + f[1]]))
+            and not weighed(f[0] + f[1])]
+
+
+#: Verbs after "than i" that weigh how something turned out against a guess ("harder than i thought").
+_GUESSED = frozenset({"thought", "expected", "imagined", "figured", "guessed", "assumed", "realised", "realized"})
 
 
 def percent_share(token: str) -> float | None:
@@ -176,7 +183,8 @@ def normalise(text: str) -> str:
 
 def tokenize(text: str) -> list[str]:
     """The tokens of ``text`` as every reader sees them (see the module docstring)."""
-    text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", normalise(text))    # golden-hour, black-and-white
+    text = re.sub(r"(?<=[a-z])-ish\b", "ish", normalise(text))     # blue-ish: bluish, one word
+    text = re.sub(r"(?<=[a-z])-(?=[a-z])", " ", text)                # golden-hour, black-and-white
     text = _SLASH.sub(" or ", text)                                  # "red/pink": either word ("b/w" stays)
     return plain_possessives(_TOKEN.findall(text))
 

@@ -266,6 +266,11 @@ def _placed_in_frame(vocab: Vocabulary, targets: list[str], named: list) -> bool
     return not any(p.small or p.text.split()[0] in PERSONS for p in named)
 
 
+def _thing_noun(place: str) -> str:
+    """The noun a thing's name ends with ("the little flag" -> "flag"), what names it again later."""
+    return place.split()[-1]
+
+
 def _placed_note(vocab: Vocabulary, thing: str, target: str) -> str:
     """What the reply says when a thing no finder knows went on the part of the frame the person named."""
     return (f"I can't find {thing} by itself, so I worked on {_target_label(vocab, target)}, where you said it "
@@ -334,6 +339,27 @@ _FUNCTION_WORDS = frozenset({"from", "before", "after", "though", "again", "too"
                              "for", "with", "without", "if", "when", "while", "or", "yet", "still", "anymore"})
 #: "the dark bits", "the bright parts": words for a part of the photo after a quality.
 _PARTS = frozenset({"bits", "parts", "areas", "bit", "part", "area", "patches", "spots"})
+
+
+#: Words a clause that only adds a quality may carry besides it ("and a bit moodier too", "even warmer").
+_ADDED_ONLY = frozenset({"too", "also", "even", "still", "as", "well", "please", "pls", "plz", "a", "bit", "little",
+                         "maybe", "just", "ok", "oh", "and", "then", "slightly", "somewhat"})
+
+
+def _adds_a_quality(clause: Clause) -> bool:
+    """Whether ``clause`` only adds a quality in its comparative form, or a complaint ("too orange"), with no
+    verb, place or word of its own ("darken the sky, moodier", "warm up the background, and a bit brighter",
+    "her face looks sunburnt, bit too orange"): said in the same breath as a request or a complaint on a
+    place, it is more of how that place should look, not a request for the whole photo."""
+    qualities = clause.of("intent", "problem")
+    if not qualities or clause.of("target", "band", "global", "except", "protect", "avoid", "relative",
+                                  "rollback", "reset", "objects", "set", "fix", "op"):
+        return False
+    if any(p.category not in ("intent", "problem", "magnitude", "increase", "reduce") and p.text not in _ADDED_ONLY
+           for p in clause.pieces):
+        return False
+    return all(q.category == "problem" or q.text.split()[0] in ("more", "less") or q.text.endswith(("er", "ier"))
+               for q in qualities)
 
 
 #: Words after a quality that make it said of what comes before ("the sky is grey"), not of a thing after.
@@ -542,6 +568,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
     said_before: set[str] = set()                       # the words of the places said so far ("corner")
     stated: tuple[list[str], str, str] | None = None    # places a statement named ("the corner is just table")
     whole_asked: set[str] = set()                       # the ops clauses before asked of the whole photo ("warm it up")
+    placed: dict[str, list[str]] = {}                   # a thing no finder knows -> the part of the frame it was put in
     # "the whole shot", "everything": the whole photo said somewhere in the message
     whole_said = any(p.text not in vocab.back_references for c in clauses for p in c.of("global"))
     for ci, clause in enumerate(clauses):
@@ -647,7 +674,8 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                              vocab.back_references and p.text not in ("it", "them", "there") for p in pointed)
                      or (stated[2] and said_global)
                      # "the backdrop behind her looks dirty and yellowish": a complaint joined on to it
-                     or (soft and ci > 0 and clauses[ci - 1].text == stated[1] and all(u.problem for u in uses))) \
+                     or ((soft or _adds_a_quality(clause)) and ci > 0 and clauses[ci - 1].text == stated[1]
+                         and all(u.problem for u in uses))) \
                 and all(p.text in vocab.back_references for p in said_global):
             # "the bottom right corner is just table, can you darken that corner down", "the helmet at the bottom
             # right is just a black blob, can you lift it": the request points at the place a statement named
@@ -661,7 +689,9 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                 draft.said.append(stated[2])
                 topic = []
             stated = None
-        if uses and not targets and not is_global and (soft or refers_back or said_alone) and previous_targets:
+        added = not soft and _adds_a_quality(clause)
+        if uses and not targets and not is_global and (soft or refers_back or said_alone or added) \
+                and previous_targets:
             for u in uses:                       # "make the sky darker and bluer": bluer is the sky too
                 u.targets = list(previous_targets)
             said_first = [c for c in draft.skipped if c == clauses[ci - 1].text] if ci else []
@@ -785,12 +815,14 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                 elif _placed_in_frame(vocab, targets, named):
                     # "the helmet at the bottom right is just a black blob": a thing put in a part of the frame
                     stated = (list(targets), clause.text, _placed_note(vocab, named[0].text, targets[0]))
+                    placed[_thing_noun(named[0].text)] = list(targets)
             elif targets:
                 draft.skipped.append(clause.text)
                 draft.bare_targets += [vocab.place(t)[1] for t in targets]
                 previous_targets = list(targets)       # "the sky, make it darker": "it" is the sky
                 if named:                              # "the table on the left, darken it": there, said so
                     draft.said.append(_placed_note(vocab, named[0].text, targets[0]))
+                    placed[_thing_noun(named[0].text)] = list(targets)
                     topic = []
             elif not clause.of("relative") and (clause.content_words or clause.of("increase", "objects")):
                 # ("ok and now way more saturated", "hmm and maybe more punch": "ok" and "hmm" ask nothing)
@@ -804,6 +836,13 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             draft.objects = True
         places: list[str] = []
         named = named_places(vocab, clause) if not is_global else []
+        again = [placed[_thing_noun(p.text)] for p in named if _thing_noun(p.text) in placed]
+        if again and not targets and not bands and len(again) == len(named):
+            # "the flag on the left is loud. mute the colour in the flag only": the thing said again is where
+            # the clause before put it
+            targets = list(again[0])
+            uses = [replace(u, targets=list(targets)) for u in uses]
+            named = []
         specific = any(p.specific for p in named) or (bool(topic) and not named and topic_specific)
         # a place found only by position ("in the middle"), or the person whose part is named ("her nose")
         positional = all((vocab.targets.get(t) or {}).get("type") in ("radial", "gradient") for t in targets) \
@@ -831,6 +870,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                 # "the table at the bottom right is too bright", "the mountains at the top look washed out":
                 # the thing is where the person says it is, a part of the frame; the change goes there
                 draft.said.append(_placed_note(vocab, places[0], targets[0]))
+                placed[_thing_noun(places[0])] = list(targets)
                 places = []
             draft.unknown_places += places
             draft.specific_place = draft.specific_place or specific

@@ -143,6 +143,14 @@ def repeated_command(studio: "Studio", session_id: str) -> Route | None:
     return Route("command", done) if done in ("undo", "redo") else None
 
 
+def taken_out_last(studio: "Studio", session_id: str) -> bool:
+    """Whether the change that made the current version only took qualities out (each op it moved set back
+    to 0: "reset the contrast", "undo the warmth"), with nothing said since."""
+    last = dialogue_state(studio.store, session_id).last
+    return last is not None and bool(last.changes) and all(c.after == 0 and c.before != 0 for c in last.changes) \
+        and _nothing_said_since_last_turn(studio, session_id)
+
+
 def _last_reply_changed_nothing(studio: "Studio", session_id: str) -> bool:
     """Whether the last reply made no version: an answer that used no turn, or a turn that asked back, was not
     understood or failed."""

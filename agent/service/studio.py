@@ -40,7 +40,7 @@ from agent.judging import default_judge
 from agent.loop.graph import build_graph
 from agent.planning import default_planner
 import agent.service.labels as labels
-from agent.service.chat import handle as answer_without_planning, repeated_command
+from agent.service.chat import handle as answer_without_planning, repeated_command, taken_out_last
 from agent.service.endpoint import ModelEndpoint
 from agent.service.generation import GenerationDesk
 from agent.service.history import History
@@ -269,7 +269,10 @@ class Studio:
         if route.kind == "modification" and self.router.says_reject(text) and self.pending_review(session_id):
             # "nah leave the bright spot, dont apply that one": the version under review is turned down
             route = Route("command", "undo")
-        if route.kind == "modification" and self.router.says_again(text):
+        if route.kind == "modification" and self.router.also_named(text) and taken_out_last(self, session_id):
+            # "reset the contrast" ... "and the warmth too": that one taken out as well
+            route = Route("command", "reset", words=self.router.also_named(text))
+        if route.kind in ("modification", "chat") and self.router.says_again(text):
             # "ctrl+z" ... "and again": the undo (or redo) once more, not a repeat of the edit it went back to
             route = repeated_command(self, session_id) or route
         if route.kind == "generation":
