@@ -522,11 +522,15 @@ def test_an_earlier_message_said_back_is_one_printable_line(studio):
                                   "the colours are nice, right?", "lol ok this is harder than i thought",
                                   "hey can you even edit medical pics like this one?",
                                   "can you make text more readable or is that not really your thing?",
-                                  "do you do skin retouching?"])
+                                  "do you do skin retouching?", "that warm feel is so nice",
+                                  "the sky looks good now, doesn't it?", "can it get any sharper without halos?",
+                                  "haha my cat would hate this"])
 def test_praise_tags_and_asking_whether_i_can_change_nothing(studio, text):
-    """Small talk and questions never edit: praise in a sentence of its own ("so cool" is not too blue), a
-    statement with a tag ("..., right?": not the right side), a comparison with a guess ("harder than i
-    thought" is no "harder"), and asking whether I do a thing at all (answered with what I can do)."""
+    """Small talk and questions never edit: praise in a sentence of its own ("so cool" is not too blue; "that
+    warm feel is so nice" praises the warmth, it asks for none), a statement with a tag ("..., right?": not
+    the right side), a comparison with a guess ("harder than i thought" is no "harder"), how far it could
+    go ("any sharper?"), a place said in a remark (no "the same on the cat"), and asking whether I do a
+    thing at all (answered with what I can do)."""
     sid = studio.start_session(small_photo("coins")).id
     studio.send_message(sid, "more contrast")
     head = studio.head(sid).id
@@ -540,6 +544,8 @@ def test_praise_with_a_request_still_edits_and_more_than_wanted_pulls_back(studi
     sid = studio.start_session(small_photo("coins")).id
     r = studio.send_message(sid, "wow this is so cool now, warm it up a bit")
     assert r.asset_id and studio.head(sid).state["settings"].get("temperature", 0) > 0, r.reply
+    r = studio.send_message(sid, "the colours look lovely, now a bit more contrast")
+    assert r.asset_id and studio.head(sid).state["settings"].get("contrast", 0) > 0, r.reply
     studio.send_message(sid, "more contrast")
     before = studio.head(sid).state["settings"]["contrast"]
     r = studio.send_message(sid, "that's more than i wanted")
@@ -621,3 +627,18 @@ def test_another_quality_said_too_after_one_taken_out_is_taken_out_as_well(studi
     assert not settings.get("temperature") and settings.get("exposure", 0) > 0, r.reply
     r = studio.send_message(sid, "and warmer")           # an addition with no "too" is a request of its own
     assert studio.head(sid).state["settings"].get("temperature", 0) > 0, r.reply
+
+
+def test_replan_feedback_that_names_a_place_moves_the_plan_there(make_studio):
+    """"/replan only the top left corner really" on a plan that darkened the edges: the same darkening, on
+    the top left, and the reply no longer says it worked on the edges."""
+    studio = make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="always")
+    sid = studio.start_session(small_photo("coffee")).id
+    r = studio.send_message(sid, "darken the table in the corners")
+    assert r.status == "awaiting_review", r.reply
+    r = studio.review(sid, "replan", feedback="only the top left corner really, where the dark gap is")
+    targets = [g["target"] if isinstance(g, dict) else g.target for g in r.sub_goals]
+    assert r.status == "awaiting_review" and targets, r.reply
+    assert all(t and t.get("type") == "radial" and t.get("center") == [0.15, 0.15] and not t.get("invert")
+               for t in targets), targets
+    assert "edges" not in r.reply, r.reply

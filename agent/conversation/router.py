@@ -46,12 +46,19 @@ _EDIT_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band",
 #: Commands that move through the history; a complaint said before one only says why.
 _HISTORY = ("undo", "redo", "back", "back_before", "original")
 #: Words after "could it be" that weigh a change rather than ask for it ("would it be better in b&w?").
-_WEIGHING = frozenset({"better", "worse", "nicer", "best", "improved", "good", "too", "possible"})
+_WEIGHING = frozenset({"better", "worse", "nicer", "best", "improved", "good", "too", "possible",
+                       "any"})     # ("can it get any sharper without halos?": how far it could go, asked)
 #: Pieces that make a clause a request of its own, not a complaint ("warmer, undo" asks two things).
 #: A quality said after "too" / "less" ("it's too warm") is the complaint's, not a request.
 _REQUEST_PIECES = ("intent", "fix", "op", "relative", "towards", "band", "increase", "set", "reset", "objects",
                    "rollback")
 
+
+#: Praise that compares ("better", "nicer"): said of versions, it may ask for one back.
+_COMPARING = frozenset({"better", "nicer", "worse", "best", "prettier", "improved", "before", "previous", "earlier"})
+
+#: Verbs that say what the praise is of ("the warmth is lovely", "her skin looks great").
+_PRAISE_LINKS = frozenset({"is", "looks", "look", "feels", "feel", "was", "are", "'s", "seems"})
 
 #: Words that open a clause added to what was just done ("and the warmth too"), and those that end it.
 _ALSO_BEFORE = frozenset({"and", "also", "plus", "oh", "ok", "okay", "then", "now"})
@@ -450,12 +457,23 @@ class Router:
         """"this is so cool", "wow that's really lovely now": praise said in a sentence of its own, with
         nothing else in it that names a change or asks for one, is a remark (a praise word that is also a
         quality, "cool", only in a phrase of praise: "it's cool" may say the photo is too blue)."""
-        hits = [h for h in hits if h[1] > 1 or not read_pieces(self.vocab, tokens[h[0]:h[0] + 1])]
-        if not hits or "?" in tokens:
+        hits = [h for h in hits if h[1] > 1 or not any(p.category in _CHANGE_PIECES
+                                                     for p in read_pieces(self.vocab, tokens[h[0]:h[0] + 1]))]
+        # (a comparison, "it was better before that", weighs versions: a going back, not praise)
+        if not hits or "?" in tokens or any(_COMPARING & set(tokens[s:s + n]) for s, n, _ in hits):
             return None
         rest = [t for t in self._rest(tokens, hits) if t not in SEPARATORS]
-        if self._requests(rest) or self._asked_of_me(rest) or self._follows(rest) \
-                or any(p.category in _CHANGE_PIECES for p in read_pieces(self.vocab, rest)):
+        # ("that warm feel is so nice", "the sky looks lovely": what is praised, said before it with a linking
+        # verb, is no change asked for; said after the praise it may be: "nice, now the sky")
+        start = hits[0][0]
+        linked = start > 0 and (tokens[start] in _PRAISE_LINKS or tokens[start - 1] in _PRAISE_LINKS | {
+            "so", "really", "very", "pretty", "super"} and any(t in _PRAISE_LINKS for t in tokens[max(0, start - 3):start]))
+        said = [t for t in self._rest(tokens[start:], [(h[0] - start, h[1], h[2]) for h in hits])
+                if t not in SEPARATORS] if linked else rest
+        # ("that warm feel is so nice": opened with a determiner, "warm" names what is praised, it asks nothing)
+        asking = said if linked and tokens[0] in self.determiners else rest
+        if self._requests(asking) or self._asked_of_me(asking) or self._follows(said) \
+                or self._about_the_photo(said, read_pieces(self.vocab, said)):
             return None
         _, reply, replies = self.chat["praise"]
         return Route("chat", "praise", reply=reply, quick_replies=replies)

@@ -219,6 +219,10 @@ def _cap_to_sweet_spots(profile: Profile, moves: list[Move], state: EditState, n
     return out
 
 
+#: The note of a replan that moved the plan to the place the person's feedback names.
+_MOVED_NOTE = "The same change, on "
+
+
 def _corrected(message: str, moves: list[Move], last, notes: list[str], reverse: PhraseTable) -> list[Move]:
     """"make it warmer" then "no wait, not warmer, i meant cooler": said with the last change denied by name (or
     said to go "the other way"), a move against an op that change moved, on the same place, starts from where that
@@ -485,6 +489,8 @@ class EmbeddedPlanner:
                             or (m.key, m.value < 0) not in asked]
             replan_extra = _on_the_requests_places(replan_extra, moves)
         moves += replan_extra
+        if any(n.startswith(_MOVED_NOTE) for n in notes):
+            draft.said = [n for n in draft.said if "where you said it is" not in n]     # the old place's note
 
         if not moves and draft.missing_things:
             return self._missing_thing(draft)
@@ -719,6 +725,15 @@ class EmbeddedPlanner:
         def scaled(m: Move, factor: float) -> None:
             m.value = int(round(m.value * factor)) or int(math.copysign(1, m.value))
 
+        places = [p.key for p in read_pieces(vocab, tokens) if p.category == "target"]
+        if places and not fb.moves and planned and not (pull or more or find_phrases(tokens, vocab.reverse)):
+            # "only the top left corner really": the same plan, on the place the feedback names
+            spec, where = vocab.place(places[0])
+            for m in planned:
+                if ops.get_op(m.op).stage not in ("geometry", "finishing"):
+                    m.target, m.phrase = spec, f"{m.phrase.split(' ', 1)[0]} {where}"
+            notes.append(f"{_MOVED_NOTE}{where} as you said.")
+            return []
         extra, touched = [], False
         by_key = {m.key: m for m in planned}
         for f in fb.moves:

@@ -402,6 +402,8 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         return None
     if targets and unmet and not (wants_less or wants_more):
         return _finish_unmet(vocab, unmet, list(getattr(dialogue, "unmet_labels", None) or []), targets)
+    if targets and not (wants_less or wants_more or retarget or insisted) and _REMARK_VERBS & set(tokens):
+        return None     # "haha my cat would hate this": a place said in a remark is no "the same there"
     if insisted and not wants_less and not targets and base is not None and base.changes:
         # "i insist", "more, i insist": what the last request asked, past the sweet spot it was held at
         # (the planner reads that request again); repeated when nothing was held
@@ -477,6 +479,12 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         return _retarget(vocab, base, targets, scale)
     return FollowUp(moves=_repeat_moves(vocab, base, scale), labels=list(base.labels),
                     dialogue={"move": "repeat", "base_asset": base.asset_id, "scale": scale})
+
+
+#: Verbs that make a message naming a place a remark about it ("my cat would hate this", "my mum loves
+#: the sky"), not the last change asked there ("the big one top right" is).
+_REMARK_VERBS = frozenset({"would", "will", "hate", "hates", "love", "loves", "like", "likes", "think", "thinks",
+                           "thought", "said", "says", "was", "were", "took", "remember", "reminds", "miss"})
 
 
 def _asked(dialogue, edit) -> list[str]:
