@@ -642,3 +642,11 @@ def test_replan_feedback_that_names_a_place_moves_the_plan_there(make_studio):
     assert all(t and t.get("type") == "radial" and t.get("center") == [0.15, 0.15] and not t.get("invert")
                for t in targets), targets
     assert "edges" not in r.reply, r.reply
+
+
+def test_a_thing_left_out_that_stands_for_the_background_keeps_the_change_off_it():
+    """"sharpen just the clock, not the wall": the wall stands for the background, so the sharpening goes on
+    everything but the background (it asked where the clock was, though the person said where it is not)."""
+    plan = EmbeddedPlanner().plan(PlanRequest(message="sharpen just the clock, not the wall", state=EditState()))
+    assert plan.sub_goals and all((g.target or {}).get("type") == "subject" and not (g.target or {}).get("invert")
+                                  for g in plan.sub_goals), plan.reply
