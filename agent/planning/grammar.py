@@ -737,6 +737,14 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         if not said_places and not bands and not uses and previous_span[1] > previous_span[0] \
                 and (clause.of("protect") or _places_left_out(clause)):
             kept = _kept_things(vocab, clause)
+            stand_ins = [vocab.place_nouns[p.text] for p in clause.of("word") if p.text in vocab.place_nouns]
+            if stand_ins and not clause.of("protect") and all(
+                    vocab.place_nouns.get(k.split()[-1]) == stand_ins[0] for k in kept):
+                # "sharpen just the clock, not the wall": the thing left out stands for its kind of place (the
+                # wall: the background); the change goes everywhere but there
+                draft.moves = protect_moves(vocab, draft.moves, stand_ins[:1])
+                draft.understood_any = True
+                continue
             if kept and said_as_subject(vocab, clause.text, kept[0]):
                 # "cool it down but don't touch the coffee itself": the photo's subject, kept
                 draft.moves = protect_moves(vocab, draft.moves, [vocab.place_default])
