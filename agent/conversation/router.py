@@ -300,9 +300,6 @@ class Router:
             first = min((hits[0][0], name) for name, hits in chat_hits.items() if hits)[1]
             _, reply, replies = self.chat[first]
             return Route("chat", first, reply=reply, quick_replies=replies)
-        praised = self._praised(tokens, chat_hits.get("praise") or [])
-        if praised is not None:
-            return praised
         command = self._command(tokens, said) or self._after_complaint(tokens, said)
         if command is not None:
             return command
@@ -328,6 +325,9 @@ class Router:
         if rest != text:
             # "perfect, export it", "thanks! undo the last one": the chat first, then the request
             return self.route(rest)     # ("love it. bit more contrast now": the rest is what is asked)
+        praised = self._praised(tokens, chat_hits.get("praise") or [])
+        if praised is not None:
+            return praised
         pieces = read_pieces(self.vocab, said)
         edits = [p for p in pieces if p.category in _EDIT_PIECES]
         presented = self._presented(tokens)
@@ -462,14 +462,15 @@ class Router:
         # (a comparison, "it was better before that", weighs versions: a going back, not praise)
         if not hits or "?" in tokens or any(_COMPARING & set(tokens[s:s + n]) for s, n, _ in hits):
             return None
-        rest = [t for t in self._rest(tokens, hits) if t not in SEPARATORS]
+        covered = {i for s, n, _ in hits for i in range(s, s + n)}
+        rest = [t for i, t in enumerate(tokens) if i not in covered and t not in SEPARATORS]   # (every word kept)
         # ("that warm feel is so nice", "the sky looks lovely": what is praised, said before it with a linking
         # verb, is no change asked for; said after the praise it may be: "nice, now the sky")
         start = hits[0][0]
         linked = start > 0 and (tokens[start] in _PRAISE_LINKS or tokens[start - 1] in _PRAISE_LINKS | {
             "so", "really", "very", "pretty", "super"} and any(t in _PRAISE_LINKS for t in tokens[max(0, start - 3):start]))
-        said = [t for t in self._rest(tokens[start:], [(h[0] - start, h[1], h[2]) for h in hits])
-                if t not in SEPARATORS] if linked else rest
+        said = [t for i, t in enumerate(tokens) if i >= start and i not in covered and t not in SEPARATORS] \
+            if linked else rest
         # ("that warm feel is so nice": opened with a determiner, "warm" names what is praised, it asks nothing)
         asking = said if linked and tokens[0] in self.determiners else rest
         if self._requests(asking) or self._asked_of_me(asking) or self._follows(said) \
