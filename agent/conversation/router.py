@@ -55,7 +55,7 @@ _REQUEST_PIECES = ("intent", "fix", "op", "relative", "towards", "band", "increa
 
 
 #: Praise that compares ("better", "nicer"): said of versions, it may ask for one back.
-_COMPARING = frozenset({"better", "nicer", "worse", "best", "prettier", "improved", "before", "previous", "earlier"})
+_COMPARING = frozenset({"better", "nicer", "worse", "best", "prettier", "improved"})
 
 #: Verbs that say what the praise is of ("the warmth is lovely", "her skin looks great").
 _PRAISE_LINKS = frozenset({"is", "looks", "look", "feels", "feel", "was", "are", "'s", "seems"})

@@ -33,7 +33,7 @@ from typing import Mapping
 from pipeline.state import WHOLE_FRAME_OPS
 from agent.planning.base import Plan, PlanRequest, SubGoal
 from agent.planning.followups import caused_by_last, guessed_place_note, read_followup
-from agent.planning.grammar import read_request, split_protected
+from agent.planning.grammar import PLACED_AS_SAID, read_request, split_protected
 from agent.planning.moves import Draft, Move, protect_moves, spec_key
 from agent.conversation.vocabulary import Vocabulary, read_pieces
 from agent.conversation.words import PhraseTable, asked_why_rest, find_phrases, says_vague_ask, tokenize, word_lists
@@ -490,7 +490,7 @@ class EmbeddedPlanner:
             replan_extra = _on_the_requests_places(replan_extra, moves)
         moves += replan_extra
         if any(n.startswith(_MOVED_NOTE) for n in notes):
-            draft.said = [n for n in draft.said if "where you said it is" not in n]     # the old place's note
+            draft.said = [n for n in draft.said if PLACED_AS_SAID not in n]     # the old place's note
 
         if not moves and draft.missing_things:
             return self._missing_thing(draft)

@@ -271,10 +271,15 @@ def _thing_noun(place: str) -> str:
     return place.split()[-1]
 
 
+#: How the reply says a thing no finder knows went where the person said it is (a replan that moves the plan
+#: elsewhere drops that note).
+PLACED_AS_SAID = "where you said it is"
+
+
 def _placed_note(vocab: Vocabulary, thing: str, target: str) -> str:
     """What the reply says when a thing no finder knows went on the part of the frame the person named."""
-    return (f"I can't find {thing} by itself, so I worked on {_target_label(vocab, target)}, where you said it "
-            f"is; paint over it for a closer fit.")
+    return (f"I can't find {thing} by itself, so I worked on {_target_label(vocab, target)}, {PLACED_AS_SAID}; "
+            f"paint over it for a closer fit.")
 
 
 def _thing_there(vocab: Vocabulary, clause: Clause, named: list) -> bool:

@@ -269,9 +269,9 @@ class Studio:
         if route.kind == "modification" and self.router.says_reject(text) and self.pending_review(session_id):
             # "nah leave the bright spot, dont apply that one": the version under review is turned down
             route = Route("command", "undo")
-        if route.kind == "modification" and self.router.also_named(text) and taken_out_last(self, session_id):
+        if route.kind == "modification" and (also := self.router.also_named(text)) and taken_out_last(self, session_id):
             # "reset the contrast" ... "and the warmth too": that one taken out as well
-            route = Route("command", "reset", words=self.router.also_named(text))
+            route = Route("command", "reset", words=also)
         if route.kind in ("modification", "chat") and self.router.says_again(text):
             # "ctrl+z" ... "and again": the undo (or redo) once more, not a repeat of the edit it went back to
             route = repeated_command(self, session_id) or route
