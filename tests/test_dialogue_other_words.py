@@ -650,3 +650,14 @@ def test_a_thing_left_out_that_stands_for_the_background_keeps_the_change_off_it
     plan = EmbeddedPlanner().plan(PlanRequest(message="sharpen just the clock, not the wall", state=EditState()))
     assert plan.sub_goals and all((g.target or {}).get("type") == "subject" and not (g.target or {}).get("invert")
                                   for g in plan.sub_goals), plan.reply
+
+
+def test_a_share_taken_out_is_read_alike_by_the_judge(studio):
+    """The judge reads "take some saturation out" as the planner does: less of it, so the right edit is no
+    "wrong way" and is kept without a review."""
+    from agent.judging.reading import read_request
+    signs = {m.sign for e in read_request("take some saturation out").expects for alt in e.alternatives for m in alt}
+    assert signs == {-1}, signs
+    sid = studio.start_session(small_photo("coffee")).id
+    r = studio.send_message(sid, "take some saturation out")
+    assert r.status == "auto_approved" and "wrong way" not in r.reply, r.reply

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from agent.conversation.words import (SEPARATORS, PhraseTable, Speller, drop_clauses, find_phrases, is_number,
+from agent.conversation.words import (SEPARATORS, taken_some_out, PhraseTable, Speller, drop_clauses, find_phrases, is_number,
                                      opening_interjections, plain_words, sized_follow_ups, token_spans,
                                      tokenize, word_lists)
 from pipeline import ops
@@ -26,11 +26,6 @@ MAX_MESSAGE_CHARS = 1000
 FILLER = word_lists()["filler"]
 #: Words that may come before a clause without being what it says ("ok never mind the cord").
 _SAID_FIRST = FILLER | word_lists()["interjections"]
-
-
-#: "take some saturation out", "pull a little of the yellow out": a share of a quality taken out of the photo.
-_TAKEN_SOME = re.compile(r"\b(take|pull|suck|drain|knock|strip)\s+(some|a bit|a little|a touch|a tad|a little bit)"
-                         r"(?:\s+of)?(?:\s+the)?\s+([a-z']+(?:\s+[a-z']+)?)\s+(?:out|away|off)\b")
 
 
 # ---------------------------------------------------------------------------
@@ -478,8 +473,7 @@ class Vocabulary:
             return f"{m[1]} {m[3]} {m[2].strip()}"
         for split in self._split_verbs:
             text = split.sub(join, text)
-        # "take some saturation out", "pull a bit of the orange out": a share of a quality taken away is less of it
-        return _TAKEN_SOME.sub(lambda m: f"{'a bit' if m[2] == 'some' else m[2]} less {m[3]}", text)
+        return taken_some_out(text)
 
     # -- typing slips ----------------------------------------------------
     def spell(self, text: str) -> str:

@@ -168,6 +168,17 @@ def before_comparative(tokens: list[str], found: list[tuple[int, int, Any]]) -> 
 _GUESSED = frozenset({"thought", "expected", "imagined", "figured", "guessed", "assumed", "realised", "realized"})
 
 
+#: "take some saturation out", "pull a little of the yellow out": a share of a quality taken out of the photo.
+_TAKEN_SOME = re.compile(r"\b(take|pull|suck|drain|knock|strip)\s+(some|a bit|a little|a touch|a tad|a little bit)"
+                         r"(?:\s+of)?(?:\s+the)?\s+([a-z']+(?:\s+[a-z']+)?)\s+(?:out|away|off)\b")
+
+
+def taken_some_out(text: str) -> str:
+    """``text`` with a share of a quality taken out said as less of it ("take some saturation out" -> "a bit less
+    saturation"): the planner and the judge read it the same way."""
+    return _TAKEN_SOME.sub(lambda m: f"{'a bit' if m[2] == 'some' else m[2]} less {m[3]}", text)
+
+
 def percent_share(token: str) -> float | None:
     """The share a percentage token says ("50%" -> 0.5), None for any other token."""
     return float(token[:-1]) / 100.0 if token.endswith("%") and _NUMBER.fullmatch(token) \
