@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from agent.conversation.words import (SEPARATORS, taken_some_out, PhraseTable, Speller, drop_clauses, find_phrases, is_number,
+from agent.conversation.words import (SEPARATORS, compared_as_too, taken_some_out, PhraseTable, Speller, drop_clauses, find_phrases, is_number,
                                      opening_interjections, plain_words, sized_follow_ups, token_spans,
                                      tokenize, word_lists)
 from pipeline import ops
@@ -336,6 +336,9 @@ class Vocabulary:
                          for w in e.get("words") or ()} | {tuple(plain_words(tokenize(str(w))))
                                                            for w in router.get("filler") or ()}
         self.preamble.discard(())
+        # "the sky looks lovely, now a bit more contrast": praise of a place, which names no place to change
+        self.praise = PhraseTable({tuple(tokenize(str(w))): True
+                                   for w in ((router.get("chat") or {}).get("praise") or {}).get("words") or ()})
         self.preamble_ends = {t for w in router.get("preamble_ends") or () for t in tokenize(str(w))}
         fixes = dict(pe.get("spelling") or {})
         self.spelling_extra = {t for w in fixes.get("known") or () for t in tokenize(str(w))}
@@ -473,7 +476,7 @@ class Vocabulary:
             return f"{m[1]} {m[3]} {m[2].strip()}"
         for split in self._split_verbs:
             text = split.sub(join, text)
-        return taken_some_out(text)
+        return compared_as_too(taken_some_out(text))
 
     # -- typing slips ----------------------------------------------------
     def spell(self, text: str) -> str:

@@ -179,6 +179,43 @@ def taken_some_out(text: str) -> str:
     return _TAKEN_SOME.sub(lambda m: f"{'a bit' if m[2] == 'some' else m[2]} less {m[3]}", text)
 
 
+def _comparatives(bases) -> dict[str, str]:
+    """Comparative -> base for the words of ``compared_bases`` ("dark" -> darker, "blue" -> bluer, "noisy" ->
+    noisier, "red" -> redder)."""
+    out = {}
+    for b in bases:
+        if b.endswith("y"):
+            out[b[:-1] + "ier"] = b
+        elif b.endswith("e"):
+            out[b + "r"] = b
+        else:
+            out[b + "er"] = b
+            if len(b) >= 3 and b[-1] not in "aeiouwy" and b[-2] in "aeiou" and b[-3] not in "aeiou":
+                out[b + b[-1] + "er"] = b          # red -> redder, flat -> flatter
+    return out
+
+
+_COMPARED_TO = re.compile(
+    r"(\b(?:is|are|was|were|looks|look|seems|seem|feels|(?<=[a-z])'s)\s+"
+    r"(?:(?:a\s+)?(?:bit|lot|little|tad|touch|little\s+bit)\s+|(?:way|much|far|even|kinda|quite|slightly)\s+)?)"
+    r"([a-z]+)\s+than\s+"
+    r"(?:the\s+(?:rest|others?)(?:\s+of\s+(?:the\s+)?[a-z]+)?|everything\s+else|the\s+[a-z]+(?:\s+(?:side|half|part|bit|one))?"
+    r"|before|it\s+was|it\s+should\s+be|i\s+(?:want|wanted|like)(?:\s+it)?|i'd\s+like(?:\s+it)?)\b")
+
+
+def compared_as_too(text: str) -> str:
+    """``text`` with a place said to be more of a quality than another ("the bottom is darker than the top",
+    "her face looks redder than the rest") said as a complaint ("the bottom is too dark"): the fix goes on the
+    place said first, the one compared to is no place to change; the planner and the judge read it the same way
+    ("make the sky darker than the sea" asks, and stays as said)."""
+    table = _comparatives(word_lists()["compared_bases"])
+
+    def plain(m: re.Match) -> str:
+        base = table.get(m[2])
+        return f"{m[1]}too {base}" if base else m[0]
+    return _COMPARED_TO.sub(plain, text)
+
+
 def percent_share(token: str) -> float | None:
     """The share a percentage token says ("50%" -> 0.5), None for any other token."""
     return float(token[:-1]) / 100.0 if token.endswith("%") and _NUMBER.fullmatch(token) \

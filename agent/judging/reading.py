@@ -32,7 +32,8 @@ import yaml
 from agent.conversation.clauses import BEING, CAST_WISHES
 from agent.conversation.words import (SEPARATORS, PhraseTable, before_comparative, Speller, drop_clauses, effect_said, normalise,
                                      opening_interjections, percent_share, rhetorical_rest, sized_follow_ups,
-                                     taken_some_out, tells_how_taken, tokenize, word_lists)
+                                     taken_some_out, tells_how_taken, tokenize, word_lists,
+                                     compared_as_too)
 
 READING_FILE = Path(__file__).resolve().parents[2] / "profiles" / "_reading.yaml"
 #: The planner's profile: its complaint table (``vocabulary.complaints``) is read, not copied.
@@ -829,7 +830,8 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     text = _ANSWER.sub(" ", " ".join(normalise(message).split())).strip()
     if lex.speller is not None:
         text = lex.speller(text)
-    text = taken_some_out(text)          # "take some saturation out": less of it, as the planner reads it
+    # "take some saturation out": less of it; "the bottom is darker than the top": too dark (as the planner reads)
+    text = compared_as_too(taken_some_out(text))
     # "ok never mind the cord. bit more of that pop": the thing dropped is neither the place nor an undo
     said = tokenize(text)
     # "right ok erm... a little more": sounds before the message ("right" is not the right side)

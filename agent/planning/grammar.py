@@ -307,6 +307,30 @@ def _describes(vocab: Vocabulary, clause: Clause, piece) -> bool:
         and noun not in _FUNCTION_WORDS
 
 
+#: Verbs that say what praise is of ("the sky looks lovely", "her skin is perfect"), and words between.
+_PRAISE_LINKS = frozenset({"is", "are", "was", "looks", "look", "seems", "feels", "'s"})
+_PRAISE_DEGREES = frozenset({"so", "really", "very", "pretty", "super", "quite", "just", "now"})
+
+
+def _praised(vocab: Vocabulary, clause: Clause) -> bool:
+    """Whether a clause praises what it names ("the sky looks lovely", "her face is perfect now"): a remark,
+    no place said for the next clause to go on."""
+    tokens = tokenize(clause.text)
+    if _MADE & set(tokens):
+        return False                     # "make the sky look good": asked for
+    said = [t for t in tokens if t not in _PRAISE_DEGREES]
+    if said[:2] in (["i", "like"], ["i", "love"]):
+        return True                      # "i love the sky"
+    for s, _, _ in vocab.praise.find(tokens):
+        before = [t for t in tokens[max(0, s - 3):s] if t not in _PRAISE_DEGREES]
+        if before and before[-1] in _PRAISE_LINKS:
+            return True
+    return False
+
+
+_MADE = frozenset({"make", "making", "get", "let", "want", "should", "could", "can", "would"})
+
+
 def _pointed_at(clause: Clause, piece) -> bool:
     """Whether a word is pointed at as said before ("that corner", "the same spot"): a place named again."""
     i = clause.pieces.index(piece)
@@ -829,6 +853,8 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                     # "the helmet at the bottom right is just a black blob": a thing put in a part of the frame
                     stated = (list(targets), clause.text, _placed_note(vocab, named[0].text, targets[0]))
                     placed[_thing_noun(named[0].text)] = list(targets)
+            elif targets and _praised(vocab, clause):
+                continue                                 # "the sky looks lovely, now more contrast": a remark
             elif targets:
                 draft.skipped.append(clause.text)
                 draft.bare_targets += [vocab.place(t)[1] for t in targets]
