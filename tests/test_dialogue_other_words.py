@@ -661,3 +661,81 @@ def test_a_share_taken_out_is_read_alike_by_the_judge(studio):
     sid = studio.start_session(small_photo("coffee")).id
     r = studio.send_message(sid, "take some saturation out")
     assert r.status == "auto_approved" and "wrong way" not in r.reply, r.reply
+
+
+# -- a place compared with another, pointed back at, praised or named as the photo ----------------------
+
+def _plan_of(text: str):
+    return EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
+
+
+@pytest.mark.parametrize("text, way", [("the bottom is darker than the top, can you even it out", 1),
+                                       ("the left side is way brighter than the right", -1)])
+def test_a_place_said_darker_than_another_is_the_one_fixed(text, way):
+    """"the bottom is darker than the top": the bottom is too dark, so it is brightened, and the top is left
+    as it is (it darkened both). The judge reads it the same way."""
+    from agent.judging.reading import read_request
+    plan = _plan_of(text)
+    exposure = [g for g in plan.sub_goals if g.op == "exposure"]
+    assert len(exposure) == 1 and exposure[0].value * way > 0, plan.reply
+    assert exposure[0].target and exposure[0].target.get("type") == "gradient", plan.reply
+    reading = read_request(text)
+    signs = {m.sign for e in reading.expects for alt in e.alternatives for m in alt if m.prop == "L"}
+    assert signs == {way}, reading
+
+
+def test_a_place_made_darker_than_another_is_still_a_request():
+    plan = _plan_of("make the sky darker than the sea")
+    assert plan.sub_goals and all((g.target or {}).get("type") == "sky" and g.value < 0 for g in plan.sub_goals)
+
+
+@pytest.mark.parametrize("text", ["the bottom looks muddy, can you brighten just that",
+                                  "the bottom looks muddy, brighten that"])
+def test_that_after_a_place_points_back_at_it(text):
+    plan = _plan_of(text)
+    assert plan.sub_goals and all((g.target or {}).get("type") == "gradient" for g in plan.sub_goals), plan.reply
+
+
+@pytest.mark.parametrize("text, on_sky", [("the sky looks lovely, now a bit more contrast", False),
+                                          ("i like the sky. can you make this warmer", False),
+                                          ("make the sky look good, a bit warmer", True),
+                                          ("the sky, make it darker", True)])
+def test_a_place_praised_is_no_place_for_the_next_clause(text, on_sky):
+    plan = _plan_of(text)
+    assert plan.sub_goals, plan.reply
+    assert all(((g.target or {}).get("type") == "sky") == on_sky for g in plan.sub_goals), plan.sub_goals
+
+
+@pytest.mark.parametrize("text, op, way", [("too harsh, go gentler on the contrast", "contrast", -1),
+                                           ("go easy on the saturation", "saturation", -1),
+                                           ("coins look a bit dull, make them shinier", "whites", 1),
+                                           ("the background is a bit grey, make it proper black", "exposure", -1)])
+def test_easy_on_a_quality_is_less_of_it_and_shine_and_proper_black_are_read(text, op, way):
+    plan = _plan_of(text)
+    values = [g.value for g in plan.sub_goals if g.op == op]
+    assert values and all(v * way > 0 for v in values), plan.reply
+
+
+def test_softer_on_a_place_is_not_less_of_a_quality():
+    from agent.conversation.words import taken_some_out
+    assert taken_some_out("softer on the left") == "softer on the left"
+
+
+def test_halos_after_sharpening_take_the_sharpening_back(studio):
+    sid = studio.start_session(small_photo("camera")).id
+    studio.send_message(sid, "sharpen it")
+    sharpened = studio.head(sid).state["settings"]["sharpen"]
+    studio.send_message(sid, "ugh now there are halos everywhere")
+    assert 0 <= studio.head(sid).state["settings"].get("sharpen", 0) < sharpened
+
+
+def test_lets_see_it_after_a_question_makes_the_look_asked_about(studio):
+    """"would it look better in black and white?" is answered with no version; "eh let's see it" then makes
+    the black-and-white version offered (it was answered "Nice!")."""
+    sid = studio.start_session(small_photo("coffee")).id
+    start = studio.head(sid).id
+    r = studio.send_message(sid, "would it look better in black and white do you think?")
+    assert studio.head(sid).id == start and r.asset_id is None
+    r = studio.send_message(sid, "eh let's see it")
+    assert studio.head(sid).id != start, r.reply
+    assert studio.head(sid).state["settings"].get("saturation") == -100, studio.head(sid).state

@@ -173,9 +173,17 @@ _TAKEN_SOME = re.compile(r"\b(take|pull|suck|drain|knock|strip)\s+(some|a bit|a 
                          r"(?:\s+of)?(?:\s+the)?\s+([a-z']+(?:\s+[a-z']+)?)\s+(?:out|away|off)\b")
 
 
+#: "go easy on the contrast", "gentler on the saturation": less of a quality (only a quality: "softer on the
+#: left" names a place).
+_EASY_ON = re.compile(r"\b(?:go\s+)?(?:a\s+(?:bit|little|lot)\s+)?(?:easy|easier|gentler|softer)\s+on\s+(?:the\s+)?"
+                      r"(contrast|saturation|sharpening|sharpness|clarity|warmth|vignette|vignetting|grain|colou?rs?|"
+                      r"vibrance|glow|texture|fade|tint|smoothing|blur|effect|filter|dehaze|haze)\b")
+
+
 def taken_some_out(text: str) -> str:
     """``text`` with a share of a quality taken out said as less of it ("take some saturation out" -> "a bit less
-    saturation"): the planner and the judge read it the same way."""
+    saturation", "go easy on the contrast" -> "less contrast"): the planner and the judge read it the same way."""
+    text = _EASY_ON.sub(lambda m: f"less {m[1]}", text)
     return _TAKEN_SOME.sub(lambda m: f"{'a bit' if m[2] == 'some' else m[2]} less {m[3]}", text)
 
 
