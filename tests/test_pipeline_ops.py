@@ -180,3 +180,16 @@ def test_what_the_project_knows_about_an_op_is_on_its_registry_entry():
     assert dehaze.effect.metric == "haze" and dehaze.effect.polarity == -1.0
     spot = load_profile("engine").sweet_spot("dehaze")       # the engine profile reads the registry's
     assert (spot.low, spot.high, spot.why) == (*dehaze.sweet_spot, dehaze.why)
+
+
+def test_a_small_contrast_step_shows_in_the_midtones():
+    """The midtone slope grows in step with the value (+20 -> 1.18, +100 -> 1.9), so "a bit more contrast"
+    (+10) is seen; a steepness fixed per value made +20 a slope of 1.04, a change nobody saw."""
+    import numpy as np
+    from pipeline.adjust import contrast_curve
+    x = np.array([0.49, 0.51], dtype=np.float32)
+    for value, slope in ((10, 1.09), (20, 1.18), (45, 1.405), (100, 1.9)):
+        y = contrast_curve(x, value)
+        assert abs((y[1] - y[0]) / 0.02 - slope) < 0.01, value
+    ends = contrast_curve(np.array([0.0, 1.0], dtype=np.float32), -100)
+    assert ends.tolist() == [0.0, 1.0]

@@ -257,8 +257,8 @@ def test_engine_implicit_intents_darken_or_lighten(kind, verb, sign):
 
 
 def test_engine_contrast_intents_are_visible_on_the_sigmoid():
-    """The per-channel sigmoid barely moves midtones below ~25 (slope ~1 + (c/100)^2), so a
-    look or word whose main op is contrast asks for at least a moderate amount."""
+    """The per-channel sigmoid's midtone slope is 1 + 0.9 * c/100 (pipeline.adjust.contrast_curve); a look or
+    word whose main op is contrast still asks for at least a moderate amount, so it shows on flat photos."""
     low, _ = ops.MAGNITUDES["moderate"]
     for name, intent in load_profile("engine").intent_translations().items():
         op, value = next(iter(intent["ops"].items()))
