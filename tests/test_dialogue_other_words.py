@@ -639,7 +639,7 @@ def test_replan_feedback_that_names_a_place_moves_the_plan_there(make_studio):
     r = studio.review(sid, "replan", feedback="only the top left corner really, where the dark gap is")
     targets = [g["target"] if isinstance(g, dict) else g.target for g in r.sub_goals]
     assert r.status == "awaiting_review" and targets, r.reply
-    assert all(t and t.get("type") == "radial" and t.get("center") == [0.15, 0.15] and not t.get("invert")
+    assert all(t and t.get("type") == "radial" and t.get("center") == [0.08, 0.08] and not t.get("invert")
                for t in targets), targets
     assert "edges" not in r.reply, r.reply
 
@@ -739,3 +739,18 @@ def test_lets_see_it_after_a_question_makes_the_look_asked_about(studio):
     r = studio.send_message(sid, "eh let's see it")
     assert studio.head(sid).id != start, r.reply
     assert studio.head(sid).state["settings"].get("saturation") == -100, studio.head(sid).state
+
+
+def test_a_colour_said_on_a_place_said_before_stays_there():
+    """"the flag on the left is too loud, tone down the red on it": the reds of the left, not of the photo."""
+    plan = _plan_of("ok the flag on the left is too loud, tone down the red on it")
+    reds = [g for g in plan.sub_goals if g.op == "saturation_red"]
+    assert reds and all((g.target or {}).get("type") == "gradient" and g.value < 0 for g in reds), plan.reply
+    assert [g.target for g in _plan_of("less red").sub_goals] == [None]
+
+
+def test_a_corner_is_smaller_than_that_part_of_the_frame():
+    corner = _plan_of("brighten the top left corner").sub_goals[0].target
+    part = _plan_of("brighten the top left").sub_goals[0].target
+    assert corner["type"] == part["type"] == "radial"
+    assert corner["radius"][0] < part["radius"][0] and corner["center"][0] < part["center"][0]

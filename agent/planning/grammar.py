@@ -331,6 +331,14 @@ def _praised(vocab: Vocabulary, clause: Clause) -> bool:
 _MADE = frozenset({"make", "making", "get", "let", "want", "should", "could", "can", "would"})
 
 
+def _on_it(vocab: Vocabulary, clause: Clause) -> bool:
+    """Whether a clause puts what it asks on a place said before ("tone down the red on it", "less yellow in
+    there"): a colour said with it is that colour there, not the photo's."""
+    pieces = clause.pieces
+    return any(p.text in vocab.back_references and k > 0 and pieces[k - 1].text in ("on", "in", "of")
+               for k, p in enumerate(pieces))
+
+
 def _pointed_at(clause: Clause, piece) -> bool:
     """Whether a word is pointed at as said before ("that corner", "the same spot"): a place named again."""
     i = clause.pieces.index(piece)
@@ -681,8 +689,8 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         # place, "it" / "there" is that place, not the whole photo
         pointed = said_global + [p for p in clause.of("word") if p.text in vocab.back_references
                                  or ((p.text in said_before or p.text in _PARTS) and _pointed_at(clause, p))]
-        refers_back = bool(pointed) and bool(previous_targets) and not targets and not bands \
-            and all(p.text in vocab.back_references for p in said_global)
+        refers_back = bool(pointed) and bool(previous_targets) and not targets \
+            and (not bands or _on_it(vocab, clause)) and all(p.text in vocab.back_references for p in said_global)
         # "the spoon has a nasty glare on it": "it" after a thing said in the same clause is that thing
         thing_first = bool(said_global) and all(p.text in vocab.back_references for p in said_global) and any(
             p.category == "word" and p.pos < said_global[0].pos and p.text not in vocab.known_words
@@ -811,7 +819,9 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                          or _colour_of_a_thing(clause)))):
                 # "less green", "more blue": the band's saturation; "make the suit less orange": the colour
                 # finds the thing (named before it; "give it a green moustache" names a new thing after it)
-                use = Use(vocab.intents["more_saturated"], targets=targets, bands=bands, pos=clause.pieces[0].pos)
+                # ("tone down the red on it" after a place: that colour there)
+                there = list(previous_targets) if not targets and refers_back and _on_it(vocab, clause) else []
+                use = Use(vocab.intents["more_saturated"], targets=targets or there, bands=bands, pos=clause.pieces[0].pos)
                 use.negated = bool(clause.of("reduce"))
                 mags = clause.of("magnitude")
                 use.scale = vocab.magnitudes[mags[0].key] if mags else 1.0
