@@ -754,3 +754,9 @@ def test_a_corner_is_smaller_than_that_part_of_the_frame():
     part = _plan_of("brighten the top left").sub_goals[0].target
     assert corner["type"] == part["type"] == "radial"
     assert corner["radius"][0] < part["radius"][0] and corner["center"][0] < part["center"][0]
+
+
+def test_what_a_photo_is_of_is_no_place_in_it():
+    """"a shot of my car, can it be punchier": the car is what the photo shows (it asked where the car was)."""
+    plan = _plan_of("a shot of my car, can it be punchier")
+    assert plan.sub_goals and all(g.target is None for g in plan.sub_goals), plan.reply

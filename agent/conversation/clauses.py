@@ -259,6 +259,11 @@ class NamedPlace:
     small: bool = False     # pointed at or sized ("that lamp", "the little pink nose"): one small thing
 
 
+#: Words for the photo itself: the thing after "a photo of" is what it shows, not a place in it.
+_PHOTO_WORDS = frozenset({"photo", "photos", "pic", "pics", "picture", "pictures", "shot", "image", "snap",
+                          "snapshot", "selfie", "photograph", "portrait", "scan"})
+
+
 def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
     """Places named with a determiner that no target or mask knows ("brighten the cup").
 
@@ -278,6 +283,8 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
             continue
         if i > 0 and pieces[i - 1].text in CAUSES:
             continue                # "everything's orange from the lamp": why, not where
+        if i > 1 and pieces[i - 1].text == "of" and pieces[i - 2].text in _PHOTO_WORDS:
+            continue                # "old photo of my uncle. can you make it punchier": what the photo shows
         run, sized = [], False
         end = i + 1
         for k, p in enumerate(pieces[i + 1:], i + 1):
