@@ -760,3 +760,23 @@ def test_what_a_photo_is_of_is_no_place_in_it():
     """"a shot of my car, can it be punchier": the car is what the photo shows (it asked where the car was)."""
     plan = _plan_of("a shot of my car, can it be punchier")
     assert plan.sub_goals and all(g.target is None for g in plan.sub_goals), plan.reply
+
+
+def test_a_thing_left_out_in_the_same_breath_that_stands_for_the_background_keeps_it():
+    """"warmer but not the wall": the wall stands for the background, so the warming goes everywhere but there
+    (it asked where the wall was); "brighten it but not the lamp" still asks about the lamp."""
+    plan = _plan_of("warmer but not the wall")
+    assert plan.sub_goals and all((g.target or {}).get("type") == "subject" and not (g.target or {}).get("invert")
+                                  for g in plan.sub_goals), plan.reply
+    assert not _plan_of("brighten it but not the lamp").sub_goals
+
+
+def test_a_pull_back_that_takes_all_of_a_small_change_says_so(studio):
+    """After a small change, the least visible step back takes all of it; the reply says so instead of the
+    share asked ("Taking back 30%" while the head went back to where it was)."""
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "a little more saturation")
+    assert 0 < studio.head(sid).state["settings"].get("saturation", 0)
+    r = studio.send_message(sid, "thats a bit much")
+    assert studio.head(sid).state["settings"].get("saturation", 0) == 0, r.reply
+    assert "all of" in r.reply and "%" not in r.reply, r.reply

@@ -80,7 +80,7 @@ def pull_back_moves(base, state: EditState, fraction: float, order: int, *, only
 
     Ops in ``discrete`` (a rotation, an aspect ratio) are choices, not amounts: left as they are.
     """
-    out = []
+    out, whole = [], []
     pct = f"{fraction:.0%}"
     what = what or _what(base)
     for rank, c in enumerate(_own_changes(base)):
@@ -100,6 +100,11 @@ def pull_back_moves(base, state: EditState, fraction: float, order: int, *, only
         value = max(value, c.before) if now > c.before else min(value, c.before)
         out.append(Move(c.op, value, "set", c.target, label or f"less of {what}",
                         f"taking back {pct} of {what}", "followup", order, rank, "followup"))
+        whole.append(value == c.before)
+    if out and all(whole) and fraction < 0.95:
+        # the least visible step took all of a small change back: the reply says so, not the share asked
+        for m in out:
+            m.phrase = f"taking back all of {what} (a smaller step would not show)"
     return out
 
 

@@ -666,7 +666,16 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         marks = clause.of("except")
         if marks and uses and not any(p.pos > marks[0].pos for p in clause.of("target", "band")):
             # "brighten it but not the lamp": the thing left out is one no finder knows
-            draft.unknown_kept += _kept_things(vocab, clause)
+            kept = _kept_things(vocab, clause)
+            after = [p.text for p in clause.pieces if p.pos > marks[0].pos and p.category == "word"]
+            stand = vocab.place_nouns.get(after[0]) if len(after) == 1 else None
+            rest = _complement(vocab, stand) if stand else None
+            if rest and not any(u.targets for u in uses):
+                # "warmer but not the wall": the wall stands for the background, kept out of the change
+                for u in uses:
+                    u.targets = [rest]
+            else:
+                draft.unknown_kept += kept
         if excepted:
             # "everything except her face darker": the rest of the frame, not the face
             targets = [excepted.get(t, t) for t in targets]
@@ -1078,6 +1087,17 @@ def _excepted(vocab: Vocabulary, clause: Clause) -> dict[str, str]:
         return {}
     return {p.key: f"all_but_{p.key}" for p in clause.of("target")
             if p.pos > marks[0].pos and f"all_but_{p.key}" in vocab.targets}
+
+
+def _complement(vocab: Vocabulary, target: str) -> str | None:
+    """The target that is everything but ``target`` ("all_but_bottom"; the subject for the background)."""
+    if f"all_but_{target}" in vocab.targets:
+        return f"all_but_{target}"
+    spec = vocab.targets.get(target)
+    if not spec:
+        return None
+    inverse = normalize_mask_spec(dict(spec, invert=not spec.get("invert")))
+    return next((t for t, s in vocab.targets.items() if normalize_mask_spec(dict(s)) == inverse), None)
 
 
 def _kept_things(vocab: Vocabulary, clause: Clause) -> list[str]:
