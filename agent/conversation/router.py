@@ -35,7 +35,7 @@ from agent.conversation.clauses import SIZES, read_complaints, split_clauses
 from agent.conversation.generative import GenerativeRequest, parse_generative
 from agent.conversation.going_back import GoingBack, GoingBackReader, split_requests
 from agent.conversation.vocabulary import Vocabulary, read_pieces
-from agent.conversation.words import (SEPARATORS, before_comparative, find_phrases, plain_words, rhetorical_rest, tells_how_taken, tokenize,
+from agent.conversation.words import (PRAISE_LINKS, SEPARATORS, before_comparative, find_phrases, plain_words, rhetorical_rest, tells_how_taken, tokenize,
                                      word_lists)
 from pipeline import ops
 from profiles import Profile, load_profile
@@ -57,8 +57,6 @@ _REQUEST_PIECES = ("intent", "fix", "op", "relative", "towards", "band", "increa
 #: Praise that compares ("better", "nicer"): said of versions, it may ask for one back.
 _COMPARING = frozenset({"better", "nicer", "worse", "best", "prettier", "improved"})
 
-#: Verbs that say what the praise is of ("the warmth is lovely", "her skin looks great").
-_PRAISE_LINKS = frozenset({"is", "looks", "look", "feels", "feel", "was", "are", "'s", "seems"})
 
 #: Words that open a clause added to what was just done ("and the warmth too"), and those that end it.
 _ALSO_BEFORE = frozenset({"and", "also", "plus", "oh", "ok", "okay", "then", "now"})
@@ -467,8 +465,8 @@ class Router:
         # ("that warm feel is so nice", "the sky looks lovely": what is praised, said before it with a linking
         # verb, is no change asked for; said after the praise it may be: "nice, now the sky")
         start = hits[0][0]
-        linked = start > 0 and (tokens[start] in _PRAISE_LINKS or tokens[start - 1] in _PRAISE_LINKS | {
-            "so", "really", "very", "pretty", "super"} and any(t in _PRAISE_LINKS for t in tokens[max(0, start - 3):start]))
+        linked = start > 0 and (tokens[start] in PRAISE_LINKS or tokens[start - 1] in PRAISE_LINKS | {
+            "so", "really", "very", "pretty", "super"} and any(t in PRAISE_LINKS for t in tokens[max(0, start - 3):start]))
         said = [t for i, t in enumerate(tokens) if i >= start and i not in covered and t not in SEPARATORS] \
             if linked else rest
         # ("that warm feel is so nice": opened with a determiner, "warm" names what is praised, it asks nothing)

@@ -152,6 +152,11 @@ def says_yes(tokens: list[str]) -> bool:
 _POLITE = frozenset({"please", "pls", "plz", "then", "thanks", "thx", "lol", "u", "you"})
 
 
+#: Verbs that say what praise is of ("the warmth is lovely", "her skin looks great"): the router and the
+#: planner read praise of a thing the same way.
+PRAISE_LINKS = frozenset({"is", "looks", "look", "feels", "feel", "was", "are", "'s", "seems"})
+
+
 def before_comparative(tokens: list[str], found: list[tuple[int, int, Any]]) -> list[tuple[int, int, Any]]:
     """``found`` phrases without those said before a comparative: "that's a lot better", "its a lot warmer now"
     say how it is, where "woah that's a lot" says it went too far."""
@@ -187,11 +192,12 @@ def taken_some_out(text: str) -> str:
     return _TAKEN_SOME.sub(lambda m: f"{'a bit' if m[2] == 'some' else m[2]} less {m[3]}", text)
 
 
-def _comparatives(bases) -> dict[str, str]:
+@lru_cache(maxsize=1)
+def _comparatives() -> dict[str, str]:
     """Comparative -> base for the words of ``compared_bases`` ("dark" -> darker, "blue" -> bluer, "noisy" ->
-    noisier, "red" -> redder)."""
+    noisier, "red" -> redder), built once."""
     out = {}
-    for b in bases:
+    for b in word_lists()["compared_bases"]:
         if b.endswith("y"):
             out[b[:-1] + "ier"] = b
         elif b.endswith("e"):
@@ -216,7 +222,7 @@ def compared_as_too(text: str) -> str:
     "her face looks redder than the rest") said as a complaint ("the bottom is too dark"): the fix goes on the
     place said first, the one compared to is no place to change; the planner and the judge read it the same way
     ("make the sky darker than the sea" asks, and stays as said)."""
-    table = _comparatives(word_lists()["compared_bases"])
+    table = _comparatives()
 
     def plain(m: re.Match) -> str:
         base = table.get(m[2])

@@ -17,7 +17,7 @@ from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_EN
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, Intent, Piece, Vocabulary, read_pieces
-from agent.conversation.words import effect_said, find_phrases, tells_how_taken, tokenize, word_lists
+from agent.conversation.words import PRAISE_LINKS, effect_said, find_phrases, tells_how_taken, tokenize, word_lists
 from pipeline import ops
 from pipeline.masks import normalize_mask_spec
 from pipeline.state import EditState
@@ -307,8 +307,7 @@ def _describes(vocab: Vocabulary, clause: Clause, piece) -> bool:
         and noun not in _FUNCTION_WORDS
 
 
-#: Verbs that say what praise is of ("the sky looks lovely", "her skin is perfect"), and words between.
-_PRAISE_LINKS = frozenset({"is", "are", "was", "looks", "look", "seems", "feels", "'s"})
+#: Words between praise and the verb that says what it is of ("the sky looks really lovely").
 _PRAISE_DEGREES = frozenset({"so", "really", "very", "pretty", "super", "quite", "just", "now"})
 
 
@@ -323,7 +322,7 @@ def _praised(vocab: Vocabulary, clause: Clause) -> bool:
         return True                      # "i love the sky"
     for s, _, _ in vocab.praise.find(tokens):
         before = [t for t in tokens[max(0, s - 3):s] if t not in _PRAISE_DEGREES]
-        if before and before[-1] in _PRAISE_LINKS:
+        if before and before[-1] in PRAISE_LINKS:
             return True
     return False
 
@@ -666,7 +665,6 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         marks = clause.of("except")
         if marks and uses and not any(p.pos > marks[0].pos for p in clause.of("target", "band")):
             # "brighten it but not the lamp": the thing left out is one no finder knows
-            kept = _kept_things(vocab, clause)
             after = [p.text for p in clause.pieces if p.pos > marks[0].pos and p.category == "word"]
             stand = vocab.place_nouns.get(after[0]) if len(after) == 1 else None
             rest = _complement(vocab, stand) if stand else None
@@ -675,7 +673,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                 for u in uses:
                     u.targets = [rest]
             else:
-                draft.unknown_kept += kept
+                draft.unknown_kept += _kept_things(vocab, clause)
         if excepted:
             # "everything except her face darker": the rest of the frame, not the face
             targets = [excepted.get(t, t) for t in targets]
@@ -829,7 +827,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                 # "less green", "more blue": the band's saturation; "make the suit less orange": the colour
                 # finds the thing (named before it; "give it a green moustache" names a new thing after it)
                 # ("tone down the red on it" after a place: that colour there)
-                there = list(previous_targets) if not targets and refers_back and _on_it(vocab, clause) else []
+                there = list(previous_targets) if not targets and refers_back else []   # (refers_back: "on it")
                 use = Use(vocab.intents["more_saturated"], targets=targets or there, bands=bands, pos=clause.pieces[0].pos)
                 use.negated = bool(clause.of("reduce"))
                 mags = clause.of("magnitude")
