@@ -780,3 +780,102 @@ def test_a_pull_back_that_takes_all_of_a_small_change_says_so(studio):
     r = studio.send_message(sid, "thats a bit much")
     assert studio.head(sid).state["settings"].get("saturation", 0) == 0, r.reply
     assert "all of" in r.reply and "%" not in r.reply, r.reply
+
+
+# -- several changes undone at once, a follow-up said verb first, what the photo shows --------------------
+
+@pytest.mark.parametrize("undo, gone, kept", [
+    ("undo the warmth and the contrast, keep the rest", {"temperature", "contrast"}, {"exposure"}),
+    ("undo that and the warmth", {"temperature", "exposure"}, {"contrast"}),
+])
+def test_several_changes_named_with_and_are_all_undone_and_the_rest_stays(studio, undo, gone, kept):
+    """"undo the warmth and the contrast": both changes, not only the last one named; "undo that and the
+    warmth": the last change and the warming, the contrast between them stays."""
+    sid = studio.start_session(small_photo("astronaut")).id
+    for message in ("make it warmer", "more contrast", "make it brighter"):
+        studio.send_message(sid, message)
+    r = studio.send_message(sid, undo)
+    settings = studio.head(sid).state["settings"]
+    assert all(not settings.get(op) for op in gone), (r.reply, settings)
+    assert all(settings.get(op) for op in kept), (r.reply, settings)
+    assert "changes" in r.reply, r.reply
+
+
+def test_more_on_a_part_the_last_change_named_is_that_change_again(studio):
+    sid = studio.start_session(small_photo("astronaut")).id
+    studio.send_message(sid, "brighten her eyes a little")
+    first = studio.head(sid).state["settings"].get("eye_brightening", 0)
+    r = studio.send_message(sid, "bit more on the eyes")
+    assert first > 0 and studio.head(sid).state["settings"].get("eye_brightening", 0) > first, r.reply
+
+
+@pytest.mark.parametrize("again", ["dim it a bit more", "its fine but yeah, dim it a bit more"])
+def test_a_quality_said_again_with_more_after_it_goes_where_the_last_change_went(studio, again):
+    """"dim it a bit more" after darkening the background: more of that, there (it darkened the whole
+    photo); "its fine" is "it's fine", no place (the reply said "darker on the fine")."""
+    sid = studio.start_session(small_photo("cat")).id
+    studio.send_message(sid, "the background behind her is a bit bright, darken it")
+    before = _on(_layers(studio, sid), "subject").get("exposure", 0)
+    r = studio.send_message(sid, again)
+    assert not studio.head(sid).state["settings"].get("exposure"), r.reply
+    assert _on(_layers(studio, sid), "subject").get("exposure", 0) < before < 0, r.reply
+    assert "fine" not in r.reply, r.reply
+
+
+@pytest.mark.parametrize("text", ["this is my grandad back in the day, can you make it look less flat",
+                                  "this is my dog, make it warmer", "my grandad took this, make it punchier"])
+def test_who_or_what_the_photo_shows_is_no_place_in_it(text):
+    plan = _plan_of(text)
+    assert plan.sub_goals and all(g.target is None for g in plan.sub_goals), plan.reply
+
+
+def test_a_big_thing_in_a_corner_goes_there_and_a_little_one_is_asked_about():
+    plan = _plan_of("the big helmet bottom right is kinda distracting, can you darken it")
+    assert plan.sub_goals and all((g.target or {}).get("type") == "radial" for g in plan.sub_goals), plan.reply
+    assert not _plan_of("darken the little knob in the bottom right").sub_goals
+
+
+def test_cosy_is_a_look_and_ease_back_takes_some_back(studio):
+    plan = _plan_of("can you make it feel cozier")
+    assert any(g.op == "temperature" and g.value > 0 for g in plan.sub_goals), plan.reply
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "make it darker")
+    darker = studio.head(sid).state["settings"]["exposure"]
+    r = studio.send_message(sid, "oof ok thats a bit much, ease back")
+    assert darker < studio.head(sid).state["settings"]["exposure"] < 0, r.reply
+
+
+def test_the_same_on_another_unknown_thing_is_asked_about_and_the_request_still_waits(studio):
+    """"and the cup handle too" after "I can't find the spoon": asked about the same way (it answered "I don't
+    know how to do that"), and "ok the whole thing then" still finishes the request."""
+    sid = studio.start_session(small_photo("coffee")).id
+    start = studio.head(sid).id
+    studio.send_message(sid, "the spoon looks dull, can it be shinier")
+    r = studio.send_message(sid, "and the cup handle too pls")
+    assert "can't find \u201cthe cup handle\u201d" in r.reply and studio.head(sid).id == start, r.reply
+    r = studio.send_message(sid, "ok the whole thing then")
+    assert studio.head(sid).id != start and "shinier" in r.reply, r.reply
+
+
+def test_back_to_when_a_place_was_still_as_it_was_is_before_its_change(studio):
+    """"take it back to when the sky was still the original colour": the version before the sky was changed
+    (it took back only the last change), with the brightening before it kept."""
+    sid = studio.start_session(small_photo("rocket")).id
+    for message in ("its kinda murky, brighten it a bit", "the sky should be more of a deep navy",
+                    "now the rocket itself a bit brighter"):
+        studio.send_message(sid, message)
+    assert _on(_layers(studio, sid), "sky")
+    r = studio.send_message(sid, "hmm take it back to when the sky was still the original colour")
+    assert r.status == "rolled_back" and not _on(_layers(studio, sid), "sky"), r.reply
+    assert studio.head(sid).state["settings"].get("exposure", 0) > 0, r.reply
+
+
+def test_the_colour_version_after_black_and_white_is_the_one_before_it(studio):
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "make it a bit warmer")
+    for message in ("can u try it in black and white", "hmm punchier, more contrast"):
+        studio.send_message(sid, message)
+    r = studio.send_message(sid, "meh i miss the colour honestly, go back to the colour version")
+    settings = studio.head(sid).state["settings"]
+    assert r.status == "rolled_back" and settings.get("temperature", 0) > 0, r.reply
+    assert settings.get("saturation", 0) > -80 and not settings.get("contrast"), settings

@@ -57,6 +57,7 @@ def test_i_insist_goes_past_the_sweet_spot_it_was_told_about(studio):
     ("make it moody", "too dark, only a little", "exposure", "smaller, same way"),
     ("warmer", "no, cooler instead", "temperature", "reversed"),
     ("more contrast", "the other way", "contrast", "reversed"),
+    ("bring out the texture a bit more", "hmm too crunchy, a bit less", "clarity", "smaller, same way"),
 ])
 def test_replan_feedback_changes_the_plan_the_way_it_says(reviewing, request_, feedback, op, expect):
     sid = reviewing.start_session(small_photo("coffee", 300)).id
@@ -71,3 +72,17 @@ def test_replan_feedback_changes_the_plan_the_way_it_says(reviewing, request_, f
     else:
         assert new * planned < 0, (planned, new)
     assert again.score is not None and again.score >= 0.6, again.reply     # the judge reads it as meant too
+
+
+def test_a_complaint_about_the_plan_is_not_replanned_away_nor_taken_past_the_start(reviewing):
+    """"too crunchy, a bit less" after a plan that added texture: the texture is pulled back, the complaint's
+    other fix (sharpening taken below nothing) is not added, and no automatic replan that reads the first
+    request alone turns it back into more texture before the person sees it."""
+    sid = reviewing.start_session(small_photo("gravel", 300)).id
+    first = reviewing.send_message(sid, "can you bring out the texture in the stones a bit more")
+    planned = {g["op"]: g["value"] for g in first.sub_goals}
+    again = reviewing.review(sid, "replan", feedback="hmm too crunchy, a bit less")
+    assert again.status == "awaiting_review", again.reply
+    new = {g["op"]: g["value"] for g in again.sub_goals}
+    assert set(new) <= set(planned), (planned, new)                       # nothing the plan did not have
+    assert all(0 < new[op] * planned[op] and abs(new[op]) < abs(planned[op]) for op in new), (planned, new)

@@ -30,6 +30,7 @@ LOCATING = word_lists()["locating_words"]
 PERSONS = word_lists()["person_determiners"]
 CLOTHING = word_lists()["clothing"]
 SIZES = word_lists()["size_words"]
+LARGE = word_lists()["large_size_words"]
 COLOUR_SAID_OF = word_lists()["colour_said_of"]
 COLOUR_OF_A_THING = word_lists()["colour_of_a_thing"]
 #: "the rocket only": which thing alone, not part of its name
@@ -309,6 +310,9 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
             run.pop()               # "the rocket itself", "the rocket only": the rocket
         if not run:
             continue
+        if det.text == "its" and len(run) == 1 and (end >= len(pieces) or pieces[end].category == "separator"
+                                                    or pieces[end].text == "but"):
+            continue                # "its fine but yeah, dim it": "it's" typed without its apostrophe
         noun = run[-1]
         if noun in FILLER or noun in vocab.chatter or noun in vocab.not_places:
             continue
@@ -319,7 +323,8 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
             and not find_phrases([pieces[end].text], vocab.place_relations)
         specific = (det.text in vocab.pointing_words or (det.text in PERSONS and noun not in CLOTHING) or sized
                     or located or bool(SIZES & set(run)))
-        small = det.text in vocab.pointing_words or sized or bool(SIZES & set(run))
+        # ("the big helmet bottom right" is no small thing: it may be placed in its part of the frame)
+        small = det.text in vocab.pointing_words or sized or bool((SIZES - LARGE) & set(run))
         out.append(NamedPlace(" ".join([det.text] + run), specific, small))
     return out
 

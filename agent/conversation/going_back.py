@@ -61,11 +61,14 @@ class GoingBack:
     whole: bool = False         # "all the colour boosting", "the texture stuff altogether": the whole run
     keep: list[str] = field(default_factory=list)    # "undo both of those, keep just the warmth": not undone
     approved: bool = False      # "the one i approved (first)": a version the person approved in review
+    # "undo the warmth and the contrast", "undo that and the water one": further changes named with "and",
+    # each found on its own and taken out with the first ([] names the last change: "that")
+    also: list[list[str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "steps": self.steps, "named": self.named, "without": self.without,
                 "before": self.before, "after": self.after, "first": self.first, "strong": self.strong,
-                "whole": self.whole, "keep": self.keep, "approved": self.approved}
+                "whole": self.whole, "keep": self.keep, "approved": self.approved, "also": self.also}
 
 
 class GoingBackReader:
@@ -214,6 +217,9 @@ class GoingBackReader:
             others = self._named([w for i, w in enumerate(words) if i not in spans and i not in verbs_at])
             if not others or not self._names_a_change(others):
                 return GoingBack("original", strong=True)
+            if "still" in words[:min(s for s, _, _ in said_original)]:
+                # "back to when the sky was still the original colour": the version before the sky was changed
+                return GoingBack("before", before=others, strong=True)
         if (strong or said_back) and _APPROVED & set(words):
             # "actually go back to the one I approved first"
             return GoingBack("version", first=bool(self.first.find(words)), strong=True, approved=True)
@@ -283,6 +289,11 @@ class GoingBackReader:
             # ("take those last two back off": the verb's particle names nothing)
             named = [w for w in named if w not in _PARTICLES]
             return GoingBack("steps", steps=count, named=named, strong=bool(strong), keep=parts["keep"])
+        if verbs and not described:
+            # "undo the warmth and the contrast", "undo that and the water one": each named on its own
+            groups = self._groups(words[vs + vn:first_marker])
+            if len(groups) > 1 and any(groups):
+                return GoingBack("change", named=groups[0], strong=bool(strong), also=groups[1:])
         if named:
             return GoingBack("change", named=named, strong=bool(strong), whole=bool(self.whole.find(words)))
         if self.whole.find(words):
@@ -291,6 +302,28 @@ class GoingBackReader:
         if strong or self.last.find(words):
             return GoingBack("last", strong=bool(strong))
         return None
+
+    def _groups(self, words: list[str]) -> list[list[str]]:
+        """The changes ``words`` name one by one, split at "and" and commas: each the words that name it, or []
+        for the last change pointed at ("that", "this last one"); [] overall when a part names no change."""
+        parts: list[list[str]] = [[]]
+        for w in words:
+            if w in _AND:
+                parts.append([])
+            else:
+                parts[-1].append(w)
+        parts = [p for p in parts if p]
+        groups: list[list[str]] = []
+        for part in parts:
+            named = self._named(part)
+            if named and self._names_a_change(named) or named and self.vocab.targets and any(
+                    p.category == "target" for p in read_pieces(self.vocab, named)):
+                groups.append(named)
+            elif not named and (_POINTERS & set(part) or self.last.find(part)):
+                groups.append([])
+            else:
+                return []
+        return groups
 
     def _describes_version(self, words: list[str], start: int, length: int) -> bool:
         """Whether a degree word is part of a version's description, between an article and a word for a
@@ -426,6 +459,10 @@ class GoingBackReader:
                 start, end = run
                 return min(back.steps, n) if end == n - 1 else None
             return min(back.steps, n)
+        if back.kind == "change" and back.also:
+            taken = self._taken(back, edits)
+            # a run that ends at the head is gone back to (bit-exact); else the changes are taken out
+            return len(taken) if taken and taken == list(range(n - len(taken), n)) else None
         if back.kind in ("change", "before"):
             words = back.named if back.kind == "change" else back.before
             run = self._last_run(edits, words, same_thing=back.kind == "change" and not back.whole)
@@ -458,6 +495,15 @@ class GoingBackReader:
                 # "right after the crema thing", where that request made no version: the version it left
                 k = self._at_unmade(state, back.after, latest=not back.first)
             return n - k if k is not None and n - k >= 1 else None
+        # "back to the colour version", "the one in colour" after black and white: the version before the
+        # latest change that took the colour out
+        if back.named and set(back.named) <= _IN_COLOUR and not back.without and not back.before:
+            grey = self._monochrome()
+            took_out = [i for i, e in enumerate(edits) if grey & set(e.intents)
+                        or any(c.op == "saturation" and c.after <= self.vocab.monochrome["saturation_at_or_below"]
+                               < c.before for c in e.changes)]
+            if took_out:
+                return n - took_out[-1] if n - took_out[-1] >= 1 else None
         # a version described by what it had (and lacked), the latest such unless "first"
         limit = n - 1           # the head itself is not "going back"
         if back.before:
@@ -498,6 +544,12 @@ class GoingBackReader:
             k = max(candidates)
         return n - k if n - k >= 1 else None
 
+    def _monochrome(self) -> set[str]:
+        """The looks that take the colour out (black and white, sepia): saturation at or below the monochrome line."""
+        line = self.vocab.monochrome["saturation_at_or_below"]
+        return {name for name, intent in self.vocab.intents.items()
+                if any(op == "saturation" and value <= line for op, value in intent.ops)}
+
     def _at_unmade(self, state: DialogueState, words: list[str], latest: bool) -> int | None:
         """How many head-path edits came before the request ``words`` name among those that made no version
         (the version of that time), the latest such request or the first; None when none is named."""
@@ -518,10 +570,22 @@ class GoingBackReader:
         warming, then brightening): taken out as a new version, the later changes kept; [] otherwise."""
         if back.kind != "change" or not state.edits:
             return []
+        if back.also:
+            return [state.edits[i] for i in self._taken(back, state.edits)]
         run = self._last_run(state.edits, back.named, same_thing=not back.whole)
         if run is None or run[1] == len(state.edits) - 1:
             return []
         return state.edits[run[0]:run[1] + 1]
+
+    def _taken(self, back: GoingBack, edits: list[TurnMoves]) -> list[int]:
+        """The indices of the edits the names of ``back`` find (the last edit for a pointer), in order: a name
+        that finds no change is passed over ("undo the sky and the water" when only the sky was changed)."""
+        out: set[int] = set()
+        for words in [back.named, *back.also]:
+            run = self._last_run(edits, words, same_thing=True) if words else (len(edits) - 1, len(edits) - 1)
+            if run is not None:
+                out.update(range(run[0], run[1] + 1))
+        return sorted(out)
 
     def _last_run(self, edits: list[TurnMoves], words: list[str], same_thing: bool = False) -> tuple[int, int] | None:
         """(first, last) index of the most recent unbroken run of edits that ``words`` name (``same_thing``: each
@@ -540,6 +604,14 @@ class GoingBackReader:
             start -= 1
         return start, end
 
+
+#: A version said to be in colour ("the colour version", "the coloured one") after black and white.
+_IN_COLOUR = frozenset({"colour", "color", "coloured", "colored", "colourful", "colorful", "colours", "colors"})
+
+#: Words that join the changes a going back names: "undo the warmth and the contrast".
+_AND = frozenset({"and", ",", "plus", "n"})
+#: Words that point at the last change when said alone in a list: "undo that and the warmth".
+_POINTERS = frozenset({"that", "this", "it"})
 
 #: Words before "back" that make it a place: "in back", "out back", "round the back".
 _PLACE_LEADS = frozenset({"in", "at", "out", "round", "around"})

@@ -73,7 +73,15 @@ def tells_how_taken(tokens: Sequence[str]) -> bool:
     if opening[:1] in (["this"], ["it"], ["that"]) and opening[1:2] in (["was"], ["got"]) \
             and opening[2:3] and opening[2] in word_lists()["taken_words"]:
         return True         # "this was taken at night on my phone"
-    return bool(opening) and opening[0] in word_lists()["statement_verbs"]
+    lists = word_lists()
+    for intro in lists["photo_introductions"]:
+        said = intro.split()
+        if opening[:len(said)] == said and opening[len(said):len(said) + 1] and opening[len(said)] in lists["possessives"]:
+            return True     # "this is my grandad back in the day", "meet our new puppy": what the photo shows
+    if opening[:1] and opening[0] in lists["possessives"] and any(t in lists["taken_words"] or t == "took"
+                                                                  for t in opening[1:4]):
+        return True         # "my grandad took this in the 60s": who took it
+    return bool(opening) and opening[0] in lists["statement_verbs"]
 
 
 def rhetorical_rest(tokens: Sequence[str]) -> list[str] | None:

@@ -570,7 +570,9 @@ def _target_at(tokens: Sequence[str], lex: Lexicon, skip: set[int],
             while after < len(tokens) - 1 and tokens[after] in lex.counting:
                 after += 1          # "the two puppies", "the little cup": the thing comes after
             noun = tokens[after].removesuffix("'s")
-            if _a_thing(noun, lex, known_words):
+            # ("its fine but yeah, dim it": "it's" typed without its apostrophe, said of the photo)
+            said_of_it = t == "its" and (after + 1 >= len(tokens) or tokens[after + 1] in _SAID_OF_IT_ENDS)
+            if _a_thing(noun, lex, known_words) and not said_of_it:
                 candidates.append((i, noun, None))
     if not candidates:
         return -1, None, None
@@ -585,6 +587,8 @@ def _target_at(tokens: Sequence[str], lex: Lexicon, skip: set[int],
     return candidates[0]
 
 
+#: What may follow "its <word>" when "its" is "it's": "its fine, but", "its ok. darker".
+_SAID_OF_IT_ENDS = frozenset({",", ".", "!", "?", ";", ":", "but", "though", "tho"})
 #: "i can barely see the guitar", "cant make out the buildings": what a thing cannot be seen for.
 _SEEING = frozenset({"see", "out", "read", "spot", "find"})
 #: Said of the whole photo: "its so dark", "the whole pic is so dark".

@@ -59,8 +59,9 @@ def route_after_quality(state: AgentState, config: AgentConfig) -> str:
     tier = (state.get("details") or {}).get("review_tier") or review_tier(score, config)["tier"]
     if tier == "auto_accept" and mode != "always":
         return "context_fold"
-    # the person's own values are never replaced by an automatic replan
-    retries_left = (not state.get("person_modified")
+    # the person's own values, and the plan their replan asked for ("too crunchy, a bit less"), are never
+    # replaced by an automatic replan that reads the first request alone: they go to the person
+    retries_left = (not state.get("person_modified") and not state.get("person_replanned")
                     and int(state.get("retries") or 0) < config.max_retries_per_sub_goal)
     if tier != "reject" or not retries_left:
         return "context_fold" if mode == "never" else "human_review"

@@ -300,7 +300,7 @@ class TurnNodes:
             "review": None, "feedback": None, "error": None, "diagnoses": diagnoses,
             "modify_values": None, "modify_layers": None, "person_modified": False, "warnings": warnings,
             "reply": plan.reply or "", "details": details, "repeat_plan": False,
-            "replan_feedback": replan_feedback,
+            "replan_feedback": replan_feedback, "person_replanned": feedback_from == "person",
         }
         if feedback_from == "person":
             update["best_attempt"] = None    # the person asked for a different plan: earlier attempts are not it

@@ -422,7 +422,7 @@ class EmbeddedPlanner:
             if followup is not None and followup.moves:
                 followup.moves = protect_moves(vocab, followup.moves, kept)
         if followup is not None and followup.question:
-            return self._asked(followup.question, followup.quick_replies, [])
+            return self._asked(followup.question, followup.quick_replies, followup.labels, followup.dialogue or None)
         if followup is not None and followup.dialogue.get("move") == "insist":
             draft = self._insist(request, followup)
         elif followup is not None:
@@ -717,9 +717,13 @@ class EmbeddedPlanner:
         planned = [m for m in moves if m.source in ("message", "relative", "style") and m.mode == "add" and m.value]
         fb = read_request(vocab, text, request, "feedback", order0=10_000)
         instead = "instead" in tokens or bool(find_phrases(tokens, vocab.reverse) and fb.moves)
-        mags = [vocab.magnitudes[p.key] for p in read_pieces(vocab, tokens) if p.category == "magnitude"]
         pull = find_phrases(tokens, vocab.pull_back) + find_phrases(tokens, vocab.fractions)
         more = find_phrases(tokens, vocab.repeat)
+        # how much is meant, said besides "a bit less" / "a bit more" (not the "a bit" inside them: "a bit less"
+        # keeps most of the plan, "too dark, only a little" a little of it)
+        inside = {i for pos, n, _ in pull + more for i in range(pos, pos + n)}
+        mags = [vocab.magnitudes[p.key] for p in read_pieces(vocab, tokens) if p.category == "magnitude"
+                and not set(range(p.pos, p.pos + len(p.text.split()))) <= inside]
         less_by = min(0.6, max(0.15, 0.4 * (mags[-1] if mags else 1.0)))
 
         def scaled(m: Move, factor: float) -> None:
@@ -734,14 +738,21 @@ class EmbeddedPlanner:
                     m.target, m.phrase = spec, f"{m.phrase.split(' ', 1)[0]} {where}"
             notes.append(f"{_MOVED_NOTE}{where} as you said.")
             return []
-        extra, touched = [], False
+        extra, touched, changed = [], False, set()
         by_key = {m.key: m for m in planned}
+        # "too crunchy" after a plan that added clarity: a complaint against the plan pulls its moves back; the
+        # complaint's other fixes (sharpening taken below nothing) would reverse the request, so they are not added
+        against = {f.intent for f in fb.moves if f.mode == "add" and f.value and not instead
+                   and (m := by_key.get(f.key)) is not None and f.value * m.value < 0}
         for f in fb.moves:
             m = by_key.get(f.key) if f.mode == "add" and f.value else None
+            if m is None and f.intent in against:
+                continue
             if m is None or (instead and f.value * m.value < 0):
                 extra.append(f)                  # "and warmer", "cooler instead": a move of its own
                 continue
             touched = True
+            changed.add(m.key)
             if f.value * m.value < 0:
                 scaled(m, less_by)               # "too dark" after darkening: less of it, never the other way
             else:
@@ -749,6 +760,15 @@ class EmbeddedPlanner:
         if extra and instead:
             gone = {f.key for f in extra}
             moves[:] = [m for m in moves if m.key not in gone]
+        if (touched or extra) and pull and not instead and not more:
+            # "too much, it looks fake. go softer on the sky": the "too much" scales the rest of the plan down
+            # too, and what the complaint adds goes where the plan works (not a whole-photo change for a sky plan)
+            for m in planned:
+                if m.key not in changed:
+                    scaled(m, less_by)
+            touched = True
+            # (the complaint said with it is why there was too much, not more to do: "it looks fake")
+            extra = _on_the_requests_places([f for f in extra if not f.complaint], moves)
         if touched or extra:
             if touched:
                 notes.append("Changed the plan as you said.")

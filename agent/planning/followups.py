@@ -262,7 +262,8 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                          and tokens[r[0] - 1] not in _OPENERS)
                 # ("its too bright, the wood ...": "too" before a quality is no "as well", which ends a clause)
                 and not (tokens[r[0]:r[0] + r[1]] == ["too"] and r[0] + 1 < len(tokens)
-                         and tokens[r[0] + 1] not in SEPARATORS)
+                         and tokens[r[0] + 1] not in SEPARATORS and tokens[r[0] + 1] not in FILLER
+                         and tokens[r[0] + 1] not in vocab.chatter)
                 # ("ok now its too bright, the wood looks all washed out. pull it back": says how it is now)
                 and not (tokens[r[0]:r[0] + r[1]] == ["now"] and (verbs or fractions) and _in_statement(tokens, r[0]))
                 and tokens[r[0] + r[1]:r[0] + r[1] + 2] not in (["that", "last"], ["the", "last"], ["this", "last"])]
@@ -340,23 +341,29 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     # (the words as typed too: "the guy's coat" reads as "the guy", yet the coat was said)
     last_said = set(tokenize(last.message)) | set(re.findall(r"[a-z]+", (last.message or "").lower())) \
         if last is not None else set()
-    if things and (repeat or pull) and all(_said_in(t, last_said) for t in things) \
-            and all(t in things or t in places for t in leftover):
+    said_things = [t for t in leftover if t not in places]
+    if said_things and (repeat or pull) and all(_said_in(t, last_said) for t in said_things):
         # "more on the flag pls" after "desaturate the flag a bit": the thing the last change was asked of
-        # (found, or worked on through a guess) is where it was: that change again there
+        # (found, or worked on through a guess) is where it was: that change again there ("bit more on the
+        # eyes" after brightening the eyes: a word the tables know, said of the last change, the same)
         leftover = []
     elif things and retarget and all(t in things or t in places or (t in described and said_same) for t in leftover):
         # "same for the mountains at the top": the thing is where the part of the frame said is; "the same
         # on the reflection in the water": a thing no finder knows, asked about, nothing changed
         if any(p.category == "target" and vocab.is_frame_part(p.key) for p in pieces):
             leftover = []
-        elif dialogue is not None and dialogue.base_edit() is not None:
+        elif dialogue is not None and (dialogue.base_edit() is not None or unmet and said_same and not anchors):
+            # (also after "I can't find the spoon": "and the cup handle too" is asked about the same way)
             named = [n.text for c in split_clauses(pieces) for n in named_places(vocab, c)]
             thing = named[0] if named else "the " + " ".join(things[:3])
+            # (a request still waiting for its place waits on: "the whole thing then" finishes it)
+            waiting = {"move": "not_found", "unmet": unmet, "guess": None, "place": thing} \
+                if unmet and dialogue.base_edit() is None else {}
             return FollowUp(question=f"I can't find \u201c{thing}\u201d by myself, so I haven't changed "
                                      f"anything. Paint over it and say \u201cthe same on the selection\u201d, or "
                                      f"name a part of the frame (\u201cthe same on the left\u201d).",
-                            quick_replies=["The same on the selection", "The same overall"])
+                            quick_replies=["The same on the selection", "The same overall"], dialogue=waiting,
+                            labels=list(getattr(dialogue, "unmet_labels", None) or []) if waiting else [])
     base = dialogue.base_edit() if dialogue is not None else None
     band_things = [vocab.band_things[p.text] for p in pieces if p.category == "band" and p.text in vocab.band_things]
     if retarget and band_things and base is not None and any(c.target for c in base.changes) and not (pull or fractions) \
@@ -534,9 +541,14 @@ def _carried_on(vocab: Vocabulary, tokens: list[str], anchors: list, pieces: lis
         return False
     # "more" said right before the quality ("a tad more warm", "a bit more warmth") carries it on only
     # after a change on a place: on the whole photo the quality again is the same request
+    placed = any(c.target for c in last.changes)
     more = {p.pos + len(p.text.split()) for p in pieces if p.text.split()[-1] == "more"
-            and p.category in ("increase", "magnitude")} if any(c.target for c in last.changes) else set()
-    if not any(t in vocab.carry_on for t in tokens) and not any(a.pos in more for a in anchors):
+            and p.category in ("increase", "magnitude")} if placed else set()
+    # ... or right after it, ending the message ("dim it a bit more", "warm it up a little more" after
+    # darkening the background): the same, said verb first
+    ends_more = placed and bool(pieces) and pieces[-1].text.split()[-1] == "more" \
+        and pieces[-1].category in ("increase", "magnitude") and all(a.pos < pieces[-1].pos for a in anchors)
+    if not any(t in vocab.carry_on for t in tokens) and not any(a.pos in more for a in anchors) and not ends_more:
         return False
     if any(p.category in ("reduce", "target", "rollback", "reset") for p in pieces):
         return False
@@ -552,7 +564,8 @@ def _carried_on(vocab: Vocabulary, tokens: list[str], anchors: list, pieces: lis
     if len(own) + len(still) != len(anchors) or (still and not more and not any(
             p.category == "increase" or p.text.split()[-1] == "more" for p in pieces)):
         return False
-    if any(p.category == "global" for p in pieces) and not still:
+    # ("dim it a bit more": the "it" of the verb is what the last change worked on, not the whole photo)
+    if any(p.category == "global" and not (ends_more and p.text in ("it", "them")) for p in pieces) and not still:
         return False
     stated = {i for p in still for i in _clause_span(tokens, p.pos)}      # how the photo still is
     spoken = {i for p in pieces if p.category in ("intent", "magnitude", "increase", "global")

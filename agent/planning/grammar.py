@@ -872,6 +872,8 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                     placed[_thing_noun(named[0].text)] = list(targets)
             elif targets and _praised(vocab, clause):
                 continue                                 # "the sky looks lovely, now more contrast": a remark
+            elif targets and tells_how_taken(clause.text.split()):
+                continue                                 # "this is my dog, make it warmer": what the photo shows
             elif targets:
                 draft.skipped.append(clause.text)
                 draft.bare_targets += [vocab.place(t)[1] for t in targets]

@@ -224,7 +224,8 @@ def _going_back(studio: "Studio", session_id: str, route: Route, progress, text:
         toning = studio.router.vocab.monochrome.get("toning_mask")
         toning = normalize_mask_spec(toning) if toning else None
         placed = any(c.target is not None and normalize_mask_spec(c.target) != toning for e in out for c in e.changes)
-        taken = _take_out(studio, session_id, out, progress, text) if out and (back.strong or not placed) else None
+        taken = _take_out(studio, session_id, out, progress, text, later=out[-1] is not state.edits[-1]) \
+            if out and (back.strong or not placed) else None
         if taken is not None:
             return taken
     if not any(back.strong for back in route.going_back):
@@ -254,7 +255,8 @@ def _quoted(message: str, limit: int = 60) -> str:
     return line if len(line) <= limit else line[:limit - 1].rstrip() + "\u2026"
 
 
-def _take_out(studio: "Studio", session_id: str, edits: list, progress, text: str) -> TurnResult | None:
+def _take_out(studio: "Studio", session_id: str, edits: list, progress, text: str,
+              later: bool = True) -> TurnResult | None:
     """A change named that is not the last ("lose the warm stuff" after warming, then brightening; "undo the
     sky colour but keep the lights fix"): its steps taken out of the head's values, on the whole photo and on
     the places they went, as a new version; what came after it stays. None when a place it went is no longer
@@ -279,12 +281,14 @@ def _take_out(studio: "Studio", session_id: str, edits: list, progress, text: st
             values[op] = current - delta
     result = _modified(studio, session_id, text, values, progress, list(layers.values()))
     labels = list(dict.fromkeys(label for e in edits for label in e.labels))
-    what = ("the \u201c" + "\u201d and \u201c".join(labels) + "\u201d change") if labels else "that change"
+    what = ("the \u201c" + "\u201d and \u201c".join(labels) + "\u201d change" + ("s" if len(edits) > 1 else "")) \
+        if labels else "that change"
     if result.asset_id:
         # (not "Set exposure on the sky to 0, as you asked": the values are the change taken out, not said)
         rest = (result.reply or "").split(", as you asked. ", 1)
         said = rest[1] if len(rest) == 2 and rest[0].startswith("Set ") else (result.reply or "")
-        result.reply = f"Took out {what}; the later changes stay. " + said
+        kept = "the later changes stay" if later else "the others stay"
+        result.reply = f"Took out {what}; {kept}. " + said
     result.kind = "command"
     return result
 
