@@ -879,3 +879,36 @@ def test_the_colour_version_after_black_and_white_is_the_one_before_it(studio):
     settings = studio.head(sid).state["settings"]
     assert r.status == "rolled_back" and settings.get("temperature", 0) > 0, r.reply
     assert settings.get("saturation", 0) > -80 and not settings.get("contrast"), settings
+
+
+def test_a_request_before_a_praised_thing_is_still_a_request(router):
+    """"i want the wall behind it darker, the chrome is perfect as is": the praise says what to keep (it was
+    answered "Glad you like it" and nothing changed); praise alone is still a remark."""
+    assert router.route("i want the wall behind it darker, but dont touch the phone - the chrome is perfect "
+                        "as is").kind == "modification"
+    assert router.route("that warm feel is so nice").kind == "chat"
+    assert router.route("love the warmth, the sky is perfect").kind == "chat"
+
+
+def test_too_much_said_with_how_the_photo_looks_now_takes_the_change_back(studio):
+    """"way too much, its all grey and flat now" after brightening: the brightening goes back part of the way
+    (it added contrast and colour for "grey and flat", on top of the brightening)."""
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "brighten it")
+    brighter = studio.head(sid).state["settings"]["exposure"]
+    r = studio.send_message(sid, "way too much, its all grey and flat now")
+    settings = studio.head(sid).state["settings"]
+    assert 0 <= settings.get("exposure", 0) < brighter, r.reply
+    assert not settings.get("contrast") and not settings.get("vibrance"), settings
+
+
+def test_a_cooling_the_brightening_hid_is_strengthened_by_each_replan(studio):
+    """"brighten it and cool it down slightly" on a warm photo: the brightening warms what the cooling moves, so
+    the judge saw no cooling; its reading now names the op to strengthen, and each automatic replan strengthens
+    it again (each replan made the same plan, and the same version was kept)."""
+    planned = _plan_of("its a bit too dark and orange for my taste, brighten it and cool it down slightly")
+    first = next(g.value for g in planned.sub_goals if g.op == "temperature")
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "its a bit too dark and orange for my taste, brighten it and cool it down slightly")
+    settings = studio.head(sid).state["settings"]
+    assert settings.get("exposure", 0) > 0 and settings.get("temperature", 0) < first * 2 < 0, (first, settings)

@@ -474,6 +474,13 @@ class Router:
         if self._requests(asking) or self._asked_of_me(asking) or self._follows(said) \
                 or self._about_the_photo(said, read_pieces(self.vocab, said)):
             return None
+        # ("i want the wall behind it darker, the chrome is perfect as is": a change asked in a clause of its
+        # own before the praised one, with no praise in it, is the request; the praise says what to keep)
+        opens = max((i + 1 for i in range(start) if tokens[i] in SEPARATORS), default=0)
+        before = [t for t in tokens[:opens] if t not in SEPARATORS]
+        if linked and before and not any(s < opens for s, _, _ in hits) and any(
+                p.category in ("intent", "increase", "fix") for p in read_pieces(self.vocab, before)):
+            return None
         _, reply, replies = self.chat["praise"]
         return Route("chat", "praise", reply=reply, quick_replies=replies)
 

@@ -43,7 +43,7 @@ from agent.config import DEFAULT_CONFIG_PATH, JudgeSettings
 from agent.judging.base import Assessment, JudgeRequest
 from agent.judging.scoring import MIN_TARGET_SHARE, LastChange, score_reading
 from agent.planning.base import SubGoal
-from agent.judging.reading import Reading, keeps_out_of_last, read_attempt
+from agent.judging.reading import Reading, keeps_out_of_last, load_lexicon, read_attempt
 from pipeline import measure, ops
 from pipeline.ops import Effect
 from pipeline.masks import MaskSpecError, build_mask, describe_mask, normalize_mask_spec
@@ -942,6 +942,17 @@ class EmbeddedJudge:
             # (never under the pass mark on doubt alone: the person decides, the agent does not replan)
             score = min(score, max(float(t["doubt_cap"]) - float(t["doubt_step"]) * (len(doubts) - 1),
                                    _DOUBT_FLOOR))
+        # "brighten it and cool it down slightly": the brightening warmed the measure the cooling moves, so the
+        # words' reading saw no cooling though the op on its own moved; the op that moves that property is what
+        # a replan strengthens (it had no diagnosis, so each replan made the same plan)
+        lex = load_lexicon()
+        for d in judged.diagnoses:
+            verdict, _, prop = d.partition(":")
+            signal = {"none": "too_weak", "weak": "too_weak", "wrong": "wrong_direction"}.get(verdict)
+            if signal:
+                diagnoses += [f"{signal}:{g.op}" for g in request.sub_goals if g.mode == "add" and g.value
+                              and (moved := lex.moved_by(g.op)) is not None and moved[0] == prop]
+        diagnoses = list(dict.fromkeys(diagnoses))
 
         # Plain words for the person; the measurements go to the details.
         plain: list[str] = []

@@ -245,7 +245,9 @@ class TurnNodes:
         elif assessment:                                       # an automatic replan after a low score
             retries += 1
             feedback = f"The last attempt scored {assessment.get('score', 0):.2f}: {assessment.get('assessment', '')}"
-            diagnoses = list(assessment.get("diagnoses") or [])
+            # (with the diagnoses this turn's earlier replans answered: a change still too weak after one
+            # strengthening is strengthened again, not planned the same way twice)
+            diagnoses = list(state.get("diagnoses") or []) + list(assessment.get("diagnoses") or [])
             feedback_from = "judge"
         else:
             feedback = None

@@ -674,6 +674,8 @@ class EmbeddedPlanner:
                     if any(re.search(rf"(?<![a-z']){re.escape(' '.join(tokenize(w)))}(?![a-z'])", text) for w in words):
                         diagnoses.append(name)
         applied = False
+        # a diagnosis said again by a later attempt of the same turn scales the plan again
+        times = {d: diagnoses.count(d) for d in diagnoses}
         for i, diagnosis in enumerate(dict.fromkeys(diagnoses)):
             signal = self.profile.iteration_signal(diagnosis)
             if signal is None:
@@ -684,11 +686,12 @@ class EmbeddedPlanner:
             scope = diagnosis.split(":", 1)[1].strip() if ":" in diagnosis else ""
             scope = scope if scope in ops.OPS else ""
             if signal.scale_plan is not None:
+                factor = signal.scale_plan ** times[diagnosis]
                 for m in moves:
                     if m.source in ("message", "relative") and m.mode == "add" and (not scope or m.op == scope):
-                        m.value = int(round(m.value * signal.scale_plan)) or int(math.copysign(1, m.value))
+                        m.value = int(round(m.value * factor)) or int(math.copysign(1, m.value))
                 notes.append(f"Replanning for {signal.diagnosis.replace('_', ' ')}"
-                             f"{' of ' + scope if scope else ''}: planned amounts \u00d7{signal.scale_plan:g}.")
+                             f"{' of ' + scope if scope else ''}: planned amounts \u00d7{factor:.3g}.")
             phrase = f"correcting {signal.diagnosis.replace('_', ' ')}"
             for rank, adj in enumerate(signal.adjust):
                 extra.append(Move(adj.op, adj.value, "add", adj.target, signal.diagnosis.replace("_", " "),

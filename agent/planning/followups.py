@@ -197,6 +197,9 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     verbs = [p for p in pull if not any(f[0] <= p[0] < f[0] + f[1] for f in fractions)
              or {"back", "much", "far"} & set(tokens[p[0]:p[0] + p[1]])]
 
+    # ("way too much", "went too far", "back it off": an overshoot said, not "a bit less bright")
+    overshot = any({"much", "far", "back"} & set(tokens[s:s + n]) for s, n, _ in verbs)
+
     def named_part(p) -> bool:      # "back off the sharpening": the last change's own quality, named as a thing
         return p.category == "intent" and last is not None and p.key in last.intents and p.pos > 0 \
             and tokens[p.pos - 1] in DETERMINERS
@@ -212,7 +215,9 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         or bool(pull) and last is not None and all(p.category == "intent" and _in_statement(tokens, p.pos) and not any(
             s <= p.pos < s + n for s, n, _ in pull) for p in anchors)
         or bool(verbs) and last is not None
-        and all(p.category == "problem" or p.category == "intent" and (_stated(tokens, p) or named_part(p))
+        and all(p.category == "problem" or p.category == "intent" and (_stated(tokens, p) or named_part(p)
+                                                                         # "way too much, its all grey and flat now"
+                                                                         or _in_statement(tokens, p.pos) and overshot)
                 # "didnt realise how green itd get ... pull it back" after more vivid greens: that colour
                 or p.category == "band" and _moved_band(last, p.key)
                 for p in anchors))
