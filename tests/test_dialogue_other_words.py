@@ -912,3 +912,12 @@ def test_a_cooling_the_brightening_hid_is_strengthened_by_each_replan(studio):
     studio.send_message(sid, "its a bit too dark and orange for my taste, brighten it and cool it down slightly")
     settings = studio.head(sid).state["settings"]
     assert settings.get("exposure", 0) > 0 and settings.get("temperature", 0) < first * 2 < 0, (first, settings)
+
+
+def test_darker_than_that_after_a_change_on_a_place_goes_there_again(studio):
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "make the background darker so the cup stands out")
+    before = _on(_layers(studio, sid), "subject").get("exposure", 0)
+    r = studio.send_message(sid, "hmm WAY darker than that")
+    assert not studio.head(sid).state["settings"].get("exposure"), r.reply
+    assert _on(_layers(studio, sid), "subject").get("exposure", 0) < before < 0, r.reply

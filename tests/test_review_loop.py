@@ -86,3 +86,17 @@ def test_a_complaint_about_the_plan_is_not_replanned_away_nor_taken_past_the_sta
     new = {g["op"]: g["value"] for g in again.sub_goals}
     assert set(new) <= set(planned), (planned, new)                       # nothing the plan did not have
     assert all(0 < new[op] * planned[op] and abs(new[op]) < abs(planned[op]) for op in new), (planned, new)
+
+
+def test_a_second_replan_is_read_against_the_plan_the_first_made(reviewing):
+    """"/replan too orange" then "/replan and a bit brighter": the warming stays pulled back and the
+    brightening is added (the second replan started again from the first plan, warm as ever)."""
+    sid = reviewing.start_session(small_photo("coffee", 300)).id
+    first = reviewing.send_message(sid, "make it warmer")
+    warm = next(g["value"] for g in first.sub_goals if g["op"] == "temperature")
+    less = reviewing.review(sid, "replan", feedback="too orange")
+    pulled = next(g["value"] for g in less.sub_goals if g["op"] == "temperature")
+    both = reviewing.review(sid, "replan", feedback="and a bit brighter")
+    values = {g["op"]: g["value"] for g in both.sub_goals}
+    assert 0 < pulled < warm and values.get("temperature") == pulled, (warm, pulled, values)
+    assert values.get("exposure", 0) > 0, values

@@ -28,7 +28,7 @@ from agent.loop.context_folding import AssetContext, fold_context_for_prompt
 from agent.conversation.dialogue import dialogue_state
 from agent.loop.failures import backoff_seconds, classify as classify_failure, failure_policy
 from agent.judging.base import Assessment, Judge, JudgeRequest
-from agent.planning.base import Plan, PlanError, Planner, PlanRequest, SubGoal
+from agent.planning.base import REPLANS_JOINED, Plan, PlanError, Planner, PlanRequest, SubGoal
 from agent.planning.selection import DUST_CONFIRM_AT, NO_SELECTION_REPLY, dust_found, resolve_selection, retouch_notes
 from agent.loop.state import ActionRecord, AgentState, ToolContext, add_new
 from agent.store import Store, new_id
@@ -233,10 +233,14 @@ class TurnNodes:
         review = state.get("review") or {}
         assessment = state.get("assessment")
         diagnoses: list[str] = []
+        earlier: list[str] = []
         feedback_from = ""
         replan_feedback = state.get("replan_feedback")
+        replans = list(state.get("replans") or [])
         if review.get("action") == "replan":
-            feedback = f"The person asked for a different plan: {review.get('feedback') or 'try again'}"
+            # every replan of this turn, in order: "too orange", then "and a bit brighter" keeps the first
+            replans.append(str(review.get("feedback") or "try again"))
+            feedback = f"The person asked for a different plan: {REPLANS_JOINED.join(replans)}"
             feedback_from = "person"
             replan_feedback = str(review.get("feedback") or "")   # what this attempt answers, for the judge
         elif state.get("feedback"):
@@ -245,9 +249,10 @@ class TurnNodes:
         elif assessment:                                       # an automatic replan after a low score
             retries += 1
             feedback = f"The last attempt scored {assessment.get('score', 0):.2f}: {assessment.get('assessment', '')}"
+            diagnoses = list(assessment.get("diagnoses") or [])
             # (with the diagnoses this turn's earlier replans answered: a change still too weak after one
             # strengthening is strengthened again, not planned the same way twice)
-            diagnoses = list(state.get("diagnoses") or []) + list(assessment.get("diagnoses") or [])
+            earlier = list(state.get("diagnoses_seen") or [])
             feedback_from = "judge"
         else:
             feedback = None
@@ -260,7 +265,7 @@ class TurnNodes:
         request = PlanRequest(
             message=state["message"], state=edit, context=self.planner_context(state, dialogue),
             image_stats=image_stats(current), image=current, original=original, feedback=feedback,
-            diagnoses=diagnoses, feedback_from=feedback_from, style=state.get("style"), turn=int(state["turn"]),
+            diagnoses=diagnoses, earlier_diagnoses=earlier, feedback_from=feedback_from, style=state.get("style"), turn=int(state["turn"]),
             max_sub_goals=self.config.max_sub_goals,
             schema=str(self.store.get_session(state["session_id"]).settings.get("planner_schema", "default")),
             schema_root=self.schemas_root,
@@ -300,9 +305,10 @@ class TurnNodes:
         update: dict[str, Any] = {
             "plan": plan.to_dict(), "sub_goals": [g.to_dict() for g in goals], "retries": retries,
             "review": None, "feedback": None, "error": None, "diagnoses": diagnoses,
+            "diagnoses_seen": earlier + diagnoses,
             "modify_values": None, "modify_layers": None, "person_modified": False, "warnings": warnings,
             "reply": plan.reply or "", "details": details, "repeat_plan": False,
-            "replan_feedback": replan_feedback, "person_replanned": feedback_from == "person",
+            "replan_feedback": replan_feedback, "person_replanned": feedback_from == "person", "replans": replans,
         }
         if feedback_from == "person":
             update["best_attempt"] = None    # the person asked for a different plan: earlier attempts are not it

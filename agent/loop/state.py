@@ -146,10 +146,12 @@ class AgentState(TypedDict, total=False):
     feedback: str | None             # what the planner should take into account when replanning
     replan_feedback: str | None      # the person's own words when they sent a plan back: the judge reads them
     diagnoses: list[str]
+    diagnoses_seen: list[str]        # every diagnosis this turn's automatic replans answered, in order
     modify_values: dict | None       # {op: absolute value} from the person, applied without the planner
     modify_layers: list | None       # [{"mask": spec, "values": {op: absolute value}}]: the person's local values
     person_modified: bool            # the candidate carries the person's own values: never auto-replan
     person_replanned: bool           # the candidate answers the person's own replan: never auto-replanned away
+    replans: list[str]               # the person's replan feedback this turn, in order
     review: dict | None              # the person's latest decision: {"action": ..., ...}
     rollback_asset_id: str | None
     status: str                      # "running", then one of OUTCOMES
@@ -170,8 +172,8 @@ def fresh_turn_state(*, session_id: str, turn: int, message: str, style: str | N
         review_mode=review_mode, base_asset_id=head_asset_id, head_asset_id=head_asset_id,
         asset_id=None, plan=None, sub_goals=[], tool_contexts=[], action=None,
         assessment=None, retries=0, error_retries=0, errors=[], error=None,
-        feedback=None, replan_feedback=None, diagnoses=[], modify_values=modify_values, modify_layers=modify_layers,
-        person_modified=False, person_replanned=False, review=None, rollback_asset_id=None,
+        feedback=None, replan_feedback=None, diagnoses=[], diagnoses_seen=[], modify_values=modify_values, modify_layers=modify_layers,
+        person_modified=False, person_replanned=False, replans=[], review=None, rollback_asset_id=None,
         status="running", reply="", warnings=[], failure=None, details={}, repeat_plan=False,
         best_attempt=None,
     )

@@ -111,6 +111,11 @@ def _plan_problems(exc: ValidationError, where: str) -> str:
     return "; ".join(lines)
 
 
+#: How a planner is given the turn's replans, each in order, after "The person asked for a different plan: "
+#: ("too orange | and a bit brighter": the later one is said of the plan the earlier made).
+REPLANS_JOINED = " | "
+
+
 @dataclass
 class PlanRequest:
     """Everything a planner may look at for one turn."""
@@ -123,6 +128,7 @@ class PlanRequest:
     original: np.ndarray | None = None     # original proxy, uint8 RGB
     feedback: str | None = None            # judge assessment or the person's replan feedback
     diagnoses: list[str] = field(default_factory=list)  # judge diagnoses, e.g. "highlights_clipped"
+    earlier_diagnoses: list[str] = field(default_factory=list)  # those this turn's earlier replans answered
     feedback_from: str = ""                # who gave ``feedback``: "judge", "person" or "error"
     style: str | None = None               # session style (a named look from the engine profile)
     turn: int = 1

@@ -31,7 +31,7 @@ from dataclasses import replace
 from typing import Mapping
 
 from pipeline.state import WHOLE_FRAME_OPS
-from agent.planning.base import Plan, PlanRequest, SubGoal
+from agent.planning.base import REPLANS_JOINED, Plan, PlanRequest, SubGoal
 from agent.planning.followups import caused_by_last, guessed_place_note, read_followup
 from agent.planning.grammar import PLACED_AS_SAID, read_request, split_protected
 from agent.planning.moves import Draft, Move, protect_moves, spec_key
@@ -675,7 +675,7 @@ class EmbeddedPlanner:
                         diagnoses.append(name)
         applied = False
         # a diagnosis said again by a later attempt of the same turn scales the plan again
-        times = {d: diagnoses.count(d) for d in diagnoses}
+        times = {d: 1 + list(request.earlier_diagnoses).count(d) for d in diagnoses}
         for i, diagnosis in enumerate(dict.fromkeys(diagnoses)):
             signal = self.profile.iteration_signal(diagnosis)
             if signal is None:
@@ -713,9 +713,22 @@ class EmbeddedPlanner:
         instead") comes back as moves of its own; a request against a planned move with "instead"
         replaces it. Returns those extra moves.
         """
-        vocab = self.vocab
         text = str(request.feedback or "").split(":", 1)[-1] if str(request.feedback or "").startswith(
             "The person asked for a different plan:") else str(request.feedback or "")
+        # each replan of the turn in order ("too orange" | "and a bit brighter"): the later one is read against
+        # the plan the earlier made, not against the first plan again
+        parts = [p.strip() for p in text.split(REPLANS_JOINED) if p.strip()] or [text]
+        extra: list[Move] = []
+        for k, part in enumerate(parts):
+            if k:
+                moves.extend(replace(m, source="message") for m in extra)
+            extra = self._one_feedback(request, moves, notes, part)
+        notes[:] = list(dict.fromkeys(notes))
+        return extra
+
+    def _one_feedback(self, request: PlanRequest, moves: list[Move], notes: list[str], text: str) -> list[Move]:
+        """One replan's feedback, read against ``moves`` (see :meth:`_person_feedback`)."""
+        vocab = self.vocab
         tokens = tokenize(text)
         planned = [m for m in moves if m.source in ("message", "relative", "style") and m.mode == "add" and m.value]
         fb = read_request(vocab, text, request, "feedback", order0=10_000)

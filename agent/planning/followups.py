@@ -553,7 +553,12 @@ def _carried_on(vocab: Vocabulary, tokens: list[str], anchors: list, pieces: lis
     # darkening the background): the same, said verb first
     ends_more = placed and bool(pieces) and pieces[-1].text.split()[-1] == "more" \
         and pieces[-1].category in ("increase", "magnitude") and all(a.pos < pieces[-1].pos for a in anchors)
-    if not any(t in vocab.carry_on for t in tokens) and not any(a.pos in more for a in anchors) and not ends_more:
+    # "hmm WAY darker than that": the quality said against the last result carries it on
+    # (after a change on a place: on the whole photo the quality again is the same request)
+    than = {k for i, t in enumerate(tokens) if t == "than" and i + 1 < len(tokens) and tokens[i + 1] in _THAN_NOW
+            for k in (i, i + 1)} if placed else set()
+    if not any(t in vocab.carry_on for t in tokens) and not any(a.pos in more for a in anchors) and not ends_more \
+            and not than:
         return False
     if any(p.category in ("reduce", "target", "rollback", "reset") for p in pieces):
         return False
@@ -577,7 +582,11 @@ def _carried_on(vocab: Vocabulary, tokens: list[str], anchors: list, pieces: lis
               for i in range(p.pos, p.pos + len(p.text.split()))}
     pointed = _pointed_there(tokens) | _likened(tokens, pieces)   # ("even darker back there, like almost black")
     return all(i in spoken or t in vocab.carry_on or t in FILLER or t in vocab.chatter or t in SEPARATORS
-               or t in INTERJECTIONS or i in stated or i in pointed for i, t in enumerate(tokens))
+               or t in INTERJECTIONS or i in stated or i in pointed or i in than for i, t in enumerate(tokens))
+
+
+#: What a comparative is said against when it means the last result: "darker than that", "warmer than now".
+_THAN_NOW = frozenset({"that", "this", "now", "before", "it", "thatt"})
 
 
 def _likened(tokens: list[str], pieces: list | None = None) -> set[int]:
