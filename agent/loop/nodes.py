@@ -41,6 +41,9 @@ from pipeline.state import EditState
 
 SourceLoader = Callable[[str], Any]  # session id -> pipeline.render.SourceImage
 
+#: The person's replans of one turn the planner reads, the latest ones (each at most MAX_MESSAGE_CHARS).
+MAX_REPLANS_READ = 8
+
 
 def _person_message(exc: BaseException) -> str:
     """One line a person can read: the error's own message, or its kind when it has none."""
@@ -239,7 +242,7 @@ class TurnNodes:
         replans = list(state.get("replans") or [])
         if review.get("action") == "replan":
             # every replan of this turn, in order: "too orange", then "and a bit brighter" keeps the first
-            replans.append(str(review.get("feedback") or "try again"))
+            replans = [*replans, str(review.get("feedback") or "try again")][-MAX_REPLANS_READ:]
             feedback = f"The person asked for a different plan: {REPLANS_JOINED.join(replans)}"
             feedback_from = "person"
             replan_feedback = str(review.get("feedback") or "")   # what this attempt answers, for the judge
