@@ -664,7 +664,7 @@ class EmbeddedPlanner:
         diagnoses = list(request.diagnoses)
         if request.feedback and request.feedback_from == "person" and not request.diagnoses:
             return self._person_feedback(request, moves, notes)
-        if request.feedback and not request.diagnoses and read_words:
+        if request.feedback and not (request.diagnoses or request.earlier_diagnoses) and read_words:
             # A judge text without diagnoses, or an error's.
             fb = read_request(self.vocab, request.feedback, request, "feedback", order0=10_000)
             extra += fb.moves
@@ -674,8 +674,10 @@ class EmbeddedPlanner:
                     if any(re.search(rf"(?<![a-z']){re.escape(' '.join(tokenize(w)))}(?![a-z'])", text) for w in words):
                         diagnoses.append(name)
         applied = False
-        # a diagnosis said again by a later attempt of the same turn scales the plan again
-        times = {d: 1 + list(request.earlier_diagnoses).count(d) for d in diagnoses}
+        # the diagnoses this turn's earlier replans answered are answered again (the plan is made from the
+        # request each time), and one said again by a later attempt scales the plan again
+        diagnoses = list(request.earlier_diagnoses) + diagnoses
+        times = {d: diagnoses.count(d) for d in diagnoses}
         for i, diagnosis in enumerate(dict.fromkeys(diagnoses)):
             signal = self.profile.iteration_signal(diagnosis)
             if signal is None:
