@@ -105,6 +105,10 @@ class GoingBackReader:
         self.numbers = numbers
         self.request_verbs = word_lists()["request_verbs"]
         self.change_names = change_names
+        # the looks that take the colour out (black and white, sepia): saturation at or below the monochrome line
+        line = vocab.monochrome["saturation_at_or_below"]
+        self.monochrome_looks = frozenset(name for name, intent in vocab.intents.items()
+                                          if any(op == "saturation" and value <= line for op, value in intent.ops))
         # "take that last change away", "throw it out": a verb whose particle comes after its object
         self.split_verbs = {str(v): {str(p) for p in ps} for v, ps in (table.get("split_verbs") or {}).items()}
 
@@ -316,8 +320,8 @@ class GoingBackReader:
         groups: list[list[str]] = []
         for part in parts:
             named = self._named(part)
-            if named and self._names_a_change(named) or named and self.vocab.targets and any(
-                    p.category == "target" for p in read_pieces(self.vocab, named)):
+            if named and (self._names_a_change(named)
+                          or any(p.category == "target" for p in read_pieces(self.vocab, named))):
                 groups.append(named)
             elif not named and (_POINTERS & set(part) or self.last.find(part)):
                 groups.append([])
@@ -498,8 +502,7 @@ class GoingBackReader:
         # "back to the colour version", "the one in colour" after black and white: the version before the
         # latest change that took the colour out
         if back.named and set(back.named) <= _IN_COLOUR and not back.without and not back.before:
-            grey = self._monochrome()
-            took_out = [i for i, e in enumerate(edits) if grey & set(e.intents)
+            took_out = [i for i, e in enumerate(edits) if self.monochrome_looks & set(e.intents)
                         or any(c.op == "saturation" and c.after <= self.vocab.monochrome["saturation_at_or_below"]
                                < c.before for c in e.changes)]
             if took_out:
@@ -543,12 +546,6 @@ class GoingBackReader:
         else:
             k = max(candidates)
         return n - k if n - k >= 1 else None
-
-    def _monochrome(self) -> set[str]:
-        """The looks that take the colour out (black and white, sepia): saturation at or below the monochrome line."""
-        line = self.vocab.monochrome["saturation_at_or_below"]
-        return {name for name, intent in self.vocab.intents.items()
-                if any(op == "saturation" and value <= line for op, value in intent.ops)}
 
     def _at_unmade(self, state: DialogueState, words: list[str], latest: bool) -> int | None:
         """How many head-path edits came before the request ``words`` name among those that made no version

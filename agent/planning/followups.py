@@ -195,10 +195,10 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     # not "halve it"; "go halfway back on that last one" says back
     # ("bit much, he looks grey now. halve it": an overshoot said is a pull-back, whatever share it takes)
     verbs = [p for p in pull if not any(f[0] <= p[0] < f[0] + f[1] for f in fractions)
-             or {"back", "much", "far"} & set(tokens[p[0]:p[0] + p[1]])]
+             or _OVERSHOOT & set(tokens[p[0]:p[0] + p[1]])]
 
     # ("way too much", "went too far", "back it off": an overshoot said, not "a bit less bright")
-    overshot = any({"much", "far", "back"} & set(tokens[s:s + n]) for s, n, _ in verbs)
+    overshot = any(_OVERSHOOT & set(tokens[s:s + n]) for s, n, _ in verbs)
 
     def named_part(p) -> bool:      # "back off the sharpening": the last change's own quality, named as a thing
         return p.category == "intent" and last is not None and p.key in last.intents and p.pos > 0 \
@@ -584,6 +584,9 @@ def _carried_on(vocab: Vocabulary, tokens: list[str], anchors: list, pieces: lis
     return all(i in spoken or t in vocab.carry_on or t in FILLER or t in vocab.chatter or t in SEPARATORS
                or t in INTERJECTIONS or i in stated or i in pointed or i in than for i, t in enumerate(tokens))
 
+
+#: Words that make a pull-back an overshoot said ("way too much", "went too far", "back it off").
+_OVERSHOOT = frozenset({"back", "much", "far"})
 
 #: What a comparative is said against when it means the last result: "darker than that", "warmer than now".
 _THAN_NOW = frozenset({"that", "this", "now", "before", "it", "thatt"})
