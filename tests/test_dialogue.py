@@ -221,10 +221,15 @@ def test_a_complaint_the_last_change_caused_takes_it_back_never_past(studio, pho
     ("make it moody", "hmm a bit dark now", "exposure", 1),     # a look that only touched on it
 ])
 def test_a_complaint_about_something_else_still_gets_its_fix(studio, photo, first, complaint, op, sign):
+    """The fix moves the op the way the complaint says; where the session had moved it the other way (the moody
+    look darkened), it goes back at most to where the photo was: a complaint's fix never crosses the original."""
     sid = studio.start_session(photo).id
     studio.send_message(sid, first)
+    was = _settings(studio, sid).get(op, 0)
     studio.send_message(sid, complaint)
-    assert _settings(studio, sid).get(op, 0) * sign > 0, _settings(studio, sid)
+    now = _settings(studio, sid).get(op, 0)
+    assert (now - was) * sign > 0, _settings(studio, sid)
+    assert not was or now * was > 0, (was, now)
 
 
 def test_a_complaint_about_one_thing_is_fixed_there_and_takes_nothing_back(studio):

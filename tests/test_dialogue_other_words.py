@@ -921,3 +921,65 @@ def test_darker_than_that_after_a_change_on_a_place_goes_there_again(studio):
     r = studio.send_message(sid, "hmm WAY darker than that")
     assert not studio.head(sid).state["settings"].get("exposure"), r.reply
     assert _on(_layers(studio, sid), "subject").get("exposure", 0) < before < 0, r.reply
+
+
+def test_before_i_asked_for_a_quality_is_before_the_request_that_said_it(studio):
+    """"go back to before i asked for brighter": the request whose words said it, not an earlier change that
+    also brightened (a follow-up of a thing no finder knows, worked on the subject)."""
+    from agent.eval.scenarios import load_photo
+
+    photo = load_photo("puppy_bowl")
+    sid = studio.start_session(cv2.resize(photo, (400, round(400 * photo.shape[0] / photo.shape[1])),
+                                          interpolation=cv2.INTER_AREA)).id
+    heads = []
+    for message in ("the bone on the bowl is a bit grey, make it whiter", "ooh and a bit more on that",
+                    "brighten it all up but dont blow out the backround", "bit more on the pups only"):
+        studio.send_message(sid, message)
+        heads.append(studio.head(sid).id)
+    assert heads[1] != heads[0] and heads[2] != heads[1]      # the follow-up made a version of its own
+    r = studio.send_message(sid, "hmm no go back to before i asked for brighter")
+    assert r.status == "rolled_back" and studio.head(sid).id == heads[1], r.reply
+
+
+def test_a_colour_a_version_went_is_the_white_balance_change_that_made_it(studio):
+    """"go back to the faded one, before it went all blue" after a faded look, "cooler" and "more saturated":
+    the faded version, before the cooling (a colour said of the photo names the cast a change put in)."""
+    sid = studio.start_session(small_photo("astronaut")).id
+    studio.send_message(sid, "make it look like film, faded blacks")
+    faded = studio.head(sid).id
+    for message in ("cooler", "more saturated"):
+        studio.send_message(sid, message)
+    r = studio.send_message(sid, "go back to the faded one, before it went all blue")
+    assert r.status == "rolled_back" and studio.head(sid).id == faded, r.reply
+
+
+def test_a_clause_that_asks_only_for_the_original_says_where_to_go(studio):
+    """"forget the warm thing entirely, original please": the original, not the warm change taken out."""
+    sid = studio.start_session(small_photo("astronaut")).id
+    for message in ("warmer", "more contrast"):
+        studio.send_message(sid, message)
+    r = studio.send_message(sid, "forget the warm thing entirely, original please")
+    assert r.status == "rolled_back" and not studio.head(sid).state["settings"], (r.reply, studio.head(sid).state)
+
+
+def test_before_a_problem_complained_of_is_before_the_change_it_was_said_after(studio):
+    """"go back to before it got washed out" after "now it looks washed out": before the change that
+    complaint came right after ("even flatter"), with the brightening and the first flattening kept."""
+    sid = studio.start_session(small_photo("astronaut")).id
+    heads = []
+    for message in ("brighter", "less contrast", "even flatter", "now it looks washed out"):
+        studio.send_message(sid, message)
+        heads.append(studio.head(sid).id)
+    r = studio.send_message(sid, "go back to before it got washed out")
+    assert r.status == "rolled_back" and studio.head(sid).id == heads[1], r.reply
+
+
+def test_a_colour_complained_of_after_a_look_that_put_it_in_takes_it_back_short_of_the_original(studio):
+    """"hmm too orange now" after a cosy, warm look: the look's warmth is taken back part of the way, never
+    to cooler than the photo was; a complaint's fix never crosses the original."""
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "make it feel cosy, warmer")
+    warm = studio.head(sid).state["settings"]["temperature"]
+    r = studio.send_message(sid, "hmm too orange now")
+    now = studio.head(sid).state["settings"]["temperature"]
+    assert 0 < now < warm and "Taking back" in r.reply, (r.reply, now)

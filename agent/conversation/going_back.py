@@ -64,11 +64,13 @@ class GoingBack:
     # "undo the warmth and the contrast", "undo that and the water one": further changes named with "and",
     # each found on its own and taken out with the first ([] names the last change: "that")
     also: list[list[str]] = field(default_factory=list)
+    # "before i asked for brighter": the request is named by the person's own words, not by what was done
+    asked: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "steps": self.steps, "named": self.named, "without": self.without,
                 "before": self.before, "after": self.after, "first": self.first, "strong": self.strong,
-                "whole": self.whole, "keep": self.keep, "approved": self.approved, "also": self.also}
+                "whole": self.whole, "keep": self.keep, "approved": self.approved, "also": self.also, "asked": self.asked}
 
 
 class GoingBackReader:
@@ -164,10 +166,18 @@ class GoingBackReader:
             # "scrap the lot. i want the untouched pic back": a bare "that" gives way to the version it names
             out = [b for b in out if b.kind != "last"]
         if out and any(self.original.find(c) for c in clauses) and not any(b.kind == "original" for b in out):
-            # "forget all of it, i'd rather have the photo exactly as i uploaded it"
-            if all(not b.named and not b.before for b in out):
+            # "forget all of it, i'd rather have the photo exactly as i uploaded it"; "forget the film thing
+            # entirely, original please": a clause that asks for the original and names no change says where
+            if all(not b.named and not b.before for b in out) or any(self._only_original(c) for c in clauses):
                 out.insert(0, GoingBack("original", strong=True))
         return out
+
+    def _only_original(self, clause: list[str]) -> bool:
+        """Whether ``clause`` asks for the original and names no change ("original please", "just the original")."""
+        found = self.original.find(clause)
+        spans = {i for s, n, _ in found for i in range(s, s + n)}
+        rest = self._named([w for i, w in enumerate(clause) if i not in spans])
+        return bool(found) and not self._names_a_change(rest)
 
     def includes(self, clause: list[str]) -> bool:
         """Whether ``clause`` only says what the going back takes along ("colour and all", "including the
@@ -284,7 +294,7 @@ class GoingBackReader:
         if parts["before"] and named:
             return GoingBack("version", named=named, before=parts["before"], first=alone, strong=bool(strong))
         if parts["before"]:
-            return GoingBack("before", before=parts["before"], strong=bool(strong))
+            return GoingBack("before", before=parts["before"], strong=bool(strong), asked=bool(_ASKED & set(words)))
         if self.first.find(words) and not named and not parts["without"] and (strong or said_back):
             # "go back to the very first thing you did": the version right after the first change
             return GoingBack("version", first=True, strong=True)
@@ -404,9 +414,20 @@ class GoingBackReader:
         if any(c.op in ops_named and c.delta * way_of_op.get(c.op, c.delta) > 0 for c in edit.changes) \
                 and (not targets or self._on(edit, targets)):
             return True
+        # a colour named is also the cast a change put in ("before it went all blue" after "cooler"): the white
+        # balance moved the other way from the one that takes that cast out
+        casts = [self.vocab.band_casts[b] for b in bands if b in self.vocab.band_casts]
+        if any(c.op == op and c.delta * fix < 0 for op, fix in casts for c in edit.changes) \
+                and (not targets or self._on(edit, targets)):
+            return True
         if targets and not intents and not ops_named and self._on(edit, targets):
             return True
-        said = {_stem(w) for w in (*self._asked_words(edit.message), *tokenize(" ".join([*edit.labels, *edit.intents])))}
+        return self._heard(edit, words, tokenize(" ".join([*edit.labels, *edit.intents])))
+
+    def _heard(self, edit: TurnMoves, words: list[str], also: Iterable[str] = ()) -> bool:
+        """Whether most of ``words`` were said with ``edit``: in the person's message (or ``also``, the words
+        of what was done)."""
+        said = {_stem(w) for w in (*self._asked_words(edit.message), *also)}
         content = [_stem(w) for w in words if len(w) >= 3 and w not in self.noise]
         # most of the words were said with it ("where the green was sorted" after "sickly green. fix?"), a
         # word as the start of one said ("before you tried to fix the mud" after "it looks muddy")
@@ -467,6 +488,17 @@ class GoingBackReader:
             taken = self._taken(back, edits)
             # a run that ends at the head is gone back to (bit-exact); else the changes are taken out
             return len(taken) if taken and taken == list(range(n - len(taken), n)) else None
+        caused = self._complained_of(state, back.before) if back.before else None
+        if caused is not None and back.kind == "before":
+            # "back to how it looked before it got all washed out" after "now it looks washed out": before the
+            # change that complaint was about
+            return n - caused
+        if back.kind == "before" and back.asked:
+            # "before i asked for brighter": the first request that said it (a later one that says it again, "the
+            # table went too dark", is about it)
+            said = next((i for i in range(n) if self._heard(edits[i], back.before)), None)
+            if said is not None:
+                return n - said
         if back.kind in ("change", "before"):
             words = back.named if back.kind == "change" else back.before
             run = self._last_run(edits, words, same_thing=back.kind == "change" and not back.whole)
@@ -509,7 +541,9 @@ class GoingBackReader:
                 return n - took_out[-1] if n - took_out[-1] >= 1 else None
         # a version described by what it had (and lacked), the latest such unless "first"
         limit = n - 1           # the head itself is not "going back"
-        if back.before:
+        if caused is not None:
+            limit = min(limit, caused)
+        elif back.before:
             first_before = next((i for i, e in enumerate(edits) if self.matches(e, back.before)), None)
             if first_before is None:
                 # "before i touched the bone", where that request asked back and made no version: the version
@@ -546,6 +580,22 @@ class GoingBackReader:
         else:
             k = max(candidates)
         return n - k if n - k >= 1 else None
+
+    def _complained_of(self, state: DialogueState, words: list[str]) -> int | None:
+        """The index of the edit a problem ``words`` name was complained of after ("before it got all washed out"
+        after "now it looks washed out": the change just before that message), the latest such; None when
+        ``words`` name no problem or no message said it after a change."""
+        said = {w for w in words if len(w) >= 3 and w not in self.noise}
+        if not said:
+            return None
+        turns = sorted((e.turn, e.message) for e in [*state.edits, *state.unmade])
+        for turn, message in reversed(turns):
+            # (a word of a problem the message complained of: "washed" of "washed out", "blue" of "too blue")
+            if said & {w for p in read_pieces(self.vocab, tokenize(message)) if p.category == "problem"
+                       for w in p.text.split()}:
+                cause = [i for i, e in enumerate(state.edits) if e.turn < turn]
+                return cause[-1] if cause else None
+        return None
 
     def _at_unmade(self, state: DialogueState, words: list[str], latest: bool) -> int | None:
         """How many head-path edits came before the request ``words`` name among those that made no version
@@ -605,6 +655,8 @@ class GoingBackReader:
 #: A version said to be in colour ("the colour version", "the coloured one") after black and white.
 _IN_COLOUR = frozenset({"colour", "color", "coloured", "colored", "colourful", "colorful", "colours", "colors"})
 
+#: Words that say a request is named by what the person said: "before i asked for brighter".
+_ASKED = frozenset({"asked", "said", "told", "typed", "requested"})
 #: Words that join the changes a going back names: "undo the warmth and the contrast".
 _AND = frozenset({"and", ",", "plus", "n"})
 #: Words that point at the last change when said alone in a list: "undo that and the warmth".

@@ -91,6 +91,26 @@ def _merge(moves: list[Move], state: EditState, notes: list[str]) -> list[Move]:
     return merged
 
 
+#: A complaint against what this session's changes did ("too orange now" after warming) takes back at most this
+#: share of where the op has got to: its fix never crosses the original ("hmm too orange" is not "make it cold").
+COMPLAINT_TAKES_BACK = 0.67
+
+
+def _not_past_original(moves: list[Move], state: EditState) -> list[Move]:
+    """``moves`` with each complaint's fix that pulls an op back past the original ended short of it."""
+    out = []
+    for m in moves:
+        current = (state.value(m.op, m.target) if m.target else state.value(m.op)) if m.complaint else 0
+        if m.mode == "add" and isinstance(current, int) and current * m.value < 0 \
+                and abs(m.value) > abs(current) * COMPLAINT_TAKES_BACK:
+            value = -int(round(current * COMPLAINT_TAKES_BACK))
+            if not value:
+                continue
+            m = replace(m, value=value)
+        out.append(m)
+    return out
+
+
 def _said_once(adds: list[Move]) -> int:
     """The summed step of one op's moves, where a quality said twice in one message ("darken the corners
     a little, like a soft vignette") is one request: its larger step the same way, not both."""
@@ -500,7 +520,7 @@ class EmbeddedPlanner:
         moves = _tinted_where_absent(vocab, moves, request.image_stats, notes)
         moves = _tone_monochrome(vocab, moves, request.state, notes)
         conflict_notes: list[str] = []
-        merged = _merge(moves, request.state, conflict_notes)
+        merged = _not_past_original(_merge(moves, request.state, conflict_notes), request.state)
         capped_notes: list[str] = []
         past: list[str] = []
         if not _insisted(vocab, message):

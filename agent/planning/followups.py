@@ -131,12 +131,14 @@ def undo_cause_moves(vocab: Vocabulary, dialogue, problem: Problem, fix: Intent,
                      order: int, draft: Draft) -> list[Move]:
     """"hmm now it's too yellow" after "warmer", "don't make it so blue" after "more blue": a complaint about
     what the last change did (it was the fix's opposite, or strengthened the colour complained of) pulls
-    that change back, never past where it started, instead of a fresh opposite move. A complaint about
-    something a look only touched on ("bit dark now" after a moody look) gets its fix."""
+    that change back, never past where it started, instead of a fresh opposite move; so does a colour cast
+    a look put in ("too orange now" after a cosy look). A complaint about a tone a look only touched on ("bit
+    dark now" after a moody look) gets its fix."""
     base = dialogue.base_edit() if dialogue is not None else None
     if base is None:
         return []
-    caused = {(op, -1 if v > 0 else 1) for op, v in fix.ops} if fix.opposite in base.intents else set()
+    caused = {(op, -1 if v > 0 else 1) for op, v in fix.ops
+              if fix.opposite in base.intents or op in _CAST_OPS}
     band_saturation = vocab.band_ops.get("saturation")
     if problem.band and band_saturation:
         caused.add((band_saturation.format(band=problem.band), 1))
@@ -144,6 +146,11 @@ def undo_cause_moves(vocab: Vocabulary, dialogue, problem: Problem, fix: Intent,
     if not only:
         return []
     return _pull_back_base(vocab, base, only, scale, state, order, draft, f"less {problem.name}")
+
+
+#: The white-balance ops: a colour complained of right after a look that pushed it ("too orange now" after a cosy
+#: look) is that look's doing, pulled back like the plain opposite ("warmer").
+_CAST_OPS = frozenset({"temperature", "tint"})
 
 
 def _pull_back_base(vocab: Vocabulary, base, only: set[str] | None, scale: float, state: EditState, order: int,
