@@ -983,3 +983,52 @@ def test_a_colour_complained_of_after_a_look_that_put_it_in_takes_it_back_short_
     r = studio.send_message(sid, "hmm too orange now")
     now = studio.head(sid).state["settings"]["temperature"]
     assert 0 < now < warm and "Taking back" in r.reply, (r.reply, now)
+
+
+def test_how_the_photo_is_acknowledged_is_not_asked_to_change(studio, router):
+    """"lol i know its blurry, took it on a moving bus": said to me, nothing sharpened; a clause after the
+    acknowledgement still asks ("i know its dark but brighten the sky please")."""
+    sid = studio.start_session(small_photo("astronaut")).id
+    head = studio.head(sid).id
+    r = studio.send_message(sid, "lol i know its blurry, took it on a moving bus")
+    assert r.status == "answered" and studio.head(sid).id == head, r.reply
+    assert router.route("yeah i know the sky is blown out").kind == "chat"
+    assert router.route("i know its dark but brighten the sky please").kind == "modification"
+
+
+@pytest.mark.parametrize("text, op, sign", [
+    ("can u give it an old timey brown tint", "temperature", 1),     # brown: a dark orange
+    ("give it a purple tint", "tint", 1),
+    ("add a slight blue tint", "temperature", -1),
+])
+def test_any_colour_said_with_a_cast_noun_is_the_white_balance_that_puts_it_in(text, op, sign):
+    plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
+    moved = {g.op: g.value for g in plan.sub_goals if g.target is None}
+    assert moved.get(op, 0) * sign > 0, plan.sub_goals
+
+
+def test_a_quality_and_a_size_said_of_a_thing_describe_it():
+    """"the big bright crater top left is glowing too much, tone it down": "bright" says which crater, it
+    asks for no brightening."""
+    plan = EmbeddedPlanner().plan(PlanRequest(
+        message="the big bright crater top left is glowing too much, tone it down", state=EditState()))
+    assert not [g for g in plan.sub_goals if g.op == "exposure" and g.value > 0], plan.sub_goals
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("like waaay deeper", "modification"),            # a filler "like" before how much
+    ("like a lot brighter", "modification"),
+    ("like a sunset", "chat"),                        # a likeness
+    ("can the handset shine a bit more?", "modification"),   # a thing's own verb, then how much
+    ("could the colours pop a bit more?", "modification"),
+])
+def test_a_filler_like_and_a_things_own_verb_with_more_are_requests(router, text, kind):
+    assert router.route(text).kind == kind
+
+
+def test_a_brown_thing_is_found_where_the_photo_is_brown(studio):
+    """"the brown stain" is found where the photo is brown (an orange, darker), with nothing asked."""
+    sid = studio.start_session(small_photo("immunohistochemistry")).id
+    r = studio.send_message(sid, "can you make the brown stain less muddy, more vivid")
+    oranges = [l for l in _layers(studio, sid) if l["mask"].get("type") == "color" and 15 <= l["mask"].get("hue", -1) <= 45]
+    assert r.asset_id and oranges, (r.reply, _layers(studio, sid))

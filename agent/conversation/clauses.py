@@ -174,11 +174,30 @@ def read_wished_casts(vocab: Vocabulary, clause: Clause) -> Clause:
         if flip and flip in vocab.intents and not p.text.startswith("too ") and _wished_here(vocab, pieces[:i]):
             out.append(Piece("intent", flip, p.text, p.pos))
             continue
+        cast = _cast_of(vocab, p) if i + 1 < len(pieces) and pieces[i + 1].text in _CAST_NOUNS else None
+        if cast and _wished_here(vocab, pieces[:i]):
+            # "give it a brown tint": any colour said with a cast noun is the white balance that puts it in
+            out.append(Piece("intent", cast, p.text, p.pos))
+            continue
         if p.category == "op" and p.text in _CAST_NOUNS and out and out[-1].category == "intent" \
                 and out[-1].key in _CAST_FIXES:
             continue            # "a bluish tint": the cast's noun, not the tint slider
         out.append(p)
     return Clause(out, clause.joined)
+
+
+#: The quality that puts a band's cast in, by the sign of the white-balance move that takes it out (band_casts).
+_CAST_CAUSES = {("temperature", 1): "cooler", ("temperature", -1): "warmer", ("tint", 1): "green_tint",
+                ("tint", -1): "magenta_tint"}
+
+
+def _cast_of(vocab: Vocabulary, piece: Piece) -> str | None:
+    """The quality a colour word's cast is ("brown" -> warmer), or None for a piece that is no band with a cast."""
+    if piece.category != "band" or piece.key not in vocab.band_casts:
+        return None
+    op, fix = vocab.band_casts[piece.key]
+    name = _CAST_CAUSES.get((op, 1 if fix > 0 else -1))
+    return name if name in vocab.intents else None
 
 
 def _wished_here(vocab: Vocabulary, before: list[Piece]) -> bool:

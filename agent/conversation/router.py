@@ -35,7 +35,7 @@ from agent.conversation.clauses import SIZES, read_complaints, split_clauses
 from agent.conversation.generative import GenerativeRequest, parse_generative
 from agent.conversation.going_back import GoingBack, GoingBackReader, split_requests
 from agent.conversation.vocabulary import Vocabulary, read_pieces
-from agent.conversation.words import (PRAISE_LINKS, SEPARATORS, before_comparative, find_phrases, plain_words, rhetorical_rest, tells_how_taken, tokenize,
+from agent.conversation.words import (PRAISE_LINKS, SEPARATORS, acknowledged_rest, before_comparative, find_phrases, plain_words, rhetorical_rest, tells_how_taken, tokenize,
                                      word_lists)
 from pipeline import ops
 from profiles import Profile, load_profile
@@ -272,6 +272,17 @@ class Router:
             # "is it just me or is this photo really dark": said as a question, meant as a complaint; what
             # follows the opening is what is said ("this photo really dark")
             return self.route(" ".join(rest), generative=generative)
+        after_like = read_pieces(self.vocab, words[1:]) if words[0] == "like" else []
+        if after_like and after_like[0].category in ("magnitude", "intent", "increase", "reduce"):
+            # "like waaay deeper", "like a lot brighter": a filler "like" before how much, not a likeness or praise
+            return self.route(" ".join(words[1:]), generative=generative)
+        acked = acknowledged_rest(tokens)
+        if acked is not None:
+            # "lol i know its blurry, took it on a moving bus": how the photo is, acknowledged, is not asked to
+            # change; a clause after it may ask something ("i know its dark but brighten the sky")
+            if not [t for t in acked if t not in SEPARATORS]:
+                return Route("chat", "remark", reply=self.remark_reply, quick_replies=self.remark_replies)
+            return self.route(" ".join(acked), generative=generative)
         thing = self.content_wish(tokens)
         if thing is not None:
             # "a rainbow would be nice", "could there be snow?": content, which tone and colour cannot make
@@ -430,7 +441,11 @@ class Router:
         # (only "can" and "could" ask so: "would it look warmer with ..." and "will it get too orange" weigh)
         linking = _LINKING if words[0] in ("can", "could") else {"be"}
         be = next((i for i in range(1, min(len(words), 10)) if words[i] in linking), None)
-        if be is None or _WEIGHING & set(words[be + 1:be + 3]):
+        if be is None:
+            # "can the handset shine a bit more?", "could the colours pop more": a verb of its own, then how much
+            said = [w for w in words if w not in _POLITE]
+            return words[0] in ("can", "could") and len(said) <= 10 and said[-1] in ("more", "less")
+        if _WEIGHING & set(words[be + 1:be + 3]):
             return False
         pieces = read_pieces(self.vocab, words[be + 1:])
         return any(p.category in ("intent", "band", "fix") for p in pieces) or any(

@@ -97,6 +97,32 @@ def rhetorical_rest(tokens: Sequence[str]) -> list[str] | None:
     return asked_why_rest(words)
 
 
+def acknowledged_rest(tokens: Sequence[str]) -> list[str] | None:
+    """``tokens`` without the clauses that acknowledge how the photo is ("lol i know its blurry, took it on a moving
+    bus" -> "took it on a moving bus"; "i know its dark but brighten the sky" -> "brighten the sky"), or None when
+    no clause does. A clause ends at a separator or "but"; interjections may come before the opening."""
+    lists = word_lists()
+    openings = [o.split() for o in lists["acknowledgements"]]
+    interjections = set(lists["interjections"])
+    clauses: list[list[str]] = [[]]
+    for t in tokens:
+        if t in SEPARATORS or t == "but":
+            clauses.append([])
+        else:
+            clauses[-1].append(t)
+    kept: list[str] = []
+    found = False
+    for clause in clauses:
+        words = list(clause)
+        while words and words[0] in interjections and not any(words[:len(o)] == o for o in openings):
+            words = words[1:]
+        if any(words[:len(o)] == o and len(words) > len(o) for o in openings):
+            found = True
+            continue
+        kept += clause + ["."]
+    return [t for t in kept[:-1]] if found else None
+
+
 def asked_why_rest(tokens: Sequence[str]) -> list[str] | None:
     """What a "why is it so ..." question says of the photo, as a statement ("why is everything so yellow"
     -> "everything is so yellow"), or None when the words open no such way or say no degree ("why is it grey?"

@@ -297,6 +297,8 @@ def _describes(vocab: Vocabulary, clause: Clause, piece) -> bool:
     if len(piece.text.split()) != 1 or i == 0 or i + 1 >= len(pieces):
         return False
     before, after = pieces[i - 1], pieces[i + 1]
+    if before.text in _SIZES and i >= 2 and pieces[i - 2].text in DETERMINERS:
+        before = pieces[i - 2]       # "the big bright crater": a size before the quality describes the thing too
     if after.category == "target":
         # "the darker pup", "the darker pup's face": a place the finders know, picked out by the quality
         return before.text in DETERMINERS and after.pos == piece.pos + 1
@@ -374,7 +376,9 @@ _FUNCTION_WORDS = frozenset({"from", "before", "after", "though", "again", "too"
                              "plz", "one", "ones", "bit", "much", "more", "less", "stuff", "thing", "there", "here",
                              "for", "with", "without", "if", "when", "while", "or", "yet", "still", "anymore"})
 #: "the dark bits", "the bright parts": words for a part of the photo after a quality.
-_PARTS = frozenset({"bits", "parts", "areas", "bit", "part", "area", "patches", "spots"})
+_PARTS = frozenset({"bits", "parts", "areas", "bit", "part", "area", "patches", "spots", "thing", "things"})
+#: Sizes said of a thing before a quality that describes it too ("the big bright crater").
+_SIZES = frozenset(word_lists()["size_words"])
 
 
 #: Words a clause that only adds a quality may carry besides it ("and a bit moodier too", "even warmer").
