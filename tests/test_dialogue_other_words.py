@@ -1032,3 +1032,13 @@ def test_a_brown_thing_is_found_where_the_photo_is_brown(studio):
     r = studio.send_message(sid, "can you make the brown stain less muddy, more vivid")
     oranges = [l for l in _layers(studio, sid) if l["mask"].get("type") == "color" and 15 <= l["mask"].get("hue", -1) <= 45]
     assert r.asset_id and oranges, (r.reply, _layers(studio, sid))
+
+
+@pytest.mark.parametrize("text, op, sign", [
+    ("bring out some detail", "sharpen", 1),
+    ("the sky is pretty blown out, can you get some detail back up there", "highlights", -1),   # detail recovered
+])
+def test_detail_brought_out_is_sharper_and_detail_brought_back_is_recovered(text, op, sign):
+    plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
+    assert [g for g in plan.sub_goals if g.op == op and g.value * sign > 0], plan.sub_goals
+    assert op == "sharpen" or not [g for g in plan.sub_goals if g.op == "sharpen"], plan.sub_goals
