@@ -150,7 +150,11 @@ def around(vocab: Vocabulary, clause: Clause) -> Clause:
 
 
 #: The white-balance qualities a colour cast is fixed with: "bluish" wished for is their opposite ("make it bluish").
-_CAST_FIXES = frozenset({"warmer", "cooler", "magenta_tint", "green_tint"})
+#: The quality that puts a band's cast in, by the sign of the white-balance move that takes it out (band_casts);
+#: its values are the cast qualities, its ops the white-balance ones.
+CAST_CAUSES = {("temperature", 1): "cooler", ("temperature", -1): "warmer", ("tint", 1): "green_tint",
+               ("tint", -1): "magenta_tint"}
+_CAST_FIXES = frozenset(CAST_CAUSES.values())
 #: Verbs that ask for a quality ("make it bluish", "give it a blue tint"); not "can you fix the blue tint".
 CAST_WISHES = word_lists()["cast_wishes"]
 #: Words that say how the photo is, not what is wished ("make it warmer, it looks bluish").
@@ -186,17 +190,12 @@ def read_wished_casts(vocab: Vocabulary, clause: Clause) -> Clause:
     return Clause(out, clause.joined)
 
 
-#: The quality that puts a band's cast in, by the sign of the white-balance move that takes it out (band_casts).
-_CAST_CAUSES = {("temperature", 1): "cooler", ("temperature", -1): "warmer", ("tint", 1): "green_tint",
-                ("tint", -1): "magenta_tint"}
-
-
 def _cast_of(vocab: Vocabulary, piece: Piece) -> str | None:
     """The quality a colour word's cast is ("brown" -> warmer), or None for a piece that is no band with a cast."""
     if piece.category != "band" or piece.key not in vocab.band_casts:
         return None
     op, fix = vocab.band_casts[piece.key]
-    name = _CAST_CAUSES.get((op, 1 if fix > 0 else -1))
+    name = CAST_CAUSES.get((op, 1 if fix > 0 else -1))
     return name if name in vocab.intents else None
 
 

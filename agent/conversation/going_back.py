@@ -108,7 +108,7 @@ class GoingBackReader:
         self.request_verbs = word_lists()["request_verbs"]
         self.change_names = change_names
         # the looks that take the colour out (black and white, sepia): saturation at or below the monochrome line
-        line = vocab.monochrome["saturation_at_or_below"]
+        self.monochrome_line = line = vocab.monochrome["saturation_at_or_below"]
         self.monochrome_looks = frozenset(name for name, intent in vocab.intents.items()
                                           if any(op == "saturation" and value <= line for op, value in intent.ops))
         # "take that last change away", "throw it out": a verb whose particle comes after its object
@@ -428,7 +428,7 @@ class GoingBackReader:
         """Whether most of ``words`` were said with ``edit``: in the person's message (or ``also``, the words
         of what was done)."""
         said = {_stem(w) for w in (*self._asked_words(edit.message), *also)}
-        content = [_stem(w) for w in words if len(w) >= 3 and w not in self.noise]
+        content = [_stem(w) for w in self._content(words)]
         # most of the words were said with it ("where the green was sorted" after "sickly green. fix?"), a
         # word as the start of one said ("before you tried to fix the mud" after "it looks muddy")
         # a word typed with a slip on either side ("the keyboard" after "darken the keybaord") is that word
@@ -535,8 +535,8 @@ class GoingBackReader:
         # latest change that took the colour out
         if back.named and set(back.named) <= _IN_COLOUR and not back.without and not back.before:
             took_out = [i for i, e in enumerate(edits) if self.monochrome_looks & set(e.intents)
-                        or any(c.op == "saturation" and c.after <= self.vocab.monochrome["saturation_at_or_below"]
-                               < c.before for c in e.changes)]
+                        or any(c.op == "saturation" and c.after <= self.monochrome_line < c.before
+                               for c in e.changes)]
             if took_out:
                 return n - took_out[-1] if n - took_out[-1] >= 1 else None
         # a version described by what it had (and lacked), the latest such unless "first"
@@ -581,11 +581,15 @@ class GoingBackReader:
             k = max(candidates)
         return n - k if n - k >= 1 else None
 
+    def _content(self, words: Iterable[str]) -> list[str]:
+        """The words of ``words`` that can name a change: three letters or more, none of the table's noise."""
+        return [w for w in words if len(w) >= 3 and w not in self.noise]
+
     def _complained_of(self, state: DialogueState, words: list[str]) -> int | None:
         """The index of the edit a problem ``words`` name was complained of after ("before it got all washed out"
         after "now it looks washed out": the change just before that message), the latest such; None when
         ``words`` name no problem or no message said it after a change."""
-        said = {w for w in words if len(w) >= 3 and w not in self.noise}
+        said = set(self._content(words))
         if not said:
             return None
         turns = sorted((e.turn, e.message) for e in [*state.edits, *state.unmade])

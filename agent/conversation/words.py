@@ -120,7 +120,7 @@ def acknowledged_rest(tokens: Sequence[str]) -> list[str] | None:
             found = True
             continue
         kept += clause + ["."]
-    return [t for t in kept[:-1]] if found else None
+    return kept[:-1] if found else None
 
 
 def asked_why_rest(tokens: Sequence[str]) -> list[str] | None:

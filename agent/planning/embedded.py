@@ -100,7 +100,7 @@ def _not_past_original(moves: list[Move], state: EditState) -> list[Move]:
     """``moves`` with each complaint's fix that pulls an op back past the original ended short of it."""
     out = []
     for m in moves:
-        current = (state.value(m.op, m.target) if m.target else state.value(m.op)) if m.complaint else 0
+        current = state.value(m.op, m.target) if m.complaint else 0
         if m.mode == "add" and isinstance(current, int) and current * m.value < 0 \
                 and abs(m.value) > abs(current) * COMPLAINT_TAKES_BACK:
             value = -int(round(current * COMPLAINT_TAKES_BACK))

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from agent.planning.moves import Draft, Move, protect_moves, spec_key
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Piece, Problem, Vocabulary, read_pieces
-from agent.conversation.clauses import DETERMINERS, POINTING_BACK, WISH_OPENERS, named_places, split_clauses
+from agent.conversation.clauses import CAST_CAUSES, DETERMINERS, POINTING_BACK, WISH_OPENERS, named_places, split_clauses
 from agent.conversation.dialogue import DialogueState
 from agent.conversation.going_back import mask_parts
 from agent.conversation.words import SEPARATORS, before_comparative, find_phrases, percent_share, says_vague_ask, tokenize, word_lists
@@ -150,7 +150,7 @@ def undo_cause_moves(vocab: Vocabulary, dialogue, problem: Problem, fix: Intent,
 
 #: The white-balance ops: a colour complained of right after a look that pushed it ("too orange now" after a cosy
 #: look) is that look's doing, pulled back like the plain opposite ("warmer").
-_CAST_OPS = frozenset({"temperature", "tint"})
+_CAST_OPS = frozenset(op for op, _ in CAST_CAUSES)
 
 
 def _pull_back_base(vocab: Vocabulary, base, only: set[str] | None, scale: float, state: EditState, order: int,

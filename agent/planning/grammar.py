@@ -13,7 +13,7 @@ from typing import Mapping
 
 from agent.planning.base import PlanRequest
 from agent.planning.moves import Draft, Move, onto_mask, protect_moves
-from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, QUALITIES, Clause, COLOUR_OF_A_THING, POINTING_BACK, WISH_OPENERS, around, avoided_degree, colour_of, guess_place, names_a_thing, read_wished_casts, said_as_subject, stand_in,
+from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, QUALITIES, SIZES, Clause, COLOUR_OF_A_THING, POINTING_BACK, WISH_OPENERS, around, avoided_degree, colour_of, guess_place, names_a_thing, read_wished_casts, said_as_subject, stand_in,
                                         named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, Intent, Piece, Vocabulary, read_pieces
@@ -297,7 +297,7 @@ def _describes(vocab: Vocabulary, clause: Clause, piece) -> bool:
     if len(piece.text.split()) != 1 or i == 0 or i + 1 >= len(pieces):
         return False
     before, after = pieces[i - 1], pieces[i + 1]
-    if before.text in _SIZES and i >= 2 and pieces[i - 2].text in DETERMINERS:
+    if before.text in SIZES and i >= 2 and pieces[i - 2].text in DETERMINERS:
         before = pieces[i - 2]       # "the big bright crater": a size before the quality describes the thing too
     if after.category == "target":
         # "the darker pup", "the darker pup's face": a place the finders know, picked out by the quality
@@ -377,8 +377,6 @@ _FUNCTION_WORDS = frozenset({"from", "before", "after", "though", "again", "too"
                              "for", "with", "without", "if", "when", "while", "or", "yet", "still", "anymore"})
 #: "the dark bits", "the bright parts": words for a part of the photo after a quality.
 _PARTS = frozenset({"bits", "parts", "areas", "bit", "part", "area", "patches", "spots", "thing", "things"})
-#: Sizes said of a thing before a quality that describes it too ("the big bright crater").
-_SIZES = frozenset(word_lists()["size_words"])
 
 
 #: Words a clause that only adds a quality may carry besides it ("and a bit moodier too", "even warmer").
