@@ -1042,3 +1042,73 @@ def test_detail_brought_out_is_sharper_and_detail_brought_back_is_recovered(text
     plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
     assert [g for g in plan.sub_goals if g.op == op and g.value * sign > 0], plan.sub_goals
     assert op == "sharpen" or not [g for g in plan.sub_goals if g.op == "sharpen"], plan.sub_goals
+
+
+def test_the_last_requests_own_word_said_again_with_how_much_carries_it_on_there(studio):
+    """"like waaay deeper" after "can the sky be a deeper blue": more of that change on the sky, not the whole
+    photo darker."""
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "can the sky be a deeper blue")
+    before = _on(_layers(studio, sid), "sky")["settings"]
+    r = studio.send_message(sid, "like waaay deeper")
+    after = _on(_layers(studio, sid), "sky")["settings"]
+    assert after["saturation_blue"] > before["saturation_blue"], r.reply
+    assert not studio.head(sid).state["settings"].get("exposure"), r.reply
+
+
+def test_going_back_before_a_request_hears_its_colour_in_other_forms(studio):
+    """"go back to before i asked for blue" after "the blue-ish galaxies could be bluer": "blue" is heard in
+    "bluer"."""
+    sid = studio.start_session(small_photo("hubble_deep_field")).id
+    studio.send_message(sid, "more contrast")
+    first = studio.head(sid).id
+    studio.send_message(sid, "the blue-ish galaxies could be bluer")
+    studio.send_message(sid, "just a tiny bit more")
+    r = studio.send_message(sid, "hmm the blue looks fake. go back to before i asked for blue")
+    assert r.status == "rolled_back" and studio.head(sid).id == first, r.reply
+
+
+def test_a_no_said_to_me_is_not_what_a_version_lacked(router):
+    """"no no the first faded one was better": the faded version, the first; "the one with no vignette" lacks it."""
+    back = router.going_back.read("no no the first faded one was better")[0]
+    assert back.named == ["faded"] and back.first and not back.without, back
+    assert router.going_back.read("the one with no vignette was better")[0].without == ["vignette"]
+
+
+def test_the_colour_missed_and_brought_back_takes_the_black_and_white_out_keeping_the_rest(studio):
+    """"i miss the colour. bring it back but keep the extra contrast": the black and white is taken out, the
+    contrast after it stays."""
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "make this black and white")
+    studio.send_message(sid, "looks kinda flat now, more contrast")
+    contrast = studio.head(sid).state["settings"]["contrast"]
+    r = studio.send_message(sid, "hmm actually i miss the colour. bring it back but keep the extra contrast")
+    settings = studio.head(sid).state["settings"]
+    assert settings.get("saturation", 0) > -50 and settings["contrast"] == contrast, r.reply
+
+
+def test_how_it_looks_now_in_unknown_words_is_asked_about_not_praised(studio):
+    """"hmm the letters look kinda jaggy now" after sharpening: nothing changes, and the reply offers to take
+    the change back instead of saying "Nice!"; its quick reply "Half as much" is understood."""
+    sid = studio.start_session(small_photo("page")).id
+    studio.send_message(sid, "sharpen it a bit")
+    head = studio.head(sid).id
+    sharpen = studio.head(sid).state["settings"]["sharpen"]
+    r = studio.send_message(sid, "hmm the letters look kinda jaggy now")
+    assert r.status == "answered" and studio.head(sid).id == head, r.reply
+    assert "Nice" not in r.reply and "undo" in r.reply.lower(), r.reply
+    assert "Half as much" in r.quick_replies, r.quick_replies
+    studio.send_message(sid, "Half as much")
+    assert 0 < studio.head(sid).state["settings"]["sharpen"] < sharpen
+
+
+@pytest.mark.parametrize("text, sign", [
+    ("the left side is way darker cus of the book spine, even it out", 1),
+    ("the right side is brighter than the left, can you even it out", -1),
+    ("make the left side darker", -1),                     # a request, nothing evened
+])
+def test_a_comparative_said_of_a_place_with_even_it_out_is_fixed_the_other_way(text, sign):
+    plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
+    moved = [g.value for g in plan.sub_goals if g.op == "exposure"]
+    assert moved and all(v * sign > 0 for v in moved), plan.sub_goals
+    assert not any("even" in s for s in plan.skipped), plan.skipped

@@ -159,6 +159,8 @@ _CAST_FIXES = frozenset(CAST_CAUSES.values())
 CAST_WISHES = word_lists()["cast_wishes"]
 #: Words that say how the photo is, not what is wished ("make it warmer, it looks bluish").
 BEING = word_lists()["being_verbs"]
+#: "even it out", "make them match": one part is to match the rest.
+EVENING = tuple(tuple(w.split()) for w in word_lists()["evening_words"])
 #: Said right after a colour, these name its cast, not the tint slider ("a cold bluish tint").
 _CAST_NOUNS = frozenset({"tint", "cast", "tone", "hue", "wash"})
 
@@ -245,6 +247,23 @@ def read_complaints(vocab: Vocabulary, clause: Clause, after_complaint: bool = F
             and not any(b.text == "than" for b in pieces[i + 1:])
         if framed and not wished and not asked_more:
             pieces[i] = Piece("problem", vocab.flippable[key], p.text, p.pos)
+    return Clause(pieces, clause.joined)
+
+
+def says_evening(tokens: list[str]) -> bool:
+    """Whether ``tokens`` ask for one part to match the rest ("even it out", "make them match")."""
+    return any(tuple(tokens[k:k + len(e)]) == e for e in EVENING for k in range(len(tokens)))
+
+
+def read_evened(vocab: Vocabulary, clause: Clause) -> Clause:
+    """"the left side is way darker cus of the spine, even it out": a comparative said of how a place is, in a
+    message that asks for it to match the rest (:func:`says_evening`), is fixed the other way there."""
+    pieces = list(clause.pieces)
+    for i, p in enumerate(pieces):
+        opposite = vocab.intents[p.key].opposite if p.category == "intent" and p.key in vocab.intents else None
+        said = [b for b in pieces[:i] if b.category != "magnitude"]
+        if opposite in vocab.intents and said and said[-1].text in BEING:
+            pieces[i] = Piece("intent", opposite, p.text, p.pos)
     return Clause(pieces, clause.joined)
 
 

@@ -142,7 +142,10 @@ class GoingBackReader:
         for i, clause in enumerate(clauses):
             found = self._read_clause(clause)
             verbs = {k for s, n, _ in self.weak.find(clause) + self.strong.find(clause) for k in range(s, s + n)}
-            if found is None and i > 0 and verbs and not self._named(w for k, w in enumerate(clause) if k not in verbs) \
+            # (what the person keeps is no change named: "i miss the colour. bring it back but keep the contrast")
+            kept_from = min((s for s, _, _ in self.keep.find(clause)), default=len(clause))
+            if found is None and i > 0 and verbs \
+                    and not self._named(w for k, w in enumerate(clause[:kept_from]) if k not in verbs) \
                     and not self.partial.find(clause):      # "too bright now, back a bit": part of the way
                 # "the brightening washed me out, get rid of it": a removal of "it" after a change is named is
                 # that change (only when it was made: the verb is weak)
@@ -239,7 +242,7 @@ class GoingBackReader:
             return GoingBack("version", first=bool(self.first.find(words)), strong=True, approved=True)
         markers = sorted([(s, n, "before") for s, n, _ in self.before.find(words)]
                          + [(s, n, "after") for s, n, _ in self.after.find(words)]
-                         + [(s, n, "without") for s, n, _ in self.without.find(words)]
+                         + [(s, n, "without") for s, n, _ in self.without.find(words) if not _said_no(words, s, n)]
                          + [(s, n, "keep") for s, n, _ in self.keep.find(words)])
         # ("no more contrast": the "no" of the verb is no "without")
         # ... but a "before" that ends the verb names what follows ("back to how it was before the sky stuff")
@@ -422,19 +425,25 @@ class GoingBackReader:
             return True
         if targets and not intents and not ops_named and self._on(edit, targets):
             return True
-        return self._heard(edit, words, tokenize(" ".join([*edit.labels, *edit.intents])))
+        return self._heard(edit, words, tokenize(" ".join([*edit.labels, *edit.intents,
+                                                           str(edit.followup.get("place_said") or "")])))
 
     def _heard(self, edit: TurnMoves, words: list[str], also: Iterable[str] = ()) -> bool:
         """Whether most of ``words`` were said with ``edit``: in the person's message (or ``also``, the words
         of what was done)."""
-        said = {_stem(w) for w in (*self._asked_words(edit.message), *also)}
-        content = [_stem(w) for w in self._content(words)]
+        said = {_root(w) for w in (*self._asked_words(edit.message), *also)}
+        words = list(words)
+        # ("the whisker thing went crunchy, undo just that": how it went is why, the thing names the change; a
+        # problem word that was said with it still names it, "before you tried to fix the mud")
+        why = {w for p in read_pieces(self.vocab, words) if p.category == "problem" for w in p.text.split()} | _BEING
+        content = [(_root(w), w in why) for w in self._content(words)]
         # most of the words were said with it ("where the green was sorted" after "sickly green. fix?"), a
         # word as the start of one said ("before you tried to fix the mud" after "it looks muddy")
         # a word typed with a slip on either side ("the keyboard" after "darken the keybaord") is that word
-        heard = sum(w in said or (len(w) >= 3 and any(s.startswith(w) and len(s) - len(w) <= 2 for s in said))
-                    or (len(w) >= 6 and any(len(s) >= 6 and one_edit(w, s) for s in said)) for w in content)
-        return bool(content) and 2 * heard >= len(content)
+        heard = [w in said or (len(w) >= 3 and any(s.startswith(w) and len(s) - len(w) <= 2 for s in said))
+                 or (len(w) >= 6 and any(len(s) >= 6 and one_edit(w, s) for s in said)) for w, _ in content]
+        counted = sum(h or not reason for h, (_, reason) in zip(heard, content))
+        return any(heard) and 2 * sum(heard) >= counted
 
     def _read_asked_words(self, message: str) -> tuple[str, ...]:
         """The words of ``message`` but those of a place it kept ("make the dial brighter, keep the wall dark" named
@@ -659,6 +668,9 @@ class GoingBackReader:
 #: A version said to be in colour ("the colour version", "the coloured one") after black and white.
 _IN_COLOUR = frozenset({"colour", "color", "coloured", "colored", "colourful", "colorful", "colours", "colors"})
 
+#: Words that say how a thing is or went ("went", "looks"): why a change is named, not its name.
+_BEING = word_lists()["being_verbs"]
+
 #: Words that say a request is named by what the person said: "before i asked for brighter".
 _ASKED = frozenset({"asked", "said", "told", "typed", "requested"})
 #: Words that join the changes a going back names: "undo the warmth and the contrast".
@@ -754,6 +766,26 @@ def _stem(word: str) -> str:
         if suffix != "s":
             break
     return w
+
+
+def _said_no(words: list[str], start: int, length: int) -> bool:
+    """Whether the "no" at ``start`` is said to me ("no no the first faded one was better"), not what a version
+    lacked ("the one with no vignette"): a "no" before another, or before a determiner or a pronoun."""
+    return words[start:start + length] == ["no"] and (start + 1 == len(words) or words[start + 1] in _AFTER_NO)
+
+
+#: Words after a "no" said to me: "no no", "no the first one", "no i meant", "no go back".
+_AFTER_NO = frozenset({"no", "the", "that", "this", "those", "it", "its", "i", "wait", "actually", "go", "back",
+                       "put", "just", "please", "pls", "not"})
+
+
+def _root(word: str) -> str:
+    """The stem of ``word`` with a colour's "-ish" and a silent "e" off too, so that "blue" is heard in
+    "bluer" and "blue-ish", and "white" in "whiter"."""
+    w = _stem(word)
+    if w.endswith("ish") and len(w) >= 6:
+        w = w[:-3]
+    return w[:-1] if w.endswith("e") and len(w) >= 4 else w
 
 
 __all__ = ["GoingBack", "GoingBackReader", "KINDS"]

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from agent.conversation.clauses import SIZES, read_complaints, split_clauses
+from agent.conversation.clauses import BEING, SIZES, read_complaints, split_clauses
 from agent.conversation.generative import GenerativeRequest, parse_generative
 from agent.conversation.going_back import GoingBack, GoingBackReader, split_requests
 from agent.conversation.vocabulary import Vocabulary, read_pieces
@@ -172,6 +172,11 @@ class Router:
         remark = dict(cfg.get("remark") or {})
         self.remark_reply = str(remark.get("reply") or "Tell me what you'd like to change.")
         self.remark_replies = [str(q) for q in remark.get("quick_replies") or ()]
+        # "hmm the letters look kinda jaggy now": how the photo looks since the last change, in words no table
+        # knows, is no remark to smile at
+        looks_off = dict(cfg.get("looks_off") or {})
+        self.looks_off_reply = str(looks_off.get("reply") or self.remark_reply)
+        self.looks_off_replies = [str(q) for q in looks_off.get("quick_replies") or ()]
         # how a question opens: one table, the longest opening wins ("do you think it needs" > "do you think")
         self.openings: dict[tuple[str, ...], str] = {}
         for kind, key in (("evaluation", "question_starts"), ("exploration", "advice_starts"), ("request", "request_starts")):
@@ -348,6 +353,8 @@ class Router:
         if (not self._about_the_photo(said, pieces) or self._states(words, pieces, said) or presented) \
                 and not self._requests(words) and not self._follows(said) and not self._asked_of_me(said):
             # "morning! lovely old ruin this, took it on holiday", "this is my dog": said to me, nothing to change
+            if "now" in words and BEING & set(words):
+                return Route("chat", "looks_off", reply=self.looks_off_reply, quick_replies=self.looks_off_replies)
             return Route("chat", "remark", reply=self.remark_reply, quick_replies=self.remark_replies)
         return Route("modification")
 

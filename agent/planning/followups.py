@@ -564,12 +564,16 @@ def _carried_on(vocab: Vocabulary, tokens: list[str], anchors: list, pieces: lis
     # (after a change on a place: on the whole photo the quality again is the same request)
     than = {k for i, t in enumerate(tokens) if t == "than" and i + 1 < len(tokens) and tokens[i + 1] in _THAN_NOW
             for k in (i, i + 1)} if placed else set()
+    said = tokenize(last.message.lower())
+    # "like waaay deeper" after "can the sky be a deeper blue": the last request's own word, said again
+    # with how much more, carries it on there (on the whole photo the quality again is the same request)
+    echoed = placed and any(p.category == "magnitude" and vocab.magnitudes.get(p.key, 1.0) > 1.0 for p in pieces) \
+        and all(a.category == "intent" and all(w in said for w in a.text.split()) for a in anchors)
     if not any(t in vocab.carry_on for t in tokens) and not any(a.pos in more for a in anchors) and not ends_more \
-            and not than:
+            and not than and not echoed:
         return False
     if any(p.category in ("reduce", "target", "rollback", "reset") for p in pieces):
         return False
-    said = tokenize(last.message.lower())
     own = [p for p in anchors if p.category == "intent" and (p.key in asked
                                                             or all(w in said for w in p.text.split()))]
     # ... or its opposite, said of how the photo still is ("it still feels kinda cold")
@@ -830,6 +834,7 @@ def _unmet_on_guess(vocab: Vocabulary, dialogue: DialogueState) -> FollowUp:
     if place:
         done.dialogue["guessed"] = guessed_place_note(vocab, place, vocab.place(guess)[1])
         done.dialogue["guessed_place"] = True
+        done.dialogue["place_said"] = place      # ("put the helmet back": the change names the place it was asked for)
     return done
 
 

@@ -14,7 +14,7 @@ from typing import Mapping
 from agent.planning.base import PlanRequest
 from agent.planning.moves import Draft, Move, onto_mask, protect_moves
 from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, QUALITIES, SIZES, Clause, COLOUR_OF_A_THING, POINTING_BACK, WISH_OPENERS, around, avoided_degree, colour_of, guess_place, names_a_thing, read_wished_casts, said_as_subject, stand_in,
-                                        named_places, read_complaints, sizes_in_names, split_clauses, trailing_also,
+                                        named_places, read_complaints, read_evened, says_evening, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, Intent, Piece, Vocabulary, read_pieces
 from agent.conversation.words import PRAISE_LINKS, effect_said, find_phrases, tells_how_taken, tokenize, word_lists
@@ -609,9 +609,12 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
     placed: dict[str, list[str]] = {}                   # a thing no finder knows -> the part of the frame it was put in
     # "the whole shot", "everything": the whole photo said somewhere in the message
     whole_said = any(p.text not in vocab.back_references for c in clauses for p in c.of("global"))
+    evening = says_evening(tokens)      # "..., even it out": how a place is said is what to undo there
     for ci, clause in enumerate(clauses):
         order = order0 + ci * 100
         clause = _enough_kept(clause)
+        if evening:
+            clause = read_evened(vocab, clause)
         if ci:
             said_before |= {w for p in clauses[ci - 1].of("target") for w in p.text.split()}
         if not previous_uses:
@@ -972,6 +975,8 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         draft.unknown_kept += unknown
     draft.moves = _asked_over_complained(draft.moves)
     draft.moves = _remedy_said(vocab, draft.moves, clauses, tokens, order0)
+    if evening and draft.moves:       # ("even it out" was done by the fix the other way)
+        draft.skipped = [c for c in draft.skipped if not says_evening(tokenize(c))]
     return draft
 
 
