@@ -1049,9 +1049,9 @@ def test_the_last_requests_own_word_said_again_with_how_much_carries_it_on_there
     photo darker."""
     sid = studio.start_session(small_photo("rocket")).id
     studio.send_message(sid, "can the sky be a deeper blue")
-    before = _on(_layers(studio, sid), "sky")["settings"]
+    before = _on(_layers(studio, sid), "sky")
     r = studio.send_message(sid, "like waaay deeper")
-    after = _on(_layers(studio, sid), "sky")["settings"]
+    after = _on(_layers(studio, sid), "sky")
     assert after["saturation_blue"] > before["saturation_blue"], r.reply
     assert not studio.head(sid).state["settings"].get("exposure"), r.reply
 
