@@ -1112,3 +1112,94 @@ def test_a_comparative_said_of_a_place_with_even_it_out_is_fixed_the_other_way(t
     moved = [g.value for g in plan.sub_goals if g.op == "exposure"]
     assert moved and all(v * sign > 0 for v in moved), plan.sub_goals
     assert not any("even" in s for s in plan.skipped), plan.skipped
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("no like WAY darker than that", "modification"),           # a filler "like" after an interjection
+    ("his hand on the camera is basically black, bring it up some", "modification"),   # a clause that asks
+    ("this is super grey and flat, give it some life", "modification"),     # life is no thing to add
+    ("the table as well", "modification"),                      # the last change, on a thing
+    ("and the flag", "modification"),
+    ("lol he fell asleep on my desk again", "chat"),            # a remark stays a remark
+    ("can you add a rainbow", "chat"),
+])
+def test_requests_said_around_a_statement_or_as_a_place_alone_are_requests(router, text, kind):
+    assert router.route(text).kind == kind
+
+
+@pytest.mark.parametrize("text, want", [
+    ("hey so this was at dusk, can we make it feel more like proper night", {"exposure": -1, "temperature": -1}),
+    ("took this at night, brighten it", {"exposure": 1}),      # when it was taken, not a look
+    ("give it some life", {"contrast": 1}),
+])
+def test_a_night_look_is_asked_for_only_as_wished(text, want):
+    plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
+    moved = {g.op: g.value for g in plan.sub_goals if g.target is None}
+    assert all(moved.get(op, 0) * sign > 0 for op, sign in want.items()), plan.sub_goals
+    assert "temperature" in want or moved.get("temperature", 0) >= 0, plan.sub_goals
+
+
+@pytest.mark.parametrize("text, centre", [
+    ("the top right, brighten it", (0.85, 0.15)),              # "top" and "right" are chat words alone, not here
+    ("the big one top right, brighten it", (0.85, 0.15)),      # a size says which one
+    ("brighten the bottom on the right", (0.85, 0.85)),        # two sides said together: their corner
+    ("brighten the big one lower down on the right", (0.85, 0.85)),
+])
+def test_a_part_of_the_frame_said_with_which_one_is_where_the_change_goes(text, centre):
+    plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
+    assert len(plan.sub_goals) == 1, plan.sub_goals
+    target = plan.sub_goals[0].target or {}
+    assert target.get("type") == "radial" and tuple(target["center"]) == centre, plan.sub_goals
+
+
+def test_the_same_on_another_edge_and_on_a_corner_follow_the_last_change(studio):
+    sid = studio.start_session(small_photo("coins")).id
+    studio.send_message(sid, "darken the right edge a bit")
+    studio.send_message(sid, "same on the left edge")
+    assert _on(_layers(studio, sid), "gradient") and len(_layers(studio, sid)) == 2, _layers(studio, sid)
+    studio.send_message(sid, "the big one top right, brighten it")
+    r = studio.send_message(sid, "same with the big one lower down on the right")
+    centres = [tuple(normalize_mask_spec(l["mask"]).get("center") or ()) for l in _layers(studio, sid)]
+    assert (0.85, 0.85) in centres and r.status == "auto_approved", (r.reply, centres)
+
+
+def test_a_word_of_the_sentence_is_no_place(studio):
+    """"printing this as a poster and its way too dark on paper. brighten it": "this as" is no thing to find."""
+    sid = studio.start_session(small_photo("hubble_deep_field")).id
+    r = studio.send_message(sid, "printing this as a poster and its way too dark on paper. brighten it")
+    assert r.asset_id and studio.head(sid).state["settings"].get("exposure", 0) > 0, r.reply
+
+
+def test_a_new_request_after_an_asked_turn_is_not_the_go_ahead(studio):
+    """After "I can't find the rocket ... or should I make it vivid overall?", "can you make it look like its
+    lifting off, flames and smoke and all" changes nothing; "just do it on the whole thing" said instead does
+    the request."""
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "the rocket went all grey, lift just the rocket")
+    head = studio.head(sid).id
+    r = studio.send_message(sid, "can you make it look like its lifting off, flames and smoke and all")
+    assert studio.head(sid).id == head, r.reply
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "the rocket went all grey, lift just the rocket")
+    r = studio.send_message(sid, "just do it on the whole thing")
+    assert studio.head(sid).id != head and studio.head(sid).state["settings"].get("exposure", 0) > 0, r.reply
+
+
+def test_a_version_described_then_gone_back_to_is_that_version_and_reset_to_before_goes_back(studio):
+    """"lol tbh the very first version was nicer, go back to that one": the first version, not one step;
+    "ok reset to before the sky stuff" goes back before the sky change ("reset the sky" stays the planner's)."""
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "i want a moody cafe vibe, dark and rich")
+    first = studio.head(sid).id
+    studio.send_message(sid, "darker still")
+    studio.send_message(sid, "more contrast pls")
+    r = studio.send_message(sid, "lol tbh the very first version was nicer, go back to that one")
+    assert r.status == "rolled_back" and studio.head(sid).id == first, r.reply
+
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "warmer")
+    warm = studio.head(sid).id
+    studio.send_message(sid, "make the sky bluer")
+    studio.send_message(sid, "more contrast")
+    r = studio.send_message(sid, "ok reset to before the sky stuff")
+    assert r.status == "rolled_back" and studio.head(sid).id == warm, r.reply

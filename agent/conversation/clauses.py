@@ -275,10 +275,13 @@ def trailing_also(vocab: Vocabulary, pieces: list[Piece], i: int) -> bool:
 
 
 def unknown_words(vocab: Vocabulary, clause: Clause, before: int | None = None) -> list[str]:
-    """Content words of the clause that no table knows (and that are not filler)."""
+    """Content words of the clause that no table knows (and that are not filler; nor a size that says which
+    one, "the big one top right")."""
+    ones = {p.pos - 1 for p in clause.pieces if p.text in ("one", "ones")}
     return [p.text for p in clause.pieces if p.category == "word" and (before is None or p.pos < before)
             and p.text not in FILLER and p.text not in vocab.chatter and p.text not in vocab.not_places
-            and p.text not in DETERMINERS and (p.text,) not in vocab.frames]
+            and p.text not in DETERMINERS and (p.text,) not in vocab.frames
+            and not (p.text in SIZES and p.pos in ones)]
 
 
 def names_a_thing(vocab: Vocabulary, clause: Clause, pos: int) -> bool:

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from agent.conversation.clauses import BEING, SIZES, read_complaints, split_clauses
+from agent.conversation.clauses import BEING, DETERMINERS, SIZES, read_complaints, split_clauses
 from agent.conversation.generative import GenerativeRequest, parse_generative
 from agent.conversation.going_back import GoingBack, GoingBackReader, split_requests
 from agent.conversation.vocabulary import Vocabulary, read_pieces
@@ -116,6 +116,9 @@ _HOW_MUCH_MEANT = frozenset({"only", "just", "a", "less", "more", "slightly", "m
 #: A count said as a repeat ("x2", "3x") and in words ("twice"): how many steps an undo goes back.
 _TIMES = re.compile(r"x(\d{1,2})|(\d{1,2})x")
 _TIMES_WORDS = {"twice": 2, "thrice": 3}
+#: How "the table as well", "the flag too" end: the last change, on one more place.
+_ALSO = frozenset({"too", "as", "also", "aswell"})
+
 #: Words no table knows, besides a follow-up phrase, that make a message a remark ("he fell asleep again").
 _REMARK_WORDS = 3
 #: Of the retarget phrases, those that can only point at the last change ("the same for the lake"), not
@@ -177,6 +180,7 @@ class Router:
         looks_off = dict(cfg.get("looks_off") or {})
         self.looks_off_reply = str(looks_off.get("reply") or self.remark_reply)
         self.looks_off_replies = [str(q) for q in looks_off.get("quick_replies") or ()]
+        self.looks_off_doubts = {t for w in looks_off.get("doubts") or () for t in tokenize(str(w))}
         # how a question opens: one table, the longest opening wins ("do you think it needs" > "do you think")
         self.openings: dict[tuple[str, ...], str] = {}
         for kind, key in (("evaluation", "question_starts"), ("exploration", "advice_starts"), ("request", "request_starts")):
@@ -277,10 +281,12 @@ class Router:
             # "is it just me or is this photo really dark": said as a question, meant as a complaint; what
             # follows the opening is what is said ("this photo really dark")
             return self.route(" ".join(rest), generative=generative)
-        after_like = read_pieces(self.vocab, words[1:]) if words[0] == "like" else []
+        opened = self._after_interjections(words)
+        after_like = read_pieces(self.vocab, opened[1:]) if opened[:1] == ["like"] else []
         if after_like and after_like[0].category in ("magnitude", "intent", "increase", "reduce"):
-            # "like waaay deeper", "like a lot brighter": a filler "like" before how much, not a likeness or praise
-            return self.route(" ".join(words[1:]), generative=generative)
+            # "like waaay deeper", "no like WAY darker than that": a filler "like" before how much, not a likeness
+            # or praise
+            return self.route(" ".join(opened[1:]), generative=generative)
         acked = acknowledged_rest(tokens)
         if acked is not None:
             # "lol i know its blurry, took it on a moving bus": how the photo is, acknowledged, is not asked to
@@ -350,10 +356,18 @@ class Router:
             if hits and (not edits or asks) and not (not asks and presented):
                 kind = "evaluation" if name == "evaluation" else "exploration"
                 return Route(kind, name)
-        if (not self._about_the_photo(said, pieces) or self._states(words, pieces, said) or presented) \
-                and not self._requests(words) and not self._follows(said) and not self._asked_of_me(said):
+        states = self._states(words, pieces, said)
+        # ("his hand on the camera is basically black, bring it up some": a clause after the statement asks)
+        requested = self._requests(words) or bool(BEING & set(split_requests(tokens)[0])) and any(
+            self._requests([w for w in plain_words(c) if w not in SEPARATORS]) for c in split_requests(tokens)[1:])
+        # ("the table as well", "and the two skinny towers either side of it": the last change, on a thing)
+        more_places = any(s + n == len(said) and said[s] in _ALSO for s, n, _ in find_phrases(said, self.vocab.retarget)) \
+            and not states or (words[:1] == ["and"] and len(words) > 2 and words[1] in DETERMINERS
+                               and not BEING & set(words))
+        if (not self._about_the_photo(said, pieces) or states or presented) and not requested \
+                and not self._follows(said) and not self._asked_of_me(said) and not more_places:
             # "morning! lovely old ruin this, took it on holiday", "this is my dog": said to me, nothing to change
-            if "now" in words and BEING & set(words):
+            if "now" in words and BEING & set(words) and self.looks_off_doubts & set(words):
                 return Route("chat", "looks_off", reply=self.looks_off_reply, quick_replies=self.looks_off_replies)
             return Route("chat", "remark", reply=self.remark_reply, quick_replies=self.remark_replies)
         return Route("modification")
@@ -695,6 +709,8 @@ class Router:
         for cut in cuts:
             tail = self._command(tokens[cut + 1:], said[cut + 1:])
             if tail is not None and tail.name in _HISTORY:
+                if any(b.kind == "version" for b in self.going_back.read(" ".join(tokens[:cut]))):
+                    return None      # "the very first version was nicer, go back to that one": that version
                 return tail if self._complaint_only(said[:cut]) else None
         for cut in reversed(cuts):
             # "start over, i'll try something different", "undo, it looked better before": the command first, then

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from agent.conversation.words import (SEPARATORS, compared_as_too, taken_some_out, PhraseTable, Speller, drop_clauses, find_phrases, is_number,
                                      opening_interjections, plain_words, sized_follow_ups, token_spans,
@@ -417,6 +417,13 @@ class Vocabulary:
         tokens = tokenize(text)
         return self.go_ahead.has(tokens) or bool(find_phrases(tokens, self.insist_words))
 
+    def corner(self, targets: Iterable[str | None]) -> str | None:
+        """The corner two sides said together name ("the big one lower down on the right": the bottom right),
+        or None."""
+        said = set(targets)
+        return next((f"{v}_{h}" for v in ("top", "bottom") for h in ("left", "right")
+                     if said == {v, h} and f"{v}_{h}" in self.targets), None)
+
     def is_frame_part(self, name: str) -> bool:
         """Whether target ``name`` is a part of the frame: a side or half (a gradient mask) or a corner (an
         off-centre radial one), not a thing found in the photo."""
@@ -463,6 +470,8 @@ class Vocabulary:
         prev = toks[i - 1]
         if prev not in SEPARATORS and prev not in self.preamble_ends:
             return text
+        if any(p.category == "target" and len(p.text.split()) > 1 for p in read_pieces(self, toks[:i])):
+            return text         # "the top right, brighten it": chat words that name a place together
         return text[spans[i][1]:]
 
     def join_particles(self, text: str) -> str:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from agent.planning.moves import Draft, Move, protect_moves, spec_key
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Piece, Problem, Vocabulary, read_pieces
-from agent.conversation.clauses import CAST_CAUSES, DETERMINERS, POINTING_BACK, WISH_OPENERS, named_places, split_clauses
+from agent.conversation.clauses import BEING, CAST_CAUSES, DETERMINERS, POINTING_BACK, WISH_OPENERS, named_places, split_clauses
 from agent.conversation.dialogue import DialogueState
 from agent.conversation.going_back import mask_parts
 from agent.conversation.words import SEPARATORS, before_comparative, find_phrases, percent_share, says_vague_ask, tokenize, word_lists
@@ -279,6 +279,9 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                 # ("ok now its too bright, the wood looks all washed out. pull it back": says how it is now)
                 and not (tokens[r[0]:r[0] + r[1]] == ["now"] and (verbs or fractions) and _in_statement(tokens, r[0]))
                 and tokens[r[0] + r[1]:r[0] + r[1] + 2] not in (["that", "last"], ["the", "last"], ["this", "last"])]
+    if not retarget and not anchors and tokens[:1] == ["and"] and len(tokens) > 2 and tokens[1] in DETERMINERS \
+            and not BEING & set(tokens):
+        retarget = [(0, 1, 1.0)]      # "and the flag", after a change: that change there too
     if says_vague_ask(tokens) and not (repeat or pull or fractions or retarget) \
             and any(p.category == "target" for p in pieces) and not any(p.category == "global" for p in pieces):
         return None        # "do something about the middle bit": what to do there is not said (the planner asks)
@@ -330,7 +333,9 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     if unmet and (go_ahead or not (repeat or pull or fractions)):
         # ("go on then, have a guess": "go on" is the go-ahead here, not a repeat)
         # the last turn asked where ("I can't find the lamp"): "the whole thing then", "go ahead and guess"
-        if any(p.category == "global" for p in pieces) and not any(p.category == "target" for p in pieces):
+        # ("can you make it look like its lifting off": an "it" of a new request is no "the whole thing")
+        if any(p.category == "global" and (go_ahead or p.text not in vocab.back_references) for p in pieces) \
+                and not any(p.category == "target" for p in pieces):
             return _finish_unmet(vocab, unmet, list(getattr(dialogue, "unmet_labels", None) or []), [None])
         if vocab.says_go_ahead(message) and getattr(dialogue, "unmet_guess", None):
             return _unmet_on_guess(vocab, dialogue)
@@ -349,7 +354,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     places = {w for p in pieces if p.category in ("target", "band") for w in p.text.split()}
     # ("the same for the round badge on her chest": a word that asks nothing, said of the thing, describes it)
     described = {w for p in pieces if p.category == "word" for w in p.text.split()}
-    said_same = any({"same", "too", "also", "aswell"} & set(tokens[pos:pos + n]) for pos, n, _ in retarget)
+    said_same = any({"same", "too", "also", "aswell", "and"} & set(tokens[pos:pos + n]) for pos, n, _ in retarget)
     # (the words as typed too: "the guy's coat" reads as "the guy", yet the coat was said)
     last_said = set(tokenize(last.message)) | set(re.findall(r"[a-z]+", (last.message or "").lower())) \
         if last is not None else set()
@@ -958,6 +963,8 @@ def _retarget(vocab: Vocabulary, base, targets: list[str | None], scale: float,
     """The base change's moves again, on each place named (None: the whole photo), or on the colour ``band``
     where the change did not already go ("the same for the water" after brightening the sky)."""
     moves = []
+    corner = vocab.corner(targets)
+    targets = [corner] if corner is not None else targets       # ("lower down on the right": one corner)
     # The whole-image moves of that change already reach the new place: only the local ones move.
     local = any(c.target for c in base.changes)
     for t in targets:

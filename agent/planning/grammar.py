@@ -239,6 +239,9 @@ def _qualified_place(vocab: Vocabulary, targets: list[str]) -> str | None:
     in are one place, where both are (its name joins the two); None for any other set of places."""
     if len(targets) != 2:
         return None
+    corner = vocab.corner(targets)
+    if corner is not None:
+        return corner           # "the bottom on the right": the bottom right
     parts = [t for t in targets if vocab.is_frame_part(t)]
     if len(parts) != 1:
         return None
