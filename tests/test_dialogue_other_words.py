@@ -1203,3 +1203,19 @@ def test_a_version_described_then_gone_back_to_is_that_version_and_reset_to_befo
     studio.send_message(sid, "more contrast")
     r = studio.send_message(sid, "ok reset to before the sky stuff")
     assert r.status == "rolled_back" and studio.head(sid).id == warm, r.reply
+
+
+def test_no_and_a_change_made_drops_it_and_no_and_a_quality_never_adds_it(studio, router):
+    """"ehh. no sepia." after a sepia tone takes the tone out; "no vignette" with none made adds none; "no,
+    brighter" still brightens."""
+    sid = studio.start_session(small_photo("camera")).id
+    studio.send_message(sid, "make it black and white")
+    mono = studio.head(sid).id
+    studio.send_message(sid, "give it a sepia tone")
+    r = studio.send_message(sid, "ehh. no sepia.")
+    assert r.status == "rolled_back" and studio.head(sid).id == mono, r.reply
+    r = studio.send_message(sid, "no vignette")
+    assert not studio.head(sid).state["settings"].get("vignette"), r.reply
+    assert router.route("no, brighter").kind == "modification"
+    plan = EmbeddedPlanner().plan(PlanRequest(message="no sepia", state=EditState()))
+    assert not plan.sub_goals, plan.sub_goals

@@ -132,8 +132,11 @@ class GoingBackReader:
         whose version it finds."""
         clauses: list[list[str]] = []
         for clause in split_requests(self.joined(tokenize(text)), self.request_verbs):
-            if clauses and any(s == 0 for table in (self.before, self.without, self.keep)
-                               for s, _, _ in table.find(clause)):
+            # ("ehh. no sepia.": a "no" after a clause that says nothing of a version opens its own)
+            said_no = clause[:1] == ["no"] and clauses and not any(
+                table.find(clauses[-1]) for table in (self.versions, self.strong, self.weak, self.last))
+            if clauses and not said_no and any(s == 0 for table in (self.before, self.without, self.keep)
+                                               for s, _, _ in table.find(clause)):
                 # "the crisp one, before i touched the shadows", "undo both, keep the warmth": one description
                 clauses[-1] = clauses[-1] + clause
             else:
@@ -174,6 +177,15 @@ class GoingBackReader:
             if all(not b.named and not b.before for b in out) or any(self._only_original(c) for c in clauses):
                 out.insert(0, GoingBack("original", strong=True))
         return out
+
+    def says_no_to(self, words: list[str]) -> int | None:
+        """Where the "no" of a clause that opens with "no" and a change's name is ("no sepia pls"): that change
+        dropped; None for any other clause ("no, brighter", "no wait", "no not that one")."""
+        opened = [i for i, w in enumerate(words) if w not in self.interjections and w not in SEPARATORS]
+        if len(opened) > 1 and words[opened[0]] == "no" and words[opened[1]] not in _AFTER_NO \
+                and self._names_a_change(self._named(words[opened[1]:])):
+            return opened[0]
+        return None
 
     def _only_original(self, clause: list[str]) -> bool:
         """Whether ``clause`` asks for the original and names no change ("original please", "just the original")."""
@@ -218,6 +230,9 @@ class GoingBackReader:
                  for i in range(p.pos, p.pos + len(p.text.split()))}
         # ("no more contrast": the quality after "no more" is the change to drop, not one asked for)
         weak = [(s, n, v) for s, n, v in weak if not asked & set(range(s, s + n)) or words[s] == "no"]
+        said_no = self.says_no_to(words)
+        if not strong and not weak and said_no is not None:
+            weak = [(said_no, 1, True)]      # "ehh. no sepia.": a weak verb (only when such a change was made)
         if not self.versions.find(words) and not self.last.find(words):
             # "i prefer the sky darker" is a wish; "i preferred the earlier one" a version
             strong = [(s, n, v) for s, n, v in strong if not self.version_verbs.find(words[s:s + n])]
@@ -776,7 +791,9 @@ def _said_no(words: list[str], start: int, length: int) -> bool:
 
 #: Words after a "no" said to me: "no no", "no the first one", "no i meant", "no go back".
 _AFTER_NO = frozenset({"no", "the", "that", "this", "those", "it", "its", "i", "wait", "actually", "go", "back",
-                       "put", "just", "please", "pls", "not"})
+                       "put", "just", "please", "pls", "not",
+                       # "mmm no too soft, she's gone blurry": how it is, a complaint
+                       "too", "so", "way", "much", "bit", "a", "less", "need", "thats", "that's", "it's"})
 
 
 def _root(word: str) -> str:

@@ -535,7 +535,8 @@ class Router:
         take it back", "i miss the blue"); "skip that. darken the background" asks for an edit, so it is one."""
         reader = self.going_back
         for clause in split_requests(reader.joined(said), self.request_verbs):
-            if reader.strong.find(clause) or reader.weak.find(clause) or reader.includes(clause):
+            if reader.strong.find(clause) or reader.weak.find(clause) or reader.includes(clause) \
+                    or reader.says_no_to(clause) is not None:
                 continue        # a going back, or what it takes along ("the original back, colour and all")
             if self._requests(plain_words(clause)):
                 return False
