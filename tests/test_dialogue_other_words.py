@@ -1219,3 +1219,14 @@ def test_no_and_a_change_made_drops_it_and_no_and_a_quality_never_adds_it(studio
     assert router.route("no, brighter").kind == "modification"
     plan = EmbeddedPlanner().plan(PlanRequest(message="no sepia", state=EditState()))
     assert not plan.sub_goals, plan.sub_goals
+
+
+@pytest.mark.parametrize("text, sign", [
+    ("want this to feel like a wet back alley at night, dark and bluish", -1),   # the wish goes on: cooler
+    ("make it darker, its too bluish", 1),                                       # a complaint: warmer
+    ("make it warmer, bluish skin is awful", 1),
+])
+def test_qualities_said_after_a_wished_likeness_are_wished(text, sign):
+    plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
+    temps = [g.value for g in plan.sub_goals if g.op == "temperature" and g.target is None]
+    assert temps and all(v * sign > 0 for v in temps), plan.sub_goals

@@ -165,23 +165,29 @@ EVENING = tuple(tuple(w.split()) for w in word_lists()["evening_words"])
 _CAST_NOUNS = frozenset({"tint", "cast", "tone", "hue", "wash"})
 
 
-def read_wished_casts(vocab: Vocabulary, clause: Clause) -> Clause:
+def read_wished_casts(vocab: Vocabulary, clause: Clause, wished: bool = False) -> Clause:
     """A colour cast asked for ("make it bluish", "give it a blue tint", "a cold bluish tint") is that colour's
     white-balance quality (cooler), not a complaint of it (warmer): a cast word said after a wish word ("make",
     "give", "add", "more") in the same clause, with no "less", "not" or statement word ("looks", "is") between
-    them. The cast noun after it ("tint") goes with it."""
+    them. The cast noun after it ("tint") goes with it. ``wished``: the clause goes on a wish said in the clause
+    before ("want this to feel like a wet back alley at night, dark and bluish")."""
     pieces = list(clause.pieces)
     out: list[Piece] = []
+
+    def asked(i: int) -> bool:
+        return _wished_here(vocab, pieces[:i]) or wished and not any(
+            b.category in ("reduce", "avoid", "protect", "negation") or b.text in ("not", "no", "too") or b.text in BEING
+            for b in pieces[:i])
     for i, p in enumerate(pieces):
         problem = vocab.problems.get(p.key) if p.category == "problem" else None
         fix = vocab.intents.get(problem.fixes[0]) if problem is not None and len(problem.fixes) == 1 \
             and problem.fixes[0] in _CAST_FIXES else None
         flip = fix.opposite if fix is not None else None
-        if flip and flip in vocab.intents and not p.text.startswith("too ") and _wished_here(vocab, pieces[:i]):
+        if flip and flip in vocab.intents and not p.text.startswith("too ") and asked(i):
             out.append(Piece("intent", flip, p.text, p.pos))
             continue
         cast = _cast_of(vocab, p) if i + 1 < len(pieces) and pieces[i + 1].text in _CAST_NOUNS else None
-        if cast and _wished_here(vocab, pieces[:i]):
+        if cast and asked(i):
             # "give it a brown tint": any colour said with a cast noun is the white balance that puts it in
             out.append(Piece("intent", cast, p.text, p.pos))
             continue
@@ -201,6 +207,19 @@ def _cast_of(vocab: Vocabulary, piece: Piece) -> str | None:
     return name if name in vocab.intents else None
 
 
+def wished_after(vocab: Vocabulary, clause: Clause) -> bool:
+    """Whether a clause ends on a wish ("want this to feel like a wet back alley at night"): what the next clause
+    says, with no verb of its own, is wished too."""
+    return _wished_here(vocab, list(clause.pieces))
+
+
+def only_qualities(clause: Clause) -> bool:
+    """Whether a clause says only qualities and how much ("dark and bluish"), no word of its own ("bluish
+    though")."""
+    return all(p.category in ("intent", "problem", "band", "magnitude", "separator", "increase")
+               or p.text in ("and", "a", "bit", "little", "more", "quite", "very", "kinda", "pretty") for p in clause.pieces)
+
+
 def _wished_here(vocab: Vocabulary, before: list[Piece]) -> bool:
     """Whether the pieces before a quality ask for it: a wish word among them, and after it nothing that takes
     it back or says how the photo is ("make it less ...", "make it not ...", "it looks ...")."""
@@ -211,8 +230,10 @@ def _wished_here(vocab: Vocabulary, before: list[Piece]) -> bool:
     after = before[wish_at + 1:]
     # ("make it look bluish": "look" right after "make it" is part of the wish)
     framed_wish = len(after) >= 2 and after[0].category == "global" and after[1].text in BEING
+    # ("want this to feel like a back alley": a verb of being after "to" is part of the wish too)
     return not any(b.category in ("reduce", "avoid", "protect", "negation") or b.text in ("not", "no", "too")
-                   or (b.text in BEING and not (framed_wish and k == 1)) for k, b in enumerate(after))
+                   or (b.text in BEING and not (framed_wish and k == 1) and not (k > 0 and after[k - 1].text == "to"))
+                   for k, b in enumerate(after))
 
 
 def read_complaints(vocab: Vocabulary, clause: Clause, after_complaint: bool = False) -> Clause:

@@ -26,6 +26,8 @@ MAX_MESSAGE_CHARS = 1000
 FILLER = word_lists()["filler"]
 #: Words that may come before a clause without being what it says ("ok never mind the cord").
 _SAID_FIRST = FILLER | word_lists()["interjections"]
+#: Words before a likeness that wish for it ("want this to feel like ...", "make it look like ...").
+_WISHED_LIKE = frozenset({"want", "wanted", "make", "makes", "making", "give", "turn", "wanna"})
 
 
 # ---------------------------------------------------------------------------
@@ -405,9 +407,13 @@ class Vocabulary:
         kept = []
         for clause in clauses:
             words = [t for t in clause if t not in SEPARATORS]
+            wished = False
             while words and not any(s == 0 for s, _, _ in self.likeness.find(words)) and words[0] in _SAID_FIRST:
+                wished = wished or words[0] in _WISHED_LIKE
                 words = words[1:]
-            if not any(s == 0 for s, _, _ in self.likeness.find(words)):
+            # ("want this to feel like a wet back alley at night, dark and bluish": a likeness wished for is the
+            # request's how, kept)
+            if wished or not any(s == 0 for s, _, _ in self.likeness.find(words)):
                 kept += clause
         return kept if any(t not in SEPARATORS for t in kept) else tokens
 

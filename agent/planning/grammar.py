@@ -14,7 +14,7 @@ from typing import Mapping
 from agent.planning.base import PlanRequest
 from agent.planning.moves import Draft, Move, onto_mask, protect_moves
 from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, QUALITIES, SIZES, Clause, COLOUR_OF_A_THING, POINTING_BACK, WISH_OPENERS, around, avoided_degree, colour_of, guess_place, names_a_thing, read_wished_casts, said_as_subject, stand_in,
-                                        named_places, read_complaints, read_evened, says_evening, sizes_in_names, split_clauses, trailing_also,
+                                        named_places, read_complaints, read_evened, says_evening, only_qualities, wished_after, sizes_in_names, split_clauses, trailing_also,
                                         unknown_words)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, Intent, Piece, Vocabulary, read_pieces
 from agent.conversation.words import PRAISE_LINKS, effect_said, find_phrases, tells_how_taken, tokenize, word_lists
@@ -68,8 +68,8 @@ def _op_intent(op_name: str) -> Intent:
                   doing=f"changing {o.label.lower()} of {{where}}")
 
 
-def _uses(vocab: Vocabulary, clause: Clause, after_complaint: bool = False) -> list[Use]:
-    clause = read_wished_casts(vocab, read_complaints(vocab, clause, after_complaint))
+def _uses(vocab: Vocabulary, clause: Clause, after_complaint: bool = False, wished: bool = False) -> list[Use]:
+    clause = read_wished_casts(vocab, read_complaints(vocab, clause, after_complaint), wished)
     anchors = [a for a in clause.of("intent", "fix", "op", "problem") if not _describes(vocab, clause, a)]
     targets = [p.key for p in clause.of("target")]
     bands = [p.key for p in clause.of("band")]
@@ -613,6 +613,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
     # "the whole shot", "everything": the whole photo said somewhere in the message
     whole_said = any(p.text not in vocab.back_references for c in clauses for p in c.of("global"))
     evening = says_evening(tokens)      # "..., even it out": how a place is said is what to undo there
+    wished = False                      # the clauses before were a wish and the qualities said after it
     for ci, clause in enumerate(clauses):
         order = order0 + ci * 100
         clause = _enough_kept(clause)
@@ -650,7 +651,9 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             draft.missing_things += absent
             draft.missing_labels += [u.intent.label for u in _uses(vocab, clause)]
             continue
-        uses = _uses(vocab, clause, complained)
+        # ("want this to feel like a wet back alley at night, dark and bluish": the wish goes on)
+        wished = ci > 0 and only_qualities(clause) and (wished or wished_after(vocab, clauses[ci - 1]))
+        uses = _uses(vocab, clause, complained, wished=wished)
         complained = any(u.problem for u in uses)
         targets = [p.key for p in clause.of("target")]
         qualified = _qualified_place(vocab, targets)
