@@ -77,6 +77,19 @@ def small_photo(name: str = "astronaut", long_side: int = 400) -> np.ndarray:
     return np.ascontiguousarray(cv2.resize(img, (round(w * s), round(h * s)), interpolation=cv2.INTER_AREA))
 
 
+def assert_goes_back(studio, photo: np.ndarray, kept: list[str], later: list[str], said: str) -> None:
+    """After ``kept`` then ``later`` are said on a new session of ``photo``, ``said`` rolls back to the version
+    ``kept`` left (the person's words for going back, checked by where the head lands)."""
+    sid = studio.start_session(photo).id
+    for message in kept:
+        studio.send_message(sid, message)
+    mark = studio.head(sid).id
+    for message in later:
+        studio.send_message(sid, message)
+    result = studio.send_message(sid, said)
+    assert result.status == "rolled_back" and studio.head(sid).id == mark, result.reply
+
+
 def plan_from_text(text: str) -> Plan:
     """'temperature+20 exposure-10 saturation=0 contrast+15@sky' -> a Plan; nothing recognised -> not understood."""
     goals = []

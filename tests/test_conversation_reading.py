@@ -20,7 +20,7 @@ from agent.planning.embedded import EmbeddedPlanner
 from pipeline.masks import build_mask
 from pipeline.state import EditState
 from pipeline.measure import image_stats
-from tests.conftest import small_photo
+from tests.conftest import assert_goes_back, small_photo
 
 
 @pytest.fixture(scope="module")
@@ -247,13 +247,7 @@ def test_a_history_command_said_with_why_is_that_command(router, message, name):
     ("a little warmer", ["brighten the left side", "more contrast"], "nah undo the last three, keep just the warmth"),
 ])
 def test_going_back_lands_after_the_first_change(studio, coffee, first, later, message):
-    sid = studio.start_session(coffee).id
-    studio.send_message(sid, first)
-    kept = studio.head(sid).id
-    for text in later:
-        studio.send_message(sid, text)
-    result = studio.send_message(sid, message)
-    assert result.status == "rolled_back" and studio.head(sid).id == kept, result.reply
+    assert_goes_back(studio, coffee, [first], later, message)
 
 
 def test_an_overshoot_said_with_why_and_a_share_takes_back_the_last_change(studio, coffee):

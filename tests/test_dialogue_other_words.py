@@ -18,7 +18,7 @@ from agent.conversation.words import tokenize
 from agent.judging.embedded import EmbeddedJudge
 from agent.planning.base import PlanRequest
 from agent.planning.embedded import EmbeddedPlanner
-from conftest import small_photo
+from conftest import assert_goes_back, small_photo
 from pipeline.masks import normalize_mask_spec
 from pipeline.measure import image_stats
 from pipeline.state import EditState
@@ -183,13 +183,8 @@ def test_our_own_word_lists_are_never_typing_slips():
 
 def test_a_change_named_by_its_noun_is_found(studio):
     """"go back to just the first enhancement" after "enhance the colours": the noun of the verb said names it."""
-    sid = studio.start_session(small_photo("coffee")).id
-    studio.send_message(sid, "enhance the colours")
-    first = studio.head(sid).id
-    studio.send_message(sid, "more contrast")
-    studio.send_message(sid, "brighter")
-    r = studio.send_message(sid, "go back to just the first enhancement")
-    assert r.status == "rolled_back" and studio.head(sid).id == first, r.reply
+    assert_goes_back(studio, small_photo("coffee"), ["enhance the colours"], ["more contrast", "brighter"],
+                     "go back to just the first enhancement")
 
 
 def test_rendered_pixels_follow_the_taken_out_change(studio):
@@ -1059,13 +1054,9 @@ def test_the_last_requests_own_word_said_again_with_how_much_carries_it_on_there
 def test_going_back_before_a_request_hears_its_colour_in_other_forms(studio):
     """"go back to before i asked for blue" after "the blue-ish galaxies could be bluer": "blue" is heard in
     "bluer"."""
-    sid = studio.start_session(small_photo("hubble_deep_field")).id
-    studio.send_message(sid, "more contrast")
-    first = studio.head(sid).id
-    studio.send_message(sid, "the blue-ish galaxies could be bluer")
-    studio.send_message(sid, "just a tiny bit more")
-    r = studio.send_message(sid, "hmm the blue looks fake. go back to before i asked for blue")
-    assert r.status == "rolled_back" and studio.head(sid).id == first, r.reply
+    assert_goes_back(studio, small_photo("hubble_deep_field"), ["more contrast"],
+                     ["the blue-ish galaxies could be bluer", "just a tiny bit more"],
+                     "hmm the blue looks fake. go back to before i asked for blue")
 
 
 def test_a_no_said_to_me_is_not_what_a_version_lacked(router):
@@ -1188,21 +1179,11 @@ def test_a_new_request_after_an_asked_turn_is_not_the_go_ahead(studio):
 def test_a_version_described_then_gone_back_to_is_that_version_and_reset_to_before_goes_back(studio):
     """"lol tbh the very first version was nicer, go back to that one": the first version, not one step;
     "ok reset to before the sky stuff" goes back before the sky change ("reset the sky" stays the planner's)."""
-    sid = studio.start_session(small_photo("coffee")).id
-    studio.send_message(sid, "i want a moody cafe vibe, dark and rich")
-    first = studio.head(sid).id
-    studio.send_message(sid, "darker still")
-    studio.send_message(sid, "more contrast pls")
-    r = studio.send_message(sid, "lol tbh the very first version was nicer, go back to that one")
-    assert r.status == "rolled_back" and studio.head(sid).id == first, r.reply
-
-    sid = studio.start_session(small_photo("rocket")).id
-    studio.send_message(sid, "warmer")
-    warm = studio.head(sid).id
-    studio.send_message(sid, "make the sky bluer")
-    studio.send_message(sid, "more contrast")
-    r = studio.send_message(sid, "ok reset to before the sky stuff")
-    assert r.status == "rolled_back" and studio.head(sid).id == warm, r.reply
+    assert_goes_back(studio, small_photo("coffee"), ["i want a moody cafe vibe, dark and rich"],
+                     ["darker still", "more contrast pls"],
+                     "lol tbh the very first version was nicer, go back to that one")
+    assert_goes_back(studio, small_photo("rocket"), ["warmer"], ["make the sky bluer", "more contrast"],
+                     "ok reset to before the sky stuff")
 
 
 def test_no_and_a_change_made_drops_it_and_no_and_a_quality_never_adds_it(studio, router):

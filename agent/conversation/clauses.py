@@ -176,8 +176,8 @@ def read_wished_casts(vocab: Vocabulary, clause: Clause, wished: bool = False) -
 
     def asked(i: int) -> bool:
         return _wished_here(vocab, pieces[:i]) or wished and not any(
-            b.category in ("reduce", "avoid", "protect", "negation") or b.text in ("not", "no", "too") or b.text in BEING
-            for b in pieces[:i])
+            b.category in ("reduce", "avoid", "protect", "negation") or b.text in ("not", "no", "too")
+            or b.text in BEING for b in pieces[:i])
     for i, p in enumerate(pieces):
         problem = vocab.problems.get(p.key) if p.category == "problem" else None
         fix = vocab.intents.get(problem.fixes[0]) if problem is not None and len(problem.fixes) == 1 \
@@ -207,6 +207,12 @@ def _cast_of(vocab: Vocabulary, piece: Piece) -> str | None:
     return name if name in vocab.intents else None
 
 
+def and_a_place(words: list[str]) -> bool:
+    """Whether a message only adds a place with "and" ("and the flag", "and the two skinny towers either side of
+    it"): the last change there too; "and the dog is called rex" says something of it."""
+    return words[:1] == ["and"] and len(words) > 2 and words[1] in DETERMINERS and not BEING & set(words)
+
+
 def wished_after(vocab: Vocabulary, clause: Clause) -> bool:
     """Whether a clause ends on a wish ("want this to feel like a wet back alley at night"): what the next clause
     says, with no verb of its own, is wished too."""
@@ -217,7 +223,8 @@ def only_qualities(clause: Clause) -> bool:
     """Whether a clause says only qualities and how much ("dark and bluish"), no word of its own ("bluish
     though")."""
     return all(p.category in ("intent", "problem", "band", "magnitude", "separator", "increase")
-               or p.text in ("and", "a", "bit", "little", "more", "quite", "very", "kinda", "pretty") for p in clause.pieces)
+               or p.text in ("and", "a", "bit", "little", "more", "quite", "very", "kinda", "pretty")
+               for p in clause.pieces)
 
 
 def _wished_here(vocab: Vocabulary, before: list[Piece]) -> bool:

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from agent.conversation.clauses import BEING, DETERMINERS, SIZES, read_complaints, split_clauses
+from agent.conversation.clauses import BEING, SIZES, and_a_place, read_complaints, split_clauses
 from agent.conversation.generative import GenerativeRequest, parse_generative
 from agent.conversation.going_back import GoingBack, GoingBackReader, split_requests
 from agent.conversation.vocabulary import Vocabulary, read_pieces
@@ -357,20 +357,28 @@ class Router:
                 kind = "evaluation" if name == "evaluation" else "exploration"
                 return Route(kind, name)
         states = self._states(words, pieces, said)
-        # ("his hand on the camera is basically black, bring it up some": a clause after the statement asks)
-        requested = self._requests(words) or bool(BEING & set(split_requests(tokens)[0])) and any(
-            self._requests([w for w in plain_words(c) if w not in SEPARATORS]) for c in split_requests(tokens)[1:])
-        # ("the table as well", "and the two skinny towers either side of it": the last change, on a thing)
-        more_places = any(s + n == len(said) and said[s] in _ALSO for s, n, _ in find_phrases(said, self.vocab.retarget)) \
-            and not states or (words[:1] == ["and"] and len(words) > 2 and words[1] in DETERMINERS
-                               and not BEING & set(words))
-        if (not self._about_the_photo(said, pieces) or states or presented) and not requested \
-                and not self._follows(said) and not self._asked_of_me(said) and not more_places:
+        if (not self._about_the_photo(said, pieces) or states or presented) and not self._asks_after(words, tokens) \
+                and not self._follows(said) and not self._asked_of_me(said) \
+                and not self._one_more_place(words, said, states):
             # "morning! lovely old ruin this, took it on holiday", "this is my dog": said to me, nothing to change
             if "now" in words and BEING & set(words) and self.looks_off_doubts & set(words):
+                # ("hmm the letters look kinda jaggy now": how it looks since the last change, with a doubt)
                 return Route("chat", "looks_off", reply=self.looks_off_reply, quick_replies=self.looks_off_replies)
             return Route("chat", "remark", reply=self.remark_reply, quick_replies=self.remark_replies)
         return Route("modification")
+
+    def _asks_after(self, words: list[str], tokens: list[str]) -> bool:
+        """Whether a message asks: its opening is a request, or a clause after a statement is ("his hand on the
+        camera is basically black, bring it up some")."""
+        clauses = split_requests(tokens)
+        return self._requests(words) or bool(BEING & set(clauses[0])) and any(
+            self._requests([w for w in plain_words(c) if w not in SEPARATORS]) for c in clauses[1:])
+
+    def _one_more_place(self, words: list[str], said: list[str], states: bool) -> bool:
+        """Whether a message adds one more place to the last change: "the table as well", "the flag too" (not
+        said of how it is), "and the two skinny towers either side of it"."""
+        return any(s + n == len(said) and said[s] in _ALSO for s, n, _ in find_phrases(said, self.vocab.retarget)) \
+            and not states or and_a_place(words)
 
     # -- how it is said ------------------------------------------------------------
     def _after_interjections(self, words: list[str]) -> list[str]:

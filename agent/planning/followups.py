@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 
 from agent.planning.moves import Draft, Move, protect_moves, spec_key
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Piece, Problem, Vocabulary, read_pieces
-from agent.conversation.clauses import BEING, CAST_CAUSES, DETERMINERS, POINTING_BACK, WISH_OPENERS, named_places, split_clauses
+from agent.conversation.clauses import (CAST_CAUSES, DETERMINERS, POINTING_BACK, WISH_OPENERS, and_a_place,
+                                        named_places, split_clauses)
 from agent.conversation.dialogue import DialogueState
 from agent.conversation.going_back import mask_parts
 from agent.conversation.words import SEPARATORS, before_comparative, find_phrases, percent_share, says_vague_ask, tokenize, word_lists
@@ -279,8 +280,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                 # ("ok now its too bright, the wood looks all washed out. pull it back": says how it is now)
                 and not (tokens[r[0]:r[0] + r[1]] == ["now"] and (verbs or fractions) and _in_statement(tokens, r[0]))
                 and tokens[r[0] + r[1]:r[0] + r[1] + 2] not in (["that", "last"], ["the", "last"], ["this", "last"])]
-    if not retarget and not anchors and tokens[:1] == ["and"] and len(tokens) > 2 and tokens[1] in DETERMINERS \
-            and not BEING & set(tokens):
+    if not retarget and not anchors and and_a_place(tokens):
         retarget = [(0, 1, 1.0)]      # "and the flag", after a change: that change there too
     if says_vague_ask(tokens) and not (repeat or pull or fractions or retarget) \
             and any(p.category == "target" for p in pieces) and not any(p.category == "global" for p in pieces):

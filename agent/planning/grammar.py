@@ -13,9 +13,11 @@ from typing import Mapping
 
 from agent.planning.base import PlanRequest
 from agent.planning.moves import Draft, Move, onto_mask, protect_moves
-from agent.conversation.clauses import (DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, QUALITIES, SIZES, Clause, COLOUR_OF_A_THING, POINTING_BACK, WISH_OPENERS, around, avoided_degree, colour_of, guess_place, names_a_thing, read_wished_casts, said_as_subject, stand_in,
-                                        named_places, read_complaints, read_evened, says_evening, only_qualities, wished_after, sizes_in_names, split_clauses, trailing_also,
-                                        unknown_words)
+from agent.conversation.clauses import (COLOUR_OF_A_THING, DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, POINTING_BACK,
+                                        QUALITIES, SIZES, WISH_OPENERS, Clause, around, avoided_degree, colour_of,
+                                        guess_place, named_places, names_a_thing, only_qualities, read_complaints,
+                                        read_evened, read_wished_casts, said_as_subject, says_evening, sizes_in_names,
+                                        split_clauses, stand_in, trailing_also, unknown_words, wished_after)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, Intent, Piece, Vocabulary, read_pieces
 from agent.conversation.words import PRAISE_LINKS, effect_said, find_phrases, tells_how_taken, tokenize, word_lists
 from pipeline import ops
