@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from agent.conversation.vocabulary import FILLER, Piece, Vocabulary
-from agent.conversation.words import find_phrases, tokenize, word_lists
+from agent.conversation.words import PhraseTable, find_phrases, tokenize, word_lists
 
 #: Pieces that name a quality: modifiers attach to them, and each starts what is said about it.
 QUALITIES = ("intent", "band", "problem", "fix", "op")
@@ -160,7 +160,7 @@ CAST_WISHES = word_lists()["cast_wishes"]
 #: Words that say how the photo is, not what is wished ("make it warmer, it looks bluish").
 BEING = word_lists()["being_verbs"]
 #: "even it out", "make them match": one part is to match the rest.
-EVENING = tuple(tuple(w.split()) for w in word_lists()["evening_words"])
+EVENING = PhraseTable.of(word_lists()["evening_words"])
 #: Said right after a colour, these name its cast, not the tint slider ("a cold bluish tint").
 _CAST_NOUNS = frozenset({"tint", "cast", "tone", "hue", "wash"})
 
@@ -280,7 +280,7 @@ def read_complaints(vocab: Vocabulary, clause: Clause, after_complaint: bool = F
 
 def says_evening(tokens: list[str]) -> bool:
     """Whether ``tokens`` ask for one part to match the rest ("even it out", "make them match")."""
-    return any(tuple(tokens[k:k + len(e)]) == e for e in EVENING for k in range(len(tokens)))
+    return EVENING.has(tokens)
 
 
 def read_evened(vocab: Vocabulary, clause: Clause) -> Clause:
