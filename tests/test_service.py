@@ -311,3 +311,23 @@ def test_an_upload_finds_faces_subject_and_sky_in_the_background(make_studio, ph
     quiet = make_studio(warm_on_upload=False)
     quiet.start_session(photo)
     assert not quiet.sources.warming and quiet.renderer.masks.stats()["computed"] == 0
+
+
+def test_rollback_to_a_version_id_made_only_of_digits_is_that_version(make_studio, photo, monkeypatch):
+    """Version ids are 16 random hex digits; about one in 2,000 has no letter. Such an id names that version,
+    not a turn with that number (the eval once rolled back to "9250113213454844" and was told no such turn)."""
+    import itertools
+    import agent.loop.nodes
+    import agent.store
+    numbers = itertools.count(9250113213454844)
+    for module in (agent.store, agent.loop.nodes):                   # every id digits only
+        monkeypatch.setattr(module, "new_id", lambda: str(next(numbers)))
+    studio = make_studio(ScriptedPlanner(), ScriptedJudge([0.9]))
+    info = studio.start_session(photo)
+    t1 = studio.send_message(info.id, "temperature+20 exposure+10")
+    assert t1.asset_id.isdigit()
+    studio.send_message(info.id, "contrast+40")
+    r = studio.review(info.id, "rollback", target=t1.asset_id)
+    assert r.status == "rolled_back" and r.head_asset_id == t1.asset_id
+    with pytest.raises(InvalidInput, match="turn 7"):
+        studio.review(info.id, "rollback", target="7")      # digits that name no version are a turn number

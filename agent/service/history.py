@@ -121,6 +121,11 @@ class History:
         if isinstance(target, bool) or target is None or (isinstance(target, str) and not target.strip()):
             raise InvalidInput("rollback: say which version, as a turn number or a version id")
         assets = self.store.assets(session_id)
+        if isinstance(target, str):
+            # a version id first: one made only of digits ("9250113213454844") is no turn number
+            found = [a.id for a in assets if a.id == target.strip() and a.status != "pending"]
+            if found:
+                return found[0]
         if isinstance(target, int) or (isinstance(target, str) and target.strip().lstrip("Tt").isdigit()):
             turn = int(target) if isinstance(target, int) else int(target.strip().lstrip("Tt"))
             matches = [a for a in assets if a.turn == turn and a.status in KEPT]
@@ -128,9 +133,6 @@ class History:
                 raise InvalidInput(f"rollback: turn {turn} has no version you kept")
             return matches[-1].id
         if isinstance(target, str):
-            for a in assets:
-                if a.id == target.strip() and a.status != "pending":
-                    return a.id
             raise InvalidInput(f"rollback: no version {target!r} in this session")
         raise InvalidInput(f"rollback: expected a turn number or a version id, got {target!r}")
 
