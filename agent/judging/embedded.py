@@ -925,6 +925,9 @@ class EmbeddedJudge:
             if c.verdict in ("too_weak", "wrong_direction"):
                 diagnoses.append(f"{c.verdict}:{c.op}")
         diagnoses += [d for d in judged.diagnoses if d in ("local_spill", "target_not_found", "not_asked", "repeats_doubt")]
+        if any(c.verdict == "past" for c in judged.checks or ()):
+            # a take-back that went past where it was taking back to: the next attempt takes back less
+            diagnoses.append("effect_too_strong")
         diagnoses += technical.diagnoses
         if unread:
             diagnoses.append("unread_words")
