@@ -1211,3 +1211,79 @@ def test_qualities_said_after_a_wished_likeness_are_wished(text, sign):
     plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
     temps = [g.value for g in plan.sub_goals if g.op == "temperature" and g.target is None]
     assert temps and all(v * sign > 0 for v in temps), plan.sub_goals
+
+
+@pytest.mark.parametrize("text, op, sign", [
+    ("the orange is a bit much", "saturation_orange", -1),     # "a bit much" is more than wanted, not "a bit"
+    ("the red is a lot", "saturation_red", -1),
+    ("the contrast is a bit much", "contrast", -1),
+    ("the orange is overpowering", "saturation_orange", -1),
+    ("make it a lot warmer", "temperature", 1),                # "a lot" alone is still how much
+])
+def test_a_quality_said_to_be_a_lot_is_taken_down(text, op, sign):
+    plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
+    moved = [g.value for g in plan.sub_goals if g.op == op]
+    assert moved and all(v * sign > 0 for v in moved), plan.sub_goals
+
+
+def test_the_one_colour_a_request_changes_finds_the_thing_no_finder_knows(studio):
+    """"the suit is kinda screaming at me, can you calm the orange down a bit": no finder knows a suit, but
+    the orange asked about is the suit's colour; the change goes where the photo is orange, the reply says so,
+    and the rest of the photo keeps its look. A thing with no colour asked about is still asked about."""
+    sid = studio.start_session(small_photo("astronaut")).id
+    before = image_stats(studio.render(sid, long_side=256))["bands"]
+    r = studio.send_message(sid, "the suit is kinda screaming at me, can you calm the orange down a bit")
+    assert r.asset_id and "orange parts of the photo" in r.reply and "the suit" in r.reply, r.reply
+    after = image_stats(studio.render(sid, long_side=256))["bands"]
+    assert after["orange"]["chroma_mean"] < before["orange"]["chroma_mean"] - 1
+    assert abs(after["blue"]["chroma_mean"] - before["blue"]["chroma_mean"]) < 1.0
+    plan = EmbeddedPlanner().plan(PlanRequest(message="brighten the sign", state=EditState()))
+    assert not plan.sub_goals and plan.kind == "clarify", plan
+
+
+def test_a_thing_that_is_the_whole_photo_is_worked_on_whole_and_elsewhere_is_asked_about(studio):
+    """"the gravel looks cold n grey, warm it up a little" on a photo of gravel from edge to edge: no finder
+    knows gravel, but the photo is one surface, so the whole photo is warmed and the reply says why. The same
+    words on a photo with a subject ask where the gravel is and change nothing, and one thing named on the
+    gravel ("the dandelion") is asked about too."""
+    said = "the gravel looks cold n grey, warm it up a little"
+    sid = studio.start_session(small_photo("gravel")).id
+    r = studio.send_message(sid, said)
+    assert r.asset_id and "fills the frame" in r.reply, r.reply
+    assert studio.head(sid).state["settings"].get("temperature", 0) > 0
+    warmed = studio.head(sid).id
+    r = studio.send_message(sid, "brighten the dandelion")
+    assert "can't find" in r.reply and studio.head(sid).id == warmed, r.reply
+    other = studio.start_session(small_photo("coffee")).id
+    first = studio.head(other).id
+    r = studio.send_message(other, said)
+    assert "can't find" in r.reply and studio.head(other).id == first, r.reply
+
+
+def test_a_version_liked_better_is_gone_back_to(studio):
+    """"hmm no, i liked the blue better actually": the version that was bluer, not a wish for blue now."""
+    assert_goes_back(studio, small_photo("coffee"), ["make it cooler and bluer"],
+                     ["now warm it right up, more orange"], "hmm no, i liked the blue better actually")
+
+
+def test_tone_it_back_after_a_change_takes_part_of_it_back(studio):
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "make it more saturated")
+    boosted = studio.head(sid).state["settings"]["saturation"]
+    r = studio.send_message(sid, "tone it back a bit")
+    now = studio.head(sid).state["settings"].get("saturation", 0)
+    assert r.asset_id and 0 < now < boosted, r.reply
+
+
+def test_a_take_back_that_went_past_the_original_is_made_smaller(studio):
+    """"hmm too orange now" after a cosy look: half of the look's warmth back leaves the coffee less warm than
+    it was before the look (the darkening stays), which the judge sees; the next attempt takes back a quarter,
+    the photo ends between the original and the cosy version, and the reply gives the share it took."""
+    sid = studio.start_session(small_photo("coffee")).id
+    original = image_stats(studio.render(sid, long_side=256))["b_mean"]
+    studio.send_message(sid, "this espresso shot needs to feel cozier.. warmer and a little darker maybe")
+    cosy = image_stats(studio.render(sid, long_side=256))["b_mean"]
+    r = studio.send_message(sid, "hmm too orange now")
+    now = image_stats(studio.render(sid, long_side=256))["b_mean"]
+    assert original < now < cosy, (original, now, cosy)
+    assert "25%" in r.reply and "further than the original" not in r.reply, r.reply

@@ -246,3 +246,24 @@ def test_image_stats_hue_tables_give_exactly_the_per_pixel_numbers(name):
             assert (got["hue_mean"], got["chroma_mean"], got["L_mean"]) == (hue_mean, chroma_mean, l_mean)
         if mask is None:
             assert (stats["clip_high"], stats["clip_low"]) == (high, low)
+
+
+def _rgb(img: np.ndarray) -> np.ndarray:
+    return np.stack([img] * 3, axis=-1) if img.ndim == 2 else img
+
+
+@pytest.mark.parametrize("name, surface", [
+    ("brick", True), ("gravel", True), ("grass", True),          # one stuff from edge to edge
+    ("astronaut", False), ("coffee", False), ("chelsea", False), ("camera", False), ("coins", False),
+    ("moon", False),                                               # craters: texture differs across the frame
+    ("page", False),                                               # a page with its shadowed edge
+])
+def test_one_surface_is_the_same_stuff_in_every_part_of_the_frame(name, surface):
+    assert measure.one_surface(_rgb(getattr(skdata, name)())) is surface
+
+
+def test_one_surface_is_not_a_flat_frame_with_a_thing_in_it():
+    img = _rgb(skdata.gravel())
+    spot = img.copy()
+    spot[100:220, 120:260] = (200, 40, 40)                         # a red thing on the gravel
+    assert measure.one_surface(img) and not measure.one_surface(spot)

@@ -32,6 +32,8 @@ from agent.conversation.words import SEPARATORS, PhraseTable, find_phrases, one_
 _APPROVED = frozenset({"approved", "accepted", "okayed", "okd", "ok'd", "signed"})
 #: A verb's particle said after its object ("take those two back off"): no name of a change.
 _PARTICLES = frozenset({"off", "away", "out"})
+#: "i liked the blue better": a version liked before, not a wish for the photo now
+_LIKED = frozenset({"liked", "loved", "preferred"})
 KINDS = ("last", "steps", "original", "change", "before", "version")
 
 
@@ -233,7 +235,10 @@ class GoingBackReader:
         said_no = self.says_no_to(words)
         if not strong and not weak and said_no is not None:
             weak = [(said_no, 1, True)]      # "ehh. no sepia.": a weak verb (only when such a change was made)
-        if not self.versions.find(words) and not self.last.find(words):
+        # "i liked the blue better": a version, how it looked then, said by what it had
+        liked_better = any(words[s] in _LIKED and "better" in words[s + n + 1:s + n + 4] for s, n, _ in strong
+                           if self.version_verbs.find(words[s:s + n]))
+        if not self.versions.find(words) and not self.last.find(words) and not liked_better:
             # "i prefer the sky darker" is a wish; "i preferred the earlier one" a version
             strong = [(s, n, v) for s, n, v in strong if not self.version_verbs.find(words[s:s + n])]
         if not self.versions.find(words):
@@ -297,7 +302,7 @@ class GoingBackReader:
             # "back to how it looked after the warming": right after that change
             return GoingBack("version", named=parts["after"], after=parts["after"], first=bool(self.first.find(words)),
                              strong=bool(strong) or said_back)
-        described = self.versions.find(words) or self.first.find(words) or said_back
+        described = self.versions.find(words) or self.first.find(words) or said_back or liked_better
         # "when she was just sharpened", "the one where it was only a bit warm": that change and nothing
         # after it, the earliest version that has it
         alone = self._said_alone(words[:first_marker], named)

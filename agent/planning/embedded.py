@@ -39,6 +39,7 @@ from agent.conversation.vocabulary import Vocabulary, read_pieces
 from agent.conversation.words import PhraseTable, asked_why_rest, find_phrases, says_vague_ask, tokenize, word_lists
 from pipeline import ops
 from pipeline.masks import describe_mask, normalize_mask_spec
+from pipeline.measure import one_surface
 from pipeline.state import EditState
 from profiles import Profile, ProfileError, load_profile
 
@@ -289,6 +290,32 @@ def _neutralised(vocab: Vocabulary, moves: list[Move]) -> list[Move]:
 _NEUTRAL_WISHES = PhraseTable.of(word_lists()["neutral_wishes"])
 
 
+_SURFACE_STUFF = word_lists()["surface_stuff"]
+
+
+def _surface_stuff(place: str) -> bool:
+    """Whether ``place`` names stuff a surface is made of ("the gravel", "the bricks"), not one thing."""
+    noun = (tokenize(place) or [""])[-1]
+    return noun in _SURFACE_STUFF or len(noun) > 3 and noun.endswith("s") and not noun.endswith("ss")
+
+
+def _one_surface(request: PlanRequest) -> bool:
+    """Whether the photo (its original, else the current render) is one surface edge to edge."""
+    photo = request.original if request.original is not None else request.image
+    return photo is not None and one_surface(photo)
+
+
+def _asked_colour(vocab: Vocabulary, moves: list[Move]) -> tuple[str, str] | None:
+    """The one colour band the whole-photo moves of a request take down ("less orange": orange), as a colour
+    said of a thing is: (band, word); None where they change none or several, or raise one."""
+    bands = {(m.op.rsplit("_", 1)[1], m.value < 0) for m in moves
+             if m.target is None and m.op in vocab.band_op_plain}
+    if any(not down for _, down in bands):
+        return None
+    bands = {band for band, _ in bands}
+    return (next(iter(bands)),) * 2 if len(bands) == 1 else None
+
+
 def _tinted_where_absent(vocab: Vocabulary, moves: list[Move], stats: Mapping | None, notes: list[str]) -> list[Move]:
     """"much bluer" on a grey moon: a colour asked more of where the photo has almost none of it (less than
     ``band_things_min_share``) has nothing to saturate, so it goes on as a tint of that colour, the white-balance
@@ -465,7 +492,17 @@ class EmbeddedPlanner:
             # guess only a general stand-in ("the floor" is the bottom) or when told to go ahead (a sign,
             # a boat, a lamp is no more "the subject" than anything else)
             unsure = draft.specific_place or not draft.place_stand_in
-            if draft.place_colour is not None and not draft.place_stand_in:
+            # ("the gravel looks cold, warm it up" on a photo of gravel edge to edge: the thing is the photo)
+            surface = not draft.specific_place and not draft.place_stand_in \
+                and _surface_stuff(draft.unknown_places[0]) and _one_surface(request)
+            if draft.place_colour is None and not surface and not draft.place_stand_in and not draft.specific_place:
+                # "the suit is screaming, calm the orange down": the one colour the request takes down is the
+                # thing's colour, which finds it as a colour said of it does (not one wished for, "make the
+                # collar more red", which the thing may not have)
+                draft = replace(draft, place_colour=_asked_colour(self.vocab, draft.moves))
+            if surface:
+                draft, guessed = self._on_stand_in(draft, None, "the whole photo", "as it fills the frame")
+            elif draft.place_colour is not None and not draft.place_stand_in:
                 # "the green mat is too bright", "her nose is very pink": the colour said of it finds it, where
                 # the photo has that colour
                 draft, guessed = self._on_coloured_place(draft)
@@ -577,10 +614,11 @@ class EmbeddedPlanner:
         return self._on_stand_in(draft, spec, f"the {word} parts of the photo", "where its colour is",
                                  plain=self.vocab.band_op_plain)
 
-    def _on_stand_in(self, draft: Draft, spec: dict, label: str, why: str,
+    def _on_stand_in(self, draft: Draft, spec: dict | None, label: str, why: str,
                      plain: Mapping[str, str] | None = None) -> tuple[Draft, str]:
-        """The request's own whole-image moves on ``spec`` (ops renamed by ``plain``); a step back of the last
-        change stays where that change was. With the reply's note on where they went and ``why``."""
+        """The request's own whole-image moves on ``spec`` (None: the whole photo; ops renamed by ``plain``); a
+        step back of the last change stays where that change was. With the reply's note on where they went and
+        ``why``."""
         plain = plain or {}
         moves = [replace(m, op=plain.get(m.op, m.op), target=spec, phrase=m.phrase.replace("the image", label))
                  if m.target is None and m.source != "followup" else m for m in draft.moves]
@@ -710,8 +748,17 @@ class EmbeddedPlanner:
             if signal.scale_plan is not None:
                 factor = signal.scale_plan ** times[diagnosis]
                 for m in moves:
-                    if m.source in ("message", "relative") and m.mode == "add" and (not scope or m.op == scope):
+                    if scope and m.op != scope:
+                        continue
+                    if m.source in ("message", "relative") and m.mode == "add":
                         m.value = int(round(m.value * factor)) or int(math.copysign(1, m.value))
+                    elif m.source == "followup" and m.mode == "set":
+                        # a take-back that went too far ("too orange now" went past the original): less of the
+                        # way back from where it is now
+                        now = request.state.value(m.op, m.target) if m.target else request.state.value(m.op)
+                        m.value = int(round(now + (m.value - now) * factor))
+                        m.phrase = re.sub(r"\d+%", lambda pct: f"{round(int(pct.group()[:-1]) * factor)}%",
+                                          m.phrase)
                 notes.append(f"Replanning for {signal.diagnosis.replace('_', ' ')}"
                              f"{' of ' + scope if scope else ''}: planned amounts \u00d7{factor:.3g}.")
             phrase = f"correcting {signal.diagnosis.replace('_', ' ')}"
