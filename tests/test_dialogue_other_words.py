@@ -1287,3 +1287,18 @@ def test_a_take_back_that_went_past_the_original_is_made_smaller(studio):
     now = image_stats(studio.render(sid, long_side=256))["b_mean"]
     assert original < now < cosy, (original, now, cosy)
     assert "25%" in r.reply and "further than the original" not in r.reply, r.reply
+
+
+@pytest.mark.parametrize("text, inverted", [
+    ("the right half is dim, lift it but not the left side", False),   # "it": the right half, kept off the left
+    ("brighten the right half but not the left side", False),
+    ("warmer but not her face", True),                                 # no place first: everything but her face
+])
+def test_a_place_left_out_after_the_place_said_keeps_the_change_off_it_and_adds_none(text, inverted):
+    plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
+    assert len(plan.sub_goals) == 1, plan.sub_goals
+    target = normalize_mask_spec(plan.sub_goals[0].target)
+    if inverted:
+        assert target.get("invert"), target
+    else:
+        assert target["type"] == "intersect" and {m.get("invert", False) for m in target["masks"]} == {False, True}

@@ -687,7 +687,18 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                     u.targets = [rest]
             else:
                 draft.unknown_kept += _kept_things(vocab, clause)
-        if excepted:
+        kept_out: list[str] = []
+        pointing_back = bool(previous_targets) and any(p.text in vocab.back_references
+                                                        for p in clause.of("word", "global"))
+        if excepted and (any(t not in excepted for t in targets) or pointing_back):
+            # "brighten the right half but not the left side", "the right half is dim, lift it but not the left
+            # side": the place said first gets the change, kept off the one left out (no change of its own on
+            # the rest of the frame)
+            kept_out = [t for t in targets if t in excepted]
+            targets = [t for t in targets if t not in excepted]
+            for u in uses:
+                u.targets = [t for t in u.targets if t not in excepted]
+        elif excepted:
             # "everything except her face darker": the rest of the frame, not the face
             targets = [excepted.get(t, t) for t in targets]
             for u in uses:
@@ -968,6 +979,8 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         start = len(draft.moves)
         previous_uses = _apply_uses(vocab, uses, request.state, order, source, draft, request.dialogue,
                                     thing_named=bool(places or named))
+        if kept_out:
+            draft.moves[start:] = protect_moves(vocab, draft.moves[start:], kept_out)
         previous_span, previous_order = (start, len(draft.moves)), order
         previous_targets = uses[0].targets if uses else []
         # ("warm it up and give it more contrast, the stone looks really flat": a statement after a request
