@@ -1302,3 +1302,33 @@ def test_a_place_left_out_after_the_place_said_keeps_the_change_off_it_and_adds_
         assert target.get("invert"), target
     else:
         assert target["type"] == "intersect" and {m.get("invert", False) for m in target["masks"]} == {False, True}
+
+
+def test_yes_to_the_question_asked_does_what_it_offered_and_only_right_after_it(studio):
+    """"I can't find the spoon ... or should I make it sharper overall?" -> "yes": sharper overall (it said
+    "Tell me what you'd like to change next"). A yes after something else was said is no answer to it."""
+    sid = studio.start_session(small_photo("astronaut")).id
+    asked = studio.send_message(sid, "sharpen the spoon")
+    assert asked.status == "not_understood" and asked.reply.rstrip().endswith("overall?"), asked.reply
+    r = studio.send_message(sid, "yes")
+    assert r.asset_id and studio.head(sid).state["settings"].get("sharpen", 0) > 0, r.reply
+    other = studio.start_session(small_photo("astronaut")).id
+    first = studio.head(other).id
+    studio.send_message(other, "sharpen the spoon")
+    studio.send_message(other, "hi there")
+    r = studio.send_message(other, "yes")
+    assert studio.head(other).id == first and r.status == "answered", r.reply
+
+
+def test_approving_right_after_a_question_answers_it_yes_and_with_nothing_asked_is_still_an_error(make_studio):
+    from agent.service import InvalidInput
+    studio = make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="always")
+    sid = studio.start_session(small_photo("astronaut")).id
+    studio.send_message(sid, "sharpen the spoon")
+    r = studio.review(sid, "approve")
+    assert r.status == "awaiting_review" and "Crisper" in r.reply, r.reply
+    assert studio.review(sid, "approve").status == "approved"
+    kept = studio.head(sid).id
+    with pytest.raises(InvalidInput, match="nothing is waiting"):
+        studio.review(sid, "approve")
+    assert studio.head(sid).id == kept

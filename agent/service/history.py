@@ -109,6 +109,20 @@ class History:
             return []
         return [str(o) for o in notes[-1].get("offer") or ()]
 
+    def open_question(self, session_id: str) -> str | None:
+        """The yes-answer to the question the last turn asked ("I can't find the spoon ... or should I make it
+        sharper overall?": "Sharper overall"), when nothing was said after it; else None."""
+        session = self.leases.session(session_id)
+        last = self.store.last_turn(session_id)
+        if not last or session.active_thread or any(
+                n.get("turn") == last for n in session.settings.get(NOTES_KEY) or ()):
+            return None
+        plan = self.store.turns(session_id)[-1].plan or {}
+        if plan.get("kind") != "clarify" or not str(plan.get("reply") or "").rstrip().endswith("?"):
+            return None
+        return next((str(r) for r in plan.get("quick_replies") or ()
+                     if str(r).lower().endswith((" overall", " everywhere"))), None)
+
     def turn_log(self, session_id: str) -> list[dict]:
         """Every finished turn: ``turn``, ``message``, ``plan`` (the planner's output or None), ``outcome``,
         ``reply``, ``asset_id`` (the version it produced or None), oldest first."""

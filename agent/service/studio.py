@@ -261,10 +261,15 @@ class Studio:
         text = text.strip()
         if len(text) > MAX_MESSAGE_CHARS:
             raise InvalidInput(f"that message is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS})")
-        offer = self.versions.open_offer(session_id) if says_yes(tokenize(text)) else []
+        yes = says_yes(tokenize(text))
+        offer = self.versions.open_offer(session_id) if yes else []
+        asked = self.versions.open_question(session_id) if yes and not offer else None
         if offer:
             # "would it look better warmer?" -> "I would try: warmer" -> "ok yeah do that": what was offered
             text = " and ".join(o.lower() for o in offer)
+        elif asked:
+            # "I can't find the spoon ... or should I make it sharper overall?" -> "yes": sharper overall
+            text = asked
         route = self.router.route(text)
         if route.kind == "modification" and self.router.says_reject(text) and self.pending_review(session_id):
             # "nah leave the bright spot, dont apply that one": the version under review is turned down
@@ -319,6 +324,10 @@ class Studio:
         """
         if action not in ("approve", "modify", "rollback", "replan"):
             raise InvalidInput(f"action: expected approve, modify, rollback or replan, got {action!r}")
+        if action == "approve" and self.pending_review(session_id) is None \
+                and (asked := self.versions.open_question(session_id)):
+            # approving right after "... or should I make it sharper overall?": yes, sharper overall
+            return self.send_message(session_id, asked, progress=progress)
         with self.leases.leased(session_id):
             session = self.leases.session(session_id)
             pending = self.turns.pending(session)
