@@ -1332,3 +1332,26 @@ def test_approving_right_after_a_question_answers_it_yes_and_with_nothing_asked_
     with pytest.raises(InvalidInput, match="nothing is waiting"):
         studio.review(sid, "approve")
     assert studio.head(sid).id == kept
+
+
+@pytest.mark.parametrize("text, op, sign", [
+    ("the sky is basically white", "highlights", -1),           # no detail left in the light: recovered
+    ("the shadows are pretty much black", "shadows", 1),        # ... in the dark: opened
+    ("the shadows under the arches are just black blobs tbh", "shadows", 1),
+])
+def test_a_place_said_to_be_basically_black_or_white_is_a_problem_to_fix(text, op, sign):
+    plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
+    moved = [g.value for g in plan.sub_goals if g.op == op]
+    assert moved and all(v * sign > 0 for v in moved), plan.sub_goals
+
+
+@pytest.mark.parametrize("text", ["matte or glossy if i get it printed, what do u think?",
+                                  "its a bit flat, what do u think?"])
+def test_what_do_u_think_asks_and_never_edits(router, text):
+    assert router.route(text).kind == "evaluation"
+
+
+def test_this_stuff_pointed_at_on_a_one_surface_photo_is_the_photo(studio):
+    sid = studio.start_session(small_photo("gravel")).id
+    r = studio.send_message(sid, "hey so this gravel is for a garden mockup, its too grey and cold. make it warmer")
+    assert r.asset_id and "fills the frame" in r.reply, r.reply

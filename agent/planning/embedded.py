@@ -305,6 +305,11 @@ def _one_surface(request: PlanRequest) -> bool:
     return photo is not None and one_surface(photo)
 
 
+def _make_it(what: str) -> str:
+    """What a question offers to do: "make it sharper"; "make the change" where the request had no name."""
+    return "make the change" if what == "the change" else f"make it {what}"
+
+
 def _asked_colour(vocab: Vocabulary, moves: list[Move]) -> tuple[str, str] | None:
     """The one colour band the whole-photo moves of a request take down ("less orange": orange), as a colour
     said of a thing is: (band, word); None where they change none or several, or raise one."""
@@ -493,8 +498,9 @@ class EmbeddedPlanner:
             # a boat, a lamp is no more "the subject" than anything else)
             unsure = draft.specific_place or not draft.place_stand_in
             # ("the gravel looks cold, warm it up" on a photo of gravel edge to edge: the thing is the photo)
-            surface = not draft.specific_place and not draft.place_stand_in \
-                and _surface_stuff(draft.unknown_places[0]) and _one_surface(request)
+            # (and "this gravel": pointed at, the stuff the photo is made of is still the photo)
+            surface = (not draft.specific_place or draft.unknown_places[0].startswith("this ")) \
+                and not draft.place_stand_in and _surface_stuff(draft.unknown_places[0]) and _one_surface(request)
             if draft.place_colour is None and not surface and not draft.place_stand_in and not draft.specific_place:
                 # "the suit is screaming, calm the orange down": the one colour the request takes down is the
                 # thing's colour, which finds it as a colour said of it does (not one wished for, "make the
@@ -634,7 +640,7 @@ class EmbeddedPlanner:
             replies.insert(0, f"{what.capitalize()} on the selection")
             tail = " Paint over it to select it, then pick \u201con the selection\u201d."
         reply = (f"I can't find {thing} in this photo, so I haven't changed anything. "
-                 f"Should I make it {what} overall instead?{tail}")
+                 f"Should I {_make_it(what)} overall instead?{tail}")
         return self._asked(reply, replies, list(draft.missing_labels[:1]))
 
     def _asked(self, reply: str, replies: list[str], labels: list[str], dialogue: dict | None = None) -> Plan:
@@ -659,7 +665,7 @@ class EmbeddedPlanner:
             replies.insert(0, f"{what.capitalize()}, but keep the selection as it is")
             paint = " Paint over it and say “keep the selection as it is” — or"
         reply = (f"I can't find “{place}” by myself to keep it as it is, so I haven't changed anything "
-                 f"yet.{paint or ' Or'} should I make it {what} everywhere?")
+                 f"yet.{paint or ' Or'} should I {_make_it(what)} everywhere?")
         return self._asked(reply, replies, labels)
 
     def _unknown_place(self, draft: Draft) -> Plan:
@@ -674,8 +680,8 @@ class EmbeddedPlanner:
         if draft.place_guess:
             replies.append("Go ahead and guess")
         reply = (f"I can't find \u201c{place}\u201d by myself, so I haven't changed anything yet. "
-                 f"Click it or paint over it and say \u201con the selection\u201d \u2014 or should I make it "
-                 f"{what} overall?")
+                 f"Click it or paint over it and say \u201con the selection\u201d \u2014 or should I "
+                 f"{_make_it(what)} overall?")
         pending = [{"op": m.op, "value": m.value, "mode": m.mode} for m in draft.moves
                    if m.target is None and (m.value or m.mode == "set")]
         return self._asked(reply, replies, labels, {"move": "not_found", "unmet": pending,
