@@ -313,12 +313,12 @@ def _make_it(what: str) -> str:
 def _asked_colour(vocab: Vocabulary, moves: list[Move]) -> tuple[str, str] | None:
     """The one colour band the whole-photo moves of a request take down ("less orange": orange), as a colour
     said of a thing is: (band, word); None where they change none or several, or raise one."""
-    bands = {(m.op.rsplit("_", 1)[1], m.value < 0) for m in moves
-             if m.target is None and m.op in vocab.band_op_plain}
-    if any(not down for _, down in bands):
+    banded = [m for m in moves if m.target is None and m.op in vocab.band_op_plain]
+    bands = {m.op.rsplit("_", 1)[1] for m in banded}
+    if len(bands) != 1 or any(m.value >= 0 for m in banded):
         return None
-    bands = {band for band, _ in bands}
-    return (next(iter(bands)),) * 2 if len(bands) == 1 else None
+    band = bands.pop()
+    return band, band
 
 
 def _tinted_where_absent(vocab: Vocabulary, moves: list[Move], stats: Mapping | None, notes: list[str]) -> list[Move]:
