@@ -1355,3 +1355,42 @@ def test_this_stuff_pointed_at_on_a_one_surface_photo_is_the_photo(studio):
     sid = studio.start_session(small_photo("gravel")).id
     r = studio.send_message(sid, "hey so this gravel is for a garden mockup, its too grey and cold. make it warmer")
     assert r.asset_id and "fills the frame" in r.reply, r.reply
+
+
+def test_real_english_words_are_no_typing_slips_and_slips_still_are():
+    """A word of the English dictionary is left as typed ("growing" is not "glowing", "stones" not "tones",
+    "creamy" not "dreamy"); a word no dictionary has is still read as the one word it slipped from."""
+    vocab = Vocabulary(load_profile("engine"))
+    for text in ("add some moss growing between the stones", "a creamy look", "school project",
+                 "taking it to print", "a smudge on the lens"):
+        assert vocab.spell(text) == text
+    assert vocab.spell("a bit warmr and brigther, the backround too") == "a bit warmer and brighter, the background too"
+
+
+@pytest.mark.parametrize("text", [
+    "could you swap the background for a sunny garden?",
+    "can you swap the blurry stuff behind her for a plain white backdrop",
+    "scatter a few daisies around in it",
+    "can u add some moss growing between the stones",
+    'can you write "houston 98" in handwriting along the bottom',
+    "plant a tree on the left",
+])
+def test_content_swapped_in_added_by_the_handful_or_written_is_refused_not_edited(router, text):
+    route = router.route(text)
+    assert (route.kind, route.name) == ("chat", "content"), text
+    assert "can't add things" in route.reply
+
+
+@pytest.mark.parametrize("text", [
+    "swap the warm look for a cooler one", "replace the orange with a deeper red", "change it to a warmer tone",
+    "change the sky to a deeper blue", "change the sky to a stormy one", "the writing is faded, make it darker",
+    "add a few more points of contrast", "give it a lot of warmth", "i want a moody one",
+])
+def test_a_look_or_colour_swapped_in_is_still_an_edit(router, text):
+    assert router.route(text).kind == "modification", text
+
+
+def test_the_first_go_or_attempt_is_the_version_after_the_first_change(studio):
+    photo = small_photo()
+    for said in ("go back to how it looked after your first go", "back to your first attempt"):
+        assert_goes_back(studio, photo, ["warmer"], ["more contrast", "brighter"], said)

@@ -26,6 +26,7 @@ the history step is what was asked.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 
 from dataclasses import dataclass, field
@@ -169,6 +170,9 @@ class Router:
         self.new_thing = {str(w) for w in wishes.get("new_thing") or ()}
         self.not_things = {str(w) for w in wishes.get("not_things") or ()}
         self.thing_ends = {str(w) for w in wishes.get("thing_ends") or ()}
+        self.amounts = _table(wishes.get("amounts"))
+        self.replace_verbs, self.replace_links = _table(wishes.get("replace_verbs")), _table(wishes.get("replace_links"))
+        self.text_verbs = _table(wishes.get("text_verbs"))
         self.wish_reply = str(wishes.get("reply") or "I can't add things that aren't in the photo ({thing}).")
         self.wish_replies = [str(q) for q in wishes.get("quick_replies") or ()]
         self.reading_reply = str(cfg.get("reading_reply") or "")
@@ -590,6 +594,16 @@ class Router:
             closers = find_phrases(clause, self.wish_closers)
             openers = find_phrases(clause, self.wish_openers)
             starts = [(pos + n, "there" in clause[pos:pos + n]) for pos, n, _ in openers] + ([(0, False)] if closers else [])
+            # "swap the background for a sunny garden", "replace the sky with a sunset": what comes in its place
+            swapped = [pos + n for pos, n, _ in find_phrases(clause, self.replace_verbs)]
+            in_place = {pos + n for pos, n, _ in find_phrases(clause, self.replace_links) if any(v < pos for v in swapped)}
+            starts += [(pos, False) for pos in sorted(in_place)]
+            written = [(pos, n) for pos, n, _ in find_phrases(clause, self.text_verbs) if self._asks_with(clause[:pos])]
+            if written:
+                # "write "houston 98" along the bottom", "can you scribble my name in the corner": lettering
+                pos, n = written[0]
+                words = list(itertools.takewhile(lambda w: w not in self.thing_ends, clause[pos + n:]))
+                return " ".join(words[:3]) or "lettering"
             for start, said_there in starts:
                 rest = clause[start:]
                 there = find_phrases(rest, self.there_be)
@@ -597,6 +611,9 @@ class Router:
                 rest = rest[there[0][1]:] if there and there[0][0] == 0 else rest
                 if rest and rest[0] in self.new_thing:
                     rest = rest[1:]
+                    amount = find_phrases(rest, self.amounts)
+                    if amount and amount[0][0] == 0:     # "scatter a few daisies", "a couple of balloons"
+                        rest = rest[amount[0][1]:]
                 elif not bare:
                     continue
                 end = next((pos for pos, _, _ in closers if pos >= start), len(clause)) - (len(clause) - len(rest))
@@ -612,6 +629,10 @@ class Router:
                     core = core[1:]
                 if not core or core[0] in self.not_things or core[0] in self.filler:
                     continue
+                if start in in_place and core[-1] in self.not_things:
+                    continue        # "change the sky to a stormy one": how it is to look, not a thing
+                if start in in_place and core[-1] not in self.vocab.known_words:
+                    return " ".join(words[-3:])     # "for a sunny garden": a thing no table knows, however described
                 # (what the thing is said to be on or near is not the thing: "a red bow on the dark one's head";
                 # a phrase that starts in the thing is: "a black and white version")
                 pieces = read_pieces(self.vocab, [w for w in named if w not in SIZES and w not in words[:-len(core)]])
@@ -621,6 +642,11 @@ class Router:
                 return " ".join(words[:3])
             clause = []
         return None
+
+    def _asks_with(self, lead: list[str]) -> bool:
+        """Whether ``lead`` is only how a request opens ("", "ok", "can you", "pls"): what follows is asked."""
+        said = tuple(w for w in lead if w not in self.interjections and w not in self.filler)
+        return not said or self.openings.get(said) == "request"
 
     def _states(self, words: list[str], pieces, said: list[str] = ()) -> bool:
         """Whether a message only tells me something: it opens with a statement verb ("took this at the

@@ -409,16 +409,30 @@ class PhraseTable(Mapping[tuple[str, ...], V], Generic[V]):
 
 # -- typing slips -------------------------------------------------------------------------
 
+@lru_cache(maxsize=4)
+def english_words(min_count: int) -> frozenset[str]:
+    """English words said at least ``min_count`` times in pyspellchecker's word-frequency list (a list
+    built from subtitles and checked against word lists; it holds no misspellings: "brigther", "warmr"
+    and "saturaton" are not in it, "growing" and "stones" are)."""
+    from spellchecker import SpellChecker
+
+    counts = SpellChecker(language="en", distance=1).word_frequency.dictionary
+    return frozenset(w for w, n in counts.items() if n >= min_count and w.isalpha())
+
+
 class Speller:
     """Corrects a word no table knows, of at least ``min_length`` letters, that is one edit
     (a swap of neighbours, a letter added, dropped or changed) from exactly one known word.
     A shorter word, of at least ``dropped_min_length`` letters, is corrected only to the one known
     word that is the typed one with a vowel put back inside it ("warmr" -> "warmer"): short real
     words lie one edit from many others ("older" / "colder"). A guess with a rival, or a word
-    shorter still, is left as typed."""
+    shorter still, is left as typed. A word of ``dictionary`` (real English) is no slip either: "moss
+    growing between the stones" is not "glowing" and "tones", "a creamy look" is not "dreamy"."""
 
-    def __init__(self, known: Iterable[str], min_length: int = 6, dropped_min_length: int | None = None):
+    def __init__(self, known: Iterable[str], min_length: int = 6, dropped_min_length: int | None = None,
+                 dictionary: frozenset[str] = frozenset()):
         self.known = frozenset(known)
+        self.dictionary = dictionary
         self.min_length = int(min_length)
         self.dropped_min_length = min(int(dropped_min_length or min_length), self.min_length)
         self._by_length: dict[int, list[str]] = {}
@@ -430,11 +444,13 @@ class Speller:
     def from_profile(cls, known: Iterable[str], spelling: Mapping | None) -> "Speller":
         """A speller with the vocabulary's ``spelling`` lengths."""
         spelling = spelling or {}
-        return cls(known, int(spelling.get("min_length", 6)), spelling.get("dropped_min_length"))
+        floor = spelling.get("dictionary_min_count")
+        return cls(known, int(spelling.get("min_length", 6)), spelling.get("dropped_min_length"),
+                   english_words(int(floor)) if floor else frozenset())
 
     def word(self, word: str) -> str:
         low = word.lower()
-        if len(low) < self.dropped_min_length or low in self.known:
+        if len(low) < self.dropped_min_length or low in self.known or low in self.dictionary:
             return word
         if len(low) < self.min_length:     # a short word: only a vowel put back ("darkr" is not "darks")
             near = [w for w in self._by_length.get(len(low) + 1, ()) if dropped_vowel(low, w)]
