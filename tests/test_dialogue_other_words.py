@@ -1394,3 +1394,33 @@ def test_the_first_go_or_attempt_is_the_version_after_the_first_change(studio):
     photo = small_photo()
     for said in ("go back to how it looked after your first go", "back to your first attempt"):
         assert_goes_back(studio, photo, ["warmer"], ["more contrast", "brighter"], said)
+
+
+@pytest.mark.parametrize("said", ["undo the sharpening", "take the sharpening out entirely"])
+def test_a_change_made_on_a_place_and_named_by_its_kind_is_taken_out_there(studio, said):
+    """"sharpen the shadows", then a later change, then "undo the sharpening": the sharpening goes from the
+    place it was made on (it used to answer that sharpening was already at its neutral value, or not be
+    understood), and the later change stays."""
+    sid = studio.start_session(small_photo("camera")).id
+    studio.send_message(sid, "sharpen the shadows a bit")
+    assert _on(_layers(studio, sid), "luminance").get("sharpen", 0) > 0
+    studio.send_message(sid, "warmer")
+    warmth = studio.head(sid).state["settings"].get("temperature", 0)
+    r = studio.send_message(sid, said)
+    assert r.asset_id, r.reply
+    assert not _on(_layers(studio, sid), "luminance").get("sharpen"), _layers(studio, sid)
+    assert studio.head(sid).state["settings"].get("temperature", 0) == warmth > 0
+
+
+@pytest.mark.parametrize("text", ["i cant see the amp, brighten everything",
+                                  "its too dark to see the launch pad, lift the whole thing up"])
+def test_a_thing_said_as_why_before_a_request_for_the_whole_photo_is_no_place_to_ask_about(text):
+    plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
+    assert plan.understood and plan.kind == "edit", plan.reply
+    assert [(g.op, g.target) for g in plan.sub_goals] == [("exposure", None)]
+
+
+def test_the_rest_of_the_photo_besides_a_thing_no_finder_knows_is_still_asked_about():
+    plan = EmbeddedPlanner().plan(PlanRequest(message="the lamp is too bright, darken everything else",
+                                              state=EditState()))
+    assert plan.kind == "clarify" and not plan.sub_goals and "the lamp" in plan.reply

@@ -208,6 +208,12 @@ class GoingBackReader:
         return any(p.category in ("intent", "fix", "problem", "op", "band") for p in pieces) \
             or any(_stem(w) in self.stem_intents for w in words) or any(w in self.change_names for w in words)
 
+    def names_only_a_change(self, words: list[str]) -> bool:
+        """Whether ``words`` name a kind of change and no place ("the sharpening", not "the spoon stuff")."""
+        return bool(words) and self._names_a_change(words) \
+            and not any(p.category in ("target", "word") and not self._names_a_change([p.text])
+                        for p in read_pieces(self.vocab, list(words)))
+
     def _names_a_step(self, words: list[str]) -> bool:
         """Whether ``words`` name the last step as a version ("that last step", "the previous edit")."""
         return bool(self.last.find(words)) and bool(self.step_words.find(words))

@@ -937,6 +937,10 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         # recover the highlights a bit", "the stone looks flat. can you bring out the texture?")
         why_said = why_said or bool(named) and not targets and not bands and _states(clause) and bool(uses) \
             and all(u.problem for u in uses) and _remedied_later(vocab, clauses[ci + 1:], uses)
+        # ... or before a request said of the whole photo in so many words ("i cant see the amp, brighten
+        # everything", "too dark to see the launch pad, lift the whole thing up")
+        why_said = why_said or bool(named) and not targets and not bands and _states(clause) \
+            and _whole_asked_later(vocab, clauses[ci + 1:])
         # ("the green mat is too bright": a colour said of a thing no finder knows finds it, not the whole band;
         # not one pointed at or placed, "that building", "the pillar in the middle", which the colour cannot
         # tell from the rest, nor one said with a request for the whole photo)
@@ -1018,6 +1022,18 @@ def _remedied_later(vocab: Vocabulary, later: list[Clause], uses: list[Use]) -> 
         if asked and _names_own_object(c) and kinds & {_fix_kind(op) for u in asked for op, _ in u.intent.ops}:
             return True
     return False
+
+
+def _whole_asked_later(vocab: Vocabulary, later: list[Clause]) -> bool:
+    """Whether a later clause asks a change of the whole photo in words that can only mean all of it
+    ("brighten everything", "lift the whole thing up"; not "brighten it", which may be the thing said)."""
+    return any(c.of("intent", "fix", "op", "increase", "reduce") and any(p.text not in vocab.back_references
+                                                                         for p in c.of("global"))
+               and not c.of("target", "band") and not _BESIDES & set(c.text.split()) for c in later)
+
+
+#: "darken everything else", "the rest of it": the whole photo but the thing said, which is then a place
+_BESIDES = frozenset({"else", "rest", "other", "others", "except", "apart", "besides", "but", "around", "behind"})
 
 
 def _fix_kind(op: str) -> str:

@@ -224,8 +224,9 @@ def _going_back(studio: "Studio", session_id: str, route: Route, progress, text:
         toning = studio.router.vocab.monochrome.get("toning_mask")
         toning = normalize_mask_spec(toning) if toning else None
         placed = any(c.target is not None and normalize_mask_spec(c.target) != toning for e in out for c in e.changes)
+        # ... or when the words name a kind of change and no place ("take the sharpening out")
         taken = _take_out(studio, session_id, out, progress, text, later=out[-1] is not state.edits[-1]) \
-            if out and (back.strong or not placed) else None
+            if out and (back.strong or not placed or reader.names_only_a_change(back.named)) else None
         if taken is not None:
             return taken
     if not any(back.strong for back in route.going_back):
@@ -328,11 +329,15 @@ def _reset(studio: "Studio", session_id: str, route: Route, text: str, progress)
         elif key in ops.OPS:
             names.append(key)
     values = {n: 0 for n in dict.fromkeys(names) if state.value(n)}
-    if not values:
+    # ("undo the sharpening" after "sharpen the text": the op is reset where it went, on the places too)
+    layers = [{"mask": layer.mask, "values": {n: 0 for n in dict.fromkeys(names) if layer.settings.get(n)}}
+              for layer in state.layers]
+    layers = [layer for layer in layers if layer["values"]]
+    if not values and not layers:
         label = ", ".join(dict.fromkeys(ops.get_op(n).label.lower() for n in names)) or "that"
         return _answered(studio, session_id, text, f"{label.capitalize()} is already at its neutral value; nothing to reset.",
                          kind="command")
-    result = _modified(studio, session_id, text, values, progress)
+    result = _modified(studio, session_id, text, values, progress, layers)
     result.kind = "command"
     return result
 
