@@ -1424,3 +1424,18 @@ def test_the_rest_of_the_photo_besides_a_thing_no_finder_knows_is_still_asked_ab
     plan = EmbeddedPlanner().plan(PlanRequest(message="the lamp is too bright, darken everything else",
                                               state=EditState()))
     assert plan.kind == "clarify" and not plan.sub_goals and "the lamp" in plan.reply
+
+
+@pytest.mark.parametrize("text", ["warmer please, keep the sky cool and blue",
+                                  "make the stone warmer. sky stays cool and blue though."])
+def test_how_a_kept_place_stays_said_on_after_and_is_part_of_the_keep(text):
+    """"keep the sky cool and blue": "blue" says how the sky stays; it used to warm the blues as well."""
+    plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
+    assert [(g.op, g.target["type"], g.target.get("invert")) for g in plan.sub_goals] == [("temperature", "sky", True)]
+
+
+@pytest.mark.parametrize("text", ["her fur looks too orange", "his feathers look dull"])
+def test_an_animals_coat_said_with_her_or_his_is_the_subject_not_a_part_to_ask_about(text):
+    plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
+    assert plan.kind == "edit" and plan.sub_goals, plan.reply
+    assert all(g.target == {"type": "subject"} or (g.target or {}).get("type") == "subject" for g in plan.sub_goals)

@@ -389,7 +389,9 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
             end += 1                # "the pink building down at the bottom": the particle leads to where it is
         located = end + 1 < len(pieces) and pieces[end].text in LOCATING and pieces[end + 1].category != "global" \
             and not find_phrases([pieces[end].text], vocab.place_relations)
-        specific = (det.text in vocab.pointing_words or (det.text in PERSONS and noun not in CLOTHING) or sized
+        # ("her fur", "his feathers": a coat that covers the whole animal is the subject, not a part of it)
+        coat = vocab.place_nouns.get(noun) == vocab.place_default
+        specific = (det.text in vocab.pointing_words or (det.text in PERSONS and noun not in CLOTHING and not coat) or sized
                     or located or bool(SIZES & set(run)))
         # ("the big helmet bottom right" is no small thing: it may be placed in its part of the frame)
         small = det.text in vocab.pointing_words or sized or bool((SIZES - LARGE) & set(run))

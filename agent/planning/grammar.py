@@ -619,6 +619,11 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
     for ci, clause in enumerate(clauses):
         order = order0 + ci * 100
         clause = _enough_kept(clause)
+        if ci and clause.joined == "soft" and clauses[ci - 1].of("protect") and _only_how(clause) \
+                and [p.category for p in clauses[ci - 1].pieces if p.category != "separator"][-1:] in (["band"], ["intent"]):
+            # "keep the sky cool and blue", "the sky should stay dark and moody": how the kept place stays,
+            # said on after "and", is part of the keep, no request of its own
+            continue
         if evening:
             clause = read_evened(vocab, clause)
         if ci:
@@ -1022,6 +1027,13 @@ def _remedied_later(vocab: Vocabulary, later: list[Clause], uses: list[Use]) -> 
         if asked and _names_own_object(c) and kinds & {_fix_kind(op) for u in asked for op, _ in u.intent.ops}:
             return True
     return False
+
+
+def _only_how(clause: Clause) -> bool:
+    """Whether ``clause`` is only words for how something looks ("blue", "dark and moody"): colours and
+    qualities, no place, no verb of change, no amount."""
+    said = [p for p in clause.pieces if p.category != "separator"]
+    return bool(said) and all(p.category in ("band", "intent") and len(p.text.split()) == 1 for p in said)
 
 
 def _whole_asked_later(vocab: Vocabulary, later: list[Clause]) -> bool:
