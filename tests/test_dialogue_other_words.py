@@ -1439,3 +1439,11 @@ def test_an_animals_coat_said_with_her_or_his_is_the_subject_not_a_part_to_ask_a
     plan = EmbeddedPlanner().plan(PlanRequest(message=text, state=EditState()))
     assert plan.kind == "edit" and plan.sub_goals, plan.reply
     assert all(g.target == {"type": "subject"} or (g.target or {}).get("type") == "subject" for g in plan.sub_goals)
+
+
+def test_the_same_deal_or_treatment_on_another_place_is_the_last_change_there(studio):
+    sid = studio.start_session(small_photo()).id
+    studio.send_message(sid, "brighten her face a bit")
+    r = studio.send_message(sid, "same deal with the left side")
+    assert r.asset_id and "the same" in r.reply, r.reply
+    assert _on(_layers(studio, sid), "gradient").get("exposure", 0) > 0

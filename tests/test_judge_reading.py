@@ -435,3 +435,15 @@ def test_a_pull_back_said_with_a_complaint_about_a_thing_it_cannot_find_follows_
 
     reading = read_request("its too bright, the wood looks all washed out. pull it back some", ["brighten it a bit"])
     assert reading.kind == "follow_up" and reading.follow == "less" and reading.target is None
+
+
+@pytest.mark.parametrize("message, way", [
+    ("hang on the bone's gone all yellow now, it should be white", "cooler"),
+    ("its all yellow now", "cooler"),
+    ("the snow looks all blue, its meant to be white", "warmer"),
+    ("make it all blue", "cooler"),          # a wish, as before
+])
+def test_a_word_of_degree_after_how_it_looks_keeps_a_colour_a_complaint(message, way):
+    """"gone all yellow": the "all" between the frame and the colour used to make it a wish for yellow."""
+    from agent.judging.reading import read_request
+    assert read_request(message, []).describe().startswith(way)

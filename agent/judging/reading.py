@@ -631,7 +631,10 @@ def _qualities(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = froz
     """
     expects: list[Expect] = []
     used: set[int] = set()
-    skip_words = set(lex.magnitudes) | {w for m in lex.magnitudes for w in m.split()} | {"the", "it", "a", "an", "so", "that", "this", "very", "more", "of", "in"}
+    # ("gone all yellow", "looks totally blue": a word of degree between the frame and the quality is no break)
+    skip_words = set(lex.magnitudes) | {w for m in lex.magnitudes for w in m.split()} | {
+        "the", "it", "a", "an", "so", "that", "this", "very", "more", "of", "in", "all", "totally", "completely",
+        "really", "super", "kinda", "sorta", "just", "pretty", "quite"}
     phrases = {**lex.complaints, **lex.qualities}
     ends: set[int] = set()
     found = _find_phrases(tokens, phrases)
