@@ -1447,3 +1447,19 @@ def test_the_same_deal_or_treatment_on_another_place_is_the_last_change_there(st
     r = studio.send_message(sid, "same deal with the left side")
     assert r.asset_id and "the same" in r.reply, r.reply
     assert _on(_layers(studio, sid), "gradient").get("exposure", 0) > 0
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("can you tell if anythings wrong with this eye?", "evaluation"),       # what is in it: answered honestly
+    ("can you tell if theres any sign of glaucoma in this?", "evaluation"),
+    ("roughly how much of the picture is the brown stuff would you say?", "evaluation"),
+    ("can you see if the sky can be bluer", "modification"),                # asked to try
+])
+def test_asking_what_can_be_told_from_the_photo_is_a_question_not_an_edit(router, text, kind):
+    assert router.route(text).kind == kind
+
+
+def test_resetting_the_whole_thing_is_the_original_even_with_a_redo_said_after(router):
+    for text in ("reset the whole thing", "ok actually reset the whole thing, ill redo it tomorrow", "reset the lot"):
+        route = router.route(text)
+        assert (route.kind, route.name) == ("command", "original"), text

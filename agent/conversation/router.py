@@ -436,8 +436,10 @@ class Router:
                     # the photo, not for a change
                     verb = [w for w in words[2:5] if w not in self.filler and w not in _CONTENT_ADVERBS][:1]
                     at = words.index(verb[0]) if verb else -1
-                    # (not "can you see if the sky can be bluer": asked to try)
-                    if verb and verb[0] in _CONTENT_ASKS and words[at + 1:at + 2] not in (["if"], ["whether"]):
+                    # (not "can you see if the sky can be bluer": asked to try; "can you tell if anythings wrong
+                    # with this eye" asks what is in it)
+                    if verb and verb[0] in _CONTENT_ASKS and (words[at + 1:at + 2] not in (["if"], ["whether"])
+                                                              or verb[0] != "see"):
                         return "reading"
                     return None        # "can you make it warmer", "would you brighten the sky"
                 if first in self.modals and second in ("i", "we") and len(words) > 2 and words[2] in _ASKING_FOR:
