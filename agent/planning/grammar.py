@@ -619,8 +619,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
     for ci, clause in enumerate(clauses):
         order = order0 + ci * 100
         clause = _enough_kept(clause)
-        if ci and clause.joined == "soft" and clauses[ci - 1].of("protect") and _only_how(clause) \
-                and [p.category for p in clauses[ci - 1].pieces if p.category != "separator"][-1:] in (["band"], ["intent"]):
+        if ci and clause.joined == "soft" and _only_how(clause) and _keeps_how(clauses[ci - 1]):
             # "keep the sky cool and blue", "the sky should stay dark and moody": how the kept place stays,
             # said on after "and", is part of the keep, no request of its own
             continue
@@ -1036,16 +1035,22 @@ def _only_how(clause: Clause) -> bool:
     return bool(said) and all(p.category in ("band", "intent") and len(p.text.split()) == 1 for p in said)
 
 
+def _keeps_how(clause: Clause) -> bool:
+    """Whether ``clause`` keeps a place and ends on how it stays ("keep the sky cool", "the sky stays blue")."""
+    said = [p for p in clause.pieces if p.category != "separator"]
+    return bool(clause.of("protect")) and bool(said) and said[-1].category in ("band", "intent")
+
+
+#: "darken everything else", "the rest of it": the whole photo but the thing said, which is then a place
+_BESIDES = frozenset({"else", "rest", "other", "others", "except", "apart", "besides", "but", "around", "behind"})
+
+
 def _whole_asked_later(vocab: Vocabulary, later: list[Clause]) -> bool:
     """Whether a later clause asks a change of the whole photo in words that can only mean all of it
     ("brighten everything", "lift the whole thing up"; not "brighten it", which may be the thing said)."""
     return any(c.of("intent", "fix", "op", "increase", "reduce") and any(p.text not in vocab.back_references
                                                                          for p in c.of("global"))
                and not c.of("target", "band") and not _BESIDES & set(c.text.split()) for c in later)
-
-
-#: "darken everything else", "the rest of it": the whole photo but the thing said, which is then a place
-_BESIDES = frozenset({"else", "rest", "other", "others", "except", "apart", "besides", "but", "around", "behind"})
 
 
 def _fix_kind(op: str) -> str:
