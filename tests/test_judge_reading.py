@@ -447,3 +447,12 @@ def test_a_word_of_degree_after_how_it_looks_keeps_a_colour_a_complaint(message,
     """"gone all yellow": the "all" between the frame and the colour used to make it a wish for yellow."""
     from agent.judging.reading import read_request
     assert read_request(message, []).describe().startswith(way)
+
+
+def test_stuff_that_fills_the_frame_edited_everywhere_is_no_spill(judge):
+    """"brighten the stones" on gravel: the photo is one surface edge to edge (pipeline.measure.one_surface), so
+    the change on the whole photo is where the words point; "brighten the cup" on the coffee is still a spill
+    (test above)."""
+    gravel = np.ascontiguousarray(np.stack([skdata.gravel()[::2, ::2]] * 3, axis=-1))
+    a = ask(judge, gravel, "brighten the stones", edit(exposure=25))
+    assert a.score >= MIN_PASS and "not just the stones" not in a.assessment, a.assessment

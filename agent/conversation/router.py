@@ -101,6 +101,8 @@ _ASKING_FOR = frozenset({"see", "have", "get", "go"})
 #: "can you read ...", "can you even see ...": what is in the photo, asked (see words.yaml ``content_asks``).
 _CONTENT_ASKS = word_lists()["content_asks"]
 _CONTENT_ADVERBS = frozenset({"even", "actually", "really", "still", "please", "pls", "plz"})
+#: Where lettering asked for goes in the photo ("write "houston 98" along the bottom").
+_PLACING = frozenset({"on", "in", "along", "across", "at", "over", "under", "below", "above", "near", "onto", "into"})
 
 #: Words that, with a question word, ask what was done ("what did you actually change just then?").
 _DONE_WORDS = frozenset({"changed", "did", "done", "edited", "adjusted", "tweaked", "applied", "altered", "fixed"})
@@ -600,7 +602,9 @@ class Router:
             swapped = [pos + n for pos, n, _ in find_phrases(clause, self.replace_verbs)]
             in_place = {pos + n for pos, n, _ in find_phrases(clause, self.replace_links) if any(v < pos for v in swapped)}
             starts += [(pos, False) for pos in sorted(in_place)]
-            written = [(pos, n) for pos, n, _ in find_phrases(clause, self.text_verbs) if self._asks_with(clause[:pos])]
+            # ... said as the request and put somewhere in the photo (not "write me a poem")
+            written = [(pos, n) for pos, n, _ in find_phrases(clause, self.text_verbs)
+                       if self._asks_with(clause[:pos]) and _PLACING & set(clause[pos + n:])]
             if written:
                 # "write "houston 98" along the bottom", "can you scribble my name in the corner": lettering
                 pos, n = written[0]

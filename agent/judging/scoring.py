@@ -371,6 +371,10 @@ def score_reading(reading: Reading, *, before: np.ndarray, after: np.ndarray,
                     out.diagnoses.append("local_spill")
                     out.sentences.append(f"The change spread well beyond {where_words}.")
                     compliance *= 1.0 - 0.7 * out.spill
+        elif not plan_is_local and not np.array_equal(before, after) \
+                and measure.one_surface(original if original is not None else before):
+            # ... on a photo that is one surface edge to edge ("the stones" on gravel), the stuff is the photo
+            out.details.append(f"The photo is one surface edge to edge, so {where_words} is all of it.")
         elif not plan_is_local and not np.array_equal(before, after):
             # a named object with no way to find it, and the plan edited everything
             out.spill = 1.0
