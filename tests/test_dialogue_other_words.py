@@ -9,6 +9,7 @@ skimage photos, measured in the saved state and the rendered pixels.
 from __future__ import annotations
 
 import cv2
+import numpy as np
 import pytest
 
 from agent.conversation.clauses import named_places, split_clauses
@@ -1463,3 +1464,145 @@ def test_resetting_the_whole_thing_is_the_original_even_with_a_redo_said_after(r
     for text in ("reset the whole thing", "ok actually reset the whole thing, ill redo it tomorrow", "reset the lot"):
         route = router.route(text)
         assert (route.kind, route.name) == ("command", "original"), text
+
+
+# -- a thing described by how it stands out, where the person says it is ---------------------------------
+
+@pytest.mark.parametrize("text, op, tone", [
+    ("that round bright crater near the top left, bring its highlights down", "highlights", "bright"),
+    ("the dark spot in the middle, lighten it a little", "exposure", "dark"),
+    ("the little pink building down at the bottom is cute, can you make it pinker", "tint", "magenta"),
+    # said to be that way, not named so: "too bright" says how the crater stands out
+    ("the little round crater top left is too bright now, knock it down", "exposure", "bright"),
+])
+def test_a_thing_said_by_its_look_in_a_part_of_the_frame_is_what_stands_out_there(text, op, tone):
+    """These used to ask "I can't find the crater": one small thing with no finder. How it looks and where
+    it is find it: the thing standing out most that way in that part of the frame (a spot mask)."""
+    plan = _plan_of(text)
+    assert plan.sub_goals and {g.op for g in plan.sub_goals} >= {op}, plan.reply
+    assert all(g.target["type"] == "spot" and g.target["tone"] == tone for g in plan.sub_goals), plan.sub_goals
+    assert "thing in " in plan.reply and "where you said it is" in plan.reply, plan.reply
+
+
+@pytest.mark.parametrize("text", ["brighten the crater a bit",               # nowhere said: asked, as before
+                                  "that crater near the top left, brighten it"])   # no look said: asked
+def test_a_thing_with_no_look_or_no_place_said_is_still_asked_about(text):
+    plan = _plan_of(text)
+    assert plan.kind == "clarify" and not plan.sub_goals, plan.reply
+
+
+def test_the_bright_crater_top_left_is_darkened_and_the_rest_of_the_moon_is_not(studio):
+    moon = small_photo("moon")
+    sid = studio.start_session(moon).id
+    r = studio.send_message(sid, "the round bright crater near the top left is glaring, tone it down")
+    assert r.asset_id and "the brightest thing in the top left" in r.reply, r.reply
+    h, w = moon.shape[:2]
+    yy, xx = np.mgrid[0:h, 0:w]
+    crater = ((xx / w - 0.235) / 0.05) ** 2 + ((yy / h - 0.17) / 0.05) ** 2 < 1
+    far = ((xx / w - 0.235) / 0.2) ** 2 + ((yy / h - 0.17) / 0.2) ** 2 > 1
+    before = cv2.cvtColor(moon, cv2.COLOR_RGB2Lab)[..., 0].astype(float)
+    after = cv2.cvtColor(studio.render(sid), cv2.COLOR_RGB2Lab)[..., 0].astype(float)
+    assert (before - after)[crater].mean() > 3
+    assert abs((before - after)[far].mean()) < 0.2
+
+
+def test_a_thing_said_dark_in_a_corner_that_is_all_black_is_not_found_and_nothing_changes(studio):
+    """The astronaut's bottom right is black: nothing there stands out as dark. Say so, change nothing (it
+    used to open the shadows on an empty mask: a new version that looked the same)."""
+    sid = studio.start_session(small_photo()).id
+    head = studio.head(sid).id
+    r = studio.send_message(sid, "that helmet in the bottom right is basically a black hole, can you lift the shadows in it")
+    assert r.status == "not_understood" and not r.asset_id, r.reply
+    assert "anything standing out as dark in the bottom right of the frame" in r.reply, r.reply
+    assert studio.head(sid).id == head
+
+
+def test_undoing_all_the_rest_but_a_change_kept_goes_back_to_that_change(studio):
+    """"keep the colour how it is and undo all the rest": back to the last change of colour; the sharpening
+    and brightening after it go (it went back to the original: the keep was not read with "undo all")."""
+    sid = studio.start_session(small_photo("gravel")).id
+    for message in ("can it look warmer, like sandstone?", "bit too orange, looks fake"):
+        studio.send_message(sid, message)
+    kept = studio.head(sid).state
+    for message in ("make the stones a tad sharper", "brighten it"):
+        studio.send_message(sid, message)
+    r = studio.send_message(sid, "keep the colour how it is and undo all the rest")
+    assert r.status == "rolled_back", r.reply
+    assert studio.head(sid).state == kept
+
+
+@pytest.mark.parametrize("text", ["Please sharpen the blood vessels slightly.", "can the cell outlines be crisper"])
+def test_finer_detail_on_fine_lines_all_over_the_photo_is_the_whole_photo(text):
+    """No finder knows blood vessels or cell outlines, and none is needed: sharpening only changes fine lines,
+    wherever they are. It used to ask where they were."""
+    plan = _plan_of(text)
+    assert plan.sub_goals and {g.op for g in plan.sub_goals} <= {"sharpen", "clarity"}, plan.reply
+    assert all(g.target is None for g in plan.sub_goals) and "fine lines like these" in plan.reply, plan.reply
+
+
+@pytest.mark.parametrize("text", ["brighten the blood vessels", "sharpen that line"])
+def test_other_changes_on_fine_lines_or_one_line_pointed_at_are_still_asked_about(text):
+    plan = _plan_of(text)
+    assert plan.kind == "clarify" and not plan.sub_goals, plan.reply
+
+
+@pytest.mark.parametrize("text, ops", [
+    ("can it look wet? like just after rain", {"exposure", "contrast", "vibrance", "clarity", "whites"}),  # a look
+    ("a tiny bit more fade", {"blacks", "contrast", "highlights", "saturation"}),       # the faded (matte) look
+    ("more separation between the tones", {"contrast"}),                                # tones set apart
+])
+def test_looks_and_qualities_said_in_other_words_are_read(text, ops):
+    plan = _plan_of(text)
+    assert {g.op for g in plan.sub_goals} == ops, plan.reply
+
+
+def test_a_wet_look_asked_as_a_question_is_a_request(router):
+    assert router.route("can it look wet? like just after rain").kind == "modification"
+
+
+@pytest.mark.parametrize("text, ops, tone", [
+    # what only touches one end of the tones finds a thing said to be at that end, wherever it is
+    ("now the rim of the cup is nearly pure white, can u rescue it", {"highlights", "whites"}, "lightest"),
+])
+def test_a_change_of_one_end_of_the_tones_on_a_thing_said_to_be_there_is_the_whole_photo(text, ops, tone):
+    plan = _plan_of(text)
+    assert {g.op for g in plan.sub_goals} == ops and all(g.target is None for g in plan.sub_goals), plan.reply
+    assert f"only changes the {tone} tones" in plan.reply, plan.reply
+
+
+@pytest.mark.parametrize("text", ["brighten it a bit but dont let the floodlights blow out any more than they are",
+                                  "make the bricks darker but keep the mortar lines light"])
+def test_a_thing_kept_light_or_from_blowing_out_keeps_the_whites(text):
+    """No finder knows floodlights or mortar; how they are to stay says what to keep: the light tones."""
+    plan = _plan_of(text)
+    assert plan.sub_goals and all(g.target and g.target["type"] == "luminance" and g.target.get("invert")
+                                  for g in plan.sub_goals), plan.reply
+    assert "everything but the whites" in plan.reply, plan.reply
+
+
+@pytest.mark.parametrize("text, target", [("make the letters blacker", "luminance"),     # the text: the dark tones
+                                          ("now darken the wall all round the clock", "subject")])   # round it
+def test_more_words_for_what_a_thing_stands_for(text, target):
+    plan = _plan_of(text)
+    assert plan.sub_goals and all(g.target and g.target["type"] == target for g in plan.sub_goals), plan.reply
+
+
+def test_a_slip_of_a_short_word_is_put_right():
+    vocab = Vocabulary(load_profile("engine"))
+    assert vocab.spell("tone teh saucer down adn the cup") == "tone the saucer down and the cup"
+    assert vocab.spell("the tea is hot") == "the tea is hot"
+
+
+@pytest.mark.parametrize("look, less", [("now tone it like a cyanotype", "a hair less blue"),
+                                        ("give it a sepia tone", "less brown")])
+def test_less_of_a_toned_looks_colour_takes_back_the_tone_and_keeps_the_black_and_white(studio, look, less):
+    """"a hair less blue" after a cyanotype: the blue tone goes back part of the way; the photo stays black and
+    white (it used to take back half the desaturation too, and colour came back)."""
+    sid = studio.start_session(small_photo("astronaut")).id
+    studio.send_message(sid, look)
+    toned = _layers(studio, sid)[0]["settings"]["temperature"]
+    assert studio.head(sid).state["settings"]["saturation"] == -100
+    r = studio.send_message(sid, less)
+    assert r.asset_id, r.reply
+    assert studio.head(sid).state["settings"]["saturation"] == -100
+    assert 0 < abs(_layers(studio, sid)[0]["settings"]["temperature"]) < abs(toned)

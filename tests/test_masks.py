@@ -197,6 +197,55 @@ def test_a_shade_needs_a_known_colour_and_a_share_in_range():
             normalize_mask_spec(bad)
 
 
+def _ellipse(shape: tuple[int, ...], centre: tuple[float, float], radius: tuple[float, float]) -> np.ndarray:
+    h, w = shape[:2]
+    yy, xx = np.mgrid[0:h, 0:w]
+    return ((xx / w - centre[0]) / radius[0]) ** 2 + ((yy / h - centre[1]) / radius[1]) ** 2 < 1
+
+
+TOP_LEFT = {"type": "radial", "center": [0.15, 0.15], "radius": [0.45, 0.45], "softness": 0.5}
+MIDDLE = {"type": "radial", "center": [0.5, 0.5], "radius": [0.3, 0.3], "softness": 0.5}
+RIGHT = {"type": "gradient", "start": [1.0, 0.5], "end": [0.45, 0.5]}
+
+
+@pytest.mark.parametrize("name, tone, within, centre, radius", [
+    # the moon's round bright crater near the top left (its bright rim: the crater's other half is in shadow)
+    ("moon", "bright", TOP_LEFT, (0.235, 0.17), (0.05, 0.05)),
+    # the retina's dark spot in the middle (the macula), not the black round the fundus
+    ("retina", "dark", MIDDLE, (0.5, 0.5), (0.07, 0.07)),
+    # the Hubble field's big orange galaxy on the right, not the brighter red star at the right edge
+    ("hubble_deep_field", "orange", RIGHT, (0.728, 0.543), (0.03, 0.035)),
+])
+def test_a_spot_is_the_one_thing_standing_out_that_way_where_it_is_said_to_be(cache, name, tone, within,
+                                                                                centre, radius):
+    img = getattr(skimage.data, name)()
+    img = img if img.ndim == 3 else np.stack([img] * 3, axis=-1)
+    spot = full({"type": "spot", "tone": tone, "within": within}, img, cache)
+    thing = _ellipse(img.shape, centre, radius)
+    assert spot[thing].mean() > 0.5                    # on the thing...
+    assert spot[~_ellipse(img.shape, centre, (4 * radius[0], 4 * radius[1]))].max() < 0.01   # ...and nowhere else
+    assert spot.mean() < 0.03                          # one thing, not a part of the frame
+
+
+def test_a_spot_is_empty_where_nothing_stands_out(cache):
+    flat = np.full((300, 400, 3), 128, np.uint8)
+    assert full({"type": "spot", "tone": "bright", "within": TOP_LEFT}, flat, cache).max() == 0.0
+    noise = np.random.default_rng(3).integers(126, 131, (300, 400, 3), dtype=np.uint8)   # grain is no thing
+    assert full({"type": "spot", "tone": "dark", "within": MIDDLE}, noise, cache).max() == 0.0
+
+
+def test_a_spot_needs_a_tone_and_a_part_of_the_frame_to_look_in():
+    spec = normalize_mask_spec({"type": "spot", "tone": "dark", "within": {"type": "radial"}})
+    assert spec["within"] == normalize_mask_spec({"type": "radial"})
+    for bad, said in (({"type": "spot", "within": MIDDLE}, "mask.tone"),
+                      ({"type": "spot", "tone": "shiny", "within": MIDDLE}, "mask.tone: expected bright, dark or one of"),
+                      ({"type": "spot", "tone": "dark"}, "mask.within"),
+                      ({"type": "spot", "tone": "dark", "within": {"type": "radial", "radius": [0, 1]}},
+                       "mask.within.radius: both radii must be above 0")):
+        with pytest.raises(MaskSpecError, match=said):
+            normalize_mask_spec(bad)
+
+
 def test_top_to_bottom_gradient_is_one_at_the_top_and_zero_at_the_bottom(photos, cache):
     mask = full({"type": "gradient", "start": [0.5, 0.0], "end": [0.5, 1.0]}, photos["rocket"], cache)
     assert mask[0].min() > 0.99 and mask[-1].max() < 0.01
@@ -322,7 +371,8 @@ def test_a_downscaled_original_gives_nearly_the_same_mask(photos, cache, name, s
                                   + SELECTION_TYPES])  # selections: tests/test_selections.py
 def test_every_type_gives_a_finite_float_mask_in_range(photos, cache, kind):
     img = photos["astronaut"]
-    spec = {"type": kind, "feather": 10, **({"band": "orange"} if kind == "shade" else {})}   # (a shade names its colour)
+    needs = {"shade": {"band": "orange"}, "spot": {"tone": "dark", "within": {"type": "radial"}}}   # (what they name)
+    spec = {"type": kind, "feather": 10, **needs.get(kind, {})}
     mask = build_mask(spec, img, (123, 77), cache=cache)
     assert mask.dtype == np.float32 and mask.shape == (123, 77)
     assert np.isfinite(mask).all() and mask.min() >= 0.0 and mask.max() <= 1.0

@@ -36,6 +36,9 @@ _WISHED_LIKE = frozenset({"want", "wanted", "make", "makes", "making", "give", "
 
 #: Joins the two names of a place qualified by a part of the frame ("the background on the right").
 PLACE_JOIN = "&"
+#: Joins the look a thing is described by to the part of the frame it is said to be in: "bright@top_left" is
+#: the brightest thing in the top left ("the round bright crater near the top left"), a spot mask.
+SPOT_JOIN = "@"
 
 
 @dataclass(frozen=True)
@@ -306,6 +309,8 @@ class Vocabulary:
         tones = pe.get("kept_tones") or {}
         self.kept_tones = {tuple(tokenize(str(w))): name for name, e in tones.items() for w in e.get("words") or ()}
         self.kept_tone_masks = {name: (dict(e["mask"]), str(e.get("label") or name)) for name, e in tones.items()}
+        # tones kept only for a thing no finder knows ("keep the mortar lines light"; "the sky is bright enough")
+        self.kept_tones_of_things = frozenset(name for name, e in tones.items() if e.get("things_only"))
         manner = pe.get("manner") or {}
         self.manner_words = {str(k): str(v) for k, v in (manner.get("words") or {}).items()}
         self.manner_effects = {" ".join(tokenize(str(w))) for w in manner.get("effects") or ()}
@@ -315,6 +320,12 @@ class Vocabulary:
         self.place_relation_target = guesses.get("relation_target")
         self.place_subject_said = PhraseTable({tuple(tokenize(w)): True for w in guesses.get("subject_said") or ()})
         self.place_nouns = {str(k): str(v) for k, v in (guesses.get("nouns") or {}).items()}
+        # "in the middle": the part of the frame round its centre (a centred radial target), where a thing may be
+        self.frame_middle = next((n for n, t in self.targets.items() if t.get("type") == "radial"
+                                  and not t.get("invert") and list(t.get("center") or ()) == [0.5, 0.5]), None)
+        # "the round bright crater", "the dark spot": a word in a thing's name that says how it stands out
+        self.spot_tones = {t: str(tone) for tone, words in (guesses.get("spot_tones") or {}).items()
+                           for w in words or () for t in tokenize(str(w))}
         # "that lamp", "this bit": a thing pointed at, not a kind of place a region can stand in for
         self.pointing_words = {t for w in guesses.get("pointing") or () for t in tokenize(str(w))}
         # "go ahead and guess": the person lets the planner put a request on its best guess for a place
@@ -442,6 +453,12 @@ class Vocabulary:
     def place(self, name: str) -> tuple[dict, str]:
         """A named target's mask spec and the words for it ("the sky", "the top of the frame"); a place
         qualified by a part of the frame ("sky&top": "that patch of sky at the top") is where both are."""
+        if SPOT_JOIN in name:
+            tone, part = name.split(SPOT_JOIN, 1)
+            within, words = self.place(part)
+            spec = normalize_mask_spec({"type": "spot", "tone": tone, "within": within})
+            most = {"bright": "the brightest thing", "dark": "the darkest thing"}.get(tone, f"the most {tone} thing")
+            return spec, f"{most} in {words}"
         if PLACE_JOIN in name:
             names = name.split(PLACE_JOIN)
             spec = normalize_mask_spec({"type": "intersect", "masks": [dict(self.targets[n]) for n in names]})

@@ -426,12 +426,14 @@ class Speller:
     A shorter word, of at least ``dropped_min_length`` letters, is corrected only to the one known
     word that is the typed one with a vowel put back inside it ("warmr" -> "warmer"): short real
     words lie one edit from many others ("older" / "colder"). A guess with a rival, or a word
-    shorter still, is left as typed. A word of ``dictionary`` (real English) is no slip either: "moss
+    shorter still, is left as typed, unless it is one of the common ``slips`` of a short word ("teh" for
+    "the"). A word of ``dictionary`` (real English) is no slip either: "moss
     growing between the stones" is not "glowing" and "tones", "a creamy look" is not "dreamy"."""
 
     def __init__(self, known: Iterable[str], min_length: int = 6, dropped_min_length: int | None = None,
-                 dictionary: frozenset[str] = frozenset()):
+                 dictionary: frozenset[str] = frozenset(), slips: Mapping[str, str] | None = None):
         self.known = frozenset(known)
+        self.slips = {str(k).lower(): str(v) for k, v in (slips or {}).items()}   # "teh": too short to guess
         self.dictionary = dictionary
         self.min_length = int(min_length)
         self.dropped_min_length = min(int(dropped_min_length or min_length), self.min_length)
@@ -446,10 +448,12 @@ class Speller:
         spelling = spelling or {}
         floor = spelling.get("dictionary_min_count")
         return cls(known, int(spelling.get("min_length", 6)), spelling.get("dropped_min_length"),
-                   english_words(int(floor)) if floor else frozenset())
+                   english_words(int(floor)) if floor else frozenset(), spelling.get("slips"))
 
     def word(self, word: str) -> str:
         low = word.lower()
+        if low in self.slips:
+            return self.slips[low]
         if len(low) < self.dropped_min_length or low in self.known or low in self.dictionary:
             return word
         if len(low) < self.min_length:     # a short word: only a vowel put back ("darkr" is not "darks")

@@ -145,6 +145,10 @@ def review_tier(score: float, config: AgentConfig, floor: float | None = None) -
             "reject_below": round(bar, 4)}
 
 
+#: Below this share of the frame a spot mask found nothing (one thing may be small: a star in a deep field).
+SPOT_FOUND = 0.00005
+
+
 def not_found_offer(what: str, specs: list[dict | None]) -> tuple[str, list[str]]:
     """What to offer when the photo has none of a place: (a sentence, up to 3 quick replies).
 
@@ -334,18 +338,21 @@ class TurnNodes:
         return update
 
     def _found_targets(self, source, goals: list[SubGoal], size) -> tuple[list[SubGoal], list[str], list[SubGoal]]:
-        """Drop steps on a place the photo does not have (no face on a cat): the mask is empty or everything.
+        """Drop steps on a place the photo does not have (no face on a cat, nothing dark in a black corner): the
+        mask is empty or everything.
 
         Returns the kept steps, the missing places in words and the dropped steps.
         """
         kept, missing, dropped = [], [], []
         for g in goals:
             spec = g.target or {}
-            if spec.get("type") in CONTENT_TYPES:
+            if spec.get("type") in CONTENT_TYPES + ("spot",):
                 inner = {k: v for k, v in spec.items() if k not in ("invert", "feather")}
                 share = float(self.renderer.mask(source, inner, size).mean())
-                if not 0.002 <= share <= 0.998:
-                    missing.append(describe_mask(inner))
+                # (a spot is one thing, however small: nothing there stands out that way when it is empty)
+                if not (SPOT_FOUND if spec["type"] == "spot" else 0.002) <= share <= 0.998:
+                    missing.append(f"anything standing out as {inner['tone']} in {describe_mask(inner['within'])}"
+                                   if spec["type"] == "spot" else describe_mask(inner))
                     dropped.append(g)
                     continue
             kept.append(g)

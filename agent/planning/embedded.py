@@ -299,6 +299,35 @@ def _surface_stuff(place: str) -> bool:
     return noun in _SURFACE_STUFF or len(noun) > 3 and noun.endswith("s") and not noun.endswith("ss")
 
 
+_FINE_DETAIL = frozenset(word_lists()["fine_detail"])
+#: Ops that change fine detail only (edges and lines): on fine lines spread through the photo, the whole photo.
+_DETAIL_OPS = frozenset({"sharpen", "clarity"})
+
+
+def _fine_detail(place: str, moves: list) -> bool:
+    """Whether a request changes only fine detail on fine lines spread through the photo ("sharpen the blood
+    vessels", "the cell outlines could be crisper"), not one thing pointed at ("that line")."""
+    words = tokenize(place)
+    return bool(moves) and all(m.op in _DETAIL_OPS for m in moves) and len(words) > 1 \
+        and words[-1] in _FINE_DETAIL and words[0] not in ("that", "this", "those", "these")
+
+
+#: Ops that change one end of the tones only, by the tone a thing is said to have ("bright", "dark": the words of
+#: vocabulary.place_guesses.spot_tones).
+_TONE_OPS = {"bright": frozenset({"highlights", "whites"}), "dark": frozenset({"shadows", "blacks"})}
+
+
+def _tone_confined(vocab, message: str, moves: list) -> str | None:
+    """The tone a thing is said to have ("the rim of the cup is nearly pure white", "the gaps are deep black")
+    when every move changes only that end of the tones (recover the highlights, open the shadows): the change
+    finds the thing by its tone on the whole photo. None otherwise."""
+    said = {vocab.spot_tones[w] for w in tokenize(message) if w in vocab.spot_tones}
+    if len(said) != 1 or not moves:
+        return None
+    tone = said.pop()
+    return tone if all(m.op in _TONE_OPS[tone] for m in moves) else None
+
+
 def _one_surface(request: PlanRequest) -> bool:
     """Whether the photo (its original, else the current render) is one surface edge to edge."""
     photo = request.original if request.original is not None else request.image
@@ -501,13 +530,26 @@ class EmbeddedPlanner:
             # (and "this gravel": pointed at, the stuff the photo is made of is still the photo)
             surface = (not draft.specific_place or draft.unknown_places[0].startswith("this ")) \
                 and not draft.place_stand_in and _surface_stuff(draft.unknown_places[0]) and _one_surface(request)
-            if draft.place_colour is None and not surface and not draft.place_stand_in and not draft.specific_place:
+            # ("sharpen the blood vessels": fine lines all over the photo, what finer detail changes anyway)
+            fine = not surface and _fine_detail(draft.unknown_places[0], draft.moves)
+            # ("the rim of the cup is nearly pure white, can you rescue it": recovering highlights finds it)
+            toned = None if surface or fine or draft.unknown_places[0].split()[0] in ("that", "this", "those", "these") \
+                else _tone_confined(vocab, message, draft.moves)
+            if draft.place_colour is None and not surface and not fine and not toned and not draft.place_stand_in \
+                    and not draft.specific_place:
                 # "the suit is screaming, calm the orange down": the one colour the request takes down is the
                 # thing's colour, which finds it as a colour said of it does (not one wished for, "make the
                 # collar more red", which the thing may not have)
                 draft = replace(draft, place_colour=_asked_colour(self.vocab, draft.moves))
             if surface:
                 draft, guessed = self._on_stand_in(draft, None, "the whole photo", "as it fills the frame")
+            elif fine:
+                draft, guessed = self._on_stand_in(draft, None, "the whole photo",
+                                                   "as finer detail only changes fine lines like these")
+            elif toned:
+                draft, guessed = self._on_stand_in(draft, None, "the whole photo",
+                                                   f"as that only changes the {'light' if toned == 'bright' else 'dark'}"
+                                                   f"est tones, where it is")
             elif draft.place_colour is not None and not draft.place_stand_in:
                 # "the green mat is too bright", "her nose is very pink": the colour said of it finds it, where
                 # the photo has that colour

@@ -177,6 +177,18 @@ def _likeness(tokens: list[str], phrases: list[tuple[int, int, object]]) -> set[
     return out
 
 
+def _toward_colours(vocab: Vocabulary, tokens: list[str], base) -> set[str]:
+    """The ops of the last change that moved the photo toward a colour named ("less blue", "less brown"): a
+    white balance op the other way from that colour's cast fix, and that colour's own saturation raised."""
+    bands = {vocab.colour_words.get(t.removesuffix("ish")) for t in tokens} - {None}
+    cast = {vocab.band_casts[b] for b in bands if b in vocab.band_casts}
+    saturation = vocab.band_ops.get("saturation")
+    own = {saturation.format(band=b) for b in bands} if saturation else set()
+    return {c.op for c in base.changes
+            if any(c.op == op and (c.after - c.before) * fix < 0 for op, fix in cast)
+            or (c.op in own and c.after > c.before)}
+
+
 def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     """The follow-up ``message`` asks for, or None when it is a request of its own."""
     tokens = tokenize((message or "")[:MAX_MESSAGE_CHARS])
@@ -441,7 +453,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     if targets:
         # "dial back the highlights": a follow-up only when the last change touched that place;
         # otherwise the grammar reads it ("tone down <place>", or asks what to do there)
-        specs = [normalize_mask_spec(vocab.targets[t]) for t in targets]
+        specs = [vocab.place(t)[0] for t in targets]
         touched = base is not None and any(_on_place(c.target, specs) for c in base.changes)
         if wants_less and not touched and said_why and base is not None and base.changes \
                 and all(c.target is None for c in base.changes) \
@@ -466,13 +478,18 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         else:
             low, high = vocab.pull_back_limits
             fraction = min(high, max(low, vocab.pull_back_fraction * (mags[-1] if mags else 1.0)))
-        only_targets = [normalize_mask_spec(vocab.targets[t]) for t in targets] if targets else None
+        only_targets = [vocab.place(t)[0] for t in targets] if targets else None
         # the aspect's ops, and every op of the change in the same stage ("the colour": vibrance too)
         named = {op for a in aspects if a in vocab.intents for op, _ in vocab.intents[a].ops}
         stages = {ops.get_op(op).stage for op in named}
         only_ops = {c.op for c in base.changes if c.op in named or ops.get_op(c.op).stage in stages} or None
         if only_ops is not None and not any(c.op in only_ops for c in base.changes):
             only_ops = None          # the aspect named is not among what the change moved: all of it
+        toward = _toward_colours(vocab, tokens, base) if not named else None
+        if toward:
+            # "a hair less blue" after a cyanotype, "less brown" after sepia: the tone goes back, not the black
+            # and white (only what moved toward the colour named)
+            only_ops = toward
         said = [vocab.intents[a].label for a in dict.fromkeys(aspects) if a in vocab.intents]
         moves = pull_back_moves(base, state, fraction, 0, only_ops=only_ops, only_targets=only_targets,
                                 discrete=vocab.discrete_ops, least=vocab.pull_back_least,
@@ -491,7 +508,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     if but_scale is not None:
         scale = (repeat[0][2] if repeat else 1.0) * but_scale
     if targets:
-        specs = [normalize_mask_spec(vocab.targets[t]) for t in targets]
+        specs = [vocab.place(t)[0] for t in targets]
         here = [c for c in base.changes if _on_place(c.target, specs)]
         if here and wants_more:
             # "more on the face" right after brightening the face: the same there again

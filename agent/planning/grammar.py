@@ -18,7 +18,7 @@ from agent.conversation.clauses import (COLOUR_OF_A_THING, DETERMINERS, LOCATING
                                         guess_place, named_places, names_a_thing, only_qualities, read_complaints,
                                         read_evened, read_wished_casts, said_as_subject, says_evening, sizes_in_names,
                                         split_clauses, stand_in, trailing_also, unknown_words, wished_after)
-from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, Intent, Piece, Vocabulary, read_pieces
+from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, SPOT_JOIN, Intent, Piece, Vocabulary, read_pieces
 from agent.conversation.words import PRAISE_LINKS, effect_said, find_phrases, tells_how_taken, tokenize, word_lists
 from pipeline import ops
 from pipeline.masks import normalize_mask_spec
@@ -252,6 +252,8 @@ def _qualified_place(vocab: Vocabulary, targets: list[str]) -> str | None:
 
 
 def _target_spec(vocab: Vocabulary, name: str) -> dict:
+    if SPOT_JOIN in name:
+        return vocab.place(name)[0]
     if PLACE_JOIN in name:
         return {"type": "intersect", "masks": [dict(vocab.targets[n]) for n in name.split(PLACE_JOIN)]}
     return dict(vocab.targets[name])
@@ -269,6 +271,48 @@ def _placed_in_frame(vocab: Vocabulary, targets: list[str], named: list) -> bool
     if not all(vocab.is_frame_part(t) or t == "background" for t in targets):
         return False
     return not any(p.small or p.text.split()[0] in PERSONS for p in named)
+
+
+def _spot_tone(vocab: Vocabulary, thing: str) -> str | None:
+    """How a thing's name says it stands out: a colour ("the orange one", "the pinkish building") before a
+    tone ("the round bright crater", "the dark spot"); None when its name says neither."""
+    words = thing.split()[1:]
+    colours = [vocab.colour_words.get(w.removesuffix("ish")) or vocab.colour_words.get(w.removesuffix("y"))
+               for w in words]
+    return next((c for c in colours if c), None) or next((vocab.spot_tones[w] for w in words
+                                                          if w in vocab.spot_tones), None)
+
+
+def _placing(vocab: Vocabulary, targets: list[str], named: list, clause: Clause) -> list[str] | None:
+    """Where a thing no finder knows goes when the person says where it is, or None (it is asked about).
+
+    A thing named by how it stands out in one part of the frame or its middle ("the round bright crater near
+    the top left", "the dark spot in the middle", "the little pink building down at the bottom") is the thing
+    standing out most that way there (a spot mask), as is one small thing said to be that way ("the little crater
+    top left is too bright"). A thing put in a part of the frame that may stand for it goes on that part
+    (:func:`_placed_in_frame`), as it always has."""
+    if _placed_in_frame(vocab, targets, named):
+        return list(targets)
+    pieces = clause.pieces
+    # (not a kind of place, "the dark trees on the left", unless one small one: "the little pink building"; nor
+    # one on a thing said by its side, "the little pink nose on the left one": which thing is asked)
+    if len(named) == 1 and named[0].text.split()[0] not in PERSONS \
+            and (named[0].small or stand_in(vocab, "", named[0].text) is None) \
+            and not any(p.category == "target" and q.text in _ONE_OF_THEM for p, q in zip(pieces, pieces[1:])):
+        part = targets[0] if len(targets) == 1 else _qualified_place(vocab, targets)
+        parts = part.split(PLACE_JOIN) if part else []
+        tone = _spot_tone(vocab, named[0].text)
+        if tone is None and named[0].small and _states(clause):
+            # ("the little round crater top left is too bright", "that helmet is a black blob": how it is)
+            words = clause.text.split()[len(named[0].text.split()):]
+            tone = next((vocab.spot_tones[w] for w in words if w in vocab.spot_tones), None)
+        if tone and parts and all(vocab.is_frame_part(p) or p == vocab.frame_middle for p in parts):
+            return [f"{tone}{SPOT_JOIN}{part}"]
+    return None
+
+
+#: "the left one", "the middle ones": a thing among others, said by its side
+_ONE_OF_THEM = frozenset({"one", "ones"})
 
 
 def _thing_noun(place: str) -> str:
@@ -884,31 +928,32 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                 # "the papers under the cat look grubby, can you clean them up": a thing said first,
                 # the request about it next ("took this at the wedding, brighten it": where it was taken)
                 topic, topic_specific = [p.text for p in named], any(p.specific for p in named)
+            where = _placing(vocab, targets, named, clause) if targets and named else None
             if clause.of("rollback") or (clause.of("reset") and not clause.content_words):
                 draft.rollback = True
             elif clause.of("objects") or (clause.of("reset") and targets):
                 draft.objects = True
                 draft.skipped.append(clause.text)
-            elif targets and unknown_words(vocab, clause) and not (_thing_there(vocab, clause, named)
-                                                                   and _placed_in_frame(vocab, targets, named)):
+            elif targets and unknown_words(vocab, clause) and not (_thing_there(vocab, clause, named) and where):
                 draft.skipped.append(clause.text)        # "make her smile more": not something I can do
                 if not named:                            # (a thing named is asked about: "the papers under ...")
                     stated = (list(targets), clause.text, "")
-                elif _placed_in_frame(vocab, targets, named):
+                elif where:
                     # "the helmet at the bottom right is just a black blob": a thing put in a part of the frame
-                    stated = (list(targets), clause.text, _placed_note(vocab, named[0].text, targets[0]))
-                    placed[_thing_noun(named[0].text)] = list(targets)
+                    stated = (where, clause.text, _placed_note(vocab, named[0].text, where[0]))
+                    placed[_thing_noun(named[0].text)] = where
             elif targets and _praised(vocab, clause):
                 continue                                 # "the sky looks lovely, now more contrast": a remark
             elif targets and tells_how_taken(clause.text.split()):
                 continue                                 # "this is my dog, make it warmer": what the photo shows
             elif targets:
+                where = where or list(targets)
                 draft.skipped.append(clause.text)
-                draft.bare_targets += [vocab.place(t)[1] for t in targets]
-                previous_targets = list(targets)       # "the sky, make it darker": "it" is the sky
+                draft.bare_targets += [vocab.place(t)[1] for t in where]
+                previous_targets = where               # "the sky, make it darker": "it" is the sky
                 if named:                              # "the table on the left, darken it": there, said so
-                    draft.said.append(_placed_note(vocab, named[0].text, targets[0]))
-                    placed[_thing_noun(named[0].text)] = list(targets)
+                    draft.said.append(_placed_note(vocab, named[0].text, where[0]))
+                    placed[_thing_noun(named[0].text)] = where
                     topic = []
             elif not clause.of("relative") and (clause.content_words or clause.of("increase", "objects")):
                 # ("ok and now way more saturated", "hmm and maybe more punch": "ok" and "hmm" ask nothing)
@@ -956,12 +1001,16 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             # ("the suit is too orange": the colour finds the thing, no place to guess; one particular
             # thing, said first or pointed at, is asked about whatever the request)
             places = [p.text for p in named] or topic
-            if places and targets and _placed_in_frame(vocab, targets, named):
+            where = _placing(vocab, targets, named, clause) if places and targets else None
+            if where:
                 # "the table at the bottom right is too bright", "the mountains at the top look washed out":
                 # the thing is where the person says it is, a part of the frame; the change goes there
-                draft.said.append(_placed_note(vocab, places[0], targets[0]))
-                placed[_thing_noun(places[0])] = list(targets)
+                draft.said.append(_placed_note(vocab, places[0], where[0]))
+                placed[_thing_noun(places[0])] = where
                 places = []
+                if where != targets:          # ("the round bright crater top left": that thing there)
+                    targets = where
+                    uses = [replace(u, targets=list(where)) for u in uses]
             draft.unknown_places += places
             draft.specific_place = draft.specific_place or specific
             if places:
@@ -1260,7 +1309,8 @@ def _implicit_use(vocab: Vocabulary, clause: Clause, verb: Piece, targets: list[
 
 def _kept_tone(vocab: Vocabulary, clause: Clause) -> tuple[dict, str] | None:
     """The tone a protect clause keeps ("keep the snow white": the whites), as its mask and label."""
-    found = find_phrases([p.text for p in clause.pieces], vocab.kept_tones)
+    found = [f for f in find_phrases([p.text for p in clause.pieces], vocab.kept_tones)
+             if f[2] not in vocab.kept_tones_of_things or not clause.of("target")]
     return vocab.kept_tone_masks[found[0][2]] if found else None
 
 

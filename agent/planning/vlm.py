@@ -37,6 +37,7 @@ Mask specs for "target" (coordinates are fractions of the image, origin top-left
 - {"type": "shade", "band": "red|orange|yellow|green|aqua|blue|purple|magenta"}: the photo's own shade of that colour, the pixels leaning furthest towards it (a thing named by its colour: "the green mat")
 - {"type": "gradient", "start": [x, y], "end": [x, y]}: graduated filter, full at start fading to end
 - {"type": "radial", "center": [x, y], "radius": [rx, ry]}: an ellipse
+- {"type": "spot", "tone": "bright|dark|red|...|magenta", "within": SPEC}: the one thing standing out most that way inside SPEC (a thing said by its look and where it is: "the bright crater top left")
 - {"type": "invert", "mask": SPEC}, {"type": "union"|"intersect", "masks": [SPEC, ...]}: combinations"""
 
 _STATS_KEYS = ("L_mean", "L_p01", "L_p99", "clip_high", "clip_low", "b_mean", "a_mean",

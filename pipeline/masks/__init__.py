@@ -15,6 +15,10 @@ the short side, and ``"invert": true``):
 - ``{"type": "shade", "band": "green", "share": 0.01..0.5}``: the photo's own shade of a
   named colour, the pixels leaning furthest towards it in CIELAB (at most ``share``
   of the frame), cached like the content-aware masks ("the green mat").
+- ``{"type": "spot", "tone": "bright" | "dark" | BAND, "within": SPEC}``: the one thing
+  standing out most by that tone inside ``within``, the part of the frame a person said
+  it is in ("the bright crater top left"), found in the original and cached like the
+  content-aware masks.
 - ``{"type": "gradient", "start": [x, y], "end": [x, y]}``: 1 at ``start``
   falling smoothly to 0 at ``end`` (a graduated filter).
 - ``{"type": "radial", "center": [x, y], "radius": [rx, ry], "softness": 0..1}``:

@@ -15,7 +15,7 @@ import numpy as np
 
 from pipeline.masks.cache import DEFAULT_MASK_CACHE, MaskCache, content_key, face_boxes_key, image_digest
 from pipeline.masks.detectors import (CONTENT_SIDE, FACE_SIDE, SUBJECT_SIDE, detect_faces, face_mask, skin_mask,
-                                      sky_mask, subject_mask)
+                                      sky_mask, spot_mask, subject_mask)
 from pipeline.masks.shapes import (color_mask, fit_long_side, gradient_mask, luminance_mask, radial_mask,
                                    resize_mask, shade_mask)
 from pipeline.masks.specs import MaskSpecError, normalize_mask_spec
@@ -203,6 +203,14 @@ def _skin(canvas: _Canvas) -> np.ndarray:
     return (skin * person).astype(np.float32)
 
 
+def _spot(spec: dict, canvas: _Canvas) -> np.ndarray:
+    """A spot mask at analysis size: the part of the frame built at that size, the thing found in it."""
+    img = canvas.analysis(CONTENT_SIDE)
+    part = _Canvas(canvas.original, img.shape[:2], canvas.cache, canvas.key)
+    part.blobs = canvas.blobs
+    return spot_mask(img, spec["tone"], _build(spec["within"], part))
+
+
 _CONTENT: dict[str, Callable[[_Canvas], np.ndarray]] = {
     "face": lambda canvas: face_mask(canvas.analysis(FACE_SIDE), canvas.face_boxes()),
     "skin": _skin,
@@ -236,6 +244,10 @@ def _build(spec: dict, canvas: _Canvas) -> np.ndarray:
         mask = luminance_mask(canvas.at_target(), spec["low"], spec["high"], spec["softness"])
     elif kind == "color":
         mask = color_mask(canvas.at_target(), spec["hue"], spec["hue_width"], spec["min_saturation"])
+    elif kind == "spot":
+        # the thing stands out in the part of the frame it is said to be in, read at analysis size
+        small = canvas.cache.get_or_compute(content_key(canvas.key, spec), lambda: _spot(spec, canvas))
+        mask = resize_mask(small, h, w)
     elif kind == "shade":
         # relative to the whole photo: read once at analysis size, cached like the content masks
         small = canvas.cache.get_or_compute(content_key(canvas.key, spec), lambda: shade_mask(

@@ -317,3 +317,59 @@ def _largest_parts(fg: np.ndarray, keep_share: float = 0.25) -> np.ndarray:
     out[hole[labels]] = 1
     return out
 
+
+
+# --- a thing described by its look, where the person says it is ------------------------------------
+
+#: Tones a spot is described by ("the bright crater", "the dark spot"); a colour band names the rest.
+SPOT_TONES = ("bright", "dark")
+#: A pixel counts towards a spot when it stands out this far from the middle of its part of the frame (L* or
+#: a*b* units) and among the most outstanding of that part (:data:`SPOT_SHARE` of it).
+SPOT_MIN_EXCESS = 4.0
+SPOT_SHARE = 0.12
+
+
+def spot_mask(img: np.ndarray, tone: str, within: np.ndarray) -> np.ndarray:
+    """The one thing in ``within`` (a soft mask of the part of the frame the person named, the size of ``img``)
+    that stands out most by ``tone``: "bright" or "dark" (L* against the middle of that part) or a colour band
+    (its CIELAB lean, as :func:`pipeline.masks.shapes.shade_mask` reads it, with a little of the lightness).
+
+    The pixels standing out most (the top :data:`SPOT_SHARE` of the part, at least :data:`SPOT_MIN_EXCESS`)
+    split into connected blobs; the blob standing out most in all (excess summed over it) is the thing. It then
+    takes in what stands out at least half as much as its own peak next to it (so a crater's bright rim is one
+    thing with the floor inside it, and a glow does not creep over the frame), grown a little and feathered.
+    Empty when nothing in the part stands out.
+    """
+    h, w = img.shape[:2]
+    sigma = max(1.0, 0.006 * max(h, w))        # a speck of noise or grain is no thing
+    lab = cv2.cvtColor(img.astype(np.float32) * np.float32(1.0 / 255.0), cv2.COLOR_RGB2Lab)
+    light = cv2.GaussianBlur(lab[..., 0], (0, 0), sigma)
+    area = within > 0.35
+    if not area.any():
+        return np.zeros((h, w), np.float32)
+    middle = float(np.median(light[area]))
+    if tone in SPOT_TONES:
+        excess = light - middle if tone == "bright" else middle - light
+    else:
+        from pipeline.masks.shapes import SHADE_ANGLES
+        a = cv2.GaussianBlur(lab[..., 1], (0, 0), sigma)
+        b = cv2.GaussianBlur(lab[..., 2], (0, 0), sigma)
+        t = np.deg2rad(SHADE_ANGLES[tone])
+        c, s = np.float32(np.cos(t)), np.float32(np.sin(t))
+        lean = a * c + b * s - np.float32(0.5) * np.abs(b * c - a * s)
+        excess = lean - float(np.median(lean[area])) + np.float32(0.3) * (light - middle)
+    threshold = max(float(np.percentile(excess[area], 100.0 * (1.0 - SPOT_SHARE))), SPOT_MIN_EXCESS)
+    count, labels = cv2.connectedComponents(((excess > threshold) & area).astype(np.uint8), connectivity=8)
+    if count < 2:
+        return np.zeros((h, w), np.float32)
+    sums = np.bincount(labels.ravel(), weights=np.clip(excess, 0, None).ravel(), minlength=count)
+    seed = (labels == int(np.argmax(sums[1:])) + 1).astype(np.uint8)
+    reach = int(np.sqrt(seed.sum() / np.pi)) + 2
+    near = cv2.dilate(seed, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * reach + 1, 2 * reach + 1)))
+    peak = float(np.percentile(excess[seed.astype(bool)], 95))
+    grown = ((excess > max(0.6 * threshold, 0.5 * peak)) & area & near.astype(bool)).astype(np.uint8)
+    _, parts = cv2.connectedComponents(grown | seed, connectivity=8)
+    thing = np.isin(parts, np.unique(parts[seed.astype(bool)])).astype(np.uint8)
+    edge = max(2, int(0.35 * np.sqrt(thing.sum() / np.pi)))
+    thing = cv2.dilate(thing, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * edge + 1, 2 * edge + 1)))
+    return cv2.GaussianBlur(thing.astype(np.float32), (0, 0), 0.6 * edge)

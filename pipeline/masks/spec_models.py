@@ -148,6 +148,15 @@ class ShadeMask(MaskSpec):
     share: Annotated[float, Field(ge=0.01, le=0.5), _rounded(4)] = 0.15
 
 
+class SpotMask(MaskSpec):
+    """The one thing standing out most by ``tone`` ("bright", "dark" or a colour band) inside ``within``, the
+    part of the frame it is said to be in ("the bright crater top left", "the dark spot in the middle")."""
+
+    type: Literal["spot"]
+    tone: Literal[("bright", "dark") + tuple(BANDS)]
+    within: Nested
+
+
 class GradientMask(MaskSpec):
     """1 at ``start`` falling to 0 at ``end`` (fractions of the image)."""
 
@@ -229,14 +238,14 @@ class SelectionMask(MaskSpec):
     type: Literal["selection"]
 
 
-AnyMask = Annotated[Union[LuminanceMask, ColorMask, ShadeMask, GradientMask, RadialMask, FaceMask, SkinMask, SkyMask, SubjectMask,
+AnyMask = Annotated[Union[LuminanceMask, ColorMask, ShadeMask, SpotMask, GradientMask, RadialMask, FaceMask, SkinMask, SkyMask, SubjectMask,
                           InvertMask, IntersectMask, UnionMask, PaintedMask, SelectionMask],
                     Discriminator("type"), BeforeValidator(_plain)]
 #: Stands for a nested mask in the models' JSON schemas until :func:`mask_json_schema` links ``#/$defs/mask``.
 _NESTED_MARK = "x-nested-mask"
 #: A mask inside a combination: the same schema, one level deeper.
 Nested = Annotated[AnyMask, WrapValidator(_one_level_deeper), WithJsonSchema({_NESTED_MARK: True})]
-for _combination in (InvertMask, IntersectMask, UnionMask):
+for _combination in (InvertMask, IntersectMask, UnionMask, SpotMask):
     _combination.model_rebuild()
 
 #: type -> its model, in the order the types are listed to a model and in messages.
@@ -280,7 +289,7 @@ def _place(loc: tuple, where: str) -> _Place:
         if name is None:
             break
         label = f"{owner}.{name}"  # ...then its field: a number, a point, or a nested mask or list of them
-        if name != "mask":
+        if name not in ("mask", "within"):
             index = next(parts, None)
             if index is not None:
                 label += f"[{index}]"
@@ -305,6 +314,8 @@ _EXPECTED = {
     "masks": f"expected a list of 1..{MAX_COMBINED} mask specs",
     "blob": "expected the 64-character digest of a stored mask, got {value!r}",
     "band": f"expected one of {', '.join(BANDS)}, got {{value!r}}",
+    "tone": f"expected bright, dark or one of {', '.join(BANDS)}, got {{value!r}}",
+    "within": "required for a spot mask: the part of the frame to look in",
     "invert": "expected true or false, got {value!r}",
     **dict.fromkeys(("start", "end", "center", "radius"), "expected [x, y] as fractions of the image, got {value!r}"),
 }

@@ -24,7 +24,7 @@ CONTENT_TYPES = ("face", "skin", "sky", "subject")
 #: Masks that refer to pixels a person selected (stored blobs), see Studio.select.
 SELECTION_TYPES = ("painted", "selection")
 #: Every mask type, in the order they are listed to a model and in messages (the models' own order).
-MASK_TYPES = ("luminance", "color", "shade", "gradient", "radial") + CONTENT_TYPES + ("invert", "intersect", "union") \
+MASK_TYPES = ("luminance", "color", "shade", "spot", "gradient", "radial") + CONTENT_TYPES + ("invert", "intersect", "union") \
     + SELECTION_TYPES
 
 

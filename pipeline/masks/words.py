@@ -32,6 +32,10 @@ def describe_mask(spec: Mapping) -> str:
         text = f"{_nearest_band(spec.get('hue', 0))} colours"
     elif kind == "shade":
         text = f"the photo's {spec.get('band')}s"
+    elif kind == "spot":
+        tone = spec.get("tone")
+        most = {"bright": "the brightest thing", "dark": "the darkest thing"}.get(tone, f"the most {tone} thing")
+        text = f"{most} in {describe_mask(spec['within'])}"
     elif kind == "gradient":
         (x0, y0), (x1, y1) = spec.get("start", (0.5, 0)), spec.get("end", (0.5, 1))
         if abs(y1 - y0) >= abs(x1 - x0):
@@ -41,7 +45,7 @@ def describe_mask(spec: Mapping) -> str:
     elif kind == "radial":
         centre = spec.get("center") or (0.5, 0.5)
         centred = max(abs(float(centre[0]) - 0.5), abs(float(centre[1]) - 0.5)) <= 0.05
-        text = "the centre of the frame" if centred else "a radial area"
+        text = "the centre of the frame" if centred else _part_of_frame(float(centre[0]), float(centre[1]))
     elif kind in SELECTION_TYPES:
         text = "the selection"
     elif kind == "invert":
@@ -54,6 +58,13 @@ def describe_mask(spec: Mapping) -> str:
         else:
             text = joiner.join(describe_mask(m) for m in spec.get("masks", []))
     return prefix + text
+
+
+def _part_of_frame(x: float, y: float) -> str:
+    """'the top left of the frame': where an off-centre ellipse is ('a radial area' when near no side)."""
+    side = " ".join(w for w in ("top" if y < 0.4 else "bottom" if y > 0.6 else "",
+                                "left" if x < 0.4 else "right" if x > 0.6 else "") if w)
+    return f"the {side} of the frame" if side else "a radial area"
 
 
 def _band_of(spec: Mapping) -> str | None:
