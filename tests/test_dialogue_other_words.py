@@ -1606,3 +1606,16 @@ def test_less_of_a_toned_looks_colour_takes_back_the_tone_and_keeps_the_black_an
     assert r.asset_id, r.reply
     assert studio.head(sid).state["settings"]["saturation"] == -100
     assert 0 < abs(_layers(studio, sid)[0]["settings"]["temperature"]) < abs(toned)
+
+
+def test_too_pink_after_more_saturated_and_pinker_takes_back_both(studio):
+    """Only a look that drained the colour keeps its black and white when its colour is taken back; "hmm too
+    pink" after "more saturated, pinker" takes the saturation back as well (it made the pink stronger too)."""
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "make it a bit more saturated, pinker maybe")
+    before = dict(studio.head(sid).state["settings"])
+    assert before.get("saturation", 0) > 0 and before.get("tint", 0) > 0
+    r = studio.send_message(sid, "hmm too pink now, bring it down a bit")
+    after = studio.head(sid).state["settings"]
+    assert r.asset_id and after.get("saturation", 0) < before["saturation"], r.reply
+    assert 0 < after["tint"] < before["tint"], r.reply

@@ -186,7 +186,11 @@ def _toward_colours(vocab: Vocabulary, tokens: list[str], base) -> set[str]:
     own = {saturation.format(band=b) for b in bands} if saturation else set()
     return {c.op for c in base.changes
             if any(c.op == op and (c.after - c.before) * fix < 0 for op, fix in cast)
-            or (c.op in own and c.after > c.before)}
+            or (c.op in own | _MORE_COLOUR and c.after > c.before)}
+
+
+#: Ops that, raised, make every colour stronger (so "too pink now" after "more saturated" takes them back).
+_MORE_COLOUR = frozenset({"saturation", "vibrance"})
 
 
 def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
@@ -485,10 +489,12 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         only_ops = {c.op for c in base.changes if c.op in named or ops.get_op(c.op).stage in stages} or None
         if only_ops is not None and not any(c.op in only_ops for c in base.changes):
             only_ops = None          # the aspect named is not among what the change moved: all of it
-        toward = _toward_colours(vocab, tokens, base) if not named else None
+        drained = any(c.op in _MORE_COLOUR and c.after < c.before for c in base.changes)
+        toward = _toward_colours(vocab, tokens, base) if drained and not named else None
         if toward:
             # "a hair less blue" after a cyanotype, "less brown" after sepia: the tone goes back, not the black
-            # and white (only what moved toward the colour named)
+            # and white (taking back what drained the colour would add colour: only what moved toward the
+            # colour named goes back)
             only_ops = toward
         said = [vocab.intents[a].label for a in dict.fromkeys(aspects) if a in vocab.intents]
         moves = pull_back_moves(base, state, fraction, 0, only_ops=only_ops, only_targets=only_targets,
