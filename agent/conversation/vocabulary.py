@@ -18,6 +18,7 @@ from agent.conversation.words import (SEPARATORS, compared_as_too, taken_some_ou
                                      tokenize, word_lists)
 from pipeline import ops
 from pipeline.masks import describe_mask, normalize_mask_spec
+from pipeline.masks.words import spot_thing
 from profiles import Profile, ProfileError
 
 #: Longer messages are cut: a planner request is a sentence or two, not a document.
@@ -457,8 +458,7 @@ class Vocabulary:
             tone, part = name.split(SPOT_JOIN, 1)
             within, words = self.place(part)
             spec = normalize_mask_spec({"type": "spot", "tone": tone, "within": within})
-            most = {"bright": "the brightest thing", "dark": "the darkest thing"}.get(tone, f"the most {tone} thing")
-            return spec, f"{most} in {words}"
+            return spec, f"{spot_thing(tone)} in {words}"
         if PLACE_JOIN in name:
             names = name.split(PLACE_JOIN)
             spec = normalize_mask_spec({"type": "intersect", "masks": [dict(self.targets[n]) for n in names]})

@@ -306,15 +306,15 @@ _DETAIL_OPS = frozenset({"sharpen", "clarity"})
 
 def _fine_detail(place: str, moves: list) -> bool:
     """Whether a request changes only fine detail on fine lines spread through the photo ("sharpen the blood
-    vessels", "the cell outlines could be crisper"), not one thing pointed at ("that line")."""
+    vessels", "the cell outlines could be crisper")."""
     words = tokenize(place)
-    return bool(moves) and all(m.op in _DETAIL_OPS for m in moves) and len(words) > 1 \
-        and words[-1] in _FINE_DETAIL and words[0] not in ("that", "this", "those", "these")
+    return bool(moves) and all(m.op in _DETAIL_OPS for m in moves) and len(words) > 1 and words[-1] in _FINE_DETAIL
 
 
 #: Ops that change one end of the tones only, by the tone a thing is said to have ("bright", "dark": the words of
-#: vocabulary.place_guesses.spot_tones).
+#: vocabulary.place_guesses.spot_tones), and that end in words.
 _TONE_OPS = {"bright": frozenset({"highlights", "whites"}), "dark": frozenset({"shadows", "blacks"})}
+_TONE_END = {"bright": "lightest", "dark": "darkest"}
 
 
 def _tone_confined(vocab, message: str, moves: list) -> str | None:
@@ -530,11 +530,12 @@ class EmbeddedPlanner:
             # (and "this gravel": pointed at, the stuff the photo is made of is still the photo)
             surface = (not draft.specific_place or draft.unknown_places[0].startswith("this ")) \
                 and not draft.place_stand_in and _surface_stuff(draft.unknown_places[0]) and _one_surface(request)
-            # ("sharpen the blood vessels": fine lines all over the photo, what finer detail changes anyway)
-            fine = not surface and _fine_detail(draft.unknown_places[0], draft.moves)
+            # ("sharpen the blood vessels": fine lines all over the photo, what finer detail changes anyway; not
+            # one pointed at, "that line")
+            pointed = draft.unknown_places[0].split()[0] in vocab.pointing_words
+            fine = not surface and not pointed and _fine_detail(draft.unknown_places[0], draft.moves)
             # ("the rim of the cup is nearly pure white, can you rescue it": recovering highlights finds it)
-            toned = None if surface or fine or draft.unknown_places[0].split()[0] in ("that", "this", "those", "these") \
-                else _tone_confined(vocab, message, draft.moves)
+            toned = None if surface or fine or pointed else _tone_confined(vocab, message, draft.moves)
             if draft.place_colour is None and not surface and not fine and not toned and not draft.place_stand_in \
                     and not draft.specific_place:
                 # "the suit is screaming, calm the orange down": the one colour the request takes down is the
@@ -548,8 +549,7 @@ class EmbeddedPlanner:
                                                    "as finer detail only changes fine lines like these")
             elif toned:
                 draft, guessed = self._on_stand_in(draft, None, "the whole photo",
-                                                   f"as that only changes the {'light' if toned == 'bright' else 'dark'}"
-                                                   f"est tones, where it is")
+                                                   f"as that only changes the {_TONE_END[toned]} tones, where it is")
             elif draft.place_colour is not None and not draft.place_stand_in:
                 # "the green mat is too bright", "her nose is very pink": the colour said of it finds it, where
                 # the photo has that colour

@@ -33,9 +33,7 @@ def describe_mask(spec: Mapping) -> str:
     elif kind == "shade":
         text = f"the photo's {spec.get('band')}s"
     elif kind == "spot":
-        tone = spec.get("tone")
-        most = {"bright": "the brightest thing", "dark": "the darkest thing"}.get(tone, f"the most {tone} thing")
-        text = f"{most} in {describe_mask(spec['within'])}"
+        text = f"{spot_thing(str(spec.get('tone')))} in {describe_mask(spec['within'])}"
     elif kind == "gradient":
         (x0, y0), (x1, y1) = spec.get("start", (0.5, 0)), spec.get("end", (0.5, 1))
         if abs(y1 - y0) >= abs(x1 - x0):
@@ -58,6 +56,11 @@ def describe_mask(spec: Mapping) -> str:
         else:
             text = joiner.join(describe_mask(m) for m in spec.get("masks", []))
     return prefix + text
+
+
+def spot_thing(tone: str) -> str:
+    """What a spot mask of ``tone`` finds, in words: 'the brightest thing', 'the most orange thing'."""
+    return {"bright": "the brightest thing", "dark": "the darkest thing"}.get(tone, f"the most {tone} thing")
 
 
 def _part_of_frame(x: float, y: float) -> str:
