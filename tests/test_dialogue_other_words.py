@@ -1619,3 +1619,24 @@ def test_too_pink_after_more_saturated_and_pinker_takes_back_both(studio):
     after = studio.head(sid).state["settings"]
     assert r.asset_id and after.get("saturation", 0) < before["saturation"], r.reply
     assert 0 < after["tint"] < before["tint"], r.reply
+
+
+@pytest.mark.parametrize("text, way", [
+    ("There is a rather warm, yellowish cast over the whole picture. Could you neutralise it slightly?", -1),
+    ("there is a warm cast, can you neutralise it", -1),
+    ("there's a cold cast over it", 1),
+])
+def test_a_warm_or_cold_cast_is_what_is_wrong_not_what_is_asked(text, way):
+    """"a warm cast" warmed the photo (it was read as "warm"); a cast is taken out."""
+    plan = _plan_of(text)
+    temperature = [g.value for g in plan.sub_goals if g.op == "temperature"]
+    assert temperature and temperature[0] * way > 0, plan.reply
+
+
+def test_the_reply_names_the_move_an_op_goes_with_when_two_requests_pull_it(studio):
+    """"warm it up a bit and correct the white balance" on the warm astronaut photo: the correction outweighs the
+    warming, so the reply never says "warming" of a temperature that went down."""
+    sid = studio.start_session(small_photo("astronaut")).id
+    r = studio.send_message(sid, "warm it up a bit and correct the white balance")
+    assert studio.head(sid).state["settings"]["temperature"] < 0
+    assert "Warming" not in r.reply and "correcting the white balance" in r.reply.lower(), r.reply

@@ -88,6 +88,11 @@ def _merge(moves: list[Move], state: EditState, notes: list[str]) -> list[Move]:
             value = op.clamp(value)
             if value == current:
                 continue
+        if mode == "add" and first.value * value < 0:
+            # ("warm it up a bit and correct the white balance" on a warm photo: the correction outweighs the
+            # warming; the reply names the move the op goes with, never "warming" at temperature -45)
+            first = min((m for m in group if m.value * value > 0), default=first,
+                        key=lambda m: (m.source in ("style", "signal"), m.order, m.rank))
         merged.append(replace(first, value=value, mode=mode, rank=min(m.rank for m in group)))
     return merged
 
