@@ -1560,16 +1560,6 @@ def test_a_wet_look_asked_as_a_question_is_a_request(router):
     assert router.route("can it look wet? like just after rain").kind == "modification"
 
 
-@pytest.mark.parametrize("text, ops, tone", [
-    # what only touches one end of the tones finds a thing said to be at that end, wherever it is
-    ("now the rim of the cup is nearly pure white, can u rescue it", {"highlights", "whites"}, "lightest"),
-])
-def test_a_change_of_one_end_of_the_tones_on_a_thing_said_to_be_there_is_the_whole_photo(text, ops, tone):
-    plan = _plan_of(text)
-    assert {g.op for g in plan.sub_goals} == ops and all(g.target is None for g in plan.sub_goals), plan.reply
-    assert f"only changes the {tone} tones" in plan.reply, plan.reply
-
-
 @pytest.mark.parametrize("text", ["brighten it a bit but dont let the floodlights blow out any more than they are",
                                   "make the bricks darker but keep the mortar lines light"])
 def test_a_thing_kept_light_or_from_blowing_out_keeps_the_whites(text):

@@ -338,11 +338,9 @@ class GoingBackReader:
             # "undo the warmth and the contrast", "undo that and the water one": each named on its own
             groups = self._groups(words[vs + vn:first_marker])
             if len(groups) > 1 and any(groups):
-                return GoingBack("change", named=groups[0], strong=bool(strong), also=groups[1:], keep=parts["keep"])
+                return GoingBack("change", named=groups[0], strong=bool(strong), also=groups[1:])
         if named:
-            # ("undo the colour shift, keep the saturation tho": never as far back as a change said to be kept)
-            return GoingBack("change", named=named, strong=bool(strong), whole=bool(self.whole.find(words)),
-                             keep=parts["keep"])
+            return GoingBack("change", named=named, strong=bool(strong), whole=bool(self.whole.find(words)))
         if self.whole.find(words):
             # "get rid of everything you did", "roll it all back": every change, back to the original ("keep the
             # colour how it is and undo all the rest": back to the last change said to be kept)
@@ -503,9 +501,7 @@ class GoingBackReader:
         if steps is not None and back.keep:
             # "undo both of those, keep just the warmth": never as far back as a change said to be kept
             edits = state.edits
-            # (a change the words name as going, and as kept too, goes: "ditch the texture stuff but keep the sky")
-            while steps and any(self.matches(e, back.keep) and not (back.named and self.matches(e, back.named))
-                                for e in edits[len(edits) - steps:]):
+            while steps and any(self.matches(e, back.keep) for e in edits[len(edits) - steps:]):
                 steps -= 1
         return steps or None
 

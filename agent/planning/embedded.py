@@ -316,23 +316,6 @@ def _fine_detail(place: str, moves: list) -> bool:
     return bool(moves) and all(m.op in _DETAIL_OPS for m in moves) and len(words) > 1 and words[-1] in _FINE_DETAIL
 
 
-#: Ops that change one end of the tones only, by the tone a thing is said to have ("bright", "dark": the words of
-#: vocabulary.place_guesses.spot_tones), and that end in words.
-_TONE_OPS = {"bright": frozenset({"highlights", "whites"}), "dark": frozenset({"shadows", "blacks"})}
-_TONE_END = {"bright": "lightest", "dark": "darkest"}
-
-
-def _tone_confined(vocab, message: str, moves: list) -> str | None:
-    """The tone a thing is said to have ("the rim of the cup is nearly pure white", "the gaps are deep black")
-    when every move changes only that end of the tones (recover the highlights, open the shadows): the change
-    finds the thing by its tone on the whole photo. None otherwise."""
-    said = {vocab.spot_tones[w] for w in tokenize(message) if w in vocab.spot_tones}
-    if len(said) != 1 or not moves:
-        return None
-    tone = said.pop()
-    return tone if all(m.op in _TONE_OPS[tone] for m in moves) else None
-
-
 def _one_surface(request: PlanRequest) -> bool:
     """Whether the photo (its original, else the current render) is one surface edge to edge."""
     photo = request.original if request.original is not None else request.image
@@ -539,9 +522,7 @@ class EmbeddedPlanner:
             # one pointed at, "that line")
             pointed = draft.unknown_places[0].split()[0] in vocab.pointing_words
             fine = not surface and not pointed and _fine_detail(draft.unknown_places[0], draft.moves)
-            # ("the rim of the cup is nearly pure white, can you rescue it": recovering highlights finds it)
-            toned = None if surface or fine or pointed else _tone_confined(vocab, message, draft.moves)
-            if draft.place_colour is None and not surface and not fine and not toned and not draft.place_stand_in \
+            if draft.place_colour is None and not surface and not fine and not draft.place_stand_in \
                     and not draft.specific_place:
                 # "the suit is screaming, calm the orange down": the one colour the request takes down is the
                 # thing's colour, which finds it as a colour said of it does (not one wished for, "make the
@@ -552,9 +533,6 @@ class EmbeddedPlanner:
             elif fine:
                 draft, guessed = self._on_stand_in(draft, None, "the whole photo",
                                                    "as finer detail only changes fine lines like these")
-            elif toned:
-                draft, guessed = self._on_stand_in(draft, None, "the whole photo",
-                                                   f"as that only changes the {_TONE_END[toned]} tones, where it is")
             elif draft.place_colour is not None and not draft.place_stand_in:
                 # "the green mat is too bright", "her nose is very pink": the colour said of it finds it, where
                 # the photo has that colour
