@@ -1630,3 +1630,12 @@ def test_the_reply_names_the_move_an_op_goes_with_when_two_requests_pull_it(stud
     r = studio.send_message(sid, "warm it up a bit and correct the white balance")
     assert studio.head(sid).state["settings"]["temperature"] < 0
     assert "Warming" not in r.reply and "correcting the white balance" in r.reply.lower(), r.reply
+
+
+def test_a_thing_said_black_opened_in_the_shadows_is_the_whole_photo_and_one_said_blown_is_asked():
+    """Opening the shadows only changes the darkest tones, where a thing said black is; recovering highlights
+    on a thing said blown is asked about (a designed question: which of the bright things)."""
+    plan = _plan_of("his coat is just a black blob, can you pull some detail out of it")
+    assert plan.sub_goals and {g.op for g in plan.sub_goals} <= {"shadows", "blacks"}, plan.reply
+    assert all(g.target is None for g in plan.sub_goals) and "only changes the darkest tones" in plan.reply
+    assert _plan_of("the lamps look blown, can you tone them down").kind == "clarify"

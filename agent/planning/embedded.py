@@ -316,6 +316,18 @@ def _fine_detail(place: str, moves: list) -> bool:
     return bool(moves) and all(m.op in _DETAIL_OPS for m in moves) and len(words) > 1 and words[-1] in _FINE_DETAIL
 
 
+#: Ops that change the dark end of the tones only.
+_SHADOW_OPS = frozenset({"shadows", "blacks"})
+
+
+def _said_dark(vocab, message: str, moves: list) -> bool:
+    """Whether a thing is said to be dark ("his coat is just a black blob") and every move opens the dark end of
+    the tones only ("pull some detail out of it"): that change finds the thing by its tone on the whole photo.
+    (Recovering highlights on a thing said blown is asked about: "the lamps look blown, can you tone them down".)"""
+    said = {vocab.spot_tones[w] for w in tokenize(message) if w in vocab.spot_tones}
+    return said == {"dark"} and bool(moves) and all(m.op in _SHADOW_OPS for m in moves)
+
+
 def _one_surface(request: PlanRequest) -> bool:
     """Whether the photo (its original, else the current render) is one surface edge to edge."""
     photo = request.original if request.original is not None else request.image
@@ -522,7 +534,8 @@ class EmbeddedPlanner:
             # one pointed at, "that line")
             pointed = draft.unknown_places[0].split()[0] in vocab.pointing_words
             fine = not surface and not pointed and _fine_detail(draft.unknown_places[0], draft.moves)
-            if draft.place_colour is None and not surface and not fine and not draft.place_stand_in \
+            dark = not (surface or fine or pointed) and _said_dark(vocab, message, draft.moves)
+            if draft.place_colour is None and not surface and not fine and not dark and not draft.place_stand_in \
                     and not draft.specific_place:
                 # "the suit is screaming, calm the orange down": the one colour the request takes down is the
                 # thing's colour, which finds it as a colour said of it does (not one wished for, "make the
@@ -533,6 +546,9 @@ class EmbeddedPlanner:
             elif fine:
                 draft, guessed = self._on_stand_in(draft, None, "the whole photo",
                                                    "as finer detail only changes fine lines like these")
+            elif dark:
+                draft, guessed = self._on_stand_in(draft, None, "the whole photo",
+                                                   "as that only changes the darkest tones, where it is")
             elif draft.place_colour is not None and not draft.place_stand_in:
                 # "the green mat is too bright", "her nose is very pink": the colour said of it finds it, where
                 # the photo has that colour

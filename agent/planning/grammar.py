@@ -1309,8 +1309,9 @@ def _implicit_use(vocab: Vocabulary, clause: Clause, verb: Piece, targets: list[
 
 def _kept_tone(vocab: Vocabulary, clause: Clause) -> tuple[dict, str] | None:
     """The tone a protect clause keeps ("keep the snow white": the whites), as its mask and label."""
-    found = [f for f in find_phrases([p.text for p in clause.pieces], vocab.kept_tones)
-             if f[2] not in vocab.kept_tones_of_things or not clause.of("target")]
+    words = [p.text for p in clause.pieces]
+    found = [f for f in find_phrases(words, vocab.kept_tones)
+             if f[2] not in vocab.kept_tones_of_things or not (clause.of("target") or words[f[0] + f[1]:][:1] == ["enough"])]
     return vocab.kept_tone_masks[found[0][2]] if found else None
 
 
