@@ -14,7 +14,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from pipeline.masks.shapes import ellipse, hue_sat_val, hue_weight, resize_mask, smoothstep
+from pipeline.masks.shapes import colour_lean, ellipse, hue_sat_val, hue_weight, resize_mask, smoothstep
 
 #: Sky and skin masks are computed on a copy of the original with this long side.
 CONTENT_SIDE = 768
@@ -351,12 +351,8 @@ def spot_mask(img: np.ndarray, tone: str, within: np.ndarray) -> np.ndarray:
     if tone in SPOT_TONES:
         excess = light - middle if tone == "bright" else middle - light
     else:
-        from pipeline.masks.shapes import SHADE_ANGLES
-        a = cv2.GaussianBlur(lab[..., 1], (0, 0), sigma)
-        b = cv2.GaussianBlur(lab[..., 2], (0, 0), sigma)
-        t = np.deg2rad(SHADE_ANGLES[tone])
-        c, s = np.float32(np.cos(t)), np.float32(np.sin(t))
-        lean = a * c + b * s - np.float32(0.5) * np.abs(b * c - a * s)
+        lean = colour_lean(cv2.GaussianBlur(lab[..., 1], (0, 0), sigma), cv2.GaussianBlur(lab[..., 2], (0, 0), sigma),
+                           tone)
         excess = lean - float(np.median(lean[area])) + np.float32(0.3) * (light - middle)
     threshold = max(float(np.percentile(excess[area], 100.0 * (1.0 - SPOT_SHARE))), SPOT_MIN_EXCESS)
     count, labels = cv2.connectedComponents(((excess > threshold) & area).astype(np.uint8), connectivity=8)

@@ -136,6 +136,14 @@ SHADE_ANGLES: dict[str, float] = {"red": 35.0, "orange": 60.0, "yellow": 95.0, "
 SHADE_MIN_LEAN = 3.0
 
 
+def colour_lean(a: np.ndarray, b: np.ndarray, band: str) -> np.ndarray:
+    """How far each a*b* point lies along a named colour's direction (:data:`SHADE_ANGLES`) less half how far it
+    lies across it: a saturated pixel of another colour does not lean that way."""
+    t = np.deg2rad(SHADE_ANGLES[band])
+    c, s = np.float32(np.cos(t)), np.float32(np.sin(t))
+    return a * c + b * s - np.float32(0.5) * np.abs(b * c - a * s)
+
+
 def shade_mask(img: np.ndarray, band: str, share: float) -> np.ndarray:
     """The pixels of ``img`` (uint8 RGB) that lean furthest towards a named colour, relative to the photo:
     its own shade of that colour, about ``share`` of the frame at most.
@@ -147,10 +155,7 @@ def shade_mask(img: np.ndarray, band: str, share: float) -> np.ndarray:
     """
     rgb = img.astype(np.float32) * np.float32(1.0 / 255.0)
     lab = cv2.cvtColor(rgb, cv2.COLOR_RGB2Lab)
-    a, b = lab[..., 1], lab[..., 2]
-    t = np.deg2rad(SHADE_ANGLES[band])
-    c, s = np.float32(np.cos(t)), np.float32(np.sin(t))
-    lean = a * c + b * s - np.float32(0.5) * np.abs(b * c - a * s)
+    lean = colour_lean(lab[..., 1], lab[..., 2], band)
     threshold = max(float(np.percentile(lean, 100.0 * (1.0 - share))), SHADE_MIN_LEAN)
     mask = smoothstep(lean, threshold - 2.0, threshold + 3.0)
     sigma = max(1.0, 0.002 * max(mask.shape))      # a speckle of noise is no part of a thing
