@@ -1639,3 +1639,116 @@ def test_a_thing_said_black_opened_in_the_shadows_is_the_whole_photo_and_one_sai
     assert plan.sub_goals and {g.op for g in plan.sub_goals} <= {"shadows", "blacks"}, plan.reply
     assert all(g.target is None for g in plan.sub_goals) and "only changes the darkest tones" in plan.reply
     assert _plan_of("the lamps look blown, can you tone them down").kind == "clarify"
+
+
+def test_a_going_back_then_a_request_does_both_in_that_order(studio):
+    """"forget that, just sharpen it a touch" after a desaturation kept the desaturation and sharpened on top of it;
+    the change goes back first, then the new request is done on the version it left. A going back said with
+    why ("undo that, it looked better before") or with a complaint ("undo, too dark") is an undo alone."""
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "desaturate everything except the reds")
+    assert _layers(studio, sid), "the desaturation is on everything but the reds"
+    r = studio.send_message(sid, "forget that, just sharpen it a touch")
+    state = studio.head(sid).state
+    assert not state.get("layers") and state["settings"].get("sharpen", 0) > 0, r.reply
+    assert r.reply.startswith("Undid") and "Then: Sharpening" in r.reply, r.reply
+    studio.send_message(sid, "make it warmer")
+    r = studio.send_message(sid, "ok undo that, just a touch of sharpening")
+    settings = studio.head(sid).state["settings"]
+    assert not settings.get("temperature") and settings["sharpen"] > state["settings"]["sharpen"], r.reply
+    for why in ("undo that, it looked better before", "undo, too dark"):
+        studio.send_message(sid, "make it cooler")
+        r = studio.send_message(sid, why)
+        assert r.status == "rolled_back" and not studio.head(sid).state["settings"].get("temperature"), (why, r.reply)
+
+
+def test_a_colour_said_after_except_is_kept_out_of_the_change():
+    """"desaturate everything except the blues" desaturated the blues: the colour after "except" is what stays."""
+    plan = _plan_of("desaturate everything except the blues")
+    assert [g.op for g in plan.sub_goals] == ["saturation"], plan.reply
+    spec = normalize_mask_spec(plan.sub_goals[0].target)
+    assert spec.get("invert") and plan.sub_goals[0].value < 0, spec
+    assert "everything but the blues" in plan.reply.lower()
+
+
+@pytest.mark.parametrize("wish, complaint, way", [
+    ("make it look washed out like an old print", "it looks washed out", -1),
+    ("make it look dull", "it looks dull", -1),
+])
+def test_a_complaint_word_asked_for_is_its_fix_undone(wish, complaint, way):
+    """"make it look washed out" added contrast and colour (the fix of "washed out"); asked for, a complaint's
+    word is the opposite of its fix. Said of how the photo is, it is still fixed."""
+    asked = {g.op: g.value for g in _plan_of(wish).sub_goals}
+    fixed = {g.op: g.value for g in _plan_of(complaint).sub_goals}
+    assert asked and all(v * way > 0 for v in asked.values()), asked
+    assert fixed and all(v * way < 0 for v in fixed.values() if v), fixed
+
+
+@pytest.mark.parametrize("text", ["give it a warm tint like those old nasa prints",
+                                  "lawn photo for my blog, its really flat, give it some depth"])
+def test_a_likeness_or_a_purpose_is_no_place_to_find(text):
+    """"like those old nasa prints" says how it should look and "for my blog" what it is for; neither is a
+    thing to find in the photo (they were asked about: "I can't find “my blog” by myself")."""
+    plan = _plan_of(text)
+    assert plan.kind == "edit" and plan.sub_goals and all(g.target is None for g in plan.sub_goals), plan.reply
+
+
+def test_many_things_said_black_lifted_open_the_shadows_and_one_is_asked():
+    """"the gaps between the stones are really deep black, open them up" lifts the darkest tones, where the gaps
+    are, on the whole photo; one thing lifted ("the far shoreline ... a black smear") is asked about."""
+    plan = _plan_of("the gaps between the stones are realy deep black, open them up abit")
+    assert plan.sub_goals and {g.op for g in plan.sub_goals} <= {"shadows", "blacks"}, plan.reply
+    assert all(g.target is None and g.value > 0 for g in plan.sub_goals)
+    assert _plan_of("can the far shoreline be a bit lighter, it's just a black smear at the moment").kind == "clarify"
+    assert {g.op for g in _plan_of("can the background be deep black").sub_goals} == {"exposure"}
+
+
+def test_could_a_named_colour_be_stronger_asks_for_it(router):
+    """"could the blue of the nuclei be a bit stronger?" was answered as a question about the photo."""
+    for text in ("could the blue of the nuclei be a bit stronger?", "could the contrast be stronger?"):
+        assert router.route(text).kind == "modification", text
+    assert router.route("could it be better?").kind == "evaluation"
+
+
+def test_a_pull_back_said_with_how_the_person_looks_takes_back_the_last_change(studio):
+    """"too much, he looks like someone's shining a torch on him" after lifting his face was not understood
+    ("he" is no place the face change was on); "too heavy. somewhere between those two" too."""
+    sid = studio.start_session(small_photo("camera")).id
+    studio.send_message(sid, "his face is pretty dark next to that bright sky, lift just his face")
+    lifted = _on(_layers(studio, sid), "face")["exposure"]
+    r = studio.send_message(sid, "too much, he looks like someone's shining a torch on him")
+    assert 0 < _on(_layers(studio, sid), "face")["exposure"] < lifted, r.reply
+    sid = studio.start_session(small_photo("camera")).id
+    studio.send_message(sid, "add a subtle vignette")
+    studio.send_message(sid, "stronger vignette please")
+    strong = studio.head(sid).state["settings"]["vignette"]
+    r = studio.send_message(sid, "too heavy. somewhere between those two")
+    assert 0 < studio.head(sid).state["settings"]["vignette"] < strong, r.reply
+
+
+def test_a_tint_or_the_last_push_names_a_change_to_go_back_to(studio):
+    """"go back to before the tint" found no change called "tint"; "undo that last push" took back the whole run
+    of pushes, not the last one."""
+    sid = studio.start_session(small_photo("coins")).id
+    studio.send_message(sid, "brighten it a little")
+    studio.send_message(sid, "give them all a cool silvery tone")
+    r = studio.send_message(sid, "hmm, prefer it neutral. go back to before the tint")
+    assert r.status == "rolled_back" and not studio.head(sid).state["settings"].get("temperature"), r.reply
+    studio.send_message(sid, "lift the blacks a bit")
+    studio.send_message(sid, "push that further")
+    pushed = studio.head(sid).state["settings"]["blacks"]
+    r = studio.send_message(sid, "eh, undo that last push")
+    assert r.status == "rolled_back" and 0 < studio.head(sid).state["settings"]["blacks"] < pushed, r.reply
+
+
+def test_a_going_back_after_a_question_back_withdraws_that_request_and_keeps_the_change_before(studio):
+    """"I can't find the spoon" -> "forget that, just sharpen it a touch": the request that changed nothing is
+    withdrawn; the warming before it stays and the sharpening goes on top."""
+    sid = studio.start_session(small_photo("coffee")).id
+    studio.send_message(sid, "make it warmer")
+    asked = studio.send_message(sid, "make the spoon shinier")
+    assert asked.status == "not_understood", asked.reply
+    r = studio.send_message(sid, "forget that, just sharpen it a touch")
+    settings = studio.head(sid).state["settings"]
+    assert settings.get("temperature", 0) > 0 and settings.get("sharpen", 0) > 0, r.reply
+    assert not r.reply.startswith("Undid"), r.reply

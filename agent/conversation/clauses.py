@@ -24,6 +24,11 @@ PLACE_ENDS = word_lists()["place_ends"]
 PLACE_PARTICLES = word_lists()["place_particles"]
 #: Said before a thing, these make it why, not where: "orange from the lamp", "because of the window".
 CAUSES = word_lists()["cause_words"]
+#: Said before a thing, these say what the photo should look like ("like those old prints"), unless after one
+#: who likes ("i'd like the sky darker"); "for my blog" says what the photo is for.
+COMPARING = word_lists()["comparison_words"]
+LIKING = word_lists()["liking_words"]
+PURPOSE = word_lists()["purpose_determiners"]
 #: After a thing, these locate one particular thing: "the pillar in the middle", "the papers under the cat".
 LOCATING = word_lists()["locating_words"]
 #: A person's part ("her nose") is one particular thing; size words ("the little bowl") make it one too.
@@ -186,6 +191,12 @@ def read_wished_casts(vocab: Vocabulary, clause: Clause, wished: bool = False) -
         if flip and flip in vocab.intents and not p.text.startswith("too ") and asked(i):
             out.append(Piece("intent", flip, p.text, p.pos))
             continue
+        # ("make it look washed out", "i want it dull": a complaint's word asked for is its fixes undone)
+        flips = [vocab.intents[f].opposite for f in problem.fixes if f in vocab.intents] \
+            if problem is not None and fix is None and problem.fixes else []
+        if flips and all(f in vocab.intents for f in flips) and not p.text.startswith("too ") and asked(i):
+            out += [Piece("intent", f, p.text, p.pos) for f in dict.fromkeys(flips)]
+            continue
         cast = _cast_of(vocab, p) if i + 1 < len(pieces) and pieces[i + 1].text in _CAST_NOUNS else None
         if cast and asked(i):
             # "give it a brown tint": any colour said with a cast noun is the white balance that puts it in
@@ -231,7 +242,8 @@ def _wished_here(vocab: Vocabulary, before: list[Piece]) -> bool:
     """Whether the pieces before a quality ask for it: a wish word among them, and after it nothing that takes
     it back or says how the photo is ("make it less ...", "make it not ...", "it looks ...")."""
     wish_at = max((k for k, b in enumerate(before) if b.category == "increase"
-                   or (b.category == "word" and b.text.split()[0] in CAST_WISHES)), default=None)
+                   or (b.category == "word" and b.text.split()[0] in CAST_WISHES
+                       and not (b.text == "like" and k > 0 and before[k - 1].text in BEING))), default=None)
     if wish_at is None:
         return False
     after = before[wish_at + 1:]
@@ -352,6 +364,10 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
             continue
         if i > 0 and pieces[i - 1].text in CAUSES:
             continue                # "everything's orange from the lamp": why, not where
+        if i > 0 and pieces[i - 1].text in COMPARING and not (i > 1 and pieces[i - 2].text in LIKING):
+            continue                # "a warm tint like those old nasa prints": how it should look, not where
+        if i > 0 and pieces[i - 1].text == "for" and det.text in PURPOSE:
+            continue                # "lawn photo for my blog": what the photo is for
         if i > 1 and pieces[i - 1].text == "of" and pieces[i - 2].text in _PHOTO_WORDS:
             continue                # "old photo of my uncle. can you make it punchier": what the photo shows
         run, sized = [], False

@@ -110,6 +110,11 @@ _DONE_WORDS = frozenset({"changed", "did", "done", "edited", "adjusted", "tweake
 _CHANGE_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band", "target", "rollback", "reset",
                   "set", "increase", "reduce", "avoid", "objects")
 #: Words a request may open with before its verb ("please just warm it", "can you now crop it").
+#: Said after a going back, these say which version it goes to ("back to the contrasty one, before you brightened
+#: him"), not a new request.
+_VERSION_SAID = frozenset({"before", "after", "when", "where", "without", "with", "from", "since", "until", "till",
+                           "while", "like", "as"})
+
 _POLITE = frozenset({"please", "pls", "plz", "just", "now", "then", "and", "also", "so", "kindly", "maybe",
                      "perhaps", "quickly", "mind", "go", "try", "to"})
 #: Follow-up tables of the planner's vocabulary: a message that says one of these is about the photo.
@@ -485,7 +490,10 @@ class Router:
         if _WEIGHING & set(words[be + 1:be + 3]):
             return False
         pieces = read_pieces(self.vocab, words[be + 1:])
-        return any(p.category in ("intent", "band", "fix") for p in pieces) or any(
+        # ("could the blue be a bit stronger?": more of what is named before "be")
+        return any(p.category in ("intent", "band", "fix") for p in pieces) \
+            or any(p.category in ("increase", "reduce") for p in pieces) \
+            and any(p.category in ("target", "band", "op", "intent") for p in read_pieces(self.vocab, words[1:be])) or any(
             p.category == "problem" and any(q.category == "reduce" for q in pieces[:i]) for i, p in enumerate(pieces))
 
     def _asked_of_me(self, said: list[str]) -> bool:
@@ -563,6 +571,41 @@ class Router:
             if opening and opening[0].category in ("intent", "increase", "op", "set"):
                 return False            # "warmer, then undo": a request said first
         return True
+
+    def going_back_then(self, text: str) -> tuple[str, str] | None:
+        """A going back said first, then a new request ("forget that, just sharpen it a touch", "ok undo that,
+        a touch of sharpening instead", "scrap that and make it warmer"): (the going back, the request), to do
+        in that order; None when the message is one or the other. What is said besides the going back must ask
+        for a change by itself: "undo that, it looked better before" and "undo, too dark" say why, and "undo the
+        colour shift, keep the saturation" says what the going back keeps."""
+        tokens = tokenize(self.vocab.spell((text or "")[:2000]))
+        reader = self.going_back
+        clauses = [c for c in split_requests(reader.joined(tokens), self.request_verbs) if c]
+        if len(clauses) < 2:
+            return None
+        said = self._after_interjections(clauses[0])
+        first = self.route(" ".join(said)) if said else None
+        # (the last change, or steps back: "scrap that", "skip that"; a going back to a version named is read
+        # whole, and "a wet back alley", "my grandad back in the day" name no going back at all)
+        if first is None or first.kind != "command" or not (first.name in ("undo", "back") or first.name == "going_back"
+                                                            and [b.kind for b in first.going_back] == ["last"]):
+            return None
+        rest = [w for c in clauses[1:] for w in [*c, ","]][:-1]
+        words = self._after_interjections([w for w in rest if w not in _POLITE])
+        pieces = read_pieces(self.vocab, words)
+        # ("go back to the very first thing you did, the tiny brighten": a change named, the one gone back to)
+        # (nor "..., before you brightened him": which version, said after the going back)
+        if not words or words[0] in self.determiners or words[0] in _VERSION_SAID \
+                or any(p.category in ("protect", "except", "rollback", "reset") for p in pieces) \
+                or reader.strong.find(words) or reader.weak.find(words) or self.route(" ".join(rest)).kind != "modification":
+            return None
+        # a request: a verb that asks, or a quality said as a wish ("a touch of sharpening instead"), not a
+        # statement of how it is ("too dark", "it looks flat")
+        opening = [p for p in pieces if p.category not in ("magnitude", "global", "word")]
+        asked = self._requests(words) or bool(opening) and opening[0].category in ("intent", "increase", "op", "set") \
+            and not any(w in BEING or w in ("not", "no", "dont", "don't", "never", "looked", "seemed", "felt")
+                        for w in words[:opening[0].pos])
+        return (" ".join(said), " ".join(rest)) if asked else None
 
     def _about_the_photo(self, said: list[str], pieces) -> bool:
         """Whether a message names anything to change: a quality, a place, an op, a follow-up, a command word."""

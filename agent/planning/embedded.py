@@ -320,12 +320,42 @@ def _fine_detail(place: str, moves: list) -> bool:
 _SHADOW_OPS = frozenset({"shadows", "blacks"})
 
 
-def _said_dark(vocab, message: str, moves: list) -> bool:
+def _said_dark(vocab, message: str, moves: list, place: str) -> bool:
     """Whether a thing is said to be dark ("his coat is just a black blob") and every move opens the dark end of
     the tones only ("pull some detail out of it"): that change finds the thing by its tone on the whole photo.
+    Things said dark all over the photo are lifted that way too ("the gaps between the stones are really black,
+    open them up"); one thing lifted is asked about ("the far shoreline is a black smear, make it lighter").
     (Recovering highlights on a thing said blown is asked about: "the lamps look blown, can you tone them down".)"""
     said = {vocab.spot_tones[w] for w in tokenize(message) if w in vocab.spot_tones}
-    return said == {"dark"} and bool(moves) and all(m.op in _SHADOW_OPS for m in moves)
+    many = _plural(place.split()[-1])
+    return said == {"dark"} and bool(moves) and all(m.op in _SHADOW_OPS or many and _lifts(m) for m in moves)
+
+
+def _plural(noun: str) -> bool:
+    """Whether a noun names many things ("gaps", "cracks"), not one ("glass", "moss")."""
+    return noun.endswith("s") and not noun.endswith(("ss", "us", "is"))
+
+
+def _lifts(move: Move) -> bool:
+    """A plain brightening of the whole photo asked in the message ("lift them a bit")."""
+    return move.op == "exposure" and move.mode == "add" and move.value > 0 and move.target is None \
+        and move.source == "message"
+
+
+def _opened(vocab: Vocabulary, moves: list[Move]) -> list[Move]:
+    """"the gaps are really black, open them up a bit": lifting a thing said black is opening the shadows, which
+    only changes the darkest tones, where it is; the size asked (a brightening's share of a plain one) is kept."""
+    intent = vocab.intents["open_shadows"]
+    plain = vocab.intents["brighter"].ops[0][1]
+    out = []
+    for m in moves:
+        if not _lifts(m):
+            out.append(m)
+            continue
+        out += [replace(m, op=op, value=round(value * m.value / plain), rank=m.rank + k, intent=intent.name,
+                        label=intent.label, phrase=intent.doing, kind=intent.kind)
+                for k, (op, value) in enumerate(intent.ops)]
+    return out
 
 
 def _one_surface(request: PlanRequest) -> bool:
@@ -534,7 +564,7 @@ class EmbeddedPlanner:
             # one pointed at, "that line")
             pointed = draft.unknown_places[0].split()[0] in vocab.pointing_words
             fine = not surface and not pointed and _fine_detail(draft.unknown_places[0], draft.moves)
-            dark = not (surface or fine or pointed) and _said_dark(vocab, message, draft.moves)
+            dark = not (surface or fine or pointed) and _said_dark(vocab, message, draft.moves, draft.unknown_places[0])
             if draft.place_colour is None and not surface and not fine and not dark and not draft.place_stand_in \
                     and not draft.specific_place:
                 # "the suit is screaming, calm the orange down": the one colour the request takes down is the
@@ -547,6 +577,7 @@ class EmbeddedPlanner:
                 draft, guessed = self._on_stand_in(draft, None, "the whole photo",
                                                    "as finer detail only changes fine lines like these")
             elif dark:
+                draft = replace(draft, moves=_opened(self.vocab, draft.moves))
                 draft, guessed = self._on_stand_in(draft, None, "the whole photo",
                                                    "as that only changes the darkest tones, where it is")
             elif draft.place_colour is not None and not draft.place_stand_in:

@@ -189,6 +189,9 @@ def _toward_colours(vocab: Vocabulary, tokens: list[str], base) -> set[str]:
             or (c.op in own | _MORE_COLOUR and c.after > c.before)}
 
 
+#: A person said by a pronoun ("he looks like ..."): no place of its own in how the photo looks now.
+_PRONOUNS = frozenset({"he", "she", "him", "her", "they", "them", "his", "hers"})
+
 #: Ops that, raised, make every colour stronger (so "too pink now" after "more saturated" takes them back).
 _MORE_COLOUR = frozenset({"saturation", "vibrance"})
 
@@ -466,6 +469,11 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
             # "now its glaring, the face is all white. dial it back some" after brightening it all: the
             # place is where the complaint shows, said of how it is now; the whole last change, which
             # touched that place too, goes back
+            targets = []
+        elif wants_less and not touched and verbs and not anchors and base is not None and base.changes \
+                and all(_in_statement(tokens, p.pos) and p.text in _PRONOUNS for p in pieces if p.category == "target"):
+            # "too much, he looks like someone's shining a torch on him" after lifting his face: the place said
+            # in how it looks now is the person the change was on; the last change goes back where it was
             targets = []
         elif base is None or not base.changes or (wants_less and not touched):
             return None

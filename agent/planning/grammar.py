@@ -751,7 +751,11 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             targets = [excepted.get(t, t) for t in targets]
             for u in uses:
                 u.targets = [excepted.get(t, t) for t in u.targets]
-        bands = [p.key for p in clause.of("band")]
+        # "desaturate everything except the blues": a colour said after "except" is kept out of the change
+        kept_bands = [p.key for p in clause.of("band") if marks and uses and p.pos > marks[0].pos]
+        for u in uses if kept_bands else ():
+            u.bands = [b for b in u.bands if b not in kept_bands]
+        bands = [p.key for p in clause.of("band") if p.key not in kept_bands]
         if clause.of("protect") and not targets:
             # "but keep the wall behind it that nice blue": the thing kept stands for its kind of place
             # (the wall: the background); the colour says how it stays
@@ -789,6 +793,11 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                 and (any(p.category == "word" and p.text != "it" or p.category == "global" and p.text in
                              vocab.back_references and p.text not in ("it", "them", "there") for p in pointed)
                      or (stated[2] and said_global)
+                     # "the sky's kinda blank, darken it": "it" right after a place said with words I can't read
+                     # (the place its subject: not "omg look at this face. can you make it feel cozier")
+                     or (said_global and ci > 0 and clauses[ci - 1].text == stated[1]
+                         and all(p.text == "it" for p in said_global) and clauses[ci - 1].pieces[0].text.split()[0] == "the"
+                         and not _LIKENED & set(stated[1].split()))
                      # "the backdrop behind her looks dirty and yellowish": a complaint joined on to it
                      or ((soft or _adds_a_quality(clause)) and ci > 0 and clauses[ci - 1].text == stated[1]
                          and all(u.problem for u in uses))) \
@@ -1036,8 +1045,8 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         start = len(draft.moves)
         previous_uses = _apply_uses(vocab, uses, request.state, order, source, draft, request.dialogue,
                                     thing_named=bool(places or named))
-        if kept_out:
-            draft.moves[start:] = protect_moves(vocab, draft.moves[start:], kept_out)
+        if kept_out or kept_bands:
+            draft.moves[start:] = protect_moves(vocab, draft.moves[start:], kept_out, kept_bands)
         previous_span, previous_order = (start, len(draft.moves)), order
         previous_targets = uses[0].targets if uses else []
         # ("warm it up and give it more contrast, the stone looks really flat": a statement after a request
@@ -1056,6 +1065,10 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
     if evening and draft.moves:       # ("even it out" was done by the fix the other way)
         draft.skipped = [c for c in draft.skipped if not says_evening(tokenize(c))]
     return draft
+
+
+#: "the sky looks like a painting": a likeness remarked, not how the place is wrong.
+_LIKENED = frozenset(word_lists()["likeness_starts"])
 
 
 def _states(clause: Clause) -> bool:

@@ -151,6 +151,15 @@ def taken_out_last(studio: "Studio", session_id: str) -> bool:
         and _nothing_said_since_last_turn(studio, session_id)
 
 
+def withdraws_last(studio: "Studio", session_id: str, text: str) -> bool:
+    """Whether a going back ("never mind", "forget that") withdraws the last request, which changed nothing
+    (I asked where, or could not do it), rather than taking back the change before it."""
+    state = dialogue_state(studio.store, session_id)
+    return bool(state.unmet and state.edits and _nothing_said_since_last_turn(studio, session_id)) or bool(
+        find_phrases(plain_words(tokenize(text)), phrase_list("withdrawals"))
+        and _last_reply_changed_nothing(studio, session_id))
+
+
 def _last_reply_changed_nothing(studio: "Studio", session_id: str) -> bool:
     """Whether the last reply made no version: an answer that used no turn, or a turn that asked back, was not
     understood or failed."""

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from agent.config import AgentConfig, load_config
+from agent.conversation.dialogue import dialogue_state
 from agent.conversation.router import Route, Router
 from agent.conversation.words import says_yes, tokenize
 from agent.errors import AtelierError, InvalidInput, SessionNotFound
@@ -40,7 +41,7 @@ from agent.judging import default_judge
 from agent.loop.graph import build_graph
 from agent.planning import default_planner
 import agent.service.labels as labels
-from agent.service.chat import handle as answer_without_planning, repeated_command, taken_out_last
+from agent.service.chat import handle as answer_without_planning, repeated_command, taken_out_last, withdraws_last
 from agent.service.endpoint import ModelEndpoint
 from agent.service.generation import GenerationDesk
 from agent.service.history import History
@@ -271,6 +272,21 @@ class Studio:
             # "I can't find the spoon ... or should I make it sharper overall?" -> "yes": sharper overall
             text = asked
         route = self.router.route(text)
+        then = self.router.going_back_then(text) if route.kind in ("command", "modification") else None
+        if then is not None and dialogue_state(self.store, session_id).edits:
+            # "forget that, just sharpen it a touch": the going back, then the new request on the version it left
+            back, request = then
+            if withdraws_last(self, session_id, back):
+                # "can you brighten the cup" -> "I can't find the cup" -> "forget that, just sharpen it": the request
+                # that changed nothing is withdrawn; the new one is done on the photo as it is
+                return self.send_message(session_id, request, progress=progress)
+            undone = answer_without_planning(self, session_id, self.router.route(back), back, progress)
+            if undone is not None and undone.status == "rolled_back":
+                result = self.send_message(session_id, request, progress=progress)
+                result.reply = f"{undone.reply.split(' Say ')[0].rstrip('.')}. Then: {result.reply}"
+                return result
+            if undone is not None:
+                return undone
         if route.kind == "modification" and self.router.says_reject(text) and self.pending_review(session_id):
             # "nah leave the bright spot, dont apply that one": the version under review is turned down
             route = Route("command", "undo")
