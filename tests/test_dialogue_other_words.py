@@ -1708,6 +1708,10 @@ def test_could_a_named_colour_be_stronger_asks_for_it(router):
     for text in ("could the blue of the nuclei be a bit stronger?", "could the contrast be stronger?"):
         assert router.route(text).kind == "modification", text
     assert router.route("could it be better?").kind == "evaluation"
+    # one word of the what-can-you-do table said among edit words is no question about what I can do
+    said = "Shooting this for a café menu. The whole thing is too red-orange, can you neutralise the cast a bit?"
+    assert router.route(said).kind == "modification"
+    assert router.route("menu?").name == "capabilities"
 
 
 def test_a_pull_back_said_with_how_the_person_looks_takes_back_the_last_change(studio):

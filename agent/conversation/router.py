@@ -364,6 +364,10 @@ class Router:
         presented = self._presented(tokens)
         for name in ("capabilities", "exploration", "evaluation"):
             hits = find_phrases(tokens, self.questions[name])
+            if name == "capabilities" and edits:
+                # ("shooting this for a café menu. ... can you neutralise the cast?": one word of the table said
+                # among edit words is no question about what I can do)
+                hits = [h for h in hits if h[1] > 1]
             if hits and (not edits or asks) and not (not asks and presented):
                 kind = "evaluation" if name == "evaluation" else "exploration"
                 return Route(kind, name)
