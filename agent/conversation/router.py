@@ -109,12 +109,11 @@ _DONE_WORDS = frozenset({"changed", "did", "done", "edited", "adjusted", "tweake
 #: Pieces of the planner's vocabulary that name something to change (not "it", a magnitude, a comma).
 _CHANGE_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band", "target", "rollback", "reset",
                   "set", "increase", "reduce", "avoid", "objects")
-#: Words a request may open with before its verb ("please just warm it", "can you now crop it").
 #: Said after a going back, these say which version it goes to ("back to the contrasty one, before you brightened
 #: him"), not a new request.
 _VERSION_SAID = frozenset({"before", "after", "when", "where", "without", "with", "from", "since", "until", "till",
                            "while", "like", "as"})
-
+#: Words a request may open with before its verb ("please just warm it", "can you now crop it").
 _POLITE = frozenset({"please", "pls", "plz", "just", "now", "then", "and", "also", "so", "kindly", "maybe",
                      "perhaps", "quickly", "mind", "go", "try", "to"})
 #: Follow-up tables of the planner's vocabulary: a message that says one of these is about the photo.
