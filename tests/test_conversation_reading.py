@@ -1124,8 +1124,9 @@ def test_a_complaint_about_a_thing_then_a_request_of_its_own_object(message, ask
 
 
 def test_a_thing_of_a_colour_the_photo_lacks_is_where_the_person_says():
-    """"brighten the grass at the bottom" on a grey photo: no green, so the bottom, said so; without a place it is
-    still "I can't find the grass"."""
+    """"brighten the grass at the bottom" on a grey photo: no green, so the bottom, said so; without a place, the
+    grass goes where grass stands (the bottom), said as a guess; a thing with no such place ("the water") is
+    still "I can't find the water"."""
     grey = np.repeat(skimage.data.camera()[::2, ::2, None], 3, axis=2)
     stats = image_stats(grey)
     plan = EmbeddedPlanner().plan(PlanRequest(message="brighten the grass at the bottom", state=EditState(),
@@ -1133,7 +1134,10 @@ def test_a_thing_of_a_colour_the_photo_lacks_is_where_the_person_says():
     assert [(g.op, g.target["type"]) for g in plan.sub_goals] == [("exposure", "gradient")], plan.reply
     assert "where you said it is" in plan.reply
     plan = EmbeddedPlanner().plan(PlanRequest(message="brighten the grass", state=EditState(), image_stats=stats))
-    assert not plan.sub_goals and "can't find the grass" in plan.reply
+    assert [(g.op, g.target["type"]) for g in plan.sub_goals] == [("exposure", "gradient")], plan.reply
+    assert "my best guess" in plan.reply and "the bottom" in plan.reply
+    plan = EmbeddedPlanner().plan(PlanRequest(message="brighten the water", state=EditState(), image_stats=stats))
+    assert not plan.sub_goals and "can't find the water" in plan.reply
 
 
 def test_a_things_face_is_no_persons_face(router):

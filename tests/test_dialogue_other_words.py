@@ -1079,19 +1079,17 @@ def test_the_colour_missed_and_brought_back_takes_the_black_and_white_out_keepin
     assert settings.get("saturation", 0) > -50 and settings["contrast"] == contrast, r.reply
 
 
-def test_how_it_looks_now_in_unknown_words_is_asked_about_not_praised(studio):
-    """"hmm the letters look kinda jaggy now" after sharpening: nothing changes, and the reply offers to take
-    the change back instead of saying "Nice!"; its quick reply "Half as much" is understood."""
+def test_how_it_looks_now_in_unknown_words_takes_half_the_last_change_back(studio):
+    """"hmm the letters look kinda jaggy now" after sharpening: that change went too far, so half of it is taken
+    back and the reply says so ("undo" takes the rest), never "Nice!". Said before any change, it is asked about."""
     sid = studio.start_session(small_photo("page")).id
+    r = studio.send_message(sid, "hmm the letters look kinda jaggy now")
+    assert r.status == "answered" and "undo" in r.reply.lower() and "Nice" not in r.reply, r.reply
     studio.send_message(sid, "sharpen it a bit")
-    head = studio.head(sid).id
     sharpen = studio.head(sid).state["settings"]["sharpen"]
     r = studio.send_message(sid, "hmm the letters look kinda jaggy now")
-    assert r.status == "answered" and studio.head(sid).id == head, r.reply
-    assert "Nice" not in r.reply and "undo" in r.reply.lower(), r.reply
-    assert "Half as much" in r.quick_replies, r.quick_replies
-    studio.send_message(sid, "Half as much")
-    assert 0 < studio.head(sid).state["settings"]["sharpen"] < sharpen
+    assert 0 < studio.head(sid).state["settings"]["sharpen"] < sharpen, r.reply
+    assert "Taking back 50%" in r.reply and "Nice" not in r.reply, r.reply
 
 
 @pytest.mark.parametrize("text, sign", [
@@ -1632,13 +1630,27 @@ def test_the_reply_names_the_move_an_op_goes_with_when_two_requests_pull_it(stud
     assert "Warming" not in r.reply and "correcting the white balance" in r.reply.lower(), r.reply
 
 
-def test_a_thing_said_black_opened_in_the_shadows_is_the_whole_photo_and_one_said_blown_is_asked():
+def test_a_thing_said_black_or_blown_is_found_by_its_tone_on_the_whole_photo():
     """Opening the shadows only changes the darkest tones, where a thing said black is; recovering highlights
-    on a thing said blown is asked about (a designed question: which of the bright things)."""
+    only changes the brightest ones, where a thing said blown or clipping is. A place that is a tone by its name
+    ("the shadow under the saucer", "that highlight") is that end of the tones, and a plain lift or darkening of
+    it opens or tames that end. One thing said dark and lifted is still asked about, and so are several things
+    said blown (a designed question: which of the bright things)."""
     plan = _plan_of("his coat is just a black blob, can you pull some detail out of it")
     assert plan.sub_goals and {g.op for g in plan.sub_goals} <= {"shadows", "blacks"}, plan.reply
     assert all(g.target is None for g in plan.sub_goals) and "only changes the darkest tones" in plan.reply
-    assert _plan_of("the lamps look blown, can you tone them down").kind == "clarify"
+    for said in ("the lamp looks blown, can you tone it down", "the optic disc is clipping, bring it down",
+                 "the spoon has a nasty hot spot on it, tame that highlight"):
+        plan = _plan_of(said)
+        assert plan.sub_goals and {g.op for g in plan.sub_goals} == {"highlights", "whites"}, (said, plan.reply)
+        assert all(g.target is None and g.value < 0 for g in plan.sub_goals), plan.reply
+        assert "only changes the brightest tones" in plan.reply
+    plan = _plan_of("ugh now the shadow under the saucer has gone pitch black")
+    assert plan.sub_goals and {g.op for g in plan.sub_goals} == {"shadows", "blacks"}, plan.reply
+    assert all(g.target is None and g.value > 0 for g in plan.sub_goals), plan.reply
+    for said in ("the far shoreline is a black smear, make it lighter", "the lamp is too bright, darken it",
+                 "the lamps look blown, can you tone them down"):       # which of the bright things
+        assert _plan_of(said).kind == "clarify", said
 
 
 def test_a_going_back_then_a_request_does_both_in_that_order(studio):
@@ -1756,3 +1768,86 @@ def test_a_going_back_after_a_question_back_withdraws_that_request_and_keeps_the
     settings = studio.head(sid).state["settings"]
     assert settings.get("temperature", 0) > 0 and settings.get("sharpen", 0) > 0, r.reply
     assert not r.reply.startswith("Undid"), r.reply
+
+
+def test_one_more_change_said_of_it_goes_where_the_last_change_went(studio):
+    """"and take some colour out of it too" right after darkening the background on the right desaturated the
+    whole photo; said as one more change to the thing ("and", "too", "it") it goes on that place, and the judge
+    reads it there too (before, it read "take some colour out" as less of the darkening and scored a good edit
+    low). "make it warmer" alone is still the whole photo."""
+    sid = studio.start_session(small_photo("chelsea")).id
+    studio.send_message(sid, "the blurry background on the right side is distracting, can you darken it")
+    (place,) = {repr(normalize_mask_spec(layer["mask"])) for layer in _layers(studio, sid)}
+    r = studio.send_message(sid, "and take some colour out of it too")
+    state = studio.head(sid).state
+    assert not state["settings"].get("saturation"), r.reply
+    (layer,) = state["layers"]
+    assert repr(normalize_mask_spec(layer["mask"])) == place and layer["settings"]["saturation"] < 0, r.reply
+    assert r.status == "auto_approved" and "as asked" in r.reply, r.reply
+    r = studio.send_message(sid, "make it warmer")
+    assert studio.head(sid).state["settings"].get("temperature", 0) > 0, r.reply
+
+
+def test_the_judge_reads_the_planners_words_for_a_plain_quality():
+    """"less colour" is the planner's word for desaturating; the judge read nothing in it (and so took "take some
+    colour out" for less of the last change). It reads the planner profile's words where it has none of its own."""
+    from agent.judging.reading import read_request
+
+    (expect,) = read_request("less colour").expects
+    assert [(m.prop, m.sign) for alt in expect.alternatives for m in alt] == [("chroma", -1)]
+    reading = read_request("and take some colour out of it too", ["darken the top of the frame"])
+    assert reading.kind == "edit" and reading.target is not None and reading.target_mask is not None, reading
+    assert read_request("take some colour out of it", ["darken the top of the frame"]).target is None
+
+
+def test_the_other_way_turns_the_last_change_round(studio):
+    """"no the other way" right after a darkening was read as chat ("Nice!") and "no wait not lower, HIGHER" was
+    not understood: the last change goes the other way round from where it started, as far as it went, and the
+    judge reads it that way (kept, not held for review). A direction the change went already is more of it; "wrong
+    way" after a turn round puts the first change back. A remark that says "up" is still chat."""
+    sid = studio.start_session(small_photo("moon")).id
+    studio.send_message(sid, "make it a bit darker")
+    darker = studio.head(sid).state["settings"]["exposure"]
+    assert darker < 0
+    r = studio.send_message(sid, "no the other way")
+    assert studio.head(sid).state["settings"]["exposure"] == -darker, r.reply
+    assert r.status == "auto_approved" and "the other way" in r.reply, r.reply
+    studio.send_message(sid, "make it warmer")
+    warm = studio.head(sid).state["settings"]["temperature"]
+    r = studio.send_message(sid, "no wait not higher, LOWER. my bad")
+    assert studio.head(sid).state["settings"]["temperature"] == -warm, r.reply
+    r = studio.send_message(sid, "wrong way")
+    assert studio.head(sid).state["settings"]["temperature"] == warm, r.reply
+    r = studio.send_message(sid, "higher")
+    assert studio.head(sid).state["settings"]["temperature"] > warm, r.reply
+    head = studio.head(sid).id
+    r = studio.send_message(sid, "i'm up late editing lol")
+    assert r.kind == "chat" and studio.head(sid).id == head, r.reply
+
+
+def test_a_thing_found_by_its_colour_stands_where_such_things_are_on_a_photo_without_it(studio):
+    """"darken the grass" on a black-and-white photo asked where the grass is; it goes where grass stands (the
+    bottom), the reply says it is a guess, and the judge measures it there (kept, not "no green was found").
+    Grass said in a statement or a question changes nothing."""
+    sid = studio.start_session(small_photo("camera")).id
+    r = studio.send_message(sid, "darken the grass")
+    (layer,) = _layers(studio, sid)
+    assert normalize_mask_spec(layer["mask"])["type"] == "gradient" and layer["settings"]["exposure"] < 0, r.reply
+    assert "my best guess" in r.reply and "No green" not in r.reply and r.status == "auto_approved", r.reply
+    head = studio.head(sid).id
+    r = studio.send_message(sid, "any way to tell what kind of grass this is?")
+    assert studio.head(sid).id == head, r.reply
+
+
+@pytest.mark.parametrize("said", [
+    "leave the dark spot in the middle (the macula) alone but brighten the rest of the retina a little",
+    "keep the dark spot in the middle as it is, brighten everything else",
+])
+def test_a_quality_word_in_the_name_of_a_thing_kept_describes_it(said):
+    """"leave the dark spot in the middle alone but brighten the rest" brightened the middle: "dark" was read as
+    "don't make it darker" and the middle took the change. It names the thing kept; the rest is brightened."""
+    plan = _plan_of(said)
+    (goal,) = plan.sub_goals
+    assert goal.op == "exposure" and goal.value > 0, plan.reply
+    assert goal.target and normalize_mask_spec(goal.target).get("invert"), goal.target
+    assert "everything but the centre" in plan.reply, plan.reply

@@ -206,7 +206,7 @@ def test_a_place_asked_before_a_kept_one_is_the_place_of_the_change():
 
 
 @pytest.mark.parametrize("message, asked", [
-    ("give it more clarity, just keep the lake glassy like it is", ["clarity"]),
+    ("give it more clarity, just keep the lake glassy like it is", ["more clarity"]),
     ("warmer but keep the sky blue", ["warmer"]),
 ])
 def test_what_is_to_stay_asks_for_no_quality(message, asked):

@@ -36,7 +36,7 @@ from agent.conversation.clauses import BEING, SIZES, and_a_place, read_complaint
 from agent.conversation.generative import GenerativeRequest, parse_generative
 from agent.conversation.going_back import GoingBack, GoingBackReader, split_requests
 from agent.conversation.vocabulary import Vocabulary, read_pieces
-from agent.conversation.words import (PRAISE_LINKS, SEPARATORS, acknowledged_rest, before_comparative, find_phrases, plain_words, rhetorical_rest, tells_how_taken, tokenize,
+from agent.conversation.words import (PRAISE_LINKS, SEPARATORS, acknowledged_rest, before_comparative, find_phrases, plain_words, rhetorical_rest, tells_how_taken, tokenize, turned_round,
                                      word_lists)
 from pipeline import ops
 from profiles import Profile, load_profile
@@ -191,6 +191,8 @@ class Router:
         self.looks_off_reply = str(looks_off.get("reply") or self.remark_reply)
         self.looks_off_replies = [str(q) for q in looks_off.get("quick_replies") or ()]
         self.looks_off_doubts = {t for w in looks_off.get("doubts") or () for t in tokenize(str(w))}
+        #: what such a message does right after a change: that change taken back by half
+        self.looks_off_takes_back = str(looks_off.get("takes_back") or "")
         # how a question opens: one table, the longest opening wins ("do you think it needs" > "do you think")
         self.openings: dict[tuple[str, ...], str] = {}
         for kind, key in (("evaluation", "question_starts"), ("exploration", "advice_starts"), ("request", "request_starts")):
@@ -621,6 +623,8 @@ class Router:
         if any(_SAME & set(phrase) for phrase in (tuple(said[s:s + n]) for s, n, _ in
                                                    find_phrases(said, self.vocab.retarget))):
             return True             # "nice. the same for the lake pls"
+        if turned_round(said, self.vocab.reverse) is not None:
+            return True             # "no, the other way", "no wait not lower, HIGHER": the last change turned
         found = [(s, n) for table in _FOLLOW_TABLES
                  for s, n, _ in before_comparative(said, find_phrases(said, getattr(self.vocab, table)))]
         if not found:

@@ -158,6 +158,51 @@ def phrase_list(name: str) -> dict[tuple[str, ...], bool]:
     return {tuple(w.replace("'", "") for w in p.split()): True for p in word_lists()[name]}
 
 
+#: Words that add a request to the last one ("and take some colour out of it too", "also make it cooler").
+_ADDED = frozenset({"too", "also", "aswell"})
+#: Words that say the whole photo ("make everything cooler too"), not the thing the last change was on.
+_WHOLE = frozenset({"everything", "whole", "overall", "all", "image", "photo", "picture", "pic"})
+
+
+def added_to_last(tokens: list[str]) -> bool:
+    """Whether a request is said as one more change to the thing the last one was on: added ("and ...",
+    "... too", "also", "as well") and said of it ("it", "them"), not of the whole photo ("and take some colour
+    out of it too" after "darken the background on the right"; "make it warmer" alone is the whole photo)."""
+    said = set(tokens)
+    added = bool(tokens) and tokens[0] == "and" or bool(_ADDED & said) \
+        or any(tokens[i:i + 2] == ["as", "well"] for i in range(len(tokens) - 1))
+    return added and bool({"it", "them"} & said) and not _WHOLE & said
+
+
+#: Directions said bare ("higher", "no, up"): the way the last change's values go.
+DIRECTIONS = {"higher": 1, "up": 1, "upward": 1, "upwards": 1, "lower": -1, "down": -1, "downward": -1,
+              "downwards": -1}
+#: Words said with a direction or "the other way" that ask nothing else ("no wait not lower, HIGHER. my bad").
+_TURN_WORDS = frozenset({"not", "no", "nope", "wait", "my", "bad", "i", "meant", "mean", "go", "the", "way", "it",
+                         "should", "be", "sorry", "oops", "actually", "other", "instead", "please", "pls", "plz",
+                         "ok", "okay", "hmm", "uh", "um", "oh", "ah", "whoops", "er", "erm", "no", "nah", "that",
+                         "is", "its", "it's", "was", "wrong", "one", "direction", "way", "opposite", "lol"})
+
+
+def turned_round(tokens: list[str], reverse) -> int | None:
+    """The way a message turns the last change when it says nothing but that: -1 for "no, the other way",
+    "wrong way", or a direction against a negated one ("not lower, HIGHER" is +1, the last one said wins); +1 or
+    -1 for a bare direction ("higher", "no, down"); None when it says anything else. ``reverse``: the engine's
+    ``followups.reverse`` phrases. (0 when only "the other way" is said: the change reversed.)"""
+    found = find_phrases(tokens, reverse)
+    covered = {i for s, n, _ in found for i in range(s, s + n)}
+    way = 0 if found else None
+    for i, t in enumerate(tokens):
+        if t in DIRECTIONS and i not in covered:
+            negated = i > 0 and tokens[i - 1] in ("not", "no")
+            way = -DIRECTIONS[t] if negated else DIRECTIONS[t]
+            covered.add(i)
+    if way is None or any(i not in covered and t not in _TURN_WORDS and t not in SEPARATORS
+                          and any(c.isalpha() for c in t) for i, t in enumerate(tokens)):
+        return None
+    return way
+
+
 def says_vague_ask(tokens: list[str]) -> bool:
     """Whether words ask for a change without saying which ("can you do something about it", "change it up a
     bit"): the profile's ``vague_asks``; or a verb that asks (``vague_verbs``) with nothing else but words that
@@ -495,7 +540,7 @@ def dropped_vowel(typed: str, word: str) -> bool:
     return any(word[:i] + word[i + 1:] == typed and word[i] in _VOWELS for i in range(1, len(word) - 1))
 
 
-__all__ = ["PhraseTable", "SEPARATORS", "Speller", "another_form", "sized_follow_ups", "tells_how_taken", "drop_clauses", "dropped_vowel", "opening_interjections", "filter_spans",
+__all__ = ["DIRECTIONS", "PhraseTable", "SEPARATORS", "Speller", "added_to_last", "turned_round", "another_form", "sized_follow_ups", "tells_how_taken", "drop_clauses", "dropped_vowel", "opening_interjections", "filter_spans",
            "find_phrases", "is_number", "normalise", "one_edit", "percent_share", "phrase", "plain_possessives", "plain_words",
            "token_spans", "tokenize", "word_lists", "words_only"]
 

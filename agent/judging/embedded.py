@@ -647,10 +647,33 @@ def _reading_mask(reading: Reading, original: np.ndarray, warnings: list[str],
         if spec.get("type") == "intersect" and frame and len(frame) < len(spec["masks"]) \
                 and float(mask.mean()) < MIN_TARGET_SHARE:
             mask = _located(frame[0] if len(frame) == 1 else {"type": "intersect", "masks": frame}, original, locate)
+        stand_in = _stand_in(reading, spec) if float(mask.mean()) < MIN_TARGET_SHARE else None
+        if stand_in is not None:
+            # "darken the grass" on a black-and-white photo: no green to find it by, so where such a thing
+            # stands (the bottom), as the planner reads it
+            mask = _located(stand_in, original, locate)
         return mask
     except (MaskSpecError, ValueError) as exc:
         warnings.append(f"the judge could not locate {reading.target} ({exc})")
         return None
+
+
+def _stand_in(reading: Reading, spec: Mapping) -> dict | None:
+    """The mask of the place a thing named by its colour stands for ("grass": the bottom), when the reading's
+    mask is that colour and the message names such a thing; else None."""
+    if spec.get("type") != "color":
+        return None
+    lex = load_lexicon()
+    words = re.findall(r"[a-z]+", (reading.message or "").lower())
+    for before, word in zip(["", *words], words):
+        # (a thing named as one, "the grass", not "it's meant to be grass")
+        if before in _THING_DETERMINERS and word in lex.stand_ins and lex.bands.get(word) == spec.get("band"):
+            return dict(lex.stand_ins[word])
+    return None
+
+
+#: Words before a thing that name it as one in the photo ("the grass", "my lawn").
+_THING_DETERMINERS = frozenset({"the", "my", "our"})
 
 
 def _located(spec: dict, original: np.ndarray, locate: Callable[[dict], np.ndarray] | None) -> np.ndarray:

@@ -30,7 +30,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import yaml
 
 from agent.conversation.clauses import BEING, CAST_WISHES
-from agent.conversation.words import (SEPARATORS, PhraseTable, before_comparative, Speller, drop_clauses, effect_said, normalise,
+from agent.conversation.words import (SEPARATORS, PhraseTable, added_to_last, before_comparative, turned_round, Speller, drop_clauses, effect_said, normalise,
                                      opening_interjections, percent_share, rhetorical_rest, sized_follow_ups,
                                      taken_some_out, tells_how_taken, tokenize, word_lists,
                                      compared_as_too)
@@ -114,6 +114,9 @@ class Lexicon:
     manner: frozenset[str] = frozenset()     # the engine's grammar.manner: "a soft vignette" is not softer
     manner_effects: tuple[str, ...] = ()
     speller: Speller | None = None           # typing slips of the words above put right ("brigther")
+    #: the engine's place_guesses.nouns, as masks: where a thing found by its colour stands when the photo has
+    #: none of that colour ("the grass" on a black-and-white photo: the bottom)
+    stand_ins: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     quality_firsts: frozenset[str] = frozenset()   # the first word of every quality and complaint phrase
 
     def size_of(self, prop: str, size: int) -> float:
@@ -149,6 +152,10 @@ def _moves(where: str, data: Mapping) -> tuple[tuple[str, int], ...]:
     return tuple(out)
 
 
+#: Kinds of planner intents that name one plain quality (not a look, a colour shift or an op by name).
+_PLAIN_KINDS = frozenset({"direct", "tone"})
+
+
 @functools.lru_cache(maxsize=4)
 def load_lexicon(path: str | None = None) -> Lexicon:
     """Compile the reading vocabulary (cached). Raises ValueError naming a bad entry."""
@@ -174,6 +181,7 @@ def load_lexicon(path: str | None = None) -> Lexicon:
     for name, t in data["targets"].items():
         for w in t["words"]:
             targets[_norm(str(w))] = (name, dict(t["mask"]))
+    by_name = {name: mask for name, mask in targets.values()}
     fu = data["follow_ups"]
     engine = _engine_section(Path(path).parent / ENGINE_FILE.name if path else ENGINE_FILE)
     # the judge's colour words, and the planner profile's ("the water" is the blues there too)
@@ -181,6 +189,14 @@ def load_lexicon(path: str | None = None) -> Lexicon:
              for w in (entry or {}).get("words") or ()}
     bands.update({_norm(w): band for band, words in data["bands"].items() for w in words})
     complaints, object_fix = _engine_complaints(data.get("op_properties") or {}, engine)
+    # The planner profile's own phrases for its plain qualities ("less colour", "tame the brights"), where the
+    # reading has none of its own: read as the quality's main op, so a phrase the planner learns the judge reads.
+    # (Not its single words: a noun that names a property, "the brightness", asks no way by itself.)
+    for name, intent in (engine.get("intent_translations") or {}).items():
+        moves = _intent_moves(intent, data.get("op_properties") or {}) if intent.get("kind") in _PLAIN_KINDS else ()
+        for phrase in (_norm(str(w)) for w in (intent.get("words") or ()) if moves):
+            if len(phrase.split()) > 1:
+                qualities.setdefault(phrase, Quality(f"intent:{name}", (moves,)))
     efu = engine.get("followups") or {}
     repeat, pull_words = sized_follow_ups(engine)
     more_scales = {_norm(w): v for w, v in repeat.items()}
@@ -238,6 +254,9 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         dismiss=tuple(_norm(str(w)) for w in (engine.get("place_guesses") or {}).get("dismiss") or ()),
         manner=frozenset(_norm(str(w)) for w in (engine.get("manner") or {}).get("words") or ()),
         manner_effects=tuple(_norm(str(w)) for w in (engine.get("manner") or {}).get("effects") or ()),
+        stand_ins={_norm(str(noun)): by_name[str(name)]
+                   for noun, name in ((engine.get("place_guesses") or {}).get("nouns") or {}).items()
+                   if str(name) in by_name},
     )
     # the words every table knows, and the planner profile's real words never to be "corrected"
     spelling = engine.get("spelling") or {}
@@ -851,6 +870,17 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     tokens = _tokens(text)
     if not tokens:
         return Reading(message, "unknown")
+    way = turned_round(tokens, _table(lex.reverse))
+    last = _last_edit(history, lex) if way is not None else None
+    if last is not None and last.expects:
+        # "no, the other way", "not lower, HIGHER" after a darkening: that change the other way round (as the
+        # planner reads it); a direction the change went already is more of it
+        against = [e for e in last.expects if not way or (e.alternatives[0][0].sign > 0) != (way > 0)]
+        if not against:
+            return _follow_up(message, "more", tokens, None, None, history, lex, bare=True)
+        turned = tuple(Expect(tuple(tuple(Move(m.prop, -m.sign, m.size) for m in alt) for alt in e.alternatives),
+                              "the other way") for e in against)
+        return Reading(message, "edit", turned, last.target, last.target_mask)
     but_scale = _repeat_but(tokens, lex)
     if but_scale is not None:     # "same again but less": the last change again, scaled, same way
         return _follow_up(message, "more", tokens, None, None, history, lex, scale=but_scale, bare=True)
@@ -943,6 +973,11 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
             # "a bit more warmth" after "warm up her face", "more, it still feels kinda cold": that change
             # again on its place, as the planner reads it
             return _follow_up(message, "more", tokens, None, None, history, lex)
+        last = _last_edit(history, lex) if target is None and added_to_last(tokens) else None
+        if last is not None and last.target_mask is not None:
+            # "and take some colour out of it too" after "darken the background on the right": there, as the
+            # planner reads it
+            return Reading(message, "edit", tuple(expects), last.target, last.target_mask)
         return Reading(message, "edit", tuple(expects), target, mask)
     follow = _follow_kind(tokens, lex)
     if follow == "less" and _less_again(tokens, history, lex):

@@ -34,9 +34,9 @@ from pipeline.state import WHOLE_FRAME_OPS
 from agent.planning.base import REPLANS_JOINED, Plan, PlanRequest, SubGoal
 from agent.planning.followups import caused_by_last, guessed_place_note, read_followup
 from agent.planning.grammar import PLACED_AS_SAID, read_request, split_protected
-from agent.planning.moves import Draft, Move, protect_moves, spec_key
+from agent.planning.moves import Draft, Move, onto_mask, protect_moves, spec_key
 from agent.conversation.vocabulary import Vocabulary, read_pieces
-from agent.conversation.words import PhraseTable, asked_why_rest, find_phrases, says_vague_ask, tokenize, word_lists
+from agent.conversation.words import PhraseTable, added_to_last, asked_why_rest, find_phrases, says_vague_ask, tokenize, word_lists
 from pipeline import ops
 from pipeline.masks import describe_mask, normalize_mask_spec
 from pipeline.measure import one_surface
@@ -316,19 +316,43 @@ def _fine_detail(place: str, moves: list) -> bool:
     return bool(moves) and all(m.op in _DETAIL_OPS for m in moves) and len(words) > 1 and words[-1] in _FINE_DETAIL
 
 
-#: Ops that change the dark end of the tones only.
+#: Ops that change one end of the tones only: the dark end, the bright end.
 _SHADOW_OPS = frozenset({"shadows", "blacks"})
+_HIGHLIGHT_OPS = frozenset({"highlights", "whites"})
+_TONE_PLACES = {"dark": word_lists()["dark_places"], "bright": word_lists()["bright_places"]}
+_SAID_CLIPPING = word_lists()["said_clipping"]
 
 
-def _said_dark(vocab, message: str, moves: list, place: str) -> bool:
-    """Whether a thing is said to be dark ("his coat is just a black blob") and every move opens the dark end of
-    the tones only ("pull some detail out of it"): that change finds the thing by its tone on the whole photo.
-    Things said dark all over the photo are lifted that way too ("the gaps between the stones are really black,
-    open them up"); one thing lifted is asked about ("the far shoreline is a black smear, make it lighter").
-    (Recovering highlights on a thing said blown is asked about: "the lamps look blown, can you tone them down".)"""
-    said = {vocab.spot_tones[w] for w in tokenize(message) if w in vocab.spot_tones}
-    many = _plural(place.split()[-1])
-    return said == {"dark"} and bool(moves) and all(m.op in _SHADOW_OPS or many and _lifts(m) for m in moves)
+def _named_tone(place: str) -> str | None:
+    """The end of the tones a place is by its name ("the shadow under the saucer": dark; "that highlight", "a hot
+    spot": bright), or None."""
+    words = tokenize(place)
+    if words[-2:] in (["hot", "spot"], ["hot", "spots"]):
+        return "bright"
+    return next((tone for tone, nouns in _TONE_PLACES.items() if words and words[-1] in nouns), None)
+
+
+def _tone_place(vocab, message: str, moves: list, places: list[str]) -> str | None:
+    """The end of the tones ("dark" or "bright") where a thing no finder knows is found on the whole photo, or
+    None: the thing is said dark ("his coat is just a black blob") or bright ("the optic disc is clipping"), or is a
+    tone by its name ("the shadow under the saucer", "tame that highlight"), and every move changes that end of the
+    tones only ("pull some detail out of it", "recover the highlights"). A plain brightening (darkening) is that end
+    opened (tamed) where the thing is many things ("the gaps between the stones are really black, open them up") or
+    a tone by its name; one thing said dark and lifted is asked about ("the far shoreline is a black smear, make it
+    lighter"), as are many said blown ("the lamps look blown, can you tone them down": which of the bright things)."""
+    words = tokenize(message)
+    said = {vocab.spot_tones[w] for w in words if w in vocab.spot_tones} - {"bright"} \
+        | ({"bright"} if _SAID_CLIPPING & set(words) else set())
+    named = {_named_tone(p) for p in places} - {None}
+    many = _plural(places[0].split()[-1])
+    for tone, own, plain in (("dark", _SHADOW_OPS, _lifts), ("bright", _HIGHLIGHT_OPS, _darkens)):
+        # (several things said blown are asked about, "the shiny cups at each end are a bit blown, tone them
+        # down": which of the bright things; one that clips is the brightest)
+        told = named == {tone} or not named and said == {tone} and not (tone == "bright" and many)
+        if told and moves and all(m.op in own and (m.value > 0) == (tone == "dark")
+                                  or (many or named) and plain(m) for m in moves):
+            return tone
+    return None
 
 
 def _plural(noun: str) -> bool:
@@ -342,20 +366,44 @@ def _lifts(move: Move) -> bool:
         and move.source == "message"
 
 
-def _opened(vocab: Vocabulary, moves: list[Move]) -> list[Move]:
+def _darkens(move: Move) -> bool:
+    """A plain darkening of the whole photo asked in the message ("tame that highlight", "bring it down")."""
+    return move.op == "exposure" and move.mode == "add" and move.value < 0 and move.target is None \
+        and move.source == "message"
+
+
+def _at_tone_end(vocab: Vocabulary, moves: list[Move], tone: str) -> list[Move]:
     """"the gaps are really black, open them up a bit": lifting a thing said black is opening the shadows, which
-    only changes the darkest tones, where it is; the size asked (a brightening's share of a plain one) is kept."""
-    intent = vocab.intents["open_shadows"]
-    plain = vocab.intents["brighter"].ops[0][1]
+    only changes the darkest tones, where it is ("tame that highlight": recovering the highlights); the size
+    asked (a share of a plain brightening or darkening) is kept."""
+    intent, plain_intent, plain = ("open_shadows", "brighter", _lifts) if tone == "dark" \
+        else ("recover_highlights", "darker", _darkens)
+    intent = vocab.intents[intent]
+    size = abs(vocab.intents[plain_intent].ops[0][1])
     out = []
     for m in moves:
-        if not _lifts(m):
+        if not plain(m):
             out.append(m)
             continue
-        out += [replace(m, op=op, value=round(value * m.value / plain), rank=m.rank + k, intent=intent.name,
+        out += [replace(m, op=op, value=round(value * abs(m.value) / size), rank=m.rank + k, intent=intent.name,
                         label=intent.label, phrase=intent.doing, kind=intent.kind)
                 for k, (op, value) in enumerate(intent.ops)]
     return out
+
+
+def _on_the_last_place(vocab: Vocabulary, message: str, draft: Draft, dialogue) -> Draft:
+    """"and take some colour out of it too" right after "darken the background on the right": a request of no
+    place of its own, said as one more change to the thing the last change was on (:func:`added_to_last`), goes
+    where that change went when it went on one place."""
+    base = dialogue.base_edit() if dialogue is not None else None
+    if base is None or not draft.moves or any(m.target is not None for m in draft.moves) or draft.unknown_places \
+            or draft.bare_targets or not added_to_last(tokenize(message)):
+        return draft
+    places = {spec_key(c.target): c.target for c in base.changes if c.delta}
+    if len(places) != 1 or "" in places:
+        return draft
+    (spec,) = places.values()
+    return replace(draft, moves=onto_mask(draft.moves, spec, describe_mask(spec)))
 
 
 def _one_surface(request: PlanRequest) -> bool:
@@ -541,6 +589,7 @@ class EmbeddedPlanner:
                           followup=followup.dialogue)
         else:
             draft = read_request(vocab, message, request, "message")
+            draft = _on_the_last_place(vocab, message, draft, request.dialogue)
             if (draft.followup or {}).get("move") == "reduce_look":
                 # "too gritty now, ease off a bit": the complaint pulled the last change back, which is
                 # what "ease off" says; that clause was done, not skipped
@@ -564,8 +613,8 @@ class EmbeddedPlanner:
             # one pointed at, "that line")
             pointed = draft.unknown_places[0].split()[0] in vocab.pointing_words
             fine = not surface and not pointed and _fine_detail(draft.unknown_places[0], draft.moves)
-            dark = not (surface or fine or pointed) and _said_dark(vocab, message, draft.moves, draft.unknown_places[0])
-            if draft.place_colour is None and not surface and not fine and not dark and not draft.place_stand_in \
+            tone = None if surface or fine or pointed else _tone_place(vocab, message, draft.moves, draft.unknown_places)
+            if draft.place_colour is None and not surface and not fine and not tone and not draft.place_stand_in \
                     and not draft.specific_place:
                 # "the suit is screaming, calm the orange down": the one colour the request takes down is the
                 # thing's colour, which finds it as a colour said of it does (not one wished for, "make the
@@ -576,10 +625,10 @@ class EmbeddedPlanner:
             elif fine:
                 draft, guessed = self._on_stand_in(draft, None, "the whole photo",
                                                    "as finer detail only changes fine lines like these")
-            elif dark:
-                draft = replace(draft, moves=_opened(self.vocab, draft.moves))
-                draft, guessed = self._on_stand_in(draft, None, "the whole photo",
-                                                   "as that only changes the darkest tones, where it is")
+            elif tone:
+                draft = replace(draft, moves=_at_tone_end(self.vocab, draft.moves, tone))
+                draft, guessed = self._on_stand_in(draft, None, "the whole photo", "as that only changes the "
+                                                   f"{'darkest' if tone == 'dark' else 'brightest'} tones, where it is")
             elif draft.place_colour is not None and not draft.place_stand_in:
                 # "the green mat is too bright", "her nose is very pink": the colour said of it finds it, where
                 # the photo has that colour

@@ -31,7 +31,8 @@ from agent.conversation.clauses import (CAST_CAUSES, DETERMINERS, POINTING_BACK,
                                         named_places, split_clauses)
 from agent.conversation.dialogue import DialogueState
 from agent.conversation.going_back import mask_parts
-from agent.conversation.words import SEPARATORS, before_comparative, find_phrases, percent_share, says_vague_ask, tokenize, word_lists
+from agent.conversation.words import (SEPARATORS, before_comparative, find_phrases, percent_share, says_vague_ask, tokenize,
+                                     turned_round, word_lists)
 from pipeline import ops
 from pipeline.masks import MaskSpecError, normalize_mask_spec
 from pipeline.state import EditState
@@ -257,6 +258,11 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                     for s, n, _ in pull for a in anchors)
     if said_how:
         return _scaled_back(vocab, last, anchors, pieces, request.state)
+    way = turned_round(tokens, vocab.reverse) if last is not None and not anchors else None
+    if way is not None:
+        turned = _turned(vocab, last, way, request.state)
+        if turned is not None:
+            return turned
     # "i meant only a little" right after "make it warmer": that change, to the amount said
     meant = any(t in ("mean", "meant") and i > 0 and tokens[i - 1] == "i" for i, t in enumerate(tokens))
     if meant and last is not None and last.intents and any(p.category == "magnitude" for p in pieces) \
@@ -705,6 +711,33 @@ def _repeat_moves(vocab: Vocabulary, base, scale: float, only=None) -> list[Move
             moves.append(Move(c.op, value, "add", c.target, f"more of {_what(base)}",
                               f"repeating {_what(base)} (\u00d7{scale:g})", "followup", 0, rank, "followup"))
     return moves
+
+
+def _turned(vocab: Vocabulary, base, way: int, state: EditState) -> FollowUp | None:
+    """"no, the other way", "no wait not lower, HIGHER" right after a darkening: that change the other way round,
+    from where it started, as far as it went (brighter than before the darkening, not the darkening taken back);
+    a direction the change went already ("higher" after brightening) is more of it. ``way``: 0 for the other way,
+    else the way said (+1 up), which turns round only the ops that went against it. None when the change moved
+    nothing that has a way (a rotation)."""
+    changes = [c for c in _own_changes(base) if c.delta and c.op not in vocab.discrete_ops]
+    if not changes:
+        return None
+    # (a direction turns round only what went against it: "not lower, HIGHER" after "an old film print, lower the
+    # contrast" raises the contrast and leaves the warm tone)
+    against = [c for c in changes if not way or (c.delta > 0) != (way > 0)]
+    if not against:
+        scale = 0.5
+        return FollowUp(moves=_repeat_moves(vocab, base, scale), labels=list(base.labels),
+                        dialogue={"move": "repeat", "base_asset": base.asset_id, "scale": scale})
+    what = _what(base)
+    # (a change that turned the one before it round, turned again, is that one back: "wrong way" after "lower")
+    again = base.followup.get("move") == "reverse"
+    moves = [Move(c.op, c.before if again else c.before - c.delta, "set", c.target, f"{what} the other way",
+                  f"turning {what} the other way round", "followup", 0, rank, "followup")
+             for rank, c in enumerate(against)]
+    return FollowUp(moves=moves, labels=[f"{base.labels[0]} the other way" if base.labels else "the other way"],
+                    notes=[f"In place of {what}, not on top of it."],
+                    dialogue={"move": "reverse", "base_asset": base.asset_id})
 
 
 def _restored(vocab: Vocabulary, tokens: list[str], pieces: list, dialogue, request) -> FollowUp | None:

@@ -348,11 +348,13 @@ def _describes(vocab: Vocabulary, clause: Clause, piece) -> bool:
     before, after = pieces[i - 1], pieces[i + 1]
     if before.text in SIZES and i >= 2 and pieces[i - 2].text in DETERMINERS:
         before = pieces[i - 2]       # "the big bright crater": a size before the quality describes the thing too
+    # ("leave the dark spot in the middle alone": the determiner ends the keeping verb's phrase)
+    determined = before.text in DETERMINERS or before.category == "protect" and before.text.split()[-1] in DETERMINERS
     if after.category == "target":
         # "the darker pup", "the darker pup's face": a place the finders know, picked out by the quality
-        return before.text in DETERMINERS and after.pos == piece.pos + 1
+        return determined and after.pos == piece.pos + 1
     noun = after.text.removesuffix("'s")
-    return before.text in DETERMINERS and after.category == "word" and noun.isalpha() \
+    return determined and after.category == "word" and noun.isalpha() \
         and (noun in _PARTS or (noun not in FILLER and noun not in vocab.chatter)) \
         and noun not in _BEING and noun not in PLACE_ENDS and noun not in LOCATING \
         and noun not in _FUNCTION_WORDS
@@ -694,6 +696,17 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                 p.text if p.text.startswith("the ") else f"the {p.text}") in absent else p for p in clause.pieces],
                 clause.joined)
             draft.said.append(_placed_note(vocab, absent[0], frame_parts[0]))
+            absent = []
+        stood = {thing: vocab.place_nouns.get(thing.removeprefix("the ")) for thing in absent}
+        if absent and all(stood.values()) and not clause.of("target") and _asks_of_the_thing(vocab, clause):
+            # "darken the grass" on a black-and-white photo: no green to find it by, so it goes where such a
+            # thing stands ("grass": the bottom), and the reply says so
+            clause = Clause([Piece("target", stood[thing], p.text, p.pos) if p.category == "band" and (
+                thing := p.text if p.text.startswith("the ") else f"the {p.text}") in stood else p
+                for p in clause.pieces], clause.joined)
+            draft.said.append(f"I can't find {absent[0]} by its colour here, so I worked on "
+                              f"{_target_label(vocab, stood[absent[0]])}, my best guess for it; paint over it for a "
+                              f"closer fit.")
             absent = []
         if absent:
             # "darken the water" on a cat photo: not a colour move on the little blue there is
@@ -1345,6 +1358,16 @@ def _damped(vocab: Vocabulary, use: Use, scale: float) -> float:
     damp = vocab.magnitude_damping
     problem = vocab.problems[use.problem]
     return (1.0 - damp + damp * scale) * (problem.scale if use.bands == [] or not problem.band else 1.0)
+
+
+def _asks_of_the_thing(vocab: Vocabulary, clause: Clause) -> bool:
+    """Whether a clause asks a change of the things it names by their colour and of nothing else ("darken the
+    grass", not "its meant to be grass", "keep the trees black" or "the grass by that tree")."""
+    return bool(clause.of("intent", "fix", "op", "increase", "reduce", "problem")) \
+        and not clause.of("protect", "except", "avoid") and not unknown_words(vocab, clause) \
+        and all(p.text.startswith("the ") or i and clause.pieces[i - 1].text in ("the", "my", "our")
+                for i, p in enumerate(clause.pieces) if p.category == "band" and vocab.band_things.get(
+                    p.text.removeprefix("the ")))
 
 
 def _absent_things(vocab: Vocabulary, clause: Clause, stats: Mapping | None) -> list[str]:

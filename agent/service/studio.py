@@ -272,6 +272,11 @@ class Studio:
             # "I can't find the spoon ... or should I make it sharper overall?" -> "yes": sharper overall
             text = asked
         route = self.router.route(text)
+        if route.kind == "chat" and route.name == "looks_off" and self.router.looks_off_takes_back \
+                and dialogue_state(self.store, session_id).edits:
+            # "hmm the letters look kinda jaggy now" right after sharpening: that change went too far, so half of
+            # it is taken back (the reply says how much; "undo" takes the rest)
+            text, route = self.router.looks_off_takes_back, Route("modification")
         then = self.router.going_back_then(text) if route.kind in ("command", "modification") else None
         if then is not None and dialogue_state(self.store, session_id).edits:
             # "forget that, just sharpen it a touch": the going back, then the new request on the version it left
