@@ -1851,3 +1851,15 @@ def test_a_quality_word_in_the_name_of_a_thing_kept_describes_it(said):
     assert goal.op == "exposure" and goal.value > 0, plan.reply
     assert goal.target and normalize_mask_spec(goal.target).get("invert"), goal.target
     assert "everything but the centre" in plan.reply, plan.reply
+
+
+def test_normal_again_is_a_going_back_not_a_repeat(studio, router):
+    """"make it normal again" right after warming repeated the warming ("again" read as "do that again"); it goes
+    back. "make the sky normal again" is the change on the sky; "keep it how it was" keeps, changing nothing."""
+    sid = studio.start_session(small_photo("astronaut")).id
+    studio.send_message(sid, "make it warmer")
+    r = studio.send_message(sid, "make it normal again")
+    assert r.status == "rolled_back" and not studio.head(sid).state["settings"].get("temperature"), r.reply
+    route = router.route("make the sky normal again")
+    assert (route.kind, route.name) == ("command", "going_back") and route.going_back[0].kind == "change"
+    assert router.route("keep it how it was").kind != "command"
