@@ -178,17 +178,17 @@ def added_to_last(tokens: list[str]) -> bool:
 DIRECTIONS = {"higher": 1, "up": 1, "upward": 1, "upwards": 1, "lower": -1, "down": -1, "downward": -1,
               "downwards": -1}
 #: Words said with a direction or "the other way" that ask nothing else ("no wait not lower, HIGHER. my bad").
-_TURN_WORDS = frozenset({"not", "no", "nope", "wait", "my", "bad", "i", "meant", "mean", "go", "the", "way", "it",
-                         "should", "be", "sorry", "oops", "actually", "other", "instead", "please", "pls", "plz",
-                         "ok", "okay", "hmm", "uh", "um", "oh", "ah", "whoops", "er", "erm", "no", "nah", "that",
-                         "is", "its", "it's", "was", "wrong", "one", "direction", "way", "opposite", "lol"})
+_TURN_WORDS = frozenset({"not", "no", "nope", "nah", "wait", "my", "bad", "i", "meant", "mean", "go", "the", "way",
+                         "it", "should", "be", "sorry", "oops", "whoops", "actually", "other", "instead", "please",
+                         "pls", "plz", "ok", "okay", "hmm", "uh", "um", "oh", "ah", "er", "erm", "that", "is", "its",
+                         "it's", "was", "wrong", "one", "direction", "opposite", "lol"})
 
 
 def turned_round(tokens: list[str], reverse) -> int | None:
-    """The way a message turns the last change when it says nothing but that: -1 for "no, the other way",
-    "wrong way", or a direction against a negated one ("not lower, HIGHER" is +1, the last one said wins); +1 or
-    -1 for a bare direction ("higher", "no, down"); None when it says anything else. ``reverse``: the engine's
-    ``followups.reverse`` phrases. (0 when only "the other way" is said: the change reversed.)"""
+    """The way a message turns the last change when it says nothing but that: 0 for "no, the other way", "wrong
+    way" (the change reversed); +1 or -1 for a direction, bare ("higher", "no, down") or said against a negated one
+    ("not lower, HIGHER" is +1; the last one said wins); None when it says anything else. ``reverse``: the
+    engine's ``followups.reverse`` phrases."""
     found = find_phrases(tokens, reverse)
     covered = {i for s, n, _ in found for i in range(s, s + n)}
     way = 0 if found else None

@@ -341,6 +341,7 @@ def _tone_place(vocab, message: str, moves: list, places: list[str]) -> str | No
     a tone by its name; one thing said dark and lifted is asked about ("the far shoreline is a black smear, make it
     lighter"), as are many said blown ("the lamps look blown, can you tone them down": which of the bright things)."""
     words = tokenize(message)
+    # (a thing said bright, white or pale is not said to clip: only words that say it has lost its highlights)
     said = {vocab.spot_tones[w] for w in words if w in vocab.spot_tones} - {"bright"} \
         | ({"bright"} if _SAID_CLIPPING & set(words) else set())
     named = {_named_tone(p) for p in places} - {None}
