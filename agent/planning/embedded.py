@@ -316,44 +316,25 @@ def _fine_detail(place: str, moves: list) -> bool:
     return bool(moves) and all(m.op in _DETAIL_OPS for m in moves) and len(words) > 1 and words[-1] in _FINE_DETAIL
 
 
-#: Ops that change one end of the tones only: the dark end, the bright end.
+#: Ops that change the dark end of the tones only.
 _SHADOW_OPS = frozenset({"shadows", "blacks"})
-_HIGHLIGHT_OPS = frozenset({"highlights", "whites"})
-_TONE_PLACES = {"dark": word_lists()["dark_places"], "bright": word_lists()["bright_places"]}
-_SAID_CLIPPING = word_lists()["said_clipping"]
+#: Places that are the dark tones by their name ("the shadow under the saucer").
+_DARK_PLACES = word_lists()["dark_places"]
 
 
-def _named_tone(place: str) -> str | None:
-    """The end of the tones a place is by its name ("the shadow under the saucer": dark; "that highlight", "a hot
-    spot": bright), or None."""
-    words = tokenize(place)
-    if words[-2:] in (["hot", "spot"], ["hot", "spots"]):
-        return "bright"
-    return next((tone for tone, nouns in _TONE_PLACES.items() if words and words[-1] in nouns), None)
-
-
-def _tone_place(vocab, message: str, moves: list, places: list[str]) -> str | None:
-    """The end of the tones ("dark" or "bright") where a thing no finder knows is found on the whole photo, or
-    None: the thing is said dark ("his coat is just a black blob") or bright ("the optic disc is clipping"), or is a
-    tone by its name ("the shadow under the saucer", "tame that highlight"), and every move changes that end of the
-    tones only ("pull some detail out of it", "recover the highlights"). A plain brightening (darkening) is that end
-    opened (tamed) where the thing is many things ("the gaps between the stones are really black, open them up") or
-    a tone by its name; one thing said dark and lifted is asked about ("the far shoreline is a black smear, make it
-    lighter"), as are many said blown ("the lamps look blown, can you tone them down": which of the bright things)."""
-    words = tokenize(message)
-    # (a thing said bright, white or pale is not said to clip: only words that say it has lost its highlights)
-    said = {vocab.spot_tones[w] for w in words if w in vocab.spot_tones} - {"bright"} \
-        | ({"bright"} if _SAID_CLIPPING & set(words) else set())
-    named = {_named_tone(p) for p in places} - {None}
+def _dark_place(vocab, message: str, moves: list, places: list[str]) -> bool:
+    """Whether a thing no finder knows is found by its tone on the whole photo: it is said dark ("his coat is just
+    a black blob") or is dark by its name ("the shadow under the saucer has gone pitch black"), and every move
+    opens the dark end of the tones only ("pull some detail out of it"). A plain brightening opens that end where
+    the thing is many things ("the gaps between the stones are really black, open them up") or a shadow by its
+    name; one thing said dark and lifted is asked about ("the far shoreline is a black smear, make it lighter").
+    (Recovering highlights on a thing said blown or clipping is asked about: "the optic disc is clipping, bring it
+    down" on a whole-photo highlight recovery darkened the rest of the retina too.)"""
+    said = {vocab.spot_tones[w] for w in tokenize(message) if w in vocab.spot_tones}
+    named = any((tokenize(p) or [""])[-1] in _DARK_PLACES for p in places)
     many = _plural(places[0].split()[-1])
-    for tone, own, plain in (("dark", _SHADOW_OPS, _lifts), ("bright", _HIGHLIGHT_OPS, _darkens)):
-        # (several things said blown are asked about, "the shiny cups at each end are a bit blown, tone them
-        # down": which of the bright things; one that clips is the brightest)
-        told = named == {tone} or not named and said == {tone} and not (tone == "bright" and many)
-        if told and moves and all(m.op in own and (m.value > 0) == (tone == "dark")
-                                  or (many or named) and plain(m) for m in moves):
-            return tone
-    return None
+    return (said == {"dark"} or named) and bool(moves) \
+        and all(m.op in _SHADOW_OPS or (many or named) and _lifts(m) for m in moves)
 
 
 def _plural(noun: str) -> bool:
@@ -367,26 +348,17 @@ def _lifts(move: Move) -> bool:
         and move.source == "message"
 
 
-def _darkens(move: Move) -> bool:
-    """A plain darkening of the whole photo asked in the message ("tame that highlight", "bring it down")."""
-    return move.op == "exposure" and move.mode == "add" and move.value < 0 and move.target is None \
-        and move.source == "message"
-
-
-def _at_tone_end(vocab: Vocabulary, moves: list[Move], tone: str) -> list[Move]:
+def _opened(vocab: Vocabulary, moves: list[Move]) -> list[Move]:
     """"the gaps are really black, open them up a bit": lifting a thing said black is opening the shadows, which
-    only changes the darkest tones, where it is ("tame that highlight": recovering the highlights); the size
-    asked (a share of a plain brightening or darkening) is kept."""
-    intent, plain_intent, plain = ("open_shadows", "brighter", _lifts) if tone == "dark" \
-        else ("recover_highlights", "darker", _darkens)
-    intent = vocab.intents[intent]
-    size = abs(vocab.intents[plain_intent].ops[0][1])
+    only changes the darkest tones, where it is; the size asked (a brightening's share of a plain one) is kept."""
+    intent = vocab.intents["open_shadows"]
+    plain = vocab.intents["brighter"].ops[0][1]
     out = []
     for m in moves:
-        if not plain(m):
+        if not _lifts(m):
             out.append(m)
             continue
-        out += [replace(m, op=op, value=round(value * abs(m.value) / size), rank=m.rank + k, intent=intent.name,
+        out += [replace(m, op=op, value=round(value * m.value / plain), rank=m.rank + k, intent=intent.name,
                         label=intent.label, phrase=intent.doing, kind=intent.kind)
                 for k, (op, value) in enumerate(intent.ops)]
     return out
@@ -614,8 +586,8 @@ class EmbeddedPlanner:
             # one pointed at, "that line")
             pointed = draft.unknown_places[0].split()[0] in vocab.pointing_words
             fine = not surface and not pointed and _fine_detail(draft.unknown_places[0], draft.moves)
-            tone = None if surface or fine or pointed else _tone_place(vocab, message, draft.moves, draft.unknown_places)
-            if draft.place_colour is None and not surface and not fine and not tone and not draft.place_stand_in \
+            dark = not (surface or fine or pointed) and _dark_place(vocab, message, draft.moves, draft.unknown_places)
+            if draft.place_colour is None and not surface and not fine and not dark and not draft.place_stand_in \
                     and not draft.specific_place:
                 # "the suit is screaming, calm the orange down": the one colour the request takes down is the
                 # thing's colour, which finds it as a colour said of it does (not one wished for, "make the
@@ -626,10 +598,10 @@ class EmbeddedPlanner:
             elif fine:
                 draft, guessed = self._on_stand_in(draft, None, "the whole photo",
                                                    "as finer detail only changes fine lines like these")
-            elif tone:
-                draft = replace(draft, moves=_at_tone_end(self.vocab, draft.moves, tone))
-                draft, guessed = self._on_stand_in(draft, None, "the whole photo", "as that only changes the "
-                                                   f"{'darkest' if tone == 'dark' else 'brightest'} tones, where it is")
+            elif dark:
+                draft = replace(draft, moves=_opened(self.vocab, draft.moves))
+                draft, guessed = self._on_stand_in(draft, None, "the whole photo",
+                                                   "as that only changes the darkest tones, where it is")
             elif draft.place_colour is not None and not draft.place_stand_in:
                 # "the green mat is too bright", "her nose is very pink": the colour said of it finds it, where
                 # the photo has that colour
