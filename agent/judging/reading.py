@@ -195,7 +195,8 @@ def load_lexicon(path: str | None = None) -> Lexicon:
     for name, intent in (engine.get("intent_translations") or {}).items():
         moves = _intent_moves(intent, data.get("op_properties") or {}) if intent.get("kind") in _PLAIN_KINDS else ()
         for phrase in (_norm(str(w)) for w in (intent.get("words") or ()) if moves):
-            if len(phrase.split()) > 1:
+            # (nor a phrase of a complaint word, "less harsh": the complaint's fix is read)
+            if len(phrase.split()) > 1 and phrase.split()[-1] not in complaints:
                 qualities.setdefault(phrase, Quality(f"intent:{name}", (moves,)))
     efu = engine.get("followups") or {}
     repeat, pull_words = sized_follow_ups(engine)
@@ -1016,7 +1017,9 @@ def read_attempt(message: str, history: Sequence[str] = (), feedback: str = "",
     said = read_request(feedback, list(history) + [message], lex)
     note = (f"read with the person's feedback: {feedback.strip()[:80]}",)
     fb_tokens = _tokens(lex.speller(feedback.lower()) if lex.speller else feedback.lower())
-    if not said.is_edit and asked.is_edit and _find_phrases(fb_tokens, lex.reverse):
+    # ("the other way" on a plan under review turns that plan round, whatever a follow-up of it would read)
+    if (not said.is_edit or said.expects and all(e.source == "the other way" for e in said.expects)) \
+            and asked.is_edit and _find_phrases(fb_tokens, lex.reverse):
         # "no, the other way": every expected move turned round
         expects = tuple(Expect(tuple(tuple(replace(m, sign=-m.sign) for m in alt) for alt in e.alternatives),
                                e.source, e.band) for e in asked.expects)
