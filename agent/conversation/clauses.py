@@ -17,6 +17,9 @@ from agent.conversation.words import PhraseTable, find_phrases, tokenize, word_l
 QUALITIES = ("intent", "band", "problem", "fix", "op")
 #: Words that introduce a place: "the cup", "her cheek", "on his jacket".
 DETERMINERS = word_lists()["place_determiners"]
+#: Words before a thing that name it as one in the photo ("the grass", "my lawn"), not as what it is ("meant
+#: to be grass") nor one pointed at ("that tree").
+NAMING_DETERMINERS = frozenset({"the", "my", "our"})
 #: Words that end a place's name: "the table around the cup" names the table; "the helmet is
 #: too dark", "the coffee looks flat": the verb after the thing ends it too.
 PLACE_ENDS = word_lists()["place_ends"]

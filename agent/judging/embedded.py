@@ -43,6 +43,7 @@ from agent.config import DEFAULT_CONFIG_PATH, JudgeSettings
 from agent.judging.base import Assessment, JudgeRequest
 from agent.judging.scoring import MIN_TARGET_SHARE, LastChange, score_reading
 from agent.planning.base import SubGoal
+from agent.conversation.clauses import NAMING_DETERMINERS
 from agent.judging.reading import Reading, keeps_out_of_last, load_lexicon, read_attempt
 from pipeline import measure, ops
 from pipeline.ops import Effect
@@ -667,13 +668,10 @@ def _stand_in(reading: Reading, spec: Mapping) -> dict | None:
     words = re.findall(r"[a-z]+", (reading.message or "").lower())
     for before, word in zip(["", *words], words):
         # (a thing named as one, "the grass", not "it's meant to be grass")
-        if before in _THING_DETERMINERS and word in lex.stand_ins and lex.bands.get(word) == spec.get("band"):
+        if before in NAMING_DETERMINERS and word in lex.stand_ins and lex.bands.get(word) == spec.get("band"):
             return dict(lex.stand_ins[word])
     return None
 
-
-#: Words before a thing that name it as one in the photo ("the grass", "my lawn").
-_THING_DETERMINERS = frozenset({"the", "my", "our"})
 
 
 def _located(spec: dict, original: np.ndarray, locate: Callable[[dict], np.ndarray] | None) -> np.ndarray:

@@ -260,7 +260,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         return _scaled_back(vocab, last, anchors, pieces, request.state)
     way = turned_round(tokens, vocab.reverse) if last is not None and not anchors else None
     if way is not None:
-        turned = _turned(vocab, last, way, request.state)
+        turned = _turned(vocab, last, way)
         if turned is not None:
             return turned
     # "i meant only a little" right after "make it warmer": that change, to the amount said
@@ -713,7 +713,7 @@ def _repeat_moves(vocab: Vocabulary, base, scale: float, only=None) -> list[Move
     return moves
 
 
-def _turned(vocab: Vocabulary, base, way: int, state: EditState) -> FollowUp | None:
+def _turned(vocab: Vocabulary, base, way: int) -> FollowUp | None:
     """"no, the other way", "no wait not lower, HIGHER" right after a darkening: that change the other way round,
     from where it started, as far as it went (brighter than before the darkening, not the darkening taken back);
     a direction the change went already ("higher" after brightening) is more of it. ``way``: 0 for the other way,

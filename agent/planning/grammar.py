@@ -13,7 +13,7 @@ from typing import Mapping
 
 from agent.planning.base import PlanRequest
 from agent.planning.moves import Draft, Move, onto_mask, protect_moves
-from agent.conversation.clauses import (COLOUR_OF_A_THING, DETERMINERS, LOCATING, PERSONS, PLACE_ENDS, POINTING_BACK,
+from agent.conversation.clauses import (COLOUR_OF_A_THING, DETERMINERS, LOCATING, NAMING_DETERMINERS, PERSONS, PLACE_ENDS, POINTING_BACK,
                                         QUALITIES, SIZES, WISH_OPENERS, Clause, around, avoided_degree, colour_of,
                                         guess_place, named_places, names_a_thing, only_qualities, read_complaints,
                                         read_evened, read_wished_casts, said_as_subject, says_evening, sizes_in_names,
@@ -1365,7 +1365,7 @@ def _asks_of_the_thing(vocab: Vocabulary, clause: Clause) -> bool:
     grass", not "its meant to be grass", "keep the trees black" or "the grass by that tree")."""
     return bool(clause.of("intent", "fix", "op", "increase", "reduce", "problem")) \
         and not clause.of("protect", "except", "avoid") and not unknown_words(vocab, clause) \
-        and all(p.text.startswith("the ") or i and clause.pieces[i - 1].text in ("the", "my", "our")
+        and all(p.text.startswith("the ") or i and clause.pieces[i - 1].text in NAMING_DETERMINERS
                 for i, p in enumerate(clause.pieces) if p.category == "band" and vocab.band_things.get(
                     p.text.removeprefix("the ")))
 
