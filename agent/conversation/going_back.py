@@ -284,8 +284,10 @@ class GoingBackReader:
                    and not self._describes_version(asked, s, n)]
         # a repeat's own amount is said after "but" ("back to that, but less"); "the lighter left side" names
         repeat_amount = [s for s, _, _ in find_phrases(asked, self.vocab.repeat_but) if s > 0 and asked[s - 1] == "but"]
+        # ("bring it back to how it was before": a pull-back verb said with where to is all the way back)
+        pulled = [(s, n) for s, n, _ in find_phrases(asked, self.vocab.pull_back) if asked[s + n:s + n + 1] != ["to"]]
         if partial or repeat_amount or find_phrases(asked, self.vocab.fractions) or (
-                find_phrases(asked, self.vocab.pull_back) and not (strong and self._count(asked) is not None)):
+                pulled and not (strong and self._count(asked) is not None)):
             # "bring back a hint of colour", "too much, dial it back": a follow-up ("take those last two back
             # off": a count of changes taken back is no pull-back of one)
             return None
@@ -293,10 +295,19 @@ class GoingBackReader:
         if verbs:
             vs, vn = verbs[-1] if verbs[-1][0] < first_marker else verbs[0]
             after = self._named(words[vs + vn:first_marker])
-            # ("the sunny warm one without the extra colour was nicer": the verb after the description)
-            before_verb = self._named(words[:vs] if verbs[0][0] < first_marker else words[:first_marker])
+            # ("the sunny warm one without the extra colour was nicer": the verb after the description; "return
+            # like before": a verb said before another names no change)
+            at_verbs = {i for s, n in verbs for i in range(s, s + n)}
+            before_verb = self._named([w for i, w in enumerate(words[:vs] if verbs[0][0] < first_marker
+                                                                else words[:first_marker]) if i not in at_verbs])
             # "back to the first warm version", "scrap the purple"; else "put the colour back"
             named = after or before_verb
+            # ("get rid of all the pens on the left": a thing no table knows, said where it is, is what is named;
+            # the place only says where it is)
+            located = next((i + 2 for i in range(vs + vn, first_marker - 2) if words[i + 1] in _LOCATING
+                            and self._content([words[i]]) and words[i] not in self.vocab.known_words), None)
+            if located is not None and after:
+                named = [w for w in named if w not in self._named(words[located:first_marker])]
         else:
             named = self._named(words[:first_marker])
         parts: dict[str, list[str]] = {"before": [], "without": [], "after": [], "keep": []}
@@ -319,6 +330,13 @@ class GoingBackReader:
                 and not self.first.find(words) and not said_back:
             # "scrap the warm look", "ditch the colour one": that change thrown away, not gone back to
             return GoingBack("change", named=named, strong=True, whole=bool(self.whole.find(words)))
+        groups = self._groups(words[vs + vn:first_marker]) if verbs else []
+        stills = [w for g in groups if "still" in g for w in g if w != "still"]
+        if described and stills and len(groups) > 1 and len(stills) < len(named) - 1:
+            # "back to where the milky way was done and the colours were still normal": what was still as it
+            # was had not been changed yet
+            parts["before"] += stills
+            named = [w for w in named if w not in stills and w != "still"]
         if described and (named or parts["without"] or parts["before"]):
             return GoingBack("version", named=named, without=parts["without"], before=parts["before"],
                              first=bool(self.first.find(words)) or alone, strong=bool(strong) or said_back)
@@ -456,6 +474,26 @@ class GoingBackReader:
             return True
         return self._heard(edit, words, tokenize(" ".join([*edit.labels, *edit.intents,
                                                            str(edit.followup.get("place_said") or "")])))
+
+    def asked_outright(self, text: str) -> bool:
+        """Whether going back is asked, not denied ("don't undo anything", "no need to go back"), supposed ("if I
+        don't like it can I undo later?") or said of a file ("send it back at full resolution")."""
+        words = tokenize(text)
+        if _SUPPOSED & set(words) or _FILES & set(words):
+            return False
+        for s, _, _ in self.strong.find(words):
+            lead = words[max(0, s - 3):s]
+            cut = max([i + 1 for i, t in enumerate(lead) if t in SEPARATORS] + [0])
+            if _DENIED & set(lead[cut:]):
+                return False
+        return True
+
+    def names_nothing(self, words: list[str], state: DialogueState) -> bool:
+        """Whether ``words`` name no change at all: no quality, op, place or colour, and none of them was said with
+        any change ("noooo", "modification", "possible")."""
+        named = ("intent", "fix", "op", "band", "target", "problem", "global")
+        return not any(p.category in named for p in read_pieces(self.vocab, list(words))) \
+            and not any(self._heard(e, [w]) for e in state.edits for w in self._content(words))
 
     def _heard(self, edit: TurnMoves, words: list[str], also: Iterable[str] = ()) -> bool:
         """Whether most of ``words`` were said with ``edit``: in the person's message (or ``also``, the words
@@ -781,6 +819,15 @@ _CAUSING = frozenset({"make", "let", "have", "watch", "see"})
 _ITS = frozenset({"it", "them", "him", "her", "this", "that"})
 
 _SUFFIXES = ("ening", "ment", "ing", "ed", "er", "est", "ness", "en", "es", "s", "y")
+
+
+#: Words that deny, suppose or name a file: no going back is asked outright with them.
+_DENIED = frozenset({"don't", "dont", "not", "never", "no", "didn't", "didnt", "need"})
+_SUPPOSED = frozenset({"if", "later", "whenever", "case"})
+_FILES = frozenset({"file", "png", "jpeg", "jpg", "tiff", "webp", "resolution", "download", "email"})
+
+#: Words that say where a thing is ("the pens on the left").
+_LOCATING = frozenset({"on", "in", "at", "along", "near", "by"})
 
 
 def _stem(word: str) -> str:

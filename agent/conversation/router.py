@@ -288,7 +288,7 @@ class Router:
                 _, reply, replies = self.chat["ok"]
                 return Route("chat", "ok", reply=reply, quick_replies=replies)
             return Route("modification")
-        rest = rhetorical_rest(words)
+        rest = rhetorical_rest(tokens)
         if rest:
             # "is it just me or is this photo really dark": said as a question, meant as a complaint; what
             # follows the opening is what is said ("this photo really dark")
@@ -377,11 +377,30 @@ class Router:
                 and not self._follows(said) and not self._asked_of_me(said) \
                 and not self._one_more_place(words, said, states):
             # "morning! lovely old ruin this, took it on holiday", "this is my dog": said to me, nothing to change
-            if "now" in words and BEING & set(words) and self.looks_off_doubts & set(words):
+            if "now" in words and (BEING & set(words) or self._elided_being(words)) \
+                    and self.looks_off_doubts & set(words):
                 # ("hmm the letters look kinda jaggy now": how it looks since the last change, with a doubt)
                 return Route("chat", "looks_off", reply=self.looks_off_reply, quick_replies=self.looks_off_replies)
             return Route("chat", "remark", reply=self.remark_reply, quick_replies=self.remark_replies)
-        return Route("modification")
+        told = self._told_in_clauses(text, generative)
+        return told if told is not None else Route("modification")
+
+    def _told_in_clauses(self, text: str, generative: bool) -> Route | None:
+        """"this is a scan of my grandpa's photo, pretty cool right": a message every clause of which is said
+        to me (a remark, praise) asks nothing as a whole either; praise or a doubt answers before a remark."""
+        clauses = [" ".join(c) for c in split_requests(tokenize(self.vocab.spell(text or "")))]
+        if len(clauses) < 2:
+            return None
+        routes = [self.route(c, generative=generative) for c in clauses]
+        if not all(r.kind == "chat" for r in routes):
+            return None
+        return next((r for r in routes if r.name != "remark"), routes[0])
+
+    def _elided_being(self, words: list[str]) -> bool:
+        """"hmm, bit heavy-handed now", "kinda muddy now": how it is, said without "it's"."""
+        opened = self._after_interjections(words)
+        return opened[:1] in (["bit"], ["abit"], ["kinda"], ["sorta"], ["too"], ["way"]) \
+            or opened[:2] in (["a", "bit"], ["a", "little"], ["little", "bit"])
 
     def _asks_after(self, words: list[str], tokens: list[str]) -> bool:
         """Whether a message asks: its opening is a request, or a clause after a statement is ("his hand on the
@@ -429,6 +448,8 @@ class Router:
                     return None        # "i wonder if you could brighten it": asked for, politely
                 return self.question_kind(rest) or "evaluation"
             first, second = words[0], words[1] if len(words) > 1 else ""
+            if first in ("what", "whats", "what's") and second in ("a", "an"):
+                continue               # "wow what a thrilling launch photo. make it ...": an exclamation
             judged = bool(self.judging_verbs & set(words[2:7]))
             if first in self.question_words:
                 if find_phrases(words, self.questions["capabilities"]):

@@ -94,7 +94,7 @@ def rhetorical_rest(tokens: Sequence[str]) -> list[str] | None:
             rest = words[len(said):]
             rest = rest[1:] if rest and rest[0] in ("is", "are", "does", "do", "was", "has") else rest
             return rest or None
-    return asked_why_rest(words)
+    return asked_why_rest(tokens)
 
 
 def acknowledged_rest(tokens: Sequence[str]) -> list[str] | None:
@@ -127,6 +127,9 @@ def asked_why_rest(tokens: Sequence[str]) -> list[str] | None:
     """What a "why is it so ..." question says of the photo, as a statement ("why is everything so yellow"
     -> "everything is so yellow"), or None when the words open no such way or say no degree ("why is it grey?"
     may ask for a reason)."""
+    asked = [i for i, t in enumerate(tokens) if t == "?"]
+    if len(asked) > 1 and any(t not in SEPARATORS for t in tokens[asked[0]:asked[-1]]):
+        return None       # "why does this look so soft? motion blur or missed focus?": a reason, asked again
     words = [t for t in tokens if t not in SEPARATORS]
     degree = word_lists()["degree_words"]
     for said in _why_openings():

@@ -35,6 +35,7 @@ from agent.planning.base import REPLANS_JOINED, Plan, PlanRequest, SubGoal
 from agent.planning.followups import caused_by_last, guessed_place_note, read_followup
 from agent.planning.grammar import PLACED_AS_SAID, read_request, split_protected
 from agent.planning.moves import Draft, Move, onto_mask, protect_moves, spec_key
+from agent.conversation.going_back import split_requests
 from agent.conversation.vocabulary import Vocabulary, read_pieces
 from agent.conversation.words import PhraseTable, added_to_last, asked_why_rest, find_phrases, says_vague_ask, tokenize, word_lists
 from pipeline import ops
@@ -57,6 +58,13 @@ def _merge(moves: list[Move], state: EditState, notes: list[str]) -> list[Move]:
         if any(m.source == "feedback" for m in group):
             group = [m for m in group if m.source in ("feedback", "signal")]
         asked = [m for m in group if m.source in ("message", "feedback") and m.mode == "add"]
+        for way in (1, -1):
+            # "the frame reads a little warm to me, cool it down": the quality said of how the photo is, asked
+            # the other way in the same message, describes it; the request is what is asked
+            said = [m for m in asked if m.value * way > 0]
+            if said and all(m.stated for m in said) and any(m.value * way < 0 and not m.stated for m in asked):
+                group = [m for m in group if m not in said]
+                asked = [m for m in asked if m not in said]
         labels_up = {m.label for m in asked if m.value > 0}
         labels_down = {m.label for m in asked if m.value < 0}
         # Two looks that differ on a supporting op blend; a named quality or a look's main op is contested.
@@ -379,6 +387,17 @@ def _on_the_last_place(vocab: Vocabulary, message: str, draft: Draft, dialogue) 
     return replace(draft, moves=onto_mask(draft.moves, spec, describe_mask(spec)))
 
 
+def _followup_in_a_clause(vocab: Vocabulary, message: str, request: PlanRequest):
+    """"bit heavy-handed now. Ease off.", "More than that. Properly rich.": a message no reading takes as a
+    whole, one clause of which is a follow-up to the last change while the others ask nothing that can be
+    done (how it looks now, said in words no table knows): that follow-up."""
+    clauses = [" ".join(c) for c in split_requests(tokenize(message))]
+    if len(clauses) < 2:
+        return None
+    found = [f for f in (read_followup(vocab, c, request) for c in clauses) if f is not None and f.moves]
+    return found[0] if len(found) == 1 else None
+
+
 def _one_surface(request: PlanRequest) -> bool:
     """Whether the photo (its original, else the current render) is one surface edge to edge."""
     photo = request.original if request.original is not None else request.image
@@ -563,6 +582,11 @@ class EmbeddedPlanner:
         else:
             draft = read_request(vocab, message, request, "message")
             draft = _on_the_last_place(vocab, message, draft, request.dialogue)
+            one = _followup_in_a_clause(vocab, message, request) if not by_person and not (
+                draft.moves or draft.unknown_places or draft.unknown_kept or draft.missing_things) else None
+            if one is not None:
+                followup = one
+                draft = Draft(moves=one.moves, notes=one.notes, understood_any=True, followup=one.dialogue)
             if (draft.followup or {}).get("move") == "reduce_look":
                 # "too gritty now, ease off a bit": the complaint pulled the last change back, which is
                 # what "ease off" says; that clause was done, not skipped

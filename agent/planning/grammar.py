@@ -19,7 +19,7 @@ from agent.conversation.clauses import (COLOUR_OF_A_THING, DETERMINERS, LOCATING
                                         read_evened, read_wished_casts, said_as_subject, says_evening, sizes_in_names,
                                         split_clauses, stand_in, trailing_also, unknown_words, wished_after)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, SPOT_JOIN, Intent, Piece, Vocabulary, read_pieces
-from agent.conversation.words import PRAISE_LINKS, effect_said, find_phrases, tells_how_taken, tokenize, word_lists
+from agent.conversation.words import PRAISE_LINKS, SEPARATORS, effect_said, find_phrases, tells_how_taken, tokenize, word_lists
 from pipeline import ops
 from pipeline.masks import normalize_mask_spec
 from pipeline.state import EditState
@@ -50,6 +50,7 @@ class Use:
     pos: int = 0
     problem: str = ""                    # the complaint this use fixes ("murky"): never negated
     fixes: bool = False                  # said as a problem ("murky", "looks flat"), not as a wish
+    stated: bool = False                 # said of how the photo is ("it reads a little warm to me")
 
 
 def _nearest(p: Piece, anchors: list[Piece], *, prefer_after: bool = True) -> Piece | None:
@@ -486,7 +487,7 @@ def _moves_at(vocab: Vocabulary, use: Use, target_name: str | None, band: str | 
 
     def move(op: str, value: int, mode: str, at: dict | None, phrase: str, rank: int) -> Move:
         return Move(op, value, mode, at, label, phrase, source, order, rank, intent.kind, intent.name,
-                    complaint=bool(use.problem or use.fixes))
+                    complaint=bool(use.problem or use.fixes), stated=use.stated)
 
     if use.reset:
         # reset / remove: back to 0 what this intent moved; nothing moved means "less of it".
@@ -642,6 +643,17 @@ def _relative_moves(vocab: Vocabulary, name: str, stats: Mapping, order: int, dr
 # Reading one text into a Draft
 # ---------------------------------------------------------------------------
 
+def _said_of_how_it_is(tokens: list[str], pos: int) -> bool:
+    """Whether the quality at ``pos`` follows a word that says how the photo is, in its clause ("the whole
+    frame reads a little warm to me"): a description, which the same message may ask the other way."""
+    before = []
+    for t in reversed(tokens[max(0, pos - 4):pos]):
+        if t in SEPARATORS:
+            break
+        before.append(t)
+    return bool(_STATE_WORDS & set(before))
+
+
 def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order0: int = 0) -> Draft:
     draft = Draft()
     tokens = effect_said(tokenize(text[:MAX_MESSAGE_CHARS]))
@@ -718,6 +730,8 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         wished = ci > 0 and only_qualities(clause) and (wished or wished_after(vocab, clauses[ci - 1]))
         uses = _uses(vocab, clause, complained, wished=wished)
         complained = any(u.problem for u in uses)
+        for u in uses:
+            u.stated = not (u.negated or u.problem or u.fixes) and _said_of_how_it_is(tokens, u.pos)
         targets = [p.key for p in clause.of("target")]
         qualified = _qualified_place(vocab, targets)
         if qualified is not None:

@@ -29,6 +29,7 @@ class Move:
     kind: str = ""                       # the intent's kind: direct, artistic, colour, tone, op
     intent: str = ""                     # the profile intent behind it ("warmer"), for the dialogue state
     complaint: bool = False              # the fix of a complaint ("it's a bit flat"), not a wish
+    stated: bool = False                 # said of how the photo is ("it looks a little warm"), maybe not asked
 
     @property
     def key(self) -> tuple[str, str]:

@@ -247,6 +247,10 @@ def _going_back(studio: "Studio", session_id: str, route: Route, progress, text:
         return _answered(studio, session_id, text, f"Nothing to undo there: when you asked \u201c{_quoted(asked.message)}"
                          "\u201d I made no change, so the photo never had it.", kind="command",
                          quick_replies=["What did you change?", "Undo"])
+    if said and state.edits and reader.names_nothing(said, state) and reader.asked_outright(text):
+        # "noooo go back", "kindly reverse the last modification", "switch it back": the words left over name
+        # no quality, place or colour and nothing said with any change, so they name no change: the last one
+        return studio.undo(session_id, progress=progress, said=text)
     if said:
         return _answered(studio, session_id, text, f"I couldn't find a change like \u201c{' '.join(said)}\u201d in "
                          "this version's history, so nothing changed.", kind="command",

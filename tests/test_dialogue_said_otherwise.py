@@ -1,0 +1,151 @@
+"""Going back and following up, said the way people write when they have never read our word lists: a pull-back
+after a remark no table knows, an exclamation before a request, a quality said of the photo and asked the other
+way, a "why" that asks for a reason, going back in words that name no change, a thing said where it is.
+
+Real parts only: the engine profile, the embedded planner and judge, a real SQLite store and real skimage
+photos, measured by where the head lands and in the saved state.
+
+``tests/data/going_back_phrasings.tsv`` was written by a helper who never read the vocabulary (240 messages:
+take back the last change, go back to the original, or words that look like going back and are not). It is a
+tuning probe, not a held-out set: the mechanisms below were built from its misses, so the floors here guard
+against losing them (measured 136/140, 36/40 and 57/60 when it was added), they do not measure generality.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.conversation.router import Router
+from agent.judging.embedded import EmbeddedJudge
+from agent.planning.base import PlanRequest
+from agent.planning.embedded import EmbeddedPlanner
+from conftest import assert_goes_back, small_photo
+from pipeline.state import EditState
+
+PHRASINGS = Path(__file__).parent / "data" / "going_back_phrasings.tsv"
+
+
+@pytest.fixture
+def studio(make_studio):
+    return make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="never")
+
+
+@pytest.fixture(scope="module")
+def router():
+    return Router()
+
+
+def _session(studio, photo, *messages):
+    sid = studio.start_session(photo).id
+    heads = [studio.head(sid).id]
+    for m in messages:
+        studio.send_message(sid, m)
+        heads.append(studio.head(sid).id)
+    return sid, heads
+
+
+def test_going_back_said_many_ways_lands_where_it_was_asked(studio):
+    photo = small_photo("astronaut", long_side=128)
+    tally: dict[str, list[bool]] = {"undo": [], "original": [], "not_undo": []}
+    for line in PHRASINGS.read_text(encoding="utf-8").splitlines():
+        label, said = line.split("\t", 1)
+        sid, (original, first, second) = _session(studio, photo, "make it brighter", "warmer")
+        studio.send_message(sid, said)
+        head = studio.head(sid).id
+        tally[label].append({"undo": head == first, "original": head == original,
+                             "not_undo": head not in (first, original)}[label])
+    shares = {k: sum(v) / len(v) for k, v in tally.items()}
+    assert len(tally["undo"]) == 140 and len(tally["original"]) == 40 and len(tally["not_undo"]) == 60
+    assert shares["undo"] >= 0.95 and shares["original"] >= 0.85 and shares["not_undo"] >= 0.93, shares
+
+
+def test_a_pull_back_after_a_remark_no_table_knows_is_still_a_pull_back(studio):
+    """"bit heavy-handed now. Ease off.": the first sentence says how it looks, the second what to do."""
+    sid, heads = _session(studio, small_photo("camera"), "darken the sky a tad")
+    darkened = studio.head(sid).state
+    r = studio.send_message(sid, "bit heavy-handed now. Ease off.")
+    assert r.kind == "edit" and r.asset_id, r.reply
+    sky = lambda state: [l["settings"].get("exposure", 0) for l in state.get("layers") or [] if "sky" in repr(l["mask"])]
+    assert sky(darkened) and sky(studio.head(sid).state)[0] > sky(darkened)[0], studio.head(sid).state
+
+
+def test_a_doubt_said_without_its_verb_takes_the_last_change_back_part_way(studio):
+    """"Hmm, bit heavy-handed now.": how it looks since the last change, with a doubt and no "it's"."""
+    sid, heads = _session(studio, small_photo("camera"), "much darker")
+    darker = studio.head(sid).state["settings"]["exposure"]
+    r = studio.send_message(sid, "Hmm, bit heavy-handed now.")
+    assert r.asset_id and studio.head(sid).id != heads[-1], r.reply
+    assert darker < studio.head(sid).state["settings"]["exposure"] < 0, studio.head(sid).state["settings"]
+
+
+def test_a_remark_then_praise_changes_nothing(studio):
+    sid, heads = _session(studio, small_photo("camera"))
+    r = studio.send_message(sid, "this is a scan of my grandpas photo from uni, pretty cool right")
+    assert r.kind == "chat" and studio.head(sid).id == heads[-1], r.reply
+
+
+def test_a_why_asked_twice_wants_a_reason_not_an_edit(studio):
+    sid, heads = _session(studio, small_photo("camera"))
+    r = studio.send_message(sid, "why does this look so soft? motion blur or missed focus?")
+    assert r.kind == "question" and studio.head(sid).id == heads[-1], r.reply
+    r = studio.send_message(sid, "why is it so dark?")      # one "why" with a degree still says it is too dark
+    assert r.kind == "edit" and studio.head(sid).state["settings"]["exposure"] > 0, r.reply
+
+
+def test_an_exclamation_before_a_request_is_no_question(router):
+    assert router.route("wow what a thrilling launch photo. make it darker and bluer").kind == "modification"
+    assert router.route("what a lovely photo").kind == "chat"
+
+
+def test_a_quality_said_of_the_photo_and_asked_the_other_way_is_the_request():
+    plan = EmbeddedPlanner().plan(PlanRequest(
+        "The whole frame reads a little warm to me. Cool it down slightly, please.", EditState()))
+    assert [(g.op, g.value < 0) for g in plan.sub_goals] == [("temperature", True)], plan.reply
+    both = EmbeddedPlanner().plan(PlanRequest("make it warmer and cooler", EditState()))
+    assert not both.sub_goals and "opposite directions" in both.reply      # asked both ways: still held
+
+
+def test_more_definition_is_local_contrast():
+    plan = EmbeddedPlanner().plan(PlanRequest("more definition please", EditState()))
+    assert [g.op for g in plan.sub_goals] == ["clarity"], plan.reply
+
+
+def test_scratch_the_named_one_takes_out_that_change_not_everything(studio):
+    photo = small_photo("astronaut")
+    assert_goes_back(studio, photo, ["make it more saturated"], ["brighten her face a touch"],
+                     "meh, scratch the face one")
+
+
+@pytest.mark.parametrize("said", ["no no I don't like. return like before", "noooo go back",
+                                  "Kindly reverse the last modification.", "bring it back to how it was before"])
+def test_going_back_in_words_that_name_no_change_is_the_last_change(studio, said):
+    assert_goes_back(studio, small_photo("chelsea"), ["make the photo brighter"], ["more contrast"], said)
+
+
+@pytest.mark.parametrize("said", ["don't undo anything, it's great", "no need to go back, this is good",
+                                  "if I don't like it can I undo later?", "send it back to me at full resolution"])
+def test_going_back_denied_supposed_or_of_a_file_changes_nothing(studio, said):
+    sid, heads = _session(studio, small_photo("chelsea"), "make the photo brighter", "more contrast")
+    studio.send_message(sid, said)
+    assert studio.head(sid).id == heads[-1]
+
+
+def test_back_to_where_only_one_change_was_made(studio):
+    assert_goes_back(studio, small_photo("coffee"), ["Spoon's lost in shadow. Lift it about half a stop, nothing else."],
+                     ["Add a vignette, fairly strong.", "a hair more saturation"],
+                     "Roll back to where only the spoon was fixed.")
+
+
+def test_what_was_still_as_it_was_is_before_it_changed(router):
+    back = router.going_back.read("ok take me back to where the milky way was done and the colours were still normal")
+    assert back[0].kind == "version" and "milky" in back[0].named and "colours" in back[0].before
+
+
+def test_a_thing_said_where_it_is_names_no_change_there(studio):
+    """"get rid of all the pens on the left" after brightening the left: the pens were never changed."""
+    sid, heads = _session(studio, small_photo("astronaut"), "brighten the left")
+    r = studio.send_message(sid, "oh and could you get rid of all the pens on the left? they're messy")
+    assert r.status != "rolled_back", r.reply
+    assert_goes_back(studio, small_photo("astronaut"), [], ["brighten the left"], "undo the left one")
