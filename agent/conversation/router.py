@@ -36,7 +36,7 @@ from agent.conversation.clauses import BEING, SIZES, and_a_place, read_complaint
 from agent.conversation.generative import GenerativeRequest, parse_generative
 from agent.conversation.going_back import GoingBack, GoingBackReader, split_requests
 from agent.conversation.vocabulary import Vocabulary, read_pieces
-from agent.conversation.words import (PRAISE_LINKS, SEPARATORS, acknowledged_rest, before_comparative, find_phrases, plain_words, rhetorical_rest, tells_how_taken, tokenize, turned_round,
+from agent.conversation.words import (PRAISE_LINKS, SEPARATORS, PhraseTable, acknowledged_rest, before_comparative, find_phrases, plain_words, rhetorical_rest, tells_how_taken, tokenize, turned_round,
                                      word_lists)
 from pipeline import ops
 from profiles import Profile, load_profile
@@ -114,6 +114,14 @@ _CHANGE_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band
 _VERSION_SAID = frozenset({"before", "after", "when", "where", "without", "with", "from", "since", "until", "till",
                            "while", "like", "as"})
 #: Words a request may open with before its verb ("please just warm it", "can you now crop it").
+#: Said to make a request a question ("can you fix red eye? just asking for later").
+_ONLY_ASKING = PhraseTable.of(["just asking", "only asking", "just curious", "only curious", "asking for later",
+                               "for future reference", "dont do it yet", "don't do it yet"])
+_NO_LONGER = PhraseTable.of(["no longer", "any more", "not anymore"])
+#: Said of photos in general, not of this one ("do people usually make food photos warmer?").
+_IN_GENERAL = PhraseTable.of(["usually", "generally", "in general", "typically", "normally", "ever", "people",
+                              "photographers", "most photos", "in theory"])
+
 _POLITE = frozenset({"please", "pls", "plz", "just", "now", "then", "and", "also", "so", "kindly", "maybe",
                      "perhaps", "quickly", "mind", "go", "try", "to"})
 #: Follow-up tables of the planner's vocabulary: a message that says one of these is about the photo.
@@ -310,6 +318,13 @@ class Router:
         if thing is not None:
             # "a rainbow would be nice", "could there be snow?": content, which tone and colour cannot make
             return Route("chat", "content", reply=self.wish_reply.format(thing=thing), quick_replies=self.wish_replies)
+        questioned = (text or "").strip().endswith("?") or self._after_interjections(words)[:1] and \
+            self._after_interjections(words)[0] in self.question_words | self.auxiliaries
+        in_general = questioned and find_phrases(words, _IN_GENERAL) and not self._asked_of_me(said) \
+            and not ("?" in (text or "") and (text or "").rsplit("?", 1)[-1].strip(" .!"))
+        if find_phrases(words, _ONLY_ASKING) or in_general:
+            # "can you fix red eye? just asking for later": asked about, not for
+            return Route("exploration", "capabilities", words=self._offered(said))
         asks = (text or "").strip().endswith("?")
         opening = self._opening(words) if asks and not self._modal_be(self._after_interjections(words)) else None
         if asks and opening is None and any(len(words) > len(t) and tuple(words[-len(t):]) == t
@@ -360,6 +375,9 @@ class Router:
         praised = self._praised(tokens, chat_hits.get("praise") or [])
         if praised is not None:
             return praised
+        if self._likes(words) or self._gone_now(words):
+            _, reply, replies = self.chat["praise"]
+            return Route("chat", "praise", reply=reply, quick_replies=replies)
         pieces = read_pieces(self.vocab, said)
         edits = [p for p in pieces if p.category in _EDIT_PIECES]
         presented = self._presented(tokens)
@@ -395,6 +413,31 @@ class Router:
         if not all(r.kind == "chat" for r in routes):
             return None
         return next((r for r in routes if r.name != "remark"), routes[0])
+
+    def _gone_now(self, words: list[str]) -> bool:
+        """"so much better, the faces aren't grey anymore": a complaint said to be gone is praise (a quality
+        said gone, "the sky isn't blue anymore", is a complaint about the last change)."""
+        if not ({"anymore"} & set(words) or find_phrases(words, _NO_LONGER)) or self._requests(words):
+            return False
+        pieces = read_pieces(self.vocab, words)
+        return any(p.category == "problem" for p in pieces) \
+            and not any(p.category in ("intent", "band", "increase", "reduce") for p in pieces) \
+            and bool({"not", "no", "isn't", "isnt", "aren't", "arent", "never", "longer"} & set(words))
+
+    def _likes(self, words: list[str]) -> bool:
+        """"i really like the contrast you went with", "i love how warm it is": what the person likes, said of
+        how it is (not "i'd like it warmer", nor "i like it but brighter", nor "i love it, now the sky")."""
+        opened = self._after_interjections(words)
+        if opened[:1] != ["i"]:
+            return False
+        rest = opened[1:]
+        while rest[:1] and rest[0] in ("really", "just", "absolutely", "totally", "so", "do", "actually"):
+            rest = rest[1:]
+        return rest[:1] in (["like"], ["love"], ["adore"], ["liked"], ["loved"]) \
+            and rest[1:2] in (["the"], ["this"], ["that"], ["how"], ["what"], ["those"], ["these"], ["her"], ["his"]) \
+            and not {"but", "more", "less", "now", "then", "instead"} & set(rest) \
+            and not any(p.category in ("increase", "reduce") or p.category == "intent" and p.text.endswith("er")
+                        for p in read_pieces(self.vocab, rest[2:]))
 
     def _elided_being(self, words: list[str]) -> bool:
         """"hmm, bit heavy-handed now", "kinda muddy now": how it is, said without "it's"."""
@@ -433,10 +476,15 @@ class Router:
         says?"); "how about warmer" suggests. Kinds: ``what_changed``, ``capabilities``, ``exploration``
         (advice), ``evaluation``, ``reading`` (what is in the photo, answered as an evaluation).
         """
+        opened = False
         for clause in split_requests(tokens):       # at punctuation only
             words = self._after_interjections(clause)
+            while words[:1] and words[0] in _POLITE:
+                words = words[1:]      # ("please tell me honestly, is it too warm?")
             if not words:
                 continue               # "hmm." says nothing: the next clause is what is asked
+            if opened:          # "tell me, is the white balance off?"
+                return self.question_kind(words) or (None if self._requests(words) else "evaluation")
             if find_phrases(words[:5], self.suggestions) and find_phrases(words[:5], self.suggestions)[0][0] == 0:
                 return None            # "how about warmer", "is it possible to brighten it"
             opener = [n for s, n, _ in find_phrases(words[:5], self.question_openers) if s == 0]
@@ -447,6 +495,9 @@ class Router:
                         and rest[2] in self.modals:
                     return None        # "i wonder if you could brighten it": asked for, politely
                 return self.question_kind(rest) or "evaluation"
+            if opener and all(w in _POLITE for w in words[opener[0]:]):
+                opened = True          # "tell me," / "tell me honestly,": what the next clause asks
+                continue
             first, second = words[0], words[1] if len(words) > 1 else ""
             if first in ("what", "whats", "what's") and second in ("a", "an"):
                 continue               # "wow what a thrilling launch photo. make it ...": an exclamation
@@ -800,6 +851,9 @@ class Router:
         """How a question opens, after leading filler ("hmm, is it too dark?"): the openings table's kind."""
         hits = find_phrases(words, self.openings)
         if hits and all(w in self.filler for w in words[:hits[0][0]]):
+            polite = find_phrases(words[hits[0][0]:], self.suggestions)
+            if polite and polite[0][0] == 0:
+                return None        # "is it possible to brighten the sky?", "do you think you could cool it down?"
             return hits[0][2]
         return None
 

@@ -289,7 +289,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         anchors = []
     # "same on the water": a colour said as the place of a retarget is where, not what to bring back
     placed = bool(find_phrases(tokens, vocab.retarget)) and all(a.category == "band" for a in anchors)
-    if (anchors and not said_why and not placed) or find_phrases(tokens, vocab.restore):
+    if (anchors and not said_why and not placed) or _restore_said(vocab, tokens):
         return _restored(vocab, tokens, pieces, dialogue, request)
     repeat = find_phrases(tokens, vocab.repeat) or ([(0, 0, 1.0)] if carried else [])
     # ("that's too much": the "too" of a pull-back is not "that too")
@@ -740,6 +740,24 @@ def _turned(vocab: Vocabulary, base, way: int) -> FollowUp | None:
                     dialogue={"move": "reverse", "base_asset": base.asset_id})
 
 
+def _restore_said(vocab: Vocabulary, tokens: list[str]) -> bool:
+    """Whether a restoring verb is said, its particle after the object too ("bring a bit of the warmth back")."""
+    if find_phrases(tokens, vocab.restore):
+        return True
+    for i, t in enumerate(tokens):
+        if t in _SPLIT_RESTORE:
+            for u in tokens[i + 1:i + 7]:
+                if u in SEPARATORS:
+                    break
+                if u == "back":
+                    return True
+    return False
+
+
+#: Restoring verbs said around their object ("bring some of the colour back", "give it its warmth back").
+_SPLIT_RESTORE = frozenset({"bring", "give", "add", "put"})
+
+
 def _restored(vocab: Vocabulary, tokens: list[str], pieces: list, dialogue, request) -> FollowUp | None:
     """"bring back a hint of colour" after a desaturation: a share of the last change taken back on the ops
     it moved against the quality named; None when the message says no such thing."""
@@ -747,7 +765,7 @@ def _restored(vocab: Vocabulary, tokens: list[str], pieces: list, dialogue, requ
     named = [p.key for p in anchors if p.category == "intent"] + \
         [vocab.restore_nouns[p.text] for p in pieces if p.category == "word" and p.text in vocab.restore_nouns]
     # ("ok now it looks grey and dead, bring some of the colour back": how it looks now is why)
-    if not find_phrases(tokens, vocab.restore) or not named or any(
+    if not _restore_said(vocab, tokens) or not named or any(
             p.category != "intent" and not (p.category == "problem" and _in_statement(tokens, p.pos))
             for p in anchors):
         return None

@@ -36,6 +36,7 @@ from agent.config import AgentConfig, load_config
 from agent.conversation.dialogue import dialogue_state
 from agent.conversation.router import Route, Router
 from agent.conversation.words import says_yes, tokenize
+from agent.conversation.vocabulary import read_pieces
 from agent.errors import AtelierError, InvalidInput, SessionNotFound
 from agent.judging import default_judge
 from agent.loop.graph import build_graph
@@ -262,12 +263,16 @@ class Studio:
         text = text.strip()
         if len(text) > MAX_MESSAGE_CHARS:
             raise InvalidInput(f"that message is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS})")
-        yes = says_yes(tokenize(text))
+        said = tokenize(text)
+        # ("yeah try a little then": a yes with how much)
+        how = [p for p in read_pieces(self.router.vocab, said) if p.category == "magnitude"]
+        at = {i for p in how for i in range(p.pos, p.pos + len(p.text.split()))}
+        yes = says_yes([t for i, t in enumerate(said) if i not in at])
         offer = self.versions.open_offer(session_id) if yes else []
-        asked = self.versions.open_question(session_id) if yes and not offer else None
+        asked = self.versions.open_question(session_id) if yes and not offer and not how else None
         if offer:
             # "would it look better warmer?" -> "I would try: warmer" -> "ok yeah do that": what was offered
-            text = " and ".join(o.lower() for o in offer)
+            text = " ".join([" and ".join(o.lower() for o in offer), *(p.text for p in how)])
         elif asked:
             # "I can't find the spoon ... or should I make it sharper overall?" -> "yes": sharper overall
             text = asked
