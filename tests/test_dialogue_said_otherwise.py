@@ -10,7 +10,9 @@ take back the last change, go back to the original, or words that look like goin
 tuning probe, not a held-out set: the mechanisms below were built from its misses, so the floors here guard
 against losing them (measured 136/140, 36/40 and 57/60 when it was added), they do not measure generality.
 ``tests/data/talk_phrasings.tsv`` is the same kind of probe for questions and small talk that must not edit and
-for requests said as questions or wishes (260 messages; 116/120, 70/80 and 59/60 when it was added).
+for requests said as questions or wishes (260 messages; 117/120, 71/80 and 59/60 when it was added), and
+``tests/data/follow_up_phrasings.tsv`` for more or less of the last change said otherwise (200 messages; 95/100
+and 85/100 when it was added, from 79 and 74).
 """
 
 from __future__ import annotations
@@ -19,25 +21,16 @@ from pathlib import Path
 
 import pytest
 
-from agent.conversation.router import Router
-from agent.judging.embedded import EmbeddedJudge
 from agent.planning.base import PlanRequest
 from agent.planning.embedded import EmbeddedPlanner
 from conftest import assert_goes_back, small_photo
+from test_dialogue_other_words import router, studio  # noqa: F401  (the same embedded studio and router fixtures)
 from pipeline.state import EditState
 
 PHRASINGS = Path(__file__).parent / "data" / "going_back_phrasings.tsv"
 TALK = Path(__file__).parent / "data" / "talk_phrasings.tsv"
+FOLLOW = Path(__file__).parent / "data" / "follow_up_phrasings.tsv"
 
-
-@pytest.fixture
-def studio(make_studio):
-    return make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="never")
-
-
-@pytest.fixture(scope="module")
-def router():
-    return Router()
 
 
 def _session(studio, photo, *messages):
@@ -197,3 +190,30 @@ def test_the_warmth_brought_back_around_its_object(studio):
     cooled = studio.head(sid).state["settings"]["temperature"]
     r = studio.send_message(sid, "nope that kills the orange galaxies, bring a bit of the warmth back")
     assert r.kind == "edit" and cooled < studio.head(sid).state["settings"]["temperature"] < 0, r.reply
+
+
+def test_more_or_less_of_the_last_change_said_many_ways(studio):
+    """After "make it warmer": more of it goes warmer still; less of it goes back part of the way, not all."""
+    photo = small_photo("astronaut", long_side=128)
+    tally: dict[str, list[bool]] = {"more": [], "less": []}
+    for line in FOLLOW.read_text(encoding="utf-8").splitlines():
+        label, said = line.split("\t", 1)
+        sid, _ = _session(studio, photo, "make it warmer")
+        warmed = studio.head(sid).state["settings"]["temperature"]
+        studio.send_message(sid, said)
+        now = studio.head(sid).state["settings"].get("temperature", 0)
+        tally[label].append(now > warmed if label == "more" else 0 < now < warmed)
+    shares = {k: sum(v) / len(v) for k, v in tally.items()}
+    assert [len(v) for v in tally.values()] == [100, 100]
+    assert shares["more"] >= 0.93 and shares["less"] >= 0.83, shares
+
+
+@pytest.mark.parametrize("said, way", [("pump it up", 1), ("dial it up a notch", 1), ("up it a bit", 1),
+                                       ("that's a start, keep going", 1), ("reel it in", -1),
+                                       ("went a bit overboard there, reel it back", -1), ("don't undo, just less", -1)])
+def test_a_verb_with_its_particle_is_more_or_less_of_the_last_change(studio, said, way):
+    sid, _ = _session(studio, small_photo("chelsea"), "make it warmer")
+    warmed = studio.head(sid).state["settings"]["temperature"]
+    r = studio.send_message(sid, said)
+    now = studio.head(sid).state["settings"].get("temperature", 0)
+    assert (now > warmed if way > 0 else 0 < now < warmed), (said, r.reply)

@@ -36,7 +36,7 @@ from agent.conversation.clauses import BEING, SIZES, and_a_place, read_complaint
 from agent.conversation.generative import GenerativeRequest, parse_generative
 from agent.conversation.going_back import GoingBack, GoingBackReader, split_requests
 from agent.conversation.vocabulary import Vocabulary, read_pieces
-from agent.conversation.words import (PRAISE_LINKS, SEPARATORS, PhraseTable, acknowledged_rest, before_comparative, find_phrases, plain_words, rhetorical_rest, tells_how_taken, tokenize, turned_round,
+from agent.conversation.words import (PRAISE_LINKS, SEPARATORS, PhraseTable, particle_follow_up, acknowledged_rest, before_comparative, find_phrases, plain_words, rhetorical_rest, tells_how_taken, tokenize, turned_round,
                                      word_lists)
 from pipeline import ops
 from profiles import Profile, load_profile
@@ -351,7 +351,8 @@ class Router:
         if command is not None:
             return command
         backs = self.going_back.read(text)
-        if backs and self.question_kind(tokens) is None and self._only_going_back(said):
+        if backs and self.question_kind(tokens) is None and self._only_going_back(said) \
+                and self.going_back.asked_outright(text) and not self._only_less(tokens):
             # "scrap the purple", "back to the first warm version": found among the versions by the service
             return Route("command", "going_back", going_back=backs)
         asked = self.question_kind(tokens)
@@ -413,6 +414,13 @@ class Router:
         if not all(r.kind == "chat" for r in routes):
             return None
         return next((r for r in routes if r.name != "remark"), routes[0])
+
+    def _only_less(self, tokens: list[str]) -> bool:
+        """Whether the only going back said is a verb with its particle that asks for less ("went a bit overboard,
+        reel it back"), not "go back to the punchier one from before i made you knock it back"."""
+        particle = particle_follow_up(tokens)
+        return particle is not None and all(particle[0] <= s < particle[0] + particle[1]
+                                            for s, _, _ in self.going_back.strong.find(tokens))
 
     def _gone_now(self, words: list[str]) -> bool:
         """"so much better, the faces aren't grey anymore": a complaint said to be gone is praise (a quality
@@ -834,8 +842,10 @@ class Router:
     def _follows(self, said: list[str]) -> bool:
         """Whether a message takes some of the last change back ("bit much, the mat looks toxic. ease up"): a
         follow-up for the planner, never a remark ("he fell asleep on my desk again" repeats nothing)."""
+        # ("that's a start, keep going", "pump it up": a repeat said in more than one word, or with a particle)
         return any(before_comparative(said, find_phrases(said, table))
-                   for table in (self.vocab.pull_back, self.vocab.fractions))
+                   for table in (self.vocab.pull_back, self.vocab.fractions)) \
+            or any(n > 1 for _, n, _ in find_phrases(said, self.vocab.repeat)) or particle_follow_up(said) is not None
 
     def _requests(self, words: list[str]) -> bool:
         """Whether a clause opens with a request ("add a moon", "can you put her on a beach", "please rebuild it")."""

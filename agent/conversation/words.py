@@ -220,6 +220,35 @@ def says_vague_ask(tokens: list[str]) -> bool:
         or t in lists["interjections"] for t in words)
 
 
+#: "<verb> it up" is more of it, "<verb> it down" / "<verb> it back" less, whatever the verb ("pump it up", "dial
+#: it down a notch", "reel it back"); these verbs with "up" say something else, and only these say "back" so
+#: ("bring it back", "put it back", "roll it back" go back).
+_NOT_MORE_UP = frozenset({"mess", "screw", "give", "set", "line", "sum", "wrap", "back", "make", "pick", "look", "end",
+                          "change", "switch", "mix", "shake", "swap", "jazz", "spice", "dress",
+                          "show", "open", "fix", "clean", "tidy", "clear", "light", "brighten", "warm", "cool",
+                          "lighten", "liven", "sharpen", "heat", "bring"})
+_LESS_BACK = frozenset({"dial", "knock", "reel", "scale", "pull", "tone", "wind", "ease", "throttle", "rein", "pare",
+                        "cut", "peel", "trim", "draw", "back"})
+_LESS_IN = frozenset({"reel", "rein", "pull"})
+
+
+def particle_follow_up(tokens: list[str]) -> tuple[int, int, int] | None:
+    """Where a verb, "it" and its particle ask for more or less of the last change, and which way: ``(pos, n,
+    +1 | -1)``; None when no such phrase is said. "up it a bit" is more too."""
+    if tokens[:2] == ["up", "it"]:
+        return 0, 2, 1
+    for i in range(len(tokens) - 2):
+        verb, obj, particle = tokens[i:i + 3]
+        if obj not in ("it", "that", "this", "things") or not verb.isalpha() or len(verb) < 3:
+            continue
+        if particle == "up" and verb not in _NOT_MORE_UP:
+            return i, 3, 1
+        if particle == "down" and verb not in ("write", "put", "set", "lay", "calm") or particle == "back" \
+                and verb in _LESS_BACK or particle == "in" and verb in _LESS_IN:
+            return i, 3, -1
+    return None
+
+
 def says_yes(tokens: list[str]) -> bool:
     """Whether words only accept what was just proposed ("ok yeah do that", "sure, go for it", "yes please"):
     the profile's ``acceptances``, with nothing else but interjections and filler."""

@@ -31,7 +31,8 @@ from agent.conversation.clauses import (CAST_CAUSES, DETERMINERS, POINTING_BACK,
                                         named_places, split_clauses)
 from agent.conversation.dialogue import DialogueState
 from agent.conversation.going_back import mask_parts
-from agent.conversation.words import (SEPARATORS, before_comparative, find_phrases, percent_share, says_vague_ask, tokenize,
+from agent.conversation.words import (SEPARATORS, before_comparative, find_phrases, particle_follow_up, percent_share,
+                                     says_vague_ask, tokenize,
                                      turned_round, word_lists)
 from pipeline import ops
 from pipeline.masks import MaskSpecError, normalize_mask_spec
@@ -202,6 +203,13 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     tokens = tokenize((message or "")[:MAX_MESSAGE_CHARS])
     if not tokens:
         return None
+    particle = particle_follow_up(tokens)
+    # (the verb itself may be a word the tables know: "reel it in" is no reel to crop for)
+    if particle is not None and not any(p.category in _ANCHORS and not particle[0] <= p.pos < particle[0] + particle[1]
+                                        for p in read_pieces(vocab, tokens)):
+        # "pump it up", "dial it down a notch": more or less of the last change, said with any verb
+        at, n, way = particle
+        tokens = tokens[:at] + (["more"] if way > 0 else ["less"]) + tokens[at + n:]
     pieces = read_pieces(vocab, tokens)
     pull = before_comparative(tokens, find_phrases(tokens, vocab.pull_back))
     # "less on the coat", "a bit less for the sky": less of the last change on a place, not less of a quality
