@@ -204,9 +204,11 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     if not tokens:
         return None
     particle = particle_follow_up(tokens)
-    # (the verb itself may be a word the tables know: "reel it in" is no reel to crop for)
-    if particle is not None and not any(p.category in _ANCHORS and not particle[0] <= p.pos < particle[0] + particle[1]
-                                        for p in read_pieces(vocab, tokens)):
+    # (the verb may name a framing choice the tables know, "reel it in" is no reel to crop for; a quality said as
+    # the verb is a request of its own, "cool it down a little")
+    if particle is not None and not any(p.category in _ANCHORS and not (
+            particle[0] <= p.pos < particle[0] + particle[1] and p.category == "intent" and p.key in vocab.intents
+            and all(op in vocab.discrete_ops for op, _ in vocab.intents[p.key].ops)) for p in read_pieces(vocab, tokens)):
         # "pump it up", "dial it down a notch": more or less of the last change, said with any verb
         at, n, way = particle
         tokens = tokens[:at] + (["more"] if way > 0 else ["less"]) + tokens[at + n:]
