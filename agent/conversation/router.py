@@ -113,15 +113,15 @@ _CHANGE_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band
 #: him"), not a new request.
 _VERSION_SAID = frozenset({"before", "after", "when", "where", "without", "with", "from", "since", "until", "till",
                            "while", "like", "as"})
-#: Words a request may open with before its verb ("please just warm it", "can you now crop it").
 #: Said to make a request a question ("can you fix red eye? just asking for later").
 _ONLY_ASKING = PhraseTable.of(["just asking", "only asking", "just curious", "only curious", "asking for later",
                                "for future reference", "dont do it yet", "don't do it yet"])
+#: Said of a complaint that is gone ("the faces aren't grey anymore"), with "anymore" itself.
 _NO_LONGER = PhraseTable.of(["no longer", "any more", "not anymore"])
 #: Said of photos in general, not of this one ("do people usually make food photos warmer?").
 _IN_GENERAL = PhraseTable.of(["usually", "generally", "in general", "typically", "normally", "ever", "people",
                               "photographers", "most photos", "in theory"])
-
+#: Words a request may open with before its verb ("please just warm it", "can you now crop it").
 _POLITE = frozenset({"please", "pls", "plz", "just", "now", "then", "and", "also", "so", "kindly", "maybe",
                      "perhaps", "quickly", "mind", "go", "try", "to"})
 #: Follow-up tables of the planner's vocabulary: a message that says one of these is about the photo.
@@ -318,8 +318,7 @@ class Router:
         if thing is not None:
             # "a rainbow would be nice", "could there be snow?": content, which tone and colour cannot make
             return Route("chat", "content", reply=self.wish_reply.format(thing=thing), quick_replies=self.wish_replies)
-        questioned = (text or "").strip().endswith("?") or self._after_interjections(words)[:1] and \
-            self._after_interjections(words)[0] in self.question_words | self.auxiliaries
+        questioned = (text or "").strip().endswith("?") or bool(opened) and opened[0] in self.question_words | self.auxiliaries
         in_general = questioned and find_phrases(words, _IN_GENERAL) and not self._asked_of_me(said) \
             and not ("?" in (text or "") and (text or "").rsplit("?", 1)[-1].strip(" .!"))
         if find_phrases(words, _ONLY_ASKING) or in_general:

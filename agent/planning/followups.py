@@ -203,16 +203,17 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     tokens = tokenize((message or "")[:MAX_MESSAGE_CHARS])
     if not tokens:
         return None
+    pieces = read_pieces(vocab, tokens)
     particle = particle_follow_up(tokens)
     # (the verb may name a framing choice the tables know, "reel it in" is no reel to crop for; a quality said as
     # the verb is a request of its own, "cool it down a little")
     if particle is not None and not any(p.category in _ANCHORS and not (
             particle[0] <= p.pos < particle[0] + particle[1] and p.category == "intent" and p.key in vocab.intents
-            and all(op in vocab.discrete_ops for op, _ in vocab.intents[p.key].ops)) for p in read_pieces(vocab, tokens)):
+            and all(op in vocab.discrete_ops for op, _ in vocab.intents[p.key].ops)) for p in pieces):
         # "pump it up", "dial it down a notch": more or less of the last change, said with any verb
         at, n, way = particle
         tokens = tokens[:at] + (["more"] if way > 0 else ["less"]) + tokens[at + n:]
-    pieces = read_pieces(vocab, tokens)
+        pieces = read_pieces(vocab, tokens)
     pull = before_comparative(tokens, find_phrases(tokens, vocab.pull_back))
     # "less on the coat", "a bit less for the sky": less of the last change on a place, not less of a quality
     pull += [(i, 1, 1.0) for i, t in enumerate(tokens) if t == "less" and i + 1 < len(tokens)
@@ -751,21 +752,19 @@ def _turned(vocab: Vocabulary, base, way: int) -> FollowUp | None:
 
 
 def _restore_said(vocab: Vocabulary, tokens: list[str]) -> bool:
-    """Whether a restoring verb is said, its particle after the object too ("bring a bit of the warmth back")."""
+    """Whether a restoring verb is said, its particle after the object too ("bring a bit of the warmth back": the
+    profile's "<verb> back" verbs said around their object)."""
     if find_phrases(tokens, vocab.restore):
         return True
+    split = {verb[0] for verb in vocab.restore if len(verb) == 2 and verb[1] == "back"}
     for i, t in enumerate(tokens):
-        if t in _SPLIT_RESTORE:
+        if t in split:
             for u in tokens[i + 1:i + 7]:
                 if u in SEPARATORS:
                     break
                 if u == "back":
                     return True
     return False
-
-
-#: Restoring verbs said around their object ("bring some of the colour back", "give it its warmth back").
-_SPLIT_RESTORE = frozenset({"bring", "give", "add", "put"})
 
 
 def _restored(vocab: Vocabulary, tokens: list[str], pieces: list, dialogue, request) -> FollowUp | None:
