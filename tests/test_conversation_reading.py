@@ -912,6 +912,33 @@ def test_yes_to_an_offer_makes_the_offered_edit(studio, coffee):
     assert studio.send_message(sid, "sure").status == "answered" and studio.head(sid).id == head
 
 
+def test_a_question_about_a_change_is_answered_about_that_change(studio, coffee):
+    """"would it look better warmer?" on a photo with a warm cast is answered no, with the reason, and "yes" then
+    still makes it warmer (what was asked, never another suggestion); "cooler?" is answered yes. Nothing changes
+    until then."""
+    sid = studio.start_session(coffee).id
+    head = studio.head(sid).id
+    warmer = studio.send_message(sid, "would it look better a bit warmer?")
+    assert warmer.status == "answered" and warmer.reply.startswith("I wouldn't") and "warm" in warmer.reply, \
+        warmer.reply
+    assert warmer.quick_replies[0] == "Warmer" and studio.head(sid).id == head
+    cooler = studio.send_message(sid, "would it look better cooler?")
+    assert cooler.reply.startswith("Yes, I think so") and studio.head(sid).id == head, cooler.reply
+    before = _b(studio, sid)
+    result = studio.send_message(sid, "yes")
+    assert {g["op"] for g in result.sub_goals} == {"temperature"} and _b(studio, sid) < before - 1
+
+
+def test_a_question_about_a_change_the_photo_is_silent_on_says_so(studio):
+    """Black and white on a photo with nothing to say for or against it: a matter of taste, and what I would try
+    besides is offered too."""
+    sid = studio.start_session(np.ascontiguousarray(skimage.data.chelsea()[::2, ::2])).id
+    result = studio.send_message(sid, "would black and white suit this")
+    assert result.status == "answered" and result.reply.startswith("Black and white is a matter of taste"), \
+        result.reply
+    assert result.quick_replies[0] == "Black and white" and len(result.quick_replies) > 1
+
+
 def test_never_mind_after_a_reply_that_changed_nothing_undoes_nothing(studio, coffee):
     sid = studio.start_session(coffee).id
     studio.send_message(sid, "warmer")

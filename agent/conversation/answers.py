@@ -7,17 +7,27 @@ router's command handler (agent/service/chat.py) turns them into replies.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
 
 from pipeline import ops
 from pipeline.masks import describe_mask
 from pipeline.state import EditState
 
 
-def read_photo(stats: Mapping, rules: Sequence[Mapping], *, max_points: int = 3) -> tuple[list[str], list[str]]:
-    """What stands out in ``stats`` by the profile's rules: (observations, suggested messages)."""
-    says: list[str] = []
-    suggest: list[str] = []
+@dataclass(frozen=True)
+class PhotoPoint:
+    """One thing that stands out in a photo: what I say about it, the message I suggest for it, and the
+    intent that suggestion moves the photo by (a key of the vocabulary's intents, or "")."""
+
+    says: str
+    suggest: str
+    toward: str = ""
+
+
+def photo_points(stats: Mapping, rules: Sequence[Mapping], *, max_points: int = 3) -> list[PhotoPoint]:
+    """What stands out in ``stats`` by the profile's rules, in the rules' order."""
+    points: list[PhotoPoint] = []
     colour = float(stats.get("chroma_mean", 0)) > 1.5
     for rule in rules:
         stat = rule.get("stat")
@@ -25,13 +35,40 @@ def read_photo(stats: Mapping, rules: Sequence[Mapping], *, max_points: int = 3)
             continue
         value = float(stats[stat])
         if ("above" in rule and value > float(rule["above"])) or ("below" in rule and value < float(rule["below"])):
-            if rule.get("says") and rule["says"] not in says:
-                says.append(str(rule["says"]))
-            if rule.get("suggest") and rule["suggest"] not in suggest:
-                suggest.append(str(rule["suggest"]))
-        if len(says) >= max_points:
+            points.append(PhotoPoint(str(rule.get("says") or ""), str(rule.get("suggest") or ""),
+                                     str(rule.get("toward") or "")))
+        if len({p.says for p in points if p.says}) >= max_points:
             break
-    return says, suggest
+    return points
+
+
+def read_photo(stats: Mapping, rules: Sequence[Mapping], *, max_points: int = 3) -> tuple[list[str], list[str]]:
+    """What stands out in ``stats`` by the profile's rules: (observations, suggested messages)."""
+    points = photo_points(stats, rules, max_points=max_points)
+    return list(dict.fromkeys(p.says for p in points if p.says)), \
+        list(dict.fromkeys(p.suggest for p in points if p.suggest))
+
+
+def weigh_change(asked: str, points: Sequence[PhotoPoint], agrees: Callable[[str], bool | None]) -> str:
+    """The answer to "would it look better <asked>?": the change asked about weighed against what stands out
+    in the photo (``points``, from :func:`photo_points`). ``agrees(intent)`` says whether the intent a point
+    suggests is the change asked about (True), its opposite (False) or something else (None). The answer
+    always ends by offering the change asked about, which is what "yes" then makes."""
+    said = asked[:1].upper() + asked[1:]
+    told = [p for p in points if p.says and p.suggest]
+    verdicts = [(p, agrees(p.toward) if p.toward else None) for p in told]
+    for p, verdict in verdicts:
+        if verdict:
+            return f"Yes, I think so: {p.says}. Say yes and I'll do it."
+    for p, verdict in verdicts:
+        if verdict is False:
+            return (f"I wouldn't: {p.says}, so I would go the other way (\u201c{p.suggest}\u201d). "
+                    f"Say yes if you want it {asked} anyway.")
+    taste = f"{said} is a matter of taste; nothing in the photo argues against it."
+    if told:
+        return f"{taste} To my eye {told[0].says}, so I would also try \u201c{told[0].suggest}\u201d. " \
+               "Say yes and I'll do what you asked."
+    return f"{taste} Say yes and I'll do it."
 
 
 def _join(items: list[str]) -> str:
@@ -61,4 +98,4 @@ def evaluation_reply(stats: Mapping, rules: Sequence[Mapping], good: str, state:
     return f"To my eye {_join(says)}.{done}", suggest
 
 
-__all__ = ["evaluation_reply", "read_photo", "recipe_text"]
+__all__ = ["PhotoPoint", "evaluation_reply", "photo_points", "read_photo", "recipe_text", "weigh_change"]

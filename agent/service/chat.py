@@ -18,7 +18,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agent.conversation.dialogue import dialogue_state
-from agent.conversation.answers import evaluation_reply, read_photo, recipe_text
+from agent.conversation.answers import evaluation_reply, photo_points, read_photo, recipe_text, weigh_change
 from agent.errors import InvalidInput
 from agent.conversation.router import Route
 from agent.conversation.words import find_phrases, phrase_list, plain_words, tokenize
@@ -192,18 +192,39 @@ def _question(studio: "Studio", session_id: str, route: Route, text: str) -> Tur
     stats = image_stats(pixels)
     rules = list(pe.get("photo_reading") or [])
     if route.kind == "exploration":
+        named = _offered(vocab, route)
+        if named:
+            # "would it look better warmer?": the answer weighs that change, and "yes" makes it
+            points = photo_points(stats, rules)
+            reply = weigh_change(" and ".join(n.lower() for n in named), points,
+                                 lambda toward: _same_change(vocab, route, toward))
+            others = [p.suggest for p in points if p.suggest and p.suggest.lower() not in {n.lower() for n in named}]
+            return _answered(studio, session_id, text, reply, kind="question",
+                             quick_replies=list(dict.fromkeys(named + others)), offer=named)
         says, suggest = read_photo(stats, rules)
         suggest = suggest or [str(x) for x in pe.get("photo_reading_default_suggestions") or ()]
         why = f" ({'; '.join(says)})" if says else ""
-        named = _offered(vocab, route)
         return _answered(studio, session_id, text, f"I would try: {', '.join(s.lower() for s in suggest[:3])}{why}.",
-                         kind="question", quick_replies=named + suggest, offer=named or suggest[:3])
+                         kind="question", quick_replies=suggest, offer=suggest[:3])
     reply, suggest = evaluation_reply(stats, rules, str(pe.get("photo_reading_good") or "It looks balanced."), state)
     if route.name == "reading" and studio.router.reading_reply:
         reply = f"{studio.router.reading_reply} {reply}"     # "can you read what time it says?": said plainly first
     named = _offered(vocab, route)
     return _answered(studio, session_id, text, reply, kind="question", quick_replies=named + suggest,
                      offer=named or suggest[:1])
+
+
+def _same_change(vocab, asked: Route, toward: str) -> bool | None:
+    """Whether the intent ``toward`` (a photo reading's suggestion) is the change ``asked`` named (True), its
+    opposite (False) or something else (None), by the ops and their signs."""
+    def ways(keys) -> set[tuple[str, bool]]:
+        return {(op, value > 0) for k in keys if k in vocab.intents for op, value in vocab.intents[k].ops if value}
+    mine, theirs = ways(asked.words), ways([toward])
+    if mine & theirs:
+        return True
+    if {(op, not up) for op, up in mine} & theirs:
+        return False
+    return None
 
 
 def _offered(vocab, route: Route) -> list[str]:
