@@ -217,3 +217,59 @@ def test_a_verb_with_its_particle_is_more_or_less_of_the_last_change(studio, sai
     r = studio.send_message(sid, said)
     now = studio.head(sid).state["settings"].get("temperature", 0)
     assert (now > warmed if way > 0 else 0 < now < warmed), (said, r.reply)
+
+
+@pytest.mark.parametrize("said, op, way", [
+    ("exposure down", "exposure", -1), ("saturation -15", "saturation", -1), ("warmth -10", "temperature", -1),
+    ("whites down a touch", "whites", -1), ("blacks down", "blacks", -1), ("clarity down", "clarity", -1),
+    ("temperature down", "temperature", -1), ("highlights -30", "highlights", -1), ("shadows up", "shadows", 1),
+    ("exposure up", "exposure", 1), ("contrast +20", "contrast", 1), ("wb down a touch", "temperature", -1)])
+def test_a_setting_named_with_the_way_it_goes_goes_that_way(said, op, way):
+    """"exposure down" brightened and "warmth -10" said it was warming: a setting's name alone reads as one
+    way, and the way said after it was not read. The reply says the way the value goes."""
+    plan = EmbeddedPlanner().plan(PlanRequest(said, EditState()))
+    assert [(g.op, g.value > 0) for g in plan.sub_goals] == [(op, way > 0)], plan.reply
+    assert ("down" if way < 0 else "up") in plan.reply.split("(")[0], plan.reply
+
+
+@pytest.mark.parametrize("said", ["cool the temperature slightly", "Cool the WB slightly.", "reduce the temperature"])
+def test_a_setting_named_as_what_a_quality_acts_on_is_no_second_request(said):
+    """"cool the temperature slightly" held temperature as a conflict ("temperature" read as warmer), and "cool
+    the wb" asked where "the wb" was."""
+    plan = EmbeddedPlanner().plan(PlanRequest(said, EditState()))
+    assert [(g.op, g.value < 0) for g in plan.sub_goals] == [("temperature", True)], plan.reply
+
+
+def test_a_place_said_as_where_a_warm_tint_is_keeps_its_place():
+    """"the warmth up top": "up" names where, not the way the warmth goes."""
+    plan = EmbeddedPlanner().plan(PlanRequest("the warmth up top is too much", EditState()))
+    assert [(g.op, g.value < 0, (g.target or {}).get("type")) for g in plan.sub_goals] == \
+        [("temperature", True, "gradient")], plan.reply
+
+
+@pytest.mark.parametrize("said", ["exposure down", "saturation -15", "warmth -10"])
+def test_the_judge_reads_a_setting_turned_down_as_down(said):
+    from agent.judging.reading import read_attempt
+
+    reading = read_attempt(said, [], "")
+    assert reading.expects and all(m.sign < 0 for e in reading.expects for alt in e.alternatives for m in alt), \
+        reading.describe()
+
+
+@pytest.mark.parametrize("said", ["ok do the same to that black corner top left, its ugly",
+                                  "now same thing on the dark blotchy bit at the bottom",
+                                  "apply the same to the background"])
+def test_the_same_on_a_place_described_in_words_of_its_own(studio, said):
+    """A place said with words that describe it ("that black corner", "the dark blotchy bit") was asked about
+    ("What should I do with the darkest thing in the top left?"); "apply the same" was not understood."""
+    sid, (_, brightened) = _session(studio, small_photo("coffee"), "brighten the left side")
+    r = studio.send_message(sid, said)
+    assert r.reply.startswith("Doing the same (\u201cbrighter\u201d) on"), r.reply
+    assert [(g["op"], g["value"] > 0) for g in r.sub_goals] == [("exposure", True)]
+    assert r.sub_goals[0]["target"] is not None and r.status in ("auto_approved", "awaiting_review"), r.status
+
+
+def test_now_before_a_request_describes_no_place():
+    """Only a "the same" has a place described after it: "now darken the top" is a request of its own."""
+    plan = EmbeddedPlanner().plan(PlanRequest("now darken the top", EditState()))
+    assert [(g.op, g.value < 0) for g in plan.sub_goals] == [("exposure", True)], plan.reply

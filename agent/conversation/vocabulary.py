@@ -230,6 +230,14 @@ class Vocabulary:
         # Op names and labels ("temperature", "green saturation", "saturation_green"): lowest priority.
         for op in ops.OPS.values():
             lists["op"] += [(op.name.replace("_", " "), op.name), (op.name, op.name), (op.label.lower(), op.name)]
+        # A setting named with the way it goes ("exposure down", "warmth -10", "shadows up"): the op itself, that
+        # way. The names: the ops' own, and the profile's `setting_words` ("warmth": temperature).
+        self.setting_ops: dict[str, str] = {" ".join(tokenize(w)): o for w, o in lists["op"]}
+        self.setting_ops.update({" ".join(tokenize(str(w))): str(o)
+                                 for w, o in (grammar.get("setting_words") or {}).items() if str(o) in ops.OPS})
+        lists["op"] += [(w, o) for w, o in self.setting_ops.items() if (w, o) not in lists["op"]]
+        self.setting_ways: dict[str, int] = {str(w): int(v) for w, v in (grammar.get("setting_ways") or {}).items()}
+        self.setting_ways_not_before = frozenset(str(w) for w in grammar.get("setting_ways_not_before") or ())
         # Complaints: a problem word that is not also a wish word (an intent or band word) is
         # always a complaint; the others are only after a frame word ("looks soft").
         self.problems: dict[str, Problem] = {}
@@ -297,6 +305,9 @@ class Vocabulary:
         self.repeat_but = {tuple(tokenize(w)): float(v) for w, v in (fu.get("repeat_but") or {}).items()}
         self.chatter = {t for w in fu.get("filler") or () for t in tokenize(w)}
         self.no_history_replies = [str(x) for x in fu.get("no_history_quick_replies") or ()]
+        # a request not understood is asked back, with the photo-reading's default suggestions to tap
+        self.not_understood_replies = [*(str(x) for x in pe.get("photo_reading_default_suggestions") or ()),
+                                       "What can you do?"]
         insist = dict(pe.get("insist") or {})
         self.insist_words = {tuple(tokenize(w)): True for w in insist.get("words") or ()}
         self.insist_magnitude = float(insist.get("magnitude", 2.0))

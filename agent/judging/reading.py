@@ -701,7 +701,7 @@ def _qualities(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = froz
             if negated and s >= 2 and tokens[s - 1] in _LACKING and tokens[s - 2] in ("not", "isnt", "isn't"):
                 negated = False      # "not very cosy", "not really warm": it lacks that, so more of it
             after = " ".join(tokens[e:e + 4])
-            reduced = any(after.startswith(r) for r in lex.reduce_after)
+            reduced = any(after.startswith(r) for r in lex.reduce_after) or _turned_down(tokens, e)
             enough = e < len(tokens) and tokens[e] in lex.enough
             flip = (complaint or negated or reduced) and not enough
             negated = negated and not complaint
@@ -811,6 +811,18 @@ def _object_of(tokens: Sequence[str], start: int, ends: set[int]) -> int | None:
         if tokens[j] in _DETERMINERS:
             return j if j in ends else None
     return None
+
+
+#: After "down", words that make it a place ("warmer down there"), not the way a setting goes.
+_DOWN_PLACES = frozenset({"there", "here", "the", "at", "on", "in", "by", "near", "low", "below", "bottom", "to"})
+
+
+def _turned_down(tokens: Sequence[str], end: int) -> bool:
+    """Whether the quality ending at ``end`` is turned down by what follows it: "exposure down", "saturation
+    -15", "warmth lower" (a setting and the way it goes; "warmer down there" names a place)."""
+    nxt = tokens[end] if end < len(tokens) else ""
+    after = tokens[end + 1] if end + 1 < len(tokens) else ""
+    return (nxt in ("down", "lower") and after not in _DOWN_PLACES) or bool(re.fullmatch(r"-\d+(\.\d+)?%?", nxt))
 
 
 def _merge(expects: list[Expect]) -> list[Expect]:

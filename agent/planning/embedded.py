@@ -1021,5 +1021,8 @@ class EmbeddedPlanner:
         elif draft.understood_any and notes:
             reply = " ".join(notes)
         else:
-            reply = f"I don't know how to do that yet. I can: {can}"
+            # not understood: said honestly, and asked what to change instead (with answers to tap)
+            reply = f"I don't know how to do that yet. What would you like to change? I can: {can}"
+            return Plan(sub_goals=[], reply=reply, understood=False, notes=notes, source=self.name,
+                        quick_replies=list(self.vocab.not_understood_replies))
         return Plan(sub_goals=[], reply=reply, understood=False, notes=notes, source=self.name)

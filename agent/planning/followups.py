@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from agent.planning.moves import Draft, Move, protect_moves, spec_key
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, Intent, Piece, Problem, Vocabulary, read_pieces
-from agent.conversation.clauses import (CAST_CAUSES, DETERMINERS, POINTING_BACK, WISH_OPENERS, and_a_place,
+from agent.conversation.clauses import (CAST_CAUSES, DETERMINERS, PERSONS, POINTING_BACK, WISH_OPENERS, and_a_place,
                                         named_places, split_clauses)
 from agent.conversation.dialogue import DialogueState
 from agent.conversation.going_back import mask_parts
@@ -299,7 +299,11 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
     if carried or own_again:       # "warmer still", "even brighter" after "make the sky warmer": that change again, there
         anchors = []
     # "same on the water": a colour said as the place of a retarget is where, not what to bring back
-    placed = bool(find_phrases(tokens, vocab.retarget)) and all(a.category == "band" for a in anchors)
+    # ... and so is a quality said of the place itself ("the same on that black corner top left", "same thing on
+    # the dark blotchy bit at the bottom": which corner, which bit)
+    described = _described_place(tokens, pieces, find_phrases(tokens, vocab.retarget))
+    placed = bool(find_phrases(tokens, vocab.retarget)) and all(
+        a.category == "band" or set(range(a.pos, a.pos + len(a.text.split()))) <= described for a in anchors)
     if (anchors and not said_why and not placed) or _restore_said(vocab, tokens):
         return _restored(vocab, tokens, pieces, dialogue, request)
     repeat = find_phrases(tokens, vocab.repeat) or ([(0, 0, 1.0)] if carried else [])
@@ -345,6 +349,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         covered.update(i for i, t in enumerate(tokens) if t in vocab.restore_nouns)
         covered.update(i for i, t in enumerate(tokens) if t in ("on", "gone", "went", "got", "far", "with"))
     covered |= likeness | own_said      # ("proper postcard blue": how the quality is said)
+    covered |= _described_place(tokens, pieces, retarget)     # ("that black corner top left": which corner)
     covered |= _pointed_there(tokens)     # "more up there": the place the last change went, pointed at
     if carried or repeat:
         covered |= _likened(tokens, pieces)      # "darker still, like almost black": how far, not a new request
@@ -852,6 +857,35 @@ def _on_place(target, specs: list[dict]) -> bool:
         return True
     return target.get("type") == "intersect" and any(
         not part.get("invert") and normalize_mask_spec(part) in specs for part in mask_parts(target)[1:])
+
+
+#: Words that end the place a "the same on ..." names: what follows is asked of its own.
+_PLACE_ENDS = frozenset({"but", "and", "then", "plus", "except"})
+
+
+def _described_place(tokens: list[str], pieces, retargets) -> set[int]:
+    """The positions of the place a "the same on ..." names, described in words of its own: "do the same to that
+    black corner top left", "same thing on the dark blotchy bit at the bottom", "the same for the big one at the
+    right end of the third row". The place runs from the phrase to the clause's end (or a "but", "and"), and
+    counts only when a part of the frame or a place found is said in it; a quality counts as a description only
+    after a determiner and before the last place said ("the same on the sky a bit warmer" asks warmer there)."""
+    out: set[int] = set()
+    for pos, n, _ in retargets:
+        if "same" not in tokens[pos:pos + n]:
+            continue        # ("now darken the sky": "now" opens a new request, it describes no place)
+        end = next((k for k in range(pos + n, len(tokens)) if tokens[k] in SEPARATORS or tokens[k] in _PLACE_ENDS),
+                   len(tokens))
+        # ("the round badge on her chest": a thing said of a person's part is no described place)
+        places = [p for p in pieces if p.category == "target" and pos + n <= p.pos < end and p.text not in PERSONS]
+        if not places:
+            continue
+        last = max(p.pos + len(p.text.split()) for p in places)
+        first_determiner = next((k for k in range(pos + n, last) if tokens[k] in DETERMINERS), None)
+        asked = {i for p in pieces if p.category in ("intent", "magnitude", "problem", "reduce")
+                 and (p.pos >= last or first_determiner is None or p.pos < first_determiner)
+                 for i in range(p.pos, p.pos + len(p.text.split()))}
+        out |= {i for i in range(pos + n, end) if i not in asked}
+    return out
 
 
 def _clause_span(tokens: list[str], i: int) -> set[int]:

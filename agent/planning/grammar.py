@@ -71,10 +71,64 @@ def _op_intent(op_name: str) -> Intent:
                   doing=f"changing {o.label.lower()} of {{where}}")
 
 
+def _setting_name(vocab: Vocabulary, text: str) -> str | None:
+    """The op a place's words name as a setting ("the shadows": shadows), or None."""
+    words = text.split()
+    return vocab.setting_ops.get(" ".join(words[1:] if words and words[0] in DETERMINERS else words))
+
+
+def setting_way(vocab: Vocabulary, pieces: list[Piece], named: Piece) -> int:
+    """The way a setting named by ``named`` is said to go: +1, -1, or 0 when no way is said ("exposure down",
+    "shadows up a bit", "saturation -15"; "the warmth up top" says a place)."""
+    at = next((i for i, p in enumerate(pieces) if p.pos == named.pos), None)
+    if at is None:
+        return 0
+    for i in range(at + 1, len(pieces)):
+        p = pieces[i]
+        if p.category == "number" and p.text[:1] in "+-" and i == at + 1:
+            return 1 if p.key > 0 else -1
+        if p.text in vocab.setting_ways:
+            after = pieces[i + 1].text if i + 1 < len(pieces) else ""
+            return 0 if after in vocab.setting_ways_not_before else vocab.setting_ways[p.text]
+        if p.category not in ("number", "magnitude"):
+            return 0
+    return 0
+
+
+def _settings_with_a_way(vocab: Vocabulary, clause: Clause, anchors: list[Piece], uses: dict[int, list[Use]]) -> None:
+    """"exposure down", "warmth -10", "shadows up a bit", "saturation down 15": a setting named with the way it
+    goes is that op, that way (the word alone reads as one way: "exposure" is brighter, "warmth" warmer, so
+    "exposure down" brightened and "warmth -10" said it was warming). The way is the first of the particles
+    after it (past numbers and how-much words), or the sign of a number said right after it."""
+    for a in anchors:
+        op = vocab.setting_ops.get(a.text)
+        if op is None or a.category not in ("intent", "op") or not uses.get(a.pos):
+            continue
+        way = setting_way(vocab, clause.pieces, a)
+        if not way:
+            continue
+        o = ops.get_op(op)
+        intent = Intent(name=f"op:{o.name}", label=o.label.lower(), kind="op", ops=((o.name, 20 * way),),
+                        doing=f"turning {o.label.lower()} {'up' if way > 0 else 'down'} on {{where}}")
+        for use in uses[a.pos]:
+            use.intent, use.negated = intent, False
+            if use.number is not None:
+                use.number = abs(use.number) * way
+
+
 def _uses(vocab: Vocabulary, clause: Clause, after_complaint: bool = False, wished: bool = False) -> list[Use]:
     clause = read_wished_casts(vocab, read_complaints(vocab, clause, after_complaint), wished)
     anchors = [a for a in clause.of("intent", "fix", "op", "problem") if not _describes(vocab, clause, a)]
-    targets = [p.key for p in clause.of("target")]
+    # "shadows up", "highlights -30": a place that is also a setting, said with a way, is the setting
+    settings = [p for p in clause.of("target") if _setting_name(vocab, p.text) and setting_way(vocab, clause.pieces, p)]
+    anchors = sorted(anchors + [replace(p, category="op", key=_setting_name(vocab, p.text),
+                                        text=" ".join(p.text.split()[1:]) if p.text.split()[0] in DETERMINERS
+                                        else p.text) for p in settings], key=lambda a: a.pos)
+    # "cool the temperature slightly", "warm up the white balance": a setting named beside a quality that moves
+    # it is what the quality acts on, not a second request
+    moved = {op for a in anchors if a.category == "intent" for op, _ in vocab.intents[a.key].ops}
+    anchors = [a for a in anchors if not (a.category == "op" and a.key in moved)]
+    targets = [p.key for p in clause.of("target") if p not in settings]
     bands = [p.key for p in clause.of("band")]
     uses: dict[int, list[Use]] = {}
     for a in anchors:
@@ -120,6 +174,7 @@ def _uses(vocab: Vocabulary, clause: Clause, after_complaint: bool = False, wish
                 and not (i + 2 < len(pieces) and pieces[i + 2].text in vocab.not_unless_after):
             for use in uses[quality.pos]:
                 use.avoid = True
+    _settings_with_a_way(vocab, clause, anchors, uses)
     # "set contrast to 20" / "contrast = 20": a number after "to" or "=" is absolute.
     for i, p in enumerate(clause.pieces):
         if p.category == "number" and i and clause.pieces[i - 1].text in ("to", "at", "="):
@@ -504,7 +559,8 @@ def _moves_at(vocab: Vocabulary, use: Use, target_name: str | None, band: str | 
         phrase = f"bringing the colour back to {where}" if negated else intent.doing.format(where=where)
         return [move(op, 0 if negated else v, "set", spec, phrase, rank) for rank, (op, v) in enumerate(values)]
     sign = -1 if negated else 1
-    phrase = intent.doing.format(where=where) if not negated else f"making {where} less {intent.label}"
+    phrase = intent.doing.format(where=where) if not negated else \
+        f"turning {intent.label} down on {where}" if intent.kind == "op" else f"making {where} less {intent.label}"
     opposite = vocab.intents.get(intent.opposite or "")
     if negated and opposite is not None and opposite.mode == "add":
         # "not so warm" is the profile's "cooler", with its own ops and wording.
