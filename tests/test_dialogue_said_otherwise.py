@@ -273,3 +273,27 @@ def test_now_before_a_request_describes_no_place():
     """Only a "the same" has a place described after it: "now darken the top" is a request of its own."""
     plan = EmbeddedPlanner().plan(PlanRequest("now darken the top", EditState()))
     assert [(g.op, g.value < 0) for g in plan.sub_goals] == [("exposure", True)], plan.reply
+
+
+@pytest.mark.parametrize("said", ["The contrast is pushing the bright areas to white. Reduce it.",
+                                  "Banding is creeping in up top. Back off a bit."])
+def test_a_pull_back_after_saying_why_takes_the_last_change_back(studio, said):
+    """The sentences before say how the photo is now; read as a request, the first added contrast to the
+    highlights (more of what the last sentence takes back) and the second was not understood."""
+    sid, _ = _session(studio, small_photo("retina"), "more contrast")
+    studio.send_message(sid, "/approve")
+    raised = studio.head(sid).state["settings"]["contrast"]
+    r = studio.send_message(sid, said)
+    assert r.reply.startswith("Taking back") and [g["op"] for g in r.sub_goals] == ["contrast"], r.reply
+    pending = r.sub_goals[0]["value"]
+    assert 0 <= pending < raised, (pending, raised)
+
+
+def test_a_pull_back_is_never_said_as_more_than_all_of_the_change():
+    from agent.conversation.dialogue import Change, TurnMoves
+    from agent.planning.followups import pull_back_moves
+
+    base = TurnMoves(1, "more contrast", "a1", "a0", [Change("contrast", 0, 40)], ["more contrast"], ["more_contrast"])
+    state = EditState.from_dict({"settings": {"contrast": 40}})
+    (move,) = pull_back_moves(base, state, 1.44, 0)
+    assert move.value == 0 and "taking back all of" in move.phrase and "144%" not in move.phrase, move.phrase

@@ -29,6 +29,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
+from pipeline import ops
+
 from agent.conversation.clauses import BEING, CAST_WISHES
 from agent.conversation.words import (SEPARATORS, PhraseTable, added_to_last, before_comparative, turned_round, Speller, drop_clauses, effect_said, normalise,
                                      opening_interjections, percent_share, rhetorical_rest, sized_follow_ups,
@@ -701,7 +703,7 @@ def _qualities(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = froz
             if negated and s >= 2 and tokens[s - 1] in _LACKING and tokens[s - 2] in ("not", "isnt", "isn't"):
                 negated = False      # "not very cosy", "not really warm": it lacks that, so more of it
             after = " ".join(tokens[e:e + 4])
-            reduced = any(after.startswith(r) for r in lex.reduce_after) or _turned_down(tokens, e)
+            reduced = any(after.startswith(r) for r in lex.reduce_after) or (p in _SETTINGS and _turned_down(tokens, e))
             enough = e < len(tokens) and tokens[e] in lex.enough
             flip = (complaint or negated or reduced) and not enough
             negated = negated and not complaint
@@ -812,6 +814,12 @@ def _object_of(tokens: Sequence[str], start: int, ends: set[int]) -> int | None:
             return j if j in ends else None
     return None
 
+
+#: The names of settings (the engine's ops, their labels, and everyday names for them): said with "down" or a
+#: negative number after them, they are turned down ("calm down", "tone down" are verbs, not settings).
+_SETTINGS = frozenset({w for o in ops.OPS.values() for w in (o.name.replace("_", " "), o.label.lower())} | {
+    "warmth", "brightness", "sharpness", "sharpening", "colour", "color", "colours", "colors", "wb",
+    "white balance", "colour saturation", "color saturation"})
 
 #: After "down", words that make it a place ("warmer down there"), not the way a setting goes.
 _DOWN_PLACES = frozenset({"there", "here", "the", "at", "on", "in", "by", "near", "low", "below", "bottom", "to"})

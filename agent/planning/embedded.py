@@ -304,6 +304,8 @@ _NEUTRAL_WISHES = PhraseTable.of(word_lists()["neutral_wishes"])
 
 
 _SURFACE_STUFF = word_lists()["surface_stuff"]
+#: Words that say how the photo is ("the contrast is pushing ...", "it looks grey"): a sentence with one says why.
+_STATE_WORDS = word_lists()["state_words"]
 
 
 def _surface_stuff(place: str) -> bool:
@@ -396,6 +398,22 @@ def _followup_in_a_clause(vocab: Vocabulary, message: str, request: PlanRequest)
         return None
     found = [f for f in (read_followup(vocab, c, request) for c in clauses) if f is not None and f.moves]
     return found[0] if len(found) == 1 else None
+
+
+def _pulled_back_after_saying_why(vocab: Vocabulary, message: str, request: PlanRequest, draft: Draft):
+    """"The contrast is pushing the bright areas to white. Reduce it.", "Banding is creeping in up top. Back off
+    a bit.": sentences that say how the photo is now, then one that takes the last change back (its "it"
+    points back): that pull-back. The sentences before say why; read as requests they asked for more of what
+    the last one takes back. A sentence that names something else wrong ("the pink saucer is a bit too pink,
+    tone it down" after more contrast) asks its own fix, which "it" then means."""
+    clauses = split_requests(tokenize(message))
+    if len(clauses) < 2 or not all(_STATE_WORDS & set(c) for c in clauses[:-1]):
+        return None
+    base = request.dialogue.base_edit() if request.dialogue is not None else None
+    if base is None or not {m.op for m in draft.moves} <= {c.op for c in base.changes}:
+        return None
+    last = read_followup(vocab, " ".join(clauses[-1]), request)
+    return last if last is not None and last.moves and last.dialogue.get("move") == "pull_back" else None
 
 
 def _one_surface(request: PlanRequest) -> bool:
@@ -584,6 +602,8 @@ class EmbeddedPlanner:
             draft = _on_the_last_place(vocab, message, draft, request.dialogue)
             one = _followup_in_a_clause(vocab, message, request) if not by_person and not (
                 draft.moves or draft.unknown_places or draft.unknown_kept or draft.missing_things) else None
+            if one is None and not by_person:
+                one = _pulled_back_after_saying_why(vocab, message, request, draft)
             if one is not None:
                 followup = one
                 draft = Draft(moves=one.moves, notes=one.notes, understood_any=True, followup=one.dialogue)

@@ -84,7 +84,10 @@ def pull_back_moves(base, state: EditState, fraction: float, order: int, *, only
     Ops in ``discrete`` (a rotation, an aspect ratio) are choices, not amounts: left as they are.
     """
     out, whole = [], []
-    pct = f"{fraction:.0%}"
+    # (a replan that strengthens a pull-back may ask more than all of it: never past where it started, so
+    # never said as more than all of it)
+    fraction = min(1.0, max(0.0, fraction))
+    pct = "all" if fraction >= 0.995 else f"{fraction:.0%}"
     what = what or _what(base)
     for rank, c in enumerate(_own_changes(base)):
         if (only_ops is not None and c.op not in only_ops) or c.op in discrete:
