@@ -64,11 +64,13 @@ def _nearest(p: Piece, anchors: list[Piece], *, prefer_after: bool = True) -> Pi
     return after[0] if after else None
 
 
-def _op_intent(op_name: str) -> Intent:
-    """An op named directly ("temperature +10", "reset the tint") as a one-op intent."""
+def _op_intent(op_name: str, way: int = 0) -> Intent:
+    """An op named directly ("temperature +10", "reset the tint") as a one-op intent; ``way`` (+1/-1) when it was
+    said with the way it goes ("exposure down")."""
     o = ops.get_op(op_name)
-    return Intent(name=f"op:{o.name}", label=o.label.lower(), kind="op", ops=((o.name, 20),),
-                  doing=f"changing {o.label.lower()} of {{where}}")
+    label = o.label.lower()
+    doing = f"turning {label} {'up' if way > 0 else 'down'} on {{where}}" if way else f"changing {label} of {{where}}"
+    return Intent(name=f"op:{o.name}", label=label, kind="op", ops=((o.name, 20 * (way or 1)),), doing=doing)
 
 
 def _setting_name(vocab: Vocabulary, text: str) -> str | None:
@@ -77,7 +79,7 @@ def _setting_name(vocab: Vocabulary, text: str) -> str | None:
     return vocab.setting_ops.get(" ".join(words[1:] if words and words[0] in DETERMINERS else words))
 
 
-def setting_way(vocab: Vocabulary, pieces: list[Piece], named: Piece) -> int:
+def _setting_way(vocab: Vocabulary, pieces: list[Piece], named: Piece) -> int:
     """The way a setting named by ``named`` is said to go: +1, -1, or 0 when no way is said ("exposure down",
     "shadows up a bit", "saturation -15"; "the warmth up top" says a place)."""
     at = next((i for i, p in enumerate(pieces) if p.pos == named.pos), None)
@@ -101,15 +103,13 @@ def _settings_with_a_way(vocab: Vocabulary, clause: Clause, anchors: list[Piece]
     "exposure down" brightened and "warmth -10" said it was warming). The way is the first of the particles
     after it (past numbers and how-much words), or the sign of a number said right after it."""
     for a in anchors:
-        op = vocab.setting_ops.get(a.text)
+        op = _setting_name(vocab, a.text)
         if op is None or a.category not in ("intent", "op") or not uses.get(a.pos):
             continue
-        way = setting_way(vocab, clause.pieces, a)
+        way = _setting_way(vocab, clause.pieces, a)
         if not way:
             continue
-        o = ops.get_op(op)
-        intent = Intent(name=f"op:{o.name}", label=o.label.lower(), kind="op", ops=((o.name, 20 * way),),
-                        doing=f"turning {o.label.lower()} {'up' if way > 0 else 'down'} on {{where}}")
+        intent = _op_intent(op, way)
         for use in uses[a.pos]:
             use.intent, use.negated = intent, False
             if use.number is not None:
@@ -120,10 +120,9 @@ def _uses(vocab: Vocabulary, clause: Clause, after_complaint: bool = False, wish
     clause = read_wished_casts(vocab, read_complaints(vocab, clause, after_complaint), wished)
     anchors = [a for a in clause.of("intent", "fix", "op", "problem") if not _describes(vocab, clause, a)]
     # "shadows up", "highlights -30": a place that is also a setting, said with a way, is the setting
-    settings = [p for p in clause.of("target") if _setting_name(vocab, p.text) and setting_way(vocab, clause.pieces, p)]
-    anchors = sorted(anchors + [replace(p, category="op", key=_setting_name(vocab, p.text),
-                                        text=" ".join(p.text.split()[1:]) if p.text.split()[0] in DETERMINERS
-                                        else p.text) for p in settings], key=lambda a: a.pos)
+    settings = [p for p in clause.of("target") if _setting_name(vocab, p.text) and _setting_way(vocab, clause.pieces, p)]
+    anchors = sorted(anchors + [replace(p, category="op", key=_setting_name(vocab, p.text)) for p in settings],
+                     key=lambda a: a.pos)
     # "cool the temperature slightly", "warm up the white balance": a setting named beside a quality that moves
     # it is what the quality acts on, not a second request
     moved = {op for a in anchors if a.category == "intent" for op, _ in vocab.intents[a.key].ops}
