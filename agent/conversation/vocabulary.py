@@ -232,10 +232,9 @@ class Vocabulary:
             lists["op"] += [(op.name.replace("_", " "), op.name), (op.name, op.name), (op.label.lower(), op.name)]
         # A setting named with the way it goes ("exposure down", "warmth -10", "shadows up"): the op itself, that
         # way. The names: the ops' own, and the profile's `setting_words` ("warmth": temperature).
+        named = {str(w): str(o) for w, o in (grammar.get("setting_words") or {}).items() if str(o) in ops.OPS}
+        lists["op"] += list(named.items())
         self.setting_ops: dict[str, str] = {" ".join(tokenize(w)): o for w, o in lists["op"]}
-        self.setting_ops.update({" ".join(tokenize(str(w))): str(o)
-                                 for w, o in (grammar.get("setting_words") or {}).items() if str(o) in ops.OPS})
-        lists["op"] += [(w, o) for w, o in self.setting_ops.items() if (w, o) not in lists["op"]]
         self.setting_ways: dict[str, int] = {str(w): int(v) for w, v in (grammar.get("setting_ways") or {}).items()}
         self.setting_ways_not_before = frozenset(str(w) for w in grammar.get("setting_ways_not_before") or ())
         # Complaints: a problem word that is not also a wish word (an intent or band word) is

@@ -111,6 +111,11 @@ class Lexicon:
     counting: frozenset[str] = frozenset()   # "the two puppies": the thing is the word after the count
     disapproval: frozenset[str] = frozenset()  # "sickly green": a complaint about the quality after it
     insist: tuple[str, ...] = ()             # the engine's insist.words: "more contrast, i insist" is a strong step
+    # the engine's setting names (the ops' own and grammar.setting_words) and the words after one that turn it
+    # down (grammar.setting_ways below 0), unless a place follows them (setting_ways_not_before): "exposure down"
+    settings: frozenset[str] = frozenset()
+    settings_down: frozenset[str] = frozenset()
+    settings_not_before: frozenset[str] = frozenset()
     op_properties: Mapping[str, tuple[str, int]] = field(default_factory=dict)   # op -> (property, way) it moves
     op_prefix_properties: Mapping[str, tuple[str, int]] = field(default_factory=dict)   # "saturation_" -> chroma up
     manner: frozenset[str] = frozenset()     # the engine's grammar.manner: "a soft vignette" is not softer
@@ -248,6 +253,12 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         counting=frozenset(_norm(str(w)) for w in data.get("counting") or ()),
         disapproval=frozenset(_norm(str(w)) for w in data.get("disapproval") or ()),
         insist=tuple(_norm(str(w)) for w in (engine.get("insist") or {}).get("words") or ()),
+        settings=frozenset({_norm(w) for o in ops.OPS.values() for w in (o.name.replace("_", " "), o.label)}
+                           | {_norm(str(w)) for w in ((engine.get("grammar") or {}).get("setting_words") or {})}),
+        settings_down=frozenset(str(w) for w, v in ((engine.get("grammar") or {}).get("setting_ways") or {}).items()
+                                if int(v) < 0),
+        settings_not_before=frozenset(str(w) for w in (engine.get("grammar") or {}).get("setting_ways_not_before")
+                                      or ()),
         op_properties=_op_properties(data.get("op_properties")),
         op_prefix_properties=_op_properties(data.get("op_prefix_properties")),
         avoid=tuple(_norm(str(w)) for w in (engine.get("grammar") or {}).get("avoid") or ()),
@@ -703,7 +714,7 @@ def _qualities(tokens: Sequence[str], lex: Lexicon, stops: frozenset[int] = froz
             if negated and s >= 2 and tokens[s - 1] in _LACKING and tokens[s - 2] in ("not", "isnt", "isn't"):
                 negated = False      # "not very cosy", "not really warm": it lacks that, so more of it
             after = " ".join(tokens[e:e + 4])
-            reduced = any(after.startswith(r) for r in lex.reduce_after) or (p in _SETTINGS and _turned_down(tokens, e))
+            reduced = any(after.startswith(r) for r in lex.reduce_after) or (p in lex.settings and _turned_down(tokens, e, lex))
             enough = e < len(tokens) and tokens[e] in lex.enough
             flip = (complaint or negated or reduced) and not enough
             negated = negated and not complaint
@@ -815,22 +826,13 @@ def _object_of(tokens: Sequence[str], start: int, ends: set[int]) -> int | None:
     return None
 
 
-#: The names of settings (the engine's ops, their labels, and everyday names for them): said with "down" or a
-#: negative number after them, they are turned down ("calm down", "tone down" are verbs, not settings).
-_SETTINGS = frozenset({w for o in ops.OPS.values() for w in (o.name.replace("_", " "), o.label.lower())} | {
-    "warmth", "brightness", "sharpness", "sharpening", "colour", "color", "colours", "colors", "wb",
-    "white balance", "colour saturation", "color saturation"})
-
-#: After "down", words that make it a place ("warmer down there"), not the way a setting goes.
-_DOWN_PLACES = frozenset({"there", "here", "the", "at", "on", "in", "by", "near", "low", "below", "bottom", "to"})
-
-
-def _turned_down(tokens: Sequence[str], end: int) -> bool:
-    """Whether the quality ending at ``end`` is turned down by what follows it: "exposure down", "saturation
-    -15", "warmth lower" (a setting and the way it goes; "warmer down there" names a place)."""
+def _turned_down(tokens: Sequence[str], end: int, lex: Lexicon) -> bool:
+    """Whether the setting ending at ``end`` is turned down by what follows it: "exposure down", "saturation
+    -15", "warmth lower" (the planner's grammar reads the same words; "warmer down there" names a place)."""
     nxt = tokens[end] if end < len(tokens) else ""
     after = tokens[end + 1] if end + 1 < len(tokens) else ""
-    return (nxt in ("down", "lower") and after not in _DOWN_PLACES) or bool(re.fullmatch(r"-\d+(\.\d+)?%?", nxt))
+    return (nxt in lex.settings_down and after not in lex.settings_not_before) \
+        or bool(re.fullmatch(r"-\d+(\.\d+)?%?", nxt))
 
 
 def _merge(expects: list[Expect]) -> list[Expect]:
