@@ -34,6 +34,9 @@ _APPROVED = frozenset({"approved", "accepted", "okayed", "okd", "ok'd", "signed"
 _PARTICLES = frozenset({"off", "away", "out"})
 #: "i liked the blue better": a version liked before, not a wish for the photo now
 _LIKED = frozenset({"liked", "loved", "preferred"})
+#: The photo itself, said with the original ("the untouched photo", "the unedited pic")
+_PHOTO_WORDS = frozenset({"photo", "photos", "pic", "pics", "picture", "image", "shot", "file", "copy", "thing", "sent",
+                          "send", "need", "gimme", "hand", "file", "raw"})
 KINDS = ("last", "steps", "original", "change", "before", "version")
 
 
@@ -196,6 +199,18 @@ class GoingBackReader:
         rest = self._named([w for i, w in enumerate(clause) if i not in spans])
         return bool(found) and not self._names_a_change(rest)
 
+    def names_only_the_original(self, words: list[str]) -> bool:
+        """Whether a clause with no return verb says nothing but the original, as an answer or with a plain verb
+        ("actually, the very first one, as i sent it", "nah just give me the untouched photo"): every other word
+        is filler, a version word or a word for the photo; a question ("is this the original?") or what to keep
+        ("keep the original crop") is not going back."""
+        found = self.original.find(words)
+        if not found or "?" in words or self.keep.find(words):
+            return False
+        spans = {i for table in (self.original, self.first, self.versions) for s, n, _ in table.find(words)
+                 for i in range(s, s + n)}
+        return all(i in spans or w in self.noise or w in SEPARATORS or w in _PHOTO_WORDS for i, w in enumerate(words))
+
     def includes(self, clause: list[str]) -> bool:
         """Whether ``clause`` only says what the going back takes along ("colour and all", "including the
         crop"): a scope, not a request."""
@@ -251,7 +266,7 @@ class GoingBackReader:
             # "i want the wall behind it darker" is a wish; "i want the warm one" a version
             strong = [(s, n, v) for s, n, v in strong if not self.version_only_verbs.find(words[s:s + n])]
         if not strong and not weak and not said_back:
-            return None
+            return GoingBack("original", strong=True) if self.names_only_the_original(words) else None
         said_original = self.original.find(words)
         if said_original:
             # "back to when the sky was brightened and the water was untouched": a version, not the original
@@ -286,7 +301,10 @@ class GoingBackReader:
         repeat_amount = [s for s, _, _ in find_phrases(asked, self.vocab.repeat_but) if s > 0 and asked[s - 1] == "but"]
         # ("bring it back to how it was before": a pull-back verb said with where to is all the way back)
         pulled = [(s, n) for s, n, _ in find_phrases(asked, self.vocab.pull_back) if asked[s + n:s + n + 1] != ["to"]]
-        if partial or repeat_amount or find_phrases(asked, self.vocab.fractions) or (
+        # ("take back like 50 percent of the light": a share of the change, not fifty steps)
+        shared = any(w.endswith("%") or (w.isdigit() and asked[k + 1:k + 2] in (["percent"], ["per"], ["pct"]))
+                     for k, w in enumerate(asked))
+        if partial or shared or repeat_amount or find_phrases(asked, self.vocab.fractions) or (
                 pulled and not (strong and self._count(asked) is not None)):
             # "bring back a hint of colour", "too much, dial it back": a follow-up ("take those last two back
             # off": a count of changes taken back is no pull-back of one)

@@ -37,7 +37,7 @@ from agent.conversation.generative import GenerativeRequest, parse_generative
 from agent.conversation.going_back import GoingBack, GoingBackReader, split_requests
 from agent.conversation.vocabulary import Vocabulary, read_pieces
 from agent.conversation.words import (PRAISE_LINKS, SEPARATORS, PhraseTable, particle_follow_up, acknowledged_rest, before_comparative, find_phrases, plain_words, rhetorical_rest, tells_how_taken, tokenize, turned_round,
-                                     word_lists)
+                                     says_vague_ask, word_lists)
 from pipeline import ops
 from profiles import Profile, load_profile
 
@@ -107,6 +107,8 @@ _PLACING = frozenset({"on", "in", "along", "across", "at", "over", "under", "bel
 #: Words that, with a question word, ask what was done ("what did you actually change just then?").
 _DONE_WORDS = frozenset({"changed", "did", "done", "edited", "adjusted", "tweaked", "applied", "altered", "fixed"})
 #: Pieces of the planner's vocabulary that name something to change (not "it", a magnitude, a comma).
+#: What names a quality to change (not only a place or a verb).
+_QUALITY_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band", "rollback", "reset")
 _CHANGE_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band", "target", "rollback", "reset",
                   "set", "increase", "reduce", "avoid", "objects")
 #: Said after a going back, these say which version it goes to ("back to the contrasty one, before you brightened
@@ -326,12 +328,17 @@ class Router:
             return Route("exploration", "capabilities", words=self._offered(said))
         asks = (text or "").strip().endswith("?")
         opening = self._opening(words) if asks and not self._modal_be(self._after_interjections(words)) else None
-        if asks and opening is None and any(len(words) > len(t) and tuple(words[-len(t):]) == t
-                                            for t in self.question_tags) \
+        if asks and opening is None and (any(len(words) > len(t) and tuple(words[-len(t):]) == t
+                                             for t in self.question_tags) or self._or_asked(words)) \
                 and not self._requests(plain_words(words)):
             opening = "evaluation"     # "it's not too saturated is it?": a statement asked with a tag
         if opening == "evaluation" and find_phrases(said, self.vocab.fractions):
             opening = None             # "bit too pale now, somewhere in between?": a share of the way back, proposed
+        if asks and opening is None and self._opening_suggests(words) \
+                and not any(p.category in _QUALITY_PIECES for p in read_pieces(self.vocab, said)):
+            # "is there a way to fix the middle girl's flyaway hair?": asked whether something I cannot name can
+            # be done, answered with what I can do, nothing changed
+            return Route("exploration", "capabilities", words=self._offered(said))
         if opening in ("evaluation", "exploration"):
             # "is the sky too dark?", "too warm?", "should i make it brighter?": asked, not requested
             return Route(opening, opening, words=self._offered(said))
@@ -413,6 +420,19 @@ class Router:
         if not all(r.kind == "chat" for r in routes):
             return None
         return next((r for r in routes if r.name != "remark"), routes[0])
+
+    def _opening_suggests(self, words: list[str]) -> bool:
+        """Whether a question opens, after filler, with a suggestion opener ("is there a way to", "any chance of")."""
+        opened = self._after_interjections(words)
+        hits = find_phrases(opened, self.suggestions)
+        return bool(hits) and hits[0][0] == 0
+
+    def _or_asked(self, words: list[str]) -> bool:
+        """Whether a question ends in a short "or is it ...?" ("my skin is looking too red, or is normal?", "too
+        dark, or is it my screen?"): a statement weighed against another, asked."""
+        k = max((i for i, w in enumerate(words) if w == "or"), default=-1)
+        return 0 < k and len(words) - k <= 6 and words[k + 1:k + 2] != [] and words[k + 1] in self.auxiliaries \
+            and words[k - 1:k] != ["no"]
 
     def _only_less(self, tokens: list[str]) -> bool:
         """Whether the only going back said is a verb with its particle that asks for less ("went a bit overboard,
@@ -644,7 +664,7 @@ class Router:
         reader = self.going_back
         for clause in split_requests(reader.joined(said), self.request_verbs):
             if reader.strong.find(clause) or reader.weak.find(clause) or reader.includes(clause) \
-                    or reader.says_no_to(clause) is not None:
+                    or reader.says_no_to(clause) is not None or reader.names_only_the_original(clause):
                 continue        # a going back, or what it takes along ("the original back, colour and all")
             if self._requests(plain_words(clause)):
                 return False
@@ -693,8 +713,10 @@ class Router:
 
     def _about_the_photo(self, said: list[str], pieces) -> bool:
         """Whether a message names anything to change: a quality, a place, an op, a follow-up, a command word."""
-        if any(p.category in _CHANGE_PIECES for p in pieces):
-            return True
+        changing = [p for p in pieces if p.category in _CHANGE_PIECES]
+        if changing and (any(p.category != "set" for p in changing) or any(p.category == "number" for p in pieces)
+                         or says_vague_ask(said)):
+            return True             # ("my granddaughter put this program on my computer": "put" sets nothing)
         if any(p.category == "global" and (len(p.text.split()) > 1 or p.text != "it") for p in pieces):
             return True             # "just the whole thing then": where the last request should go
         if self.vocab.says_go_ahead(" ".join(said)):
@@ -916,6 +938,11 @@ class Router:
             hits = find_phrases(tokens, c[name])
             if hits and not self._rest(tokens, hits):
                 return Route("command", name)
+        said_pieces = [p for p in read_pieces(self.vocab, said) if p.category != "separator"
+                       and p.text not in self.filler and p.text not in self.interjections]
+        if said_pieces and said_pieces[0].category == "reset" and len(said_pieces) > 1 \
+                and all(p.category == "global" for p in said_pieces[1:]):
+            return Route("command", "original")     # "reset the whole lot", "reset everything in the photo"
         marks = find_phrases(tokens, self.original_marks)
         if marks:
             # "go back to how it was originally", "start over from the original": undo said of the original

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from agent.conversation.words import (SEPARATORS, compared_as_too, taken_some_out, PhraseTable, Speller, drop_clauses, find_phrases, is_number,
+from agent.conversation.words import (SEPARATORS, said_plainly, excess_phrases, PhraseTable, Speller, drop_clauses, find_phrases, is_number,
                                      opening_interjections, plain_words, sized_follow_ups, token_spans,
                                      tokenize, word_lists)
 from pipeline import ops
@@ -81,7 +81,7 @@ class Piece:
 
 
 # Same phrase in two lists: the earlier category wins.
-_CATEGORY_ORDER = ("relative", "rollback", "problem", "intent", "fix", "target", "band", "magnitude", "towards", "reduce",
+_CATEGORY_ORDER = ("thing", "relative", "rollback", "problem", "intent", "fix", "target", "band", "magnitude", "towards", "reduce",
                    "avoid", "reset", "set", "increase", "objects", "global", "except", "protect", "purpose", "separator",
                    "op")
 
@@ -182,7 +182,9 @@ class Vocabulary:
         for cat in ("reduce", "avoid", "reset", "set", "increase", "objects", "global", "rollback", "towards", "except",
                     "protect", "purpose"):
             lists[cat] += [(w, cat) for w in grammar.get(cat, ())]
-        lists["reduce"] += [(w, "reduce") for w in grammar.get("reduce_after", ())]
+        # "a mood board", "the light bulb": a thing's name that holds a quality word is neither quality nor request
+        lists["thing"] = [(w, "thing") for w in grammar.get("things", ())]
+        lists["reduce"] += [(w, "reduce") for w in (*grammar.get("reduce_after", ()), *excess_phrases(pe, only_alone=True))]
         # "tone down the sky": these reduce words, on a target with no quality named, mean
         # the implicit intent (profile: implicit_intents.tone_down).
         lists["reduce"] += [(w, "reduce") for w in grammar.get("tone_down", ())]
@@ -195,7 +197,7 @@ class Vocabulary:
         # ("bring it up": a raising verb's object may be "it"; "dial it back" is a follow-up's own phrase)
         self._split_verbs = [re.compile(rf"\b({verb}) ((?:{owners}) (?:[a-z']+ ){{0,2}}?"
                                         rf"{'|(?:it|them) ' if f'{verb} {particle}' in self.raise_up else ''})"
-                                        rf"({particle})\b")
+                                        rf"({particle})\b", re.IGNORECASE)
                              for verb, particle in sorted({tuple(p.split()) for p in self.tone_down | self.raise_up
                                                            if len(p.split()) == 2})]
         implicit = dict(pe.get("implicit_intents") or {})
@@ -381,7 +383,7 @@ class Vocabulary:
                 for form in _inflections(key[0]):
                     if (form,) not in self.phrases:
                         self.inflected.setdefault(form, hit)
-        self.known_words = ({t for phrase in self.phrases for t in phrase} | FILLER | self.chatter | self.not_places
+        self.known_words = ({t for phrase, hit in self.phrases.items() if hit[0] != "thing" for t in phrase} | FILLER | self.chatter | self.not_places
                             | {t for f in self.frames for t in f} | {t for f in self.wishes for t in f}
                             | {t for k in (*self.repeat, *self.pull_back, *self.fractions, *self.retarget) for t in k}
                             | self.statements | _router_words(router) | self.spelling_extra | set(self.inflected))
@@ -512,13 +514,13 @@ class Vocabulary:
         ``grammar.tone_down`` or ``grammar.raise_up`` put back together, so the place after it reads as its
         object ("turn it up", "tone that down" stay as said: a follow-up's own phrases)."""
         def join(m: re.Match) -> str:
-            said = (m[1], m[2].strip(), m[3])
+            said = (m[1].lower(), m[2].strip().lower(), m[3].lower())
             if said in self.repeat or said in self.pull_back:
                 return m[0]         # "turn it up", "tone that down": more or less of the last change (a follow-up)
             return f"{m[1]} {m[3]} {m[2].strip()}"
         for split in self._split_verbs:
             text = split.sub(join, text)
-        return compared_as_too(taken_some_out(text))
+        return said_plainly(text)
 
     # -- typing slips ----------------------------------------------------
     def spell(self, text: str) -> str:
@@ -612,7 +614,10 @@ def read_pieces(vocab: Vocabulary, tokens: list[str]) -> list[Piece]:
                     # word back to the quality phrase it begins ("more magenta").
                     n -= 1
                     hit = vocab.phrases[tuple(tokens[i:i + n])]
-                pieces.append(Piece(hit[0], hit[1], " ".join(tokens[i:i + n]), i))
+                if hit[0] == "thing":      # ("a mood board": its words, each no more than a word)
+                    pieces += [Piece("word", t, t, i + k) for k, t in enumerate(tokens[i:i + n])]
+                else:
+                    pieces.append(Piece(hit[0], hit[1], " ".join(tokens[i:i + n]), i))
                 i += n
                 break
         else:

@@ -63,7 +63,18 @@ def sized_follow_ups(engine: Mapping[str, Any]) -> tuple[dict[str, float], list[
         if scale < 1 and not str(word).endswith(" of"):
             repeat.setdefault(f"{word} more", scale)
             pull.append(f"{word} less")
-    return repeat, list(dict.fromkeys(pull))
+    return repeat, list(dict.fromkeys(pull + excess_phrases(engine)))
+
+
+def excess_phrases(engine: Mapping[str, Any], only_alone: bool = False) -> list[str]:
+    """More than wanted, said by how it comes across (``followups.excess``): every degree word before every excess
+    word ("very aggressive", "a bit heavy handed") and the words said alone ("garish"); a pull-back after a change.
+    ``only_alone``: just the words that say it alone, with or without a degree: a reduce word said of a quality
+    ("the red is very aggressive"; "very intense colours" is a wish)."""
+    excess = (engine.get("followups") or {}).get("excess") or {}
+    alone = [str(w) for w in excess.get("alone") or ()]
+    words = alone if only_alone else list(dict.fromkeys([str(w) for w in excess.get("words") or ()] + alone))
+    return [f"{d} {w}" for d in excess.get("degrees") or () for w in words] + alone
 
 
 def tells_how_taken(tokens: Sequence[str]) -> bool:
@@ -339,6 +350,74 @@ def compared_as_too(text: str) -> str:
         base = table.get(m[2])
         return f"{m[1]}too {base}" if base else m[0]
     return _COMPARED_TO.sub(plain, text)
+
+
+_UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+          "seventeen eighteen nineteen").split()
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_SPELLED = (rf"(?:(?:{'|'.join(_TENS)})(?:[\s-](?:{'|'.join(_UNITS[1:10])}))?|{'|'.join(_UNITS)}|(?:a|one)\s+hundred)")
+#: "ten percent", "twenty-five per cent": a number spelled out before a percentage
+_SPELLED_PERCENT = re.compile(rf"\b({_SPELLED})\s+(percent|per\s+cent|pct|%)", re.IGNORECASE)
+#: Exposure said in stops or EV ("a third of a stop", "half a stop", "+0.5 EV", "two stops", "1/3 stop"): the
+#: share of a stop, then the unit. A bare "a"/"one" stop only before a way or the end ("a stop down", not
+#: "a stop sign").
+_STOP_SHARES = {"a third": 1 / 3, "one third": 1 / 3, "third": 1 / 3, "two thirds": 2 / 3, "a half": 0.5,
+                "half": 0.5, "a quarter": 0.25, "one quarter": 0.25, "quarter": 0.25, "a full": 1.0, "one full": 1.0,
+                "one": 1.0, "a": 1.0, "two": 2.0, "three": 3.0}
+_IN_STOPS = re.compile(
+    r"(?<![\w.])(?P<sign>[+-])?\s?(?P<amount>\d+(?:\.\d+)?|\.\d+|\d/\d|"
+    + "|".join(sorted((k.replace(" ", r"\s+") for k in _STOP_SHARES), key=len, reverse=True))
+    + r")(?:\s+of)?(?:\s+an?)?\s*(?P<unit>stops?|ev)\b(?P<half>\s+and\s+a\s+half)?"
+    r"(?=\s*(?:$|[.,!?;:)]|up\b|down\b|brighter|darker|lighter|more\b|less\b|over|under|on\b|in\b|for\b|to\b"
+    r"|of\b|and\b|but\b|please|pls|plz|then|there|too\b|[a-z]+ (?:up|down)\b)|(?<=ev)|(?<=stops))",
+    re.IGNORECASE)
+#: "by half", "to about half" said of a quality (not "half of that", "halfway", "back to half")
+_BY_HALF = re.compile(r"\b(by|to)\s+((?:about|around|roughly|approximately|like|maybe)\s+)?half\b"
+                      r"(?!\s+(?:of|way|the|a|an|as|that|it|this)\b)", re.IGNORECASE)
+_TAKEN_BACK = re.compile(r"\b(back|take|took|undo|revert|halfway)\b", re.IGNORECASE)
+#: What one stop is in the exposure op's units (pipeline.ops: 100 = +2 EV).
+EXPOSURE_PER_STOP = 50
+
+
+def _spelled_number(words: str) -> int:
+    parts = re.split(r"[\s-]+", words.lower())
+    if parts[-1] == "hundred":
+        return 100
+    total = 0
+    for w in parts:
+        total += _TENS.get(w, _UNITS.index(w) if w in _UNITS else 0)
+    return total
+
+
+def _stops(m: re.Match) -> str:
+    amount = m["amount"].lower()
+    if "/" in amount:
+        top, bottom = amount.split("/")
+        share = int(top) / max(1, int(bottom))
+    elif amount[:1].isdigit() or amount[:1] == ".":
+        share = float(amount)
+    else:
+        share = _STOP_SHARES[" ".join(amount.split())]
+    share += 0.5 if m["half"] else 0.0
+    value = max(1, round(share * EXPOSURE_PER_STOP))
+    return f"exposure {m['sign']}{value}" if m["sign"] else f"{value} exposure"
+
+
+def amounts_said(text: str) -> str:
+    """``text`` with amounts said in words put as numbers: a spelled-out percentage ("ten percent" -> "10
+    percent") and exposure in stops or EV ("a third of a stop" -> "17 exposure", "+0.5 EV" -> "+25 exposure"),
+    so the number reads as how much; the planner and the judge read it the same way."""
+    text = _SPELLED_PERCENT.sub(lambda m: f"{_spelled_number(m[1])} {m[2]}", text)
+    if not _TAKEN_BACK.search(text):
+        # "desaturate it to about half": the quality by half its range, not half of the last change back
+        text = _BY_HALF.sub(lambda m: f"{m[1]} {m[2] or ''}50 percent", text)
+    return _IN_STOPS.sub(_stops, text)
+
+
+def said_plainly(text: str) -> str:
+    """``text`` as the readers take it: amounts as numbers, a share taken out as less of it, a comparison as a
+    complaint (:func:`amounts_said`, :func:`taken_some_out`, :func:`compared_as_too`)."""
+    return compared_as_too(taken_some_out(amounts_said(text)))
 
 
 def percent_share(token: str) -> float | None:

@@ -35,7 +35,7 @@ from agent.conversation.clauses import BEING, CAST_WISHES
 from agent.conversation.words import (SEPARATORS, PhraseTable, added_to_last, before_comparative, turned_round, Speller, drop_clauses, effect_said, normalise,
                                      opening_interjections, percent_share, rhetorical_rest, sized_follow_ups,
                                      taken_some_out, tells_how_taken, tokenize, word_lists,
-                                     compared_as_too)
+                                     compared_as_too, said_plainly, excess_phrases)
 
 READING_FILE = Path(__file__).resolve().parents[2] / "profiles" / "_reading.yaml"
 #: The planner's profile: its complaint table (``vocabulary.complaints``) is read, not copied.
@@ -221,7 +221,7 @@ def load_lexicon(path: str | None = None) -> Lexicon:
         complaint_frames=frozenset(_norm(w) for w in data["complaint_frames"]),
         goal_frames=tuple(_norm(w) for w in data.get("goal_frames", ())),
         negations=frozenset(_norm(w) for w in data["negations"]),
-        reduce_after=tuple(_norm(w) for w in data["reduce_after"]),
+        reduce_after=tuple(_norm(w) for w in (*data["reduce_after"], *excess_phrases(engine, only_alone=True))),
         enough=frozenset(_norm(w) for w in data["enough"]),
         # the reading's own follow-up words and the planner profile's (engine.yaml followups)
         follow_more=tuple(dict.fromkeys([_norm(w) for w in fu["more"]] + list(more_scales))),
@@ -880,7 +880,7 @@ def read_request(message: str, history: Sequence[str] = (), lexicon: Lexicon | N
     if lex.speller is not None:
         text = lex.speller(text)
     # "take some saturation out": less of it; "the bottom is darker than the top": too dark (as the planner reads)
-    text = compared_as_too(taken_some_out(text))
+    text = said_plainly(text)
     # "ok never mind the cord. bit more of that pop": the thing dropped is neither the place nor an undo
     said = tokenize(text)
     # "right ok erm... a little more": sounds before the message ("right" is not the right side)

@@ -217,6 +217,7 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         at, n, way = particle
         tokens = tokens[:at] + (["more"] if way > 0 else ["less"]) + tokens[at + n:]
         pieces = read_pieces(vocab, tokens)
+    tokens, pieces = _done_again(vocab, tokens, pieces)
     pull = before_comparative(tokens, find_phrases(tokens, vocab.pull_back))
     # "less on the coat", "a bit less for the sky": less of the last change on a place, not less of a quality
     pull += [(i, 1, 1.0) for i, t in enumerate(tokens) if t == "less" and i + 1 < len(tokens)
@@ -272,6 +273,12 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
                     for s, n, _ in pull for a in anchors)
     if said_how:
         return _scaled_back(vocab, last, anchors, pieces, request.state)
+    amount = _amount_for_last(tokens, pieces) if last is not None and not anchors and not pull and not fractions else None
+    if amount is not None:
+        signed = any(p.category == "number" and p.text[:1] in "+-" for p in pieces)
+        resized = _resized(vocab, last, amount, signed, request.state)
+        if resized is not None:
+            return resized
     way = turned_round(tokens, vocab.reverse) if last is not None and not anchors else None
     if way is not None:
         turned = _turned(vocab, last, way)
@@ -705,6 +712,67 @@ def _scaled_back(vocab: Vocabulary, base, anchors: list, pieces: list, state: Ed
     fraction = min(high, max(low, fraction))
     return _pulled_back(base, pull_back_moves(base, state, fraction, 0, discrete=vocab.discrete_ops,
                                               least=vocab.pull_back_least), fraction)
+
+
+def _done_again(vocab: Vocabulary, tokens: list[str], pieces: list) -> tuple[list[str], list]:
+    """"now do it a LOT", "do that way more": the last change again, by the amount said (read as "again")."""
+    at = next((i for i, t in enumerate(tokens) if t == "do" or (t not in FILLER and t not in SEPARATORS)), None)
+    if at is None or tokens[at:at + 1] != ["do"] or tokens[at + 1:at + 2] not in (["it"], ["that"], ["this"]):
+        return tokens, pieces
+    rest = [p for p in pieces if p.pos >= at + 2 and p.category != "separator"]
+    if not rest or not all(p.category in ("magnitude", "increase") or p.text in FILLER for p in rest) \
+            or not any(p.category == "magnitude" for p in rest):
+        return tokens, pieces
+    tokens = tokens[:at] + ["again"] + tokens[at + 2:]
+    return tokens, read_pieces(vocab, tokens)
+
+
+#: Words around a bare number that make it the last change's new amount ("actually make it +30", "try 50
+#: instead", "go to 40").
+_AMOUNT_WORDS = frozenset({"make", "it", "that", "try", "go", "to", "instead", "actually", "then", "set", "put", "how",
+                           "about", "maybe", "lets", "let's", "please", "pls", "ok", "okay", "now", "rather", "no",
+                           "more", "like", "say", "value", "amount", "at", "just", "hmm", "um", "so", "do", "of"})
+
+
+def _amount_for_last(tokens: list[str], pieces: list) -> float | None:
+    """A number said as the last change's new amount, alone or with words that only frame it ("make it +30",
+    "try 50 instead"): the number, signed when a sign was written; None when anything else is said."""
+    numbers = [p for p in pieces if p.category == "number"]
+    if len(numbers) != 1 or numbers[0].text.endswith("%"):
+        return None
+    if any(p.category not in ("number", "separator", "word", "global") for p in pieces):
+        return None
+    if not all(p.text in _AMOUNT_WORDS or p.text in FILLER for p in pieces if p.category in ("word", "global")):
+        return None
+    return float(numbers[0].key) if numbers[0].key else None
+
+
+def _resized(vocab: Vocabulary, base, amount: float, signed: bool, state: EditState) -> FollowUp | None:
+    """The setting the last change moved most made ``amount`` ("make it +30" after clarity +20, "try 15" after
+    it was taken back to 10), the change's other moves scaled with it; said back when it is there already."""
+    changes = [c for c in _own_changes(base) if c.delta and c.op not in vocab.discrete_ops]
+    if not changes:
+        return None
+    main = max(changes, key=lambda c: abs(c.delta))
+    now = state.value(main.op, main.target) if main.target else state.value(main.op)
+    goal = amount if signed else math.copysign(abs(amount), now or main.delta)
+    if abs(goal - now) < 0.5:
+        return FollowUp(question=f"{main.op.replace('_', ' ').capitalize()} is already {now:+g} after "
+                                 f"{_what(base)}; say \u201cmore\u201d or \u201cless\u201d to go on from there.",
+                        quick_replies=["More", "Less"])
+    if now == main.before:
+        return None
+    ratio = (goal - main.before) / (now - main.before)
+    moves = []
+    for rank, c in enumerate(changes):
+        value_now = state.value(c.op, c.target) if c.target else state.value(c.op)
+        value = int(round(c.before + (value_now - c.before) * ratio))
+        if value != value_now:
+            moves.append(Move(c.op, value, "set", c.target, f"{main.op.replace('_', ' ')} at {goal:+g}",
+                              f"setting {main.op.replace('_', ' ')} to {goal:+g}", "followup", 0, rank,
+                              "followup"))
+    return FollowUp(moves=moves, labels=list(base.labels),
+                    dialogue={"move": "resize", "base_asset": base.asset_id, "amount": goal}) if moves else None
 
 
 def _pulled_back(base, moves: list[Move], fraction: float) -> FollowUp:

@@ -127,6 +127,14 @@ def _uses(vocab: Vocabulary, clause: Clause, after_complaint: bool = False, wish
     # it is what the quality acts on, not a second request
     moved = {op for a in anchors if a.category == "intent" for op, _ in vocab.intents[a.key].ops}
     anchors = [a for a in anchors if not (a.category == "op" and a.key in moved)]
+    # ... as is a setting's own name read as a quality ("darken the exposure", "desaturate the saturation": the
+    # word alone reads as more of it) beside another quality that moves it, said with no way of its own
+    named = {a.pos for a in anchors if a.category == "intent" and _setting_name(vocab, a.text) is not None
+             and not _setting_way(vocab, clause.pieces, a)}
+    if named:
+        others = {op for a in anchors if a.category == "intent" and a.pos not in named
+                  for op, _ in vocab.intents[a.key].ops}
+        anchors = [a for a in anchors if not (a.pos in named and _setting_name(vocab, a.text) in others)]
     targets = [p.key for p in clause.of("target") if p not in settings]
     bands = [p.key for p in clause.of("band")]
     uses: dict[int, list[Use]] = {}
@@ -559,7 +567,9 @@ def _moves_at(vocab: Vocabulary, use: Use, target_name: str | None, band: str | 
         return [move(op, 0 if negated else v, "set", spec, phrase, rank) for rank, (op, v) in enumerate(values)]
     sign = -1 if negated else 1
     phrase = intent.doing.format(where=where) if not negated else \
-        f"turning {intent.label} down on {where}" if intent.kind == "op" else f"making {where} less {intent.label}"
+        f"turning {intent.label} down on {where}" if intent.kind == "op" else \
+        f"lowering the {intent.label.removeprefix('more ')} of {where}" if intent.label.startswith("more ") else \
+        f"making {where} less {intent.label}"       # ("less clarity": not "making the image less more clarity")
     opposite = vocab.intents.get(intent.opposite or "")
     if negated and opposite is not None and opposite.mode == "add":
         # "not so warm" is the profile's "cooler", with its own ops and wording.
