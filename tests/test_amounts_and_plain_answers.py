@@ -196,3 +196,26 @@ def test_questions_that_weigh_or_ask_whether_a_way_exists_change_nothing(studio,
 def test_a_polite_question_that_names_a_quality_is_still_a_request():
     router = Router()
     assert router.route("is there a way to make her face less red?").kind == "modification"
+
+
+def test_what_a_request_is_for_said_with_a_modal_is_no_place(planner):
+    """"brighten it up some so people can actually see whats for sale": the people are who it is for, not the
+    place to brighten."""
+    assert _moves(planner, "ok yeah brighten it up some so people can actually see whats for sale") == \
+        [("exposure", 20, None)]
+
+
+def test_a_question_said_after_a_place_named_alone_changes_nothing(studio):
+    sid = studio.start_session(small_photo("astronaut")).id
+    head = studio.head(sid).id
+    result = studio.send_message(sid, "Helmet highlight bottom right - is that clipped?")
+    assert result.status == "answered" and "don't know how" not in result.reply, result.reply
+    assert studio.head(sid).id == head
+
+
+def test_the_double_is_twice_the_last_change(studio):
+    sid = studio.start_session(small_photo("astronaut")).id
+    studio.send_message(sid, "a little more contrast")
+    once = studio.head(sid).state["settings"]["contrast"]
+    studio.send_message(sid, "More strong please, the double.")
+    assert studio.head(sid).state["settings"]["contrast"] > once

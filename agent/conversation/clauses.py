@@ -81,6 +81,23 @@ def sizes_in_names(pieces: list[Piece]) -> list[Piece]:
 NICE_AND = frozenset({"nice", "good", "lovely", "plenty"})
 
 
+#: "so people can see it", "so the buyers could tell": a purpose said with who it is for and a modal
+_PURPOSE_MODALS = frozenset({"can", "could", "will", "would", "might", "may", "shall"})
+
+
+def _purpose_so(pieces: list[Piece], i: int) -> bool:
+    """Whether the "so" at ``i`` opens a purpose ("brighten it up some so people can actually see whats for
+    sale"): a modal follows within four pieces, before any separator."""
+    if pieces[i].text != "so" or pieces[i].category != "word":
+        return False
+    for q in pieces[i + 1:i + 5]:
+        if q.category == "separator":
+            return False
+        if q.text in _PURPOSE_MODALS:
+            return True
+    return False
+
+
 def split_clauses(pieces: list[Piece]) -> list[Clause]:
     """Clauses at separators. What a request is for ("dim the backdrop so the pups pop more") is said
     after a purpose word (grammar.purpose) and is no request of its own: it is left out up to the next
@@ -94,7 +111,7 @@ def split_clauses(pieces: list[Piece]) -> list[Clause]:
         if p.category == "separator" and p.text == "and" and 0 < i < len(pieces) - 1 \
                 and pieces[i - 1].text in NICE_AND and pieces[i + 1].category in QUALITIES:
             continue          # "keep the sky nice and blue": one description, not "and bluer"
-        if p.category == "purpose":
+        if p.category == "purpose" or _purpose_so(pieces, i):
             skipping = any(c.category in QUALITIES for c in current)
             continue
         if skipping and p.category != "separator":

@@ -328,6 +328,8 @@ class Router:
             return Route("exploration", "capabilities", words=self._offered(said))
         asks = (text or "").strip().endswith("?")
         opening = self._opening(words) if asks and not self._modal_be(self._after_interjections(words)) else None
+        if asks and opening is None:
+            opening = self._asked_of_a_place(tokens)
         if asks and opening is None and (any(len(words) > len(t) and tuple(words[-len(t):]) == t
                                              for t in self.question_tags) or self._or_asked(words)) \
                 and not self._requests(plain_words(words)):
@@ -420,6 +422,20 @@ class Router:
         if not all(r.kind == "chat" for r in routes):
             return None
         return next((r for r in routes if r.name != "remark"), routes[0])
+
+    def _asked_of_a_place(self, tokens: list[str]) -> str | None:
+        """The kind of a question said after a place is named on its own ("Helmet highlight bottom right - is
+        that clipped?"): the last clause's opening, when what comes before it asks for nothing."""
+        cuts = [i for i, w in enumerate(tokens[:-1]) if w in SEPARATORS]
+        if not cuts:
+            return None
+        head = [w for w in tokens[:cuts[-1]] if w not in SEPARATORS]
+        last = [w for w in tokens[cuts[-1] + 1:] if w not in SEPARATORS]
+        if self._requests(plain_words(head)) or any(p.category in _QUALITY_PIECES + ("reduce", "increase", "set")
+                                                    for p in read_pieces(self.vocab, head)):
+            return None
+        kind = self._opening(last)
+        return kind if kind in ("evaluation", "exploration") else None
 
     def _opening_suggests(self, words: list[str]) -> bool:
         """Whether a question opens, after filler, with a suggestion opener ("is there a way to", "any chance of")."""
