@@ -219,3 +219,15 @@ def test_the_double_is_twice_the_last_change(studio):
     once = studio.head(sid).state["settings"]["contrast"]
     studio.send_message(sid, "More strong please, the double.")
     assert studio.head(sid).state["settings"]["contrast"] > once
+
+
+def test_a_place_kept_that_the_photo_does_not_have_leaves_the_request_as_asked(studio):
+    """"brighten it but dont blow out the sky" on a cat with no sky: nothing to keep, so it brightens, and says
+    the sky was not there; "darken the sky" on the same photo is still asked about."""
+    sid = studio.start_session(small_photo("chelsea")).id
+    result = studio.send_message(sid, "and brighten it but dont blow out the sky pls")
+    assert result.status == "auto_approved" and "no sky here" in result.reply, result.reply
+    assert studio.head(sid).state["settings"]["exposure"] > 0
+    head = studio.head(sid).id
+    asked = studio.send_message(sid, "darken the sky")
+    assert asked.kind == "clarify" and studio.head(sid).id == head

@@ -287,7 +287,7 @@ class TurnNodes:
         if no_selection:
             plan.understood, plan.reply = False, NO_SELECTION_REPLY
         goals = [g for g in goals if g.mode == "set" or g.value]    # never a +0 step
-        goals, missing, unmet = self._found_targets(source, goals, current.shape[:2])
+        goals, missing, unmet, unkept = self._found_targets(source, goals, current.shape[:2])
         if goals and assessment and review.get("action") != "replan" and not state.get("feedback") \
                 and set(assessment.get("diagnoses") or ()) & {"target_not_found", "not_asked"} \
                 and plan.to_dict().get("sub_goals") == (state.get("plan") or {}).get("sub_goals"):
@@ -319,6 +319,11 @@ class TurnNodes:
         }
         if feedback_from == "person":
             update["best_attempt"] = None    # the person asked for a different plan: earlier attempts are not it
+        if unkept and goals:
+            for u in unkept:
+                update["reply"] = update["reply"].replace(f"everything but {u}", "the image")
+            places = " or ".join(u.removeprefix("the ") for u in unkept)
+            update["reply"] = f"{update['reply']} I see no {places} here, so there was nothing to keep as it is.".strip()
         if missing:
             places = " or ".join(dict.fromkeys(missing))
             said = f"I can't find {places} in this photo"
@@ -337,18 +342,28 @@ class TurnNodes:
             update["reply"] = update["reply"] or "I don't know how to do that yet."
         return update
 
-    def _found_targets(self, source, goals: list[SubGoal], size) -> tuple[list[SubGoal], list[str], list[SubGoal]]:
+    def _found_targets(self, source, goals: list[SubGoal], size) -> tuple[list[SubGoal], list[str], list[SubGoal],
+                                                                          list[str]]:
         """Drop steps on a place the photo does not have (no face on a cat, nothing dark in a black corner): the
-        mask is empty or everything.
+        mask is empty or everything. A step kept off such a place ("everything but the sky") goes on the whole
+        photo: there is nothing to keep.
 
-        Returns the kept steps, the missing places in words and the dropped steps.
+        Returns the kept steps, the missing places in words, the dropped steps and the kept places not found.
         """
-        kept, missing, dropped = [], [], []
+        kept, missing, dropped, unkept = [], [], [], []
         for g in goals:
             spec = g.target or {}
             if spec.get("type") in CONTENT_TYPES + ("spot",):
                 inner = {k: v for k, v in spec.items() if k not in ("invert", "feather")}
                 share = float(self.renderer.mask(source, inner, size).mean())
+                if spec.get("invert") and share < 0.002 and spec["type"] != "spot":
+                    # "brighten it but don't blow out the sky" on a photo with no sky: nothing to keep, so the
+                    # change goes on the whole photo, as asked
+                    place = describe_mask(inner)
+                    kept.append(SubGoal(op=g.op, value=g.value, mode=g.mode, target=None, id=g.id,
+                                        description=g.description.replace(f"everything but {place}", "the image")))
+                    unkept.append(place)
+                    continue
                 # (a spot is one thing, however small: nothing there stands out that way when it is empty)
                 if not (SPOT_FOUND if spec["type"] == "spot" else 0.002) <= share <= 0.998:
                     missing.append(f"anything standing out as {inner['tone']} in {describe_mask(inner['within'])}"
@@ -356,7 +371,7 @@ class TurnNodes:
                     dropped.append(g)
                     continue
             kept.append(g)
-        return kept, missing, dropped
+        return kept, missing, dropped, list(dict.fromkeys(unkept))
 
     @guarded("executor")
     def execute(self, state: AgentState) -> dict:

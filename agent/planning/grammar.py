@@ -785,6 +785,11 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
                               f"{_target_label(vocab, stood[absent[0]])}, my best guess for it; paint over it for a "
                               f"closer fit.")
             absent = []
+        if absent and previous_uses and clause.of("avoid", "protect"):
+            # "brighten it but dont blow out the sky" on a photo with no sky: nothing there to keep, so the
+            # request goes on as asked, and the reply says so
+            draft.said.append(f"I see no {absent[0].removeprefix('the ')} here, so there was nothing to keep as it is.")
+            continue
         if absent:
             # "darken the water" on a cat photo: not a colour move on the little blue there is
             draft.understood_any = True
