@@ -231,3 +231,20 @@ def test_a_place_kept_that_the_photo_does_not_have_leaves_the_request_as_asked(s
     head = studio.head(sid).id
     asked = studio.send_message(sid, "darken the sky")
     assert asked.kind == "clarify" and studio.head(sid).id == head
+
+
+def test_a_doubt_about_one_quality_is_answered_about_it_and_yes_makes_the_fix(studio):
+    """"is it too dark?" on the deep field: yes, it is on the dark side, and "yes" brightens; on the moon: not by
+    my measure, and "yes" changes nothing. "is it too flat?" never offers to flatten it."""
+    dark = studio.start_session(small_photo("hubble_deep_field")).id
+    answer = studio.send_message(dark, "is it too dark?")
+    assert answer.reply.startswith("Yes") and "dark side" in answer.reply, answer.reply
+    studio.send_message(dark, "yes")
+    assert studio.head(dark).state["settings"]["exposure"] > 0
+    moon = studio.start_session(small_photo("moon")).id
+    for said in ("is it too dark?", "yes", "is it too flat?", "yes"):
+        result = studio.send_message(moon, said)
+        assert "flatten" not in result.reply.lower(), (said, result.reply)
+    # ("yes" after "not by my measure" makes nothing; after a yes about flatness it adds contrast, never less)
+    settings = studio.head(moon).state["settings"]
+    assert settings.get("contrast", 0) >= 0 and not settings.get("exposure")

@@ -71,6 +71,26 @@ def weigh_change(asked: str, points: Sequence[PhotoPoint], agrees: Callable[[str
     return f"{taste} Say yes and I'll do it."
 
 
+def answer_doubt(fix_label: str, points: Sequence[PhotoPoint], rules: Sequence[Mapping],
+                 agrees: Callable[[str], bool | None]) -> str | None:
+    """The answer to a doubt about one quality ("is it too dark?", "are the highlights clipped?", "is it sharp
+    enough?"), whose fix would be ``fix_label``: yes when a thing that stands out in the photo (``points``)
+    asks that fix, no when one asks the opposite, or when the profile's reading for it (``rules``) does not
+    fire; None when nothing reads that quality (the general reading then)."""
+    told = [p for p in points if p.says and p.toward]
+    for p in told:
+        if agrees(p.toward):
+            return f"Yes, I think so: {p.says}. Say yes and I'll make it {fix_label.lower()}."
+    for p in told:
+        if agrees(p.toward) is False:
+            return f"I don't think so: {p.says}, if anything."
+    # a reading the profile has for that quality, which the photo does not show
+    unseen = [str(r["says"]) for r in rules if r.get("says") and r.get("toward") and agrees(str(r["toward"]))]
+    if unseen:
+        return f"Not by my measure: I don't see that {unseen[0]}."
+    return None
+
+
 def _join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 

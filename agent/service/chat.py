@@ -18,9 +18,11 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agent.conversation.dialogue import dialogue_state
-from agent.conversation.answers import evaluation_reply, photo_points, read_photo, recipe_text, weigh_change
+from agent.conversation.answers import (answer_doubt, evaluation_reply, photo_points, read_photo, recipe_text,
+                                        weigh_change)
 from agent.errors import InvalidInput
 from agent.conversation.router import Route
+from agent.conversation.vocabulary import read_pieces
 from agent.conversation.words import find_phrases, phrase_list, plain_words, tokenize
 from pipeline import ops
 from pipeline.masks import normalize_mask_spec
@@ -206,12 +208,48 @@ def _question(studio: "Studio", session_id: str, route: Route, text: str) -> Tur
         why = f" ({'; '.join(says)})" if says else ""
         return _answered(studio, session_id, text, f"I would try: {', '.join(s.lower() for s in suggest[:3])}{why}.",
                          kind="question", quick_replies=suggest, offer=suggest[:3])
+    doubted = _doubted(vocab, text)
+    fix = None
+    if doubted is not None:
+        # "is it too dark?", "are the highlights clipped?": answered about that quality, from the measurements
+        key, flipped = doubted
+        fix = vocab.intents[key].opposite if flipped else key
+        label = vocab.intents[fix].label if fix in vocab.intents else f"less {vocab.intents[key].label}"
+
+        def agrees(toward: str) -> bool | None:
+            same = _same_change(vocab, Route(route.kind, route.name, words=[key]), toward)
+            return same if not flipped or same is None else not same
+        answer = answer_doubt(label, photo_points(stats, rules), rules, agrees)
+        if answer is not None:
+            offered = [label[:1].upper() + label[1:]] if answer.startswith("Yes") and fix in vocab.intents else []
+            return _answered(studio, session_id, text, answer, kind="question", quick_replies=offered,
+                             offer=offered)
     reply, suggest = evaluation_reply(stats, rules, str(pe.get("photo_reading_good") or "It looks balanced."), state)
     if route.name == "reading" and studio.router.reading_reply:
         reply = f"{studio.router.reading_reply} {reply}"     # "can you read what time it says?": said plainly first
     named = _offered(vocab, route)
+    if fix is not None and fix in vocab.intents and fix not in route.words:
+        # ("is it too flat?": what "yes" makes is the fix, more contrast, never flatter)
+        named = [vocab.intents[fix].label[:1].upper() + vocab.intents[fix].label[1:]]
     return _answered(studio, session_id, text, reply, kind="question", quick_replies=named + suggest,
                      offer=named or suggest[:1])
+
+
+def _doubted(vocab, text: str) -> tuple[str, bool] | None:
+    """The one quality a question doubts, and whether it is doubted as too much of it ("is it too dark?":
+    darker, too much; "is it sharp enough?": sharper, not enough; "are the highlights clipped?": the fix that
+    names, recover the highlights), or None when it names none or more than one."""
+    pieces = read_pieces(vocab, tokenize(vocab.spell(text or "")))
+    named = [p for p in pieces if p.category in ("intent", "fix", "problem")]
+    if len(named) != 1:
+        return None
+    said = named[0]
+    if said.category == "problem":      # "too dark": what fixes it
+        fixes = vocab.problems[said.key].fixes if said.key in vocab.problems else ()
+        return (fixes[0], False) if fixes and fixes[0] in vocab.intents else None
+    if said.key not in vocab.intents:
+        return None
+    return said.key, said.category == "intent" and any(p.category == "reduce" and p.pos < said.pos for p in pieces)
 
 
 def _same_change(vocab, asked: Route, toward: str) -> bool | None:
