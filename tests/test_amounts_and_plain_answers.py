@@ -248,3 +248,8 @@ def test_a_doubt_about_one_quality_is_answered_about_it_and_yes_makes_the_fix(st
     # ("yes" after "not by my measure" makes nothing; after a yes about flatness it adds contrast, never less)
     settings = studio.head(moon).state["settings"]
     assert settings.get("contrast", 0) >= 0 and not settings.get("exposure")
+
+
+def test_would_you_mind_asks_for_the_thing_it_names(studio):
+    """"would you mind reverting that?" goes back; only an opener that asks whether a way exists is a question."""
+    assert_goes_back(studio, small_photo("astronaut"), [], ["warmer"], "would you mind reverting that?")

@@ -107,6 +107,8 @@ _PLACING = frozenset({"on", "in", "along", "across", "at", "over", "under", "bel
 #: Words that, with a question word, ask what was done ("what did you actually change just then?").
 _DONE_WORDS = frozenset({"changed", "did", "done", "edited", "adjusted", "tweaked", "applied", "altered", "fixed"})
 #: Pieces of the planner's vocabulary that name something to change (not "it", a magnitude, a comma).
+#: Words of a suggestion opener that ask whether a way exists ("is there a way to", "is it possible to").
+_WAY_EXISTS = frozenset({"way", "possible", "chance"})
 #: What names a quality to change (not only a place or a verb).
 _QUALITY_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band", "rollback", "reset")
 _CHANGE_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band", "target", "rollback", "reset",
@@ -438,10 +440,12 @@ class Router:
         return kind if kind in ("evaluation", "exploration") else None
 
     def _opening_suggests(self, words: list[str]) -> bool:
-        """Whether a question opens, after filler, with a suggestion opener ("is there a way to", "any chance of")."""
+        """Whether a question opens, after filler, by asking whether a way exists ("is there a way to", "any
+        way to", "is it possible to"; not "would you mind", which asks) and asks for no going back."""
         opened = self._after_interjections(words)
         hits = find_phrases(opened, self.suggestions)
-        return bool(hits) and hits[0][0] == 0
+        return bool(hits) and hits[0][0] == 0 and bool(_WAY_EXISTS & set(opened[:hits[0][1]])) \
+            and not self.going_back.read(" ".join(words))
 
     def _or_asked(self, words: list[str]) -> bool:
         """Whether a question ends in a short "or is it ...?" ("my skin is looking too red, or is normal?", "too
