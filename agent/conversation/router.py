@@ -106,11 +106,11 @@ _PLACING = frozenset({"on", "in", "along", "across", "at", "over", "under", "bel
 
 #: Words that, with a question word, ask what was done ("what did you actually change just then?").
 _DONE_WORDS = frozenset({"changed", "did", "done", "edited", "adjusted", "tweaked", "applied", "altered", "fixed"})
-#: Pieces of the planner's vocabulary that name something to change (not "it", a magnitude, a comma).
 #: Words of a suggestion opener that ask whether a way exists ("is there a way to", "is it possible to").
 _WAY_EXISTS = frozenset({"way", "possible", "chance"})
 #: What names a quality to change (not only a place or a verb).
 _QUALITY_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band", "rollback", "reset")
+#: Pieces of the planner's vocabulary that name something to change (not "it", a magnitude, a comma).
 _CHANGE_PIECES = ("intent", "fix", "problem", "op", "relative", "towards", "band", "target", "rollback", "reset",
                   "set", "increase", "reduce", "avoid", "objects")
 #: Said after a going back, these say which version it goes to ("back to the contrasty one, before you brightened
