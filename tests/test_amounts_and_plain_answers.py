@@ -253,3 +253,13 @@ def test_a_doubt_about_one_quality_is_answered_about_it_and_yes_makes_the_fix(st
 def test_would_you_mind_asks_for_the_thing_it_names(studio):
     """"would you mind reverting that?" goes back; only an opener that asks whether a way exists is a question."""
     assert_goes_back(studio, small_photo("astronaut"), [], ["warmer"], "would you mind reverting that?")
+
+
+def test_absurd_amounts_are_held_to_the_ops_range(studio):
+    """Typed amounts are outside input: a thousand-digit EV or "make it 999999999999" never overflows and never
+    says a value past the op's scale."""
+    assert amounts_said("1" * 5000 + " ev") == "100 exposure"
+    sid = studio.start_session(small_photo("astronaut")).id
+    studio.send_message(sid, "add some clarity")
+    result = studio.send_message(sid, "make it 999999999999999999999")
+    assert "e+" not in result.reply and studio.head(sid).state["settings"]["clarity"] <= 100, result.reply

@@ -21,6 +21,7 @@ English word lists this module needs are data (``profiles/language/words.yaml``)
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -399,7 +400,8 @@ def _stops(m: re.Match) -> str:
     else:
         share = _STOP_SHARES[" ".join(amount.split())]
     share += 0.5 if m["half"] else 0.0
-    value = max(1, round(share * EXPOSURE_PER_STOP))
+    # (no more than the op's range says, whatever was typed: "1111...1 ev" is no overflow)
+    value = max(1, round(min(share, 100 / EXPOSURE_PER_STOP) * EXPOSURE_PER_STOP)) if math.isfinite(share) else 100
     return f"exposure {m['sign']}{value}" if m["sign"] else f"{value} exposure"
 
 

@@ -756,6 +756,7 @@ def _resized(vocab: Vocabulary, base, amount: float, signed: bool, state: EditSt
     main = max(changes, key=lambda c: abs(c.delta))
     now = state.value(main.op, main.target) if main.target else state.value(main.op)
     goal = amount if signed else math.copysign(abs(amount), now or main.delta)
+    goal = max(-100.0, min(100.0, goal))        # the ops' own scale, whatever number was typed
     if abs(goal - now) < 0.5:
         return FollowUp(question=f"{main.op.replace('_', ' ').capitalize()} is already {now:+g} after "
                                  f"{_what(base)}; say \u201cmore\u201d or \u201cless\u201d to go on from there.",
