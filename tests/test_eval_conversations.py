@@ -49,6 +49,13 @@ def test_the_heldout_suite_is_big_enough_and_on_untuned_photos(heldout, tuning):
     assert all(not st.expect.is_empty for s in heldout + tuning for st in s.steps)
 
 
+def test_the_fresh_held_out_photos_never_appear_in_tuning(tuning):
+    """The fresh held-out split is on photos the project never tuned on: no tuning dialogue may use them (a blind
+    tuning set once did, asked for the photos used least, and those dialogues were taken out)."""
+    fresh = {s.image for s in load_scenarios("evals/conversations/unseen")}
+    assert fresh and not fresh & {s.image for s in tuning}
+
+
 def test_the_default_run_holds_both_splits():
     names = [p.as_posix() for p in scenario_paths()]
     assert any("/conversations/heldout/" in n for n in names)
