@@ -32,6 +32,7 @@ CAUSES = word_lists()["cause_words"]
 COMPARING = word_lists()["comparison_words"]
 LIKING = word_lists()["liking_words"]
 PURPOSE = word_lists()["purpose_determiners"]
+PHOTO_USES = word_lists()["photo_uses"]
 #: After a thing, these locate one particular thing: "the pillar in the middle", "the papers under the cat".
 LOCATING = word_lists()["locating_words"]
 #: A person's part ("her nose") is one particular thing; size words ("the little bowl") make it one too.
@@ -420,11 +421,16 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
         noun = run[-1]
         if noun in FILLER or noun in vocab.chatter or noun in vocab.not_places:
             continue
+        if i > 0 and pieces[i - 1].text == "for" and (noun in PHOTO_USES or (
+                end < len(pieces) and PHOTO_USES & set(pieces[end].text.split()))):
+            continue                # "need this for the cafe insta": what the photo is for
         # ("the grey wall behind her": a relation to the person says it is the background, a stand-in)
         if end + 2 < len(pieces) and pieces[end].text in PLACE_PARTICLES and pieces[end + 1].text in LOCATING:
             end += 1                # "the pink building down at the bottom": the particle leads to where it is
         located = end + 1 < len(pieces) and pieces[end].text in LOCATING and pieces[end + 1].category != "global" \
             and not find_phrases([pieces[end].text], vocab.place_relations)
+        if run[0] in _PHOTO_WORDS and (run[1:2] == ["for"] or len(run) == 1 and not located):
+            continue                # "use this photo for a dating profile": the photo itself, no place in it
         # ("her fur", "his feathers": a coat that covers the whole animal is the subject, not a part of it)
         coat = vocab.place_nouns.get(noun) == vocab.place_default
         specific = (det.text in vocab.pointing_words or (det.text in PERSONS and noun not in CLOTHING and not coat) or sized

@@ -176,6 +176,11 @@ class GoingBackReader:
         if any(b.kind != "last" for b in out):
             # "scrap the lot. i want the untouched pic back": a bare "that" gives way to the version it names
             out = [b for b in out if b.kind != "last"]
+        # "undo all the warm stuff, go back to just the background fix": the version that had only one change,
+        # said as where to go, is tried before a change said to take out (which it takes out anyway, with all
+        # after it)
+        out.sort(key=lambda b: not (b.kind == "version" and b.first and b.named and not (b.after or b.before
+                                                                                         or b.without)))
         if out and any(self.original.find(c) for c in clauses) and not any(b.kind == "original" for b in out):
             # "forget all of it, i'd rather have the photo exactly as i uploaded it"; "forget the film thing
             # entirely, original please": a clause that asks for the original and names no change says where
@@ -365,6 +370,10 @@ class GoingBackReader:
         if self.first.find(words) and not named and not parts["without"] and (strong or said_back):
             # "go back to the very first thing you did": the version right after the first change
             return GoingBack("version", first=True, strong=True)
+        if alone and strong and not discarded and self._goes_to(words, verbs):
+            # "go back to just the background fix", "back to only the warm one": where to go is the version that
+            # had that change and nothing after it (not "undo just the contrast", which takes out only that)
+            return GoingBack("version", named=named, first=True, strong=True)
         count = self._count(words[:first_marker])      # ("but keep the warm one": no count)
         if count is not None:
             # ("take those last two back off": the verb's particle names nothing)
@@ -427,6 +436,10 @@ class GoingBackReader:
             if rest and rest[0] in named:
                 return True
         return False
+
+    def _goes_to(self, words: list[str], verbs: list[tuple[int, int]]) -> bool:
+        """Whether a going-back verb says where it goes: "to" ends it or follows it ("back to", "revert to")."""
+        return any("to" in words[s:s + n + 1] for s, n in verbs)
 
     def _count(self, words: list[str]) -> int | None:
         hits = find_phrases(words, self.numbers)

@@ -138,6 +138,8 @@ _TIMES_WORDS = {"twice": 2, "thrice": 3}
 #: How "the table as well", "the flag too" end: the last change, on one more place.
 _ALSO = frozenset({"too", "as", "also", "aswell"})
 
+#: A bare no ("nah, no thanks"): what turns down a version under review when said alone.
+_BARE_NO = frozenset({"no", "nope", "nah", "thanks", "thank", "you", "not", "really", "sorry", "hmm", "um"})
 #: Words no table knows, besides a follow-up phrase, that make a message a remark ("he fell asleep again").
 _REMARK_WORDS = 3
 #: Of the retarget phrases, those that can only point at the last change ("the same for the lake"), not
@@ -165,7 +167,7 @@ class Router:
         cmd = dict(cfg.get("commands") or {})
         self.commands = {name: _table(cmd.get(name)) for name in
                          ("undo", "redo", "back_steps", "back_before", "original", "show_original", "what_changed",
-                          "export", "reset_op", "again", "reject")}
+                          "export", "reset_op", "again", "reject", "approve")}
         self.step_words = _table(cmd.get("step_words"))
         self.schema_words, self.schema_verbs = _table(cmd.get("schema_words")), _table(cmd.get("schema_verbs"))
         self.schema_agents = {str(agent): _table(words) for agent, words in (cmd.get("schema_agents") or {}).items()}
@@ -270,6 +272,21 @@ class Router:
     def says_reject(self, text: str) -> bool:
         """Whether ``text`` turns down the version under review ("nah, dont apply that one"), anywhere in it."""
         return bool(find_phrases(list(self._read(text or "")[2]), self.commands["reject"]))
+
+    def says_no(self, text: str) -> bool:
+        """Whether ``text`` is a bare no ("no", "nah, no thanks"): said to a version under review, it turns it down."""
+        words = [t for t in self._read(text or "")[2] if t not in SEPARATORS]
+        return bool(words) and set(words) <= _BARE_NO and bool(set(words) & {"no", "nope", "nah"})
+
+    def says_approve(self, text: str) -> bool:
+        """Whether ``text`` approves the version under review ("yep, apply that", "looks good, go with it", "yes
+        that's nicer, keep it"): an approving or praising phrase, and nothing else asked besides thanks."""
+        if self.says_reject(text):
+            return False
+        tokens = list(self._read(text or "")[2])
+        hits = find_phrases(tokens, self.commands["approve"]) + find_phrases(tokens, self.chat["praise"][0])
+        thanks = find_phrases(tokens, self.chat["thanks"][0])
+        return bool(hits) and not [t for t in self._rest(tokens, hits, thanks) if t not in self.chat_filler]
 
     def _read_words(self, text: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
         """``text`` as the router reads it (emoji said as words, typing slips put right: "thnaks", "undoo"), its
@@ -538,9 +555,13 @@ class Router:
             if opener and words[opener[0]:]:
                 # "any idea why it looks so flat", "i wonder if it's too saturated": what follows is asked
                 rest = words[opener[0]:]
-                if rest[0] in ("if", "whether") and len(rest) > 2 and rest[1] in self.request_subjects \
+                if rest[0] in ("if", "whether", "that") and len(rest) > 2 and rest[1] in self.request_subjects \
                         and rest[2] in self.modals:
                     return None        # "i wonder if you could brighten it": asked for, politely
+                if len(rest) > 2 and rest[0] in self.request_subjects and rest[1] in self.modals \
+                        and rest[2] not in self.judging_verbs | {"tell", "see", "read", "say", "know", "recognise",
+                                                                  "recognize", "guess", "identify", "spot"}:
+                    return None        # "any chance you could brighten it", "i don't suppose you could warm it"
                 return self.question_kind(rest) or "evaluation"
             if opener and all(w in _POLITE for w in words[opener[0]:]):
                 opened = True          # "tell me," / "tell me honestly,": what the next clause asks

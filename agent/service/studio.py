@@ -297,7 +297,12 @@ class Studio:
                 return result
             if undone is not None:
                 return undone
-        if route.kind == "modification" and self.router.says_reject(text) and self.pending_review(session_id):
+        if route.kind in ("modification", "chat", "command") and self.router.says_approve(text) \
+                and self.pending_review(session_id):
+            # "yep, apply that", "looks good, go with it": the version under review is approved
+            return self.review(session_id, "approve", progress=progress)
+        if (route.kind == "modification" and self.router.says_reject(text)
+                or route.kind == "chat" and self.router.says_no(text)) and self.pending_review(session_id):
             # "nah leave the bright spot, dont apply that one": the version under review is turned down
             route = Route("command", "undo")
         if route.kind == "modification" and (also := self.router.also_named(text)) and taken_out_last(self, session_id):
