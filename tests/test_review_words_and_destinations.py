@@ -167,3 +167,40 @@ def test_a_hedged_request_is_still_a_request(studio, said):
     sid = studio.start_session(small_photo("camera")).id
     result = studio.send_message(sid, said)
     assert [g["op"] if isinstance(g, dict) else g.op for g in result.sub_goals] == ["temperature"], result.reply
+
+
+# -- going back said with an aside, or by what came after --------------------------------------------
+
+def test_a_going_back_said_with_if_im_honest_is_no_supposition(studio, router):
+    """"if I'm honest" supposes nothing ("if I don't like it can I undo later?" still does)."""
+    assert router.route("I preferred it before the arches were lightened, if I'm honest.").kind == "command"
+    assert router.route("if I don't like it can I undo later?").kind != "command"
+    assert_goes_back(studio, small_photo("camera"), ["more contrast"], ["brighten the shadows", "warmer"],
+                     "Hmm. I think I preferred it before the shadows were lightened, if I'm honest.")
+
+
+def test_a_version_named_in_other_words_is_found_by_what_it_came_before(studio):
+    """"back to when it was only the contrast, before the toning", where the contrast was asked as "the blacks
+    properly black and the whites brighter": the version before the toning."""
+    assert_goes_back(studio, small_photo("camera"), ["I'd like the blacks properly black and the whites brighter"],
+                     ["Give it a subtle warm tone, like a selenium toner", "more saturated"],
+                     "Actually, take me back to when it was only the contrast, before the toning.")
+
+
+def test_contrast_said_too_harsh_is_less_contrast(planner):
+    assert _moves(planner, "hmm contrast is too harsh now") == [("contrast", -35, None)]
+    # harsh said of light or a place still softens
+    assert ("clarity", -14, None) in _moves(planner, "the light is too harsh")
+
+
+def test_too_much_on_a_place_pulls_back_the_change_made_there_with_a_part_kept_out(studio):
+    """"too much, like cartoon sky" after the sky was made bluer with the bottom kept: that change is pulled
+    back (it said "already fully taken back" and changed nothing)."""
+    sid = studio.start_session(small_photo("rocket")).id
+    studio.send_message(sid, "make the sky more deep blue. The lights at the bottom should stay same only")
+    made = studio.send_message(sid, "More. Make it double")
+    assert [g["op"] if isinstance(g, dict) else g.op for g in made.sub_goals] == ["saturation_blue"]
+    result = studio.send_message(sid, "Now it is looking too much artificial, like cartoon sky")
+    assert "already fully taken back" not in result.reply and studio.head(sid).id != made.head_asset_id
+    [goal] = result.sub_goals
+    assert (goal["op"] if isinstance(goal, dict) else goal.op) == "saturation_blue"

@@ -510,7 +510,9 @@ class GoingBackReader:
         """Whether going back is asked, not denied ("don't undo anything", "no need to go back"), supposed ("if I
         don't like it can I undo later?") or said of a file ("send it back at full resolution")."""
         words = tokenize(text)
-        if _SUPPOSED & set(words) or _FILES & set(words):
+        supposed = {w for i, w in enumerate(words) if w in _SUPPOSED
+                    and not (w == "if" and any(tuple(words[i + 1:i + 1 + len(a)]) == a for a in _IF_ASIDES))}
+        if supposed or _FILES & set(words):
             return False
         for s, _, _ in self.strong.find(words):
             lead = words[max(0, s - 3):s]
@@ -648,6 +650,7 @@ class GoingBackReader:
                 return n - took_out[-1] if n - took_out[-1] >= 1 else None
         # a version described by what it had (and lacked), the latest such unless "first"
         limit = n - 1           # the head itself is not "going back"
+        first_before = None
         if caused is not None:
             limit = min(limit, caused)
         elif back.before:
@@ -675,6 +678,11 @@ class GoingBackReader:
                 for i, e in enumerate(made))
             if has and lacks and (k > 0 or not back.named):
                 candidates.append(k)
+        if not candidates and back.named and first_before is not None and 1 <= first_before < n \
+                and any(self.matches(e, back.before) for e in edits):
+            # "back to when it was only the contrast, before the toning", where "the contrast" was asked in other
+            # words ("the blacks properly black"): the change it came before says which version
+            return n - first_before
         if not candidates:
             # "the water one looks weird, put it back": the version that has it is the head itself, so the
             # going back is that change undone
@@ -855,6 +863,10 @@ _SUFFIXES = ("ening", "ment", "ing", "ed", "er", "est", "ness", "en", "es", "s",
 #: Words that deny, suppose or name a file: no going back is asked outright with them.
 _DENIED = frozenset({"don't", "dont", "not", "never", "no", "didn't", "didnt", "need"})
 _SUPPOSED = frozenset({"if", "later", "whenever", "case"})
+#: What follows an "if" that supposes nothing: an aside ("I preferred it before, if I'm honest").
+_IF_ASIDES = frozenset({("i'm", "honest"), ("im", "honest"), ("i", "am", "honest"), ("i'm", "being", "honest"),
+                        ("im", "being", "honest"), ("you", "ask", "me"), ("possible",), ("you", "can"),
+                        ("you", "could"), ("you", "dont", "mind"), ("you", "don't", "mind")})
 _FILES = frozenset({"file", "png", "jpeg", "jpg", "tiff", "webp", "resolution", "download", "email"})
 
 #: Words that say where a thing is ("the pens on the left").
