@@ -285,6 +285,22 @@ def judge():
     return EmbeddedJudge()
 
 
+@pytest.fixture(scope="module")
+def planner():
+    """The built-in planner (agent.planning.embedded), one per test module (a module may define its own)."""
+    from agent.planning.embedded import EmbeddedPlanner
+
+    return EmbeddedPlanner()
+
+
+@pytest.fixture(scope="module")
+def router():
+    """The message router on the engine profile, one per test module."""
+    from agent.conversation.router import Router
+
+    return Router()
+
+
 # -- generation: a tiny inpainting pipeline built in code (torch is a dev requirement) ---------------------
 @pytest.fixture(scope="module")
 def torch_one_thread():

@@ -20,22 +20,11 @@ from agent.judging.embedded import EmbeddedJudge
 from agent.planning.base import PlanRequest
 from agent.planning.embedded import EmbeddedPlanner
 from agent.conversation.vocabulary import Vocabulary
-from agent.conversation.router import Router
 from conftest import small_photo
 from pipeline.masks import build_mask
 from pipeline.measure import image_stats
 from pipeline.state import EditState
 from profiles import load_profile
-
-
-@pytest.fixture(scope="module")
-def planner():
-    return EmbeddedPlanner()
-
-
-@pytest.fixture(scope="module")
-def router():
-    return Router()
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pytest
 
-from agent.conversation.router import Router
 from agent.judging.embedded import EmbeddedJudge
 from agent.planning.base import PlanRequest
 from agent.planning.embedded import EmbeddedPlanner
@@ -26,16 +25,6 @@ def studio(make_studio):
 @pytest.fixture
 def reviewing(make_studio):
     return make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="always")
-
-
-@pytest.fixture(scope="module")
-def planner():
-    return EmbeddedPlanner()
-
-
-@pytest.fixture(scope="module")
-def router():
-    return Router()
 
 
 def _moves(planner, message: str) -> list[tuple[str, int, str | None]]:
