@@ -193,3 +193,31 @@ def test_too_much_on_a_place_pulls_back_the_change_made_there_with_a_part_kept_o
     assert "already fully taken back" not in result.reply and studio.head(sid).id != made.head_asset_id
     [goal] = result.sub_goals
     assert (goal["op"] if isinstance(goal, dict) else goal.op) == "saturation_blue"
+
+
+# -- a colour stated with "X's", the white balance said short -------------------------------------------
+
+@pytest.mark.parametrize("message", ["snow's blue. make it white", "the snow's blue, make it white"])
+def test_a_colour_stated_with_an_apostrophe_s_is_what_the_thing_is(planner, message):
+    """"snow's blue." is the snow is blue: less blue there (it saturated the blues)."""
+    [(op, value, _)] = _moves(planner, message)
+    assert op == "saturation_blue" and value < 0
+
+
+def test_a_possessive_before_a_colour_and_a_noun_stays_whose(planner):
+    """"the sky's blue tones" is whose: the blues asked richer, not a cast stated."""
+    assert ("saturation_blue", 20, None) in _moves(planner, "the sky's blue tones are nice, make them richer")
+
+
+def test_everythings_yellow_is_a_cast_stated(planner):
+    assert _moves(planner, "wb is way off, everythings yellow from the lamp. fix pls") == [("temperature", -25, None)]
+
+
+def test_the_white_balance_said_short_is_corrected_from_the_photo(studio):
+    """"wb is way off" measures the cast and counters it (it warmed the photo by +20, "wb" read as the slider)."""
+    from pipeline.measure import image_stats
+    sid = studio.start_session(small_photo("coffee")).id
+    before = image_stats(studio.render(sid, studio.head(sid).id))["b_mean"]
+    studio.send_message(sid, "wb is way off")
+    after = image_stats(studio.render(sid, studio.head(sid).id))["b_mean"]
+    assert before > 10 and after < before - 2      # the coffee's yellow cast is taken down
