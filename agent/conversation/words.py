@@ -470,18 +470,12 @@ def plain_words(toks: list[str]) -> list[str]:
     return [t.replace("'", "") for t in toks]
 
 
-#: A colour said right after "X's" and then nothing, or why, is what X is ("snow's blue.", "everything's yellow
-#: from the lamp"), not whose ("the sky's blue tones").
-_COLOURS_SAID = frozenset({"red", "orange", "yellow", "green", "blue", "purple", "pink", "magenta", "cyan", "brown",
-                           "grey", "gray", "white", "black", "yellowish", "bluish", "greenish", "reddish", "orangey"})
-_AFTER_A_STATED_COLOUR = frozenset({"from", "because", "now", "again", "everywhere", "lol", "tbh", "and", "but"})
-
-
 def plain_possessives(toks: list[str]) -> list[str]:
     """Tokens with "X's" read: "the sky's too bright" (X is) keeps "sky"; "the cat's eyes" (whose)
     keeps only "eyes", the place meant. Pronoun contractions ("it's") stay as they are."""
     lists = word_lists()
     contractions, after_is, owners = lists["contractions"], lists["after_is"], lists["possessive_determiners"]
+    colours, after_colour = lists["stated_colours"], lists["after_a_stated_colour"]
     out: list[str] = []
     skip = -1
     for i, t in enumerate(toks):
@@ -492,7 +486,7 @@ def plain_possessives(toks: list[str]) -> list[str]:
             continue
         nxt = toks[i + 1] if i + 1 < len(toks) else ""
         then = toks[i + 2] if i + 2 < len(toks) else "."
-        if nxt in _COLOURS_SAID and (then in SEPARATORS or then in _AFTER_A_STATED_COLOUR):
+        if nxt in colours and (then in SEPARATORS or then in after_colour):
             out += [t[:-2], "is"]       # "snow's blue. make it white": the snow is blue, not the snow's blue
             continue
         # ("the snow's blowing out", "the sky's looking flat": "is" before a verb in -ing, not a whose)

@@ -93,7 +93,8 @@ def pull_back_moves(base, state: EditState, fraction: float, order: int, *, only
         if (only_ops is not None and c.op not in only_ops) or c.op in discrete:
             continue
         # (the place named, or that place with another kept out: "the sky, all but the bottom" is on the sky)
-        if only_targets is not None and not (_on_place(c.target, only_targets) if c.target else None in only_targets):
+        if only_targets is not None and not (
+                _on_place(c.target, only_targets) if c.target else (None in only_targets)):
             continue
         now = state.value(c.op, c.target) if c.target else state.value(c.op)
         if now == c.before:
