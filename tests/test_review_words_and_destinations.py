@@ -47,6 +47,10 @@ def test_approval_in_words_keeps_the_version_under_review(reviewing, said):
     assert result.status == "approved", result.reply
     assert reviewing.head(sid).id == pending.asset_id
     assert reviewing.pending_review(sid) is None
+    # the chat keeps the person's words, between the request and the reply that says the version was kept
+    log = [(row["role"], row["content"]) for row in reviewing.chat_log(sid)]
+    assert log[:2] == [("user", "warmer"), ("user", said)], log
+    assert log[2][0] == "assistant" and "Kept this version" in log[2][1], log
 
 
 @pytest.mark.parametrize("said", ["no", "nah, no thanks", "nope"])
@@ -57,6 +61,26 @@ def test_a_bare_no_turns_the_version_under_review_down(reviewing, said):
     result = reviewing.send_message(sid, said)
     assert result.status == "rolled_back", result.reply
     assert reviewing.head(sid).id == before and reviewing.pending_review(sid) is None
+    log = [(row["role"], row["content"]) for row in reviewing.chat_log(sid)]
+    assert log[:2] == [("user", "warmer"), ("user", said)] and log[2][0] == "assistant", log
+
+
+def test_the_approve_button_adds_no_words_of_its_own(reviewing):
+    """A decision made with the button (or the CLI's /approve) says nothing: the chat shows the request and the
+    reply, and no "/approve" row."""
+    sid = reviewing.start_session(small_photo("coffee")).id
+    reviewing.send_message(sid, "warmer")
+    assert reviewing.review(sid, "approve").status == "approved"
+    log = [(row["role"], row["content"]) for row in reviewing.chat_log(sid)]
+    assert [role for role, _ in log] == ["user", "assistant"] and log[0] == ("user", "warmer"), log
+
+
+def test_undo_typed_during_review_stays_in_the_chat(reviewing):
+    sid = reviewing.start_session(small_photo("coffee")).id
+    reviewing.send_message(sid, "warmer")
+    assert reviewing.send_message(sid, "undo").status == "rolled_back"
+    log = [(row["role"], row["content"]) for row in reviewing.chat_log(sid)]
+    assert log[:2] == [("user", "warmer"), ("user", "undo")], log
 
 
 def test_a_no_that_asks_for_something_else_is_a_new_request(reviewing):

@@ -86,7 +86,8 @@ def handle(studio: "Studio", session_id: str, route: Route, text: str, progress=
         return _answered(studio, session_id, text, f"Now: {recipe}{steps}.", kind="command")
     if studio.pending_review(session_id) is not None:
         if name == "undo":   # "undo" during review: drop the version under review, keep the one before it
-            result = studio.review(session_id, "rollback", target=session.head_asset_id, progress=progress)
+            result = studio.review(session_id, "rollback", target=session.head_asset_id, progress=progress,
+                                   said=text)
             result.kind = "command"
             return result
         # anything else: keep talking, as with an edit request (the version under review is kept first)

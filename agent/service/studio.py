@@ -300,7 +300,7 @@ class Studio:
         if route.kind in ("modification", "chat", "command") and self.router.says_approve(text) \
                 and self.pending_review(session_id):
             # "yep, apply that", "looks good, go with it": the version under review is approved
-            return self.review(session_id, "approve", progress=progress)
+            return self.review(session_id, "approve", progress=progress, said=text)
         if (route.kind == "modification" and self.router.says_reject(text)
                 or route.kind == "chat" and self.router.says_no(text)) and self.pending_review(session_id):
             # "nah leave the bright spot, dont apply that one": the version under review is turned down
@@ -348,10 +348,13 @@ class Studio:
         return self._router
 
     def review(self, session_id: str, action: str, *, values: dict | None = None, target: Any = None,
-               feedback: str | None = None, progress: ProgressFn | None = None) -> TurnResult:
+               feedback: str | None = None, progress: ProgressFn | None = None,
+               said: str | None = None) -> TurnResult:
         """The person's decision: approve, modify (slider values), rollback (turn or version), replan.
 
         ``progress`` as for :meth:`send_message` (a standalone rollback runs no graph and reports nothing).
+        ``said``: the words the decision was typed in ("looks good, go with it"); they stay in the
+        conversation before the reply, as a replan's feedback does (a button says nothing).
         """
         if action not in ("approve", "modify", "rollback", "replan"):
             raise InvalidInput(f"action: expected approve, modify, rollback or replan, got {action!r}")
@@ -385,6 +388,9 @@ class Studio:
                     decision["feedback"] or "try something else")}], before_reply=True)
             else:
                 decision = {"action": "approve"}
+            if said and said.strip() and pending is not None:
+                self.versions.note(session_id, [{"role": "user", "content": said.strip()[:MAX_MESSAGE_CHARS]}],
+                                   before_reply=True)
             return self.turns.resume(session, decision, "/" + action, progress)
 
     def pending_review(self, session_id: str) -> ReviewPayload | None:
