@@ -362,7 +362,7 @@ class NamedPlace:
 
 
 #: Words for the photo itself: the thing after "a photo of" is what it shows, not a place in it.
-_PHOTO_WORDS = frozenset({"photo", "photos", "pic", "pics", "picture", "pictures", "shot", "image", "snap",
+PHOTO_WORDS = frozenset({"photo", "photos", "pic", "pics", "picture", "pictures", "shot", "image", "snap",
                           "snapshot", "selfie", "photograph", "portrait", "scan"})
 
 
@@ -389,7 +389,7 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
             continue                # "a warm tint like those old nasa prints": how it should look, not where
         if i > 0 and pieces[i - 1].text == "for" and det.text in PURPOSE:
             continue                # "lawn photo for my blog": what the photo is for
-        if i > 1 and pieces[i - 1].text == "of" and pieces[i - 2].text in _PHOTO_WORDS:
+        if i > 1 and pieces[i - 1].text == "of" and pieces[i - 2].text in PHOTO_WORDS:
             continue                # "old photo of my uncle. can you make it punchier": what the photo shows
         run, sized = [], False
         end = i + 1
@@ -429,7 +429,7 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
             end += 1                # "the pink building down at the bottom": the particle leads to where it is
         located = end + 1 < len(pieces) and pieces[end].text in LOCATING and pieces[end + 1].category != "global" \
             and not find_phrases([pieces[end].text], vocab.place_relations)
-        if run[0] in _PHOTO_WORDS and (run[1:2] == ["for"] or len(run) == 1 and not located):
+        if run[0] in PHOTO_WORDS and (run[1:2] == ["for"] or len(run) == 1 and not located):
             continue                # "use this photo for a dating profile": the photo itself, no place in it
         # ("her fur", "his feathers": a coat that covers the whole animal is the subject, not a part of it)
         coat = vocab.place_nouns.get(noun) == vocab.place_default

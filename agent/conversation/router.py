@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from agent.conversation.clauses import BEING, SIZES, and_a_place, read_complaints, split_clauses
+from agent.conversation.clauses import BEING, PHOTO_WORDS, SIZES, and_a_place, read_complaints, split_clauses
 from agent.conversation.generative import GenerativeRequest, parse_generative
 from agent.conversation.going_back import GoingBack, GoingBackReader, split_requests
 from agent.conversation.vocabulary import Vocabulary, read_pieces
@@ -94,6 +94,13 @@ def _table(words) -> dict[tuple[str, ...], Any]:
 
 
 #: One word that opens a sentence saying who or what is in the photo ("she's my neighbour's cat").
+#: "would you say ...", "would you reckon ...": my opinion asked, not a change.
+_OPINION_VERBS = frozenset({"say", "reckon", "think", "agree", "consider", "call"})
+
+#: "i'm trying to ...", "we're hoping for ...": a wish, said as what the person is doing.
+_WISHING = frozenset({"trying", "wanting", "hoping", "going", "gonna", "looking", "wondering", "thinking", "needing",
+                      "aiming", "wishing", "planning"})
+
 _PRESENTING = frozenset({"she's", "shes", "he's", "hes", "they're", "theyre", "it's", "its", "thats", "that's"})
 
 #: After "can i" / "could we": asking to be given something ("can i see the one before"), not a question.
@@ -139,6 +146,13 @@ _TIMES_WORDS = {"twice": 2, "thrice": 3}
 _ALSO = frozenset({"too", "as", "also", "aswell"})
 
 #: A bare no ("nah, no thanks"): what turns down a version under review when said alone.
+#: Words that say no to what follows them ("shan't keep that one").
+_NOT = frozenset({"not", "dont", "don't", "won't", "wont", "shan't", "shant", "wouldn't", "wouldnt", "never",
+                  "cant", "can't", "cannot"})
+_POINTERS = ("it", "that", "this", "one", "them", ".", "!", ",")
+#: Said with an approval, these make it the person's own decision ("i'll keep that", "let's go with it").
+_DECIDING = frozenset({"i", "ill", "i'll", "will", "we", "well", "we'll", "lets", "let's", "then", "gonna", "going",
+                       "to", "just"})
 _BARE_NO = frozenset({"no", "nope", "nah", "thanks", "thank", "you", "not", "really", "sorry", "hmm", "um"})
 #: Words no table knows, besides a follow-up phrase, that make a message a remark ("he fell asleep again").
 _REMARK_WORDS = 3
@@ -271,7 +285,13 @@ class Router:
 
     def says_reject(self, text: str) -> bool:
         """Whether ``text`` turns down the version under review ("nah, dont apply that one"), anywhere in it."""
-        return bool(find_phrases(list(self._read(text or "")[2]), self.commands["reject"]))
+        tokens = list(self._read(text or "")[2])
+        if find_phrases(tokens, self.commands["reject"]):
+            return True
+        # "i shan't keep that one", "won't be using that": an approval said with a no before it
+        return any(_NOT & set(tokens[max(0, s - 3):s]) and (n > 1 or tokens[s] in ("keep", "use", "apply", "accept")
+                                                           and tokens[s + 1:s + 2] in ([], *([w] for w in _POINTERS)))
+                   for s, n, _ in find_phrases(tokens, self.commands["approve"]))
 
     def says_no(self, text: str) -> bool:
         """Whether ``text`` is a bare no ("no", "nah, no thanks"): said to a version under review, it turns it down."""
@@ -286,7 +306,19 @@ class Router:
         tokens = list(self._read(text or "")[2])
         hits = find_phrases(tokens, self.commands["approve"]) + find_phrases(tokens, self.chat["praise"][0])
         thanks = find_phrases(tokens, self.chat["thanks"][0])
-        return bool(hits) and not [t for t in self._rest(tokens, hits, thanks) if t not in self.chat_filler]
+        return bool(hits) and not [t for t in self._rest(tokens, hits, thanks)
+                                   if t not in self.chat_filler and t not in _DECIDING]
+
+    def review_decision(self, text: str, route: Route | None = None) -> str | None:
+        """What ``text``, said while a version waits for review, decides about it: "approve" ("looks good, go with
+        it"), "reject" ("nah, dont apply that one", a bare "no") or None (it asks or says something else).
+        ``route``: the route already read for ``text``."""
+        route = route or self.route(text, generative=False)
+        if route.kind in ("modification", "chat", "command") and self.says_approve(text):
+            return "approve"
+        if route.kind in ("modification", "chat") and self.says_reject(text) or route.kind == "chat" and self.says_no(text):
+            return "reject"
+        return None
 
     def _read_words(self, text: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
         """``text`` as the router reads it (emoji said as words, typing slips put right: "thnaks", "undoo"), its
@@ -590,6 +622,8 @@ class Router:
                     at = words.index(verb[0]) if verb else -1
                     # (not "can you see if the sky can be bluer": asked to try; "can you tell if anythings wrong
                     # with this eye" asks what is in it)
+                    if verb and verb[0] in _OPINION_VERBS and first in ("would", "wouldn't", "wouldnt"):
+                        return "evaluation"     # "would you say the detail is clear enough for print?"
                     if verb and verb[0] in _CONTENT_ASKS and (words[at + 1:at + 2] not in (["if"], ["whether"])
                                                               or verb[0] != "see"):
                         return "reading"
@@ -613,8 +647,18 @@ class Router:
                     return "exploration" if advice or first in ("should", "would") else "evaluation"
             if "?" in tokens and self._remark(words):
                 continue               # "lovely launch pic innit. is it a bit dark overall?": the remark asks nothing
+            if "?" in tokens and self._enough_asked(words):
+                return "evaluation"    # "drone sharp enough?", "the sky blue enough now?"
             return None
         return None
+
+    def _enough_asked(self, words: list[str]) -> bool:
+        """Whether a clause asks whether something is enough ("drone sharp enough?", "bright enough now?"): a
+        quality and "enough", and no word that asks for a change."""
+        at = next((i for i, w in enumerate(words) if w == "enough"), None)
+        if not at or self._requests(plain_words(words)) or words[0] in self.modals or words[0] in _POLITE:
+            return False
+        return any(p.category in ("intent", "fix", "problem") for p in read_pieces(self.vocab, words[max(0, at - 2):at]))
 
     def _modal_be(self, words: list[str]) -> bool:
         """Whether a clause asks for a change as "could <it / the sky / everything> be <a quality>" ("can the
@@ -895,11 +939,34 @@ class Router:
                 # "this is a bit dark": a complaint; "this is for a little vintage shop": what it is for
                 found = i
                 break
+            if self._telling_what_i_do(words):
+                found = i
+                break
         if found is None:
             return False
         asks = ("intent", "fix", "increase", "reduce", "op", "problem", "relative", "rollback", "reset", "set")
+        # ("..., black and white shot": a look and a word for the photo say what kind of photo it is)
         return not any(self._requests(words) or any(p.category in asks for p in read_pieces(self.vocab, words))
-                       for i, words in enumerate(clauses) if i != found and words)
+                       for i, words in enumerate(clauses) if i != found and words and not self._kind_of_photo(words))
+
+    def _kind_of_photo(self, words: list[str]) -> bool:
+        """Whether a clause only says what kind of photo it is ("black and white shot", "an old film scan"): looks
+        and describing words before a word for the photo, and no verb."""
+        words = [w for w in words if w not in SEPARATORS]
+        if len(words) < 2 or words[-1] not in PHOTO_WORDS or self._requests(words):
+            return False
+        return not any(p.category not in ("intent", "word", "magnitude") for p in read_pieces(self.vocab, words[:-1]))
+
+    def _telling_what_i_do(self, words: list[str]) -> bool:
+        """Whether a clause tells what the person is doing ("i am preparing a poster for my pupils", "we're
+        making a flyer for the shop"): "i am" / "we are" and a verb in -ing that is no wish ("i'm trying to ..."),
+        and nothing in it that names a change."""
+        at = 2 if words[:2] in (["i", "am"], ["we", "are"]) else 1 if words[:1] in (["i'm"], ["im"], ["we're"]) else 0
+        if not at or len(words) <= at + 1 or not words[at].endswith("ing") or words[at] in _WISHING:
+            return False
+        # (a person or thing named is what the poster is about, no place to change: "about women in space")
+        return not any(p.category in _CHANGE_PIECES and p.category != "target" or p.category in ("increase", "reduce")
+                       for p in read_pieces(self.vocab, words))
 
     def _follows(self, said: list[str]) -> bool:
         """Whether a message takes some of the last change back ("bit much, the mat looks toxic. ease up"): a

@@ -362,6 +362,10 @@ class Vocabulary:
                          for w in e.get("words") or ()} | {tuple(plain_words(tokenize(str(w))))
                                                            for w in router.get("filler") or ()}
         self.preamble.discard(())
+        # "hi this is my cat", "hello we took this in wales": a greeting before someone says what the photo is
+        self.greetings = {tuple(plain_words(tokenize(str(w))))
+                          for w in ((router.get("chat") or {}).get("greeting") or {}).get("words") or ()} - {()}
+        self.preamble.discard(())
         # "the sky looks lovely, now a bit more contrast": praise of a place, which names no place to change
         self.praise = PhraseTable({tuple(tokenize(str(w))): True
                                    for w in ((router.get("chat") or {}).get("praise") or {}).get("words") or ()})
@@ -490,6 +494,10 @@ class Vocabulary:
         said = opening_interjections(toks)
         if said:      # "right ok erm... a little more": "right" is a sound here, not the right side
             return text[spans[said][1]:]
+        greeted = max((len(g) for g in self.greetings if tuple(toks[:len(g)]) == g), default=0)
+        if greeted and greeted < len(toks) and toks[greeted] in _TELLING_OPENERS:
+            # "hi this is my cat", "hello we took this in wales": what follows is theirs to say
+            return text[spans[greeted][1]:]
         i, chatted = 0, False
         longest = max((len(k) for k in self.preamble), default=1)
         while i < len(toks):
@@ -544,6 +552,11 @@ class Vocabulary:
         if rel:
             parts.append(", ".join(rel))
         return "; ".join(parts) + "."
+
+
+#: Words a person opens with, after a greeting, to say what the photo is or what they are doing.
+_TELLING_OPENERS = frozenset({"this", "these", "here", "here's", "heres", "i", "i'm", "im", "we", "we're", "my", "our",
+                              "it's", "its"})
 
 
 def _router_words(router: Mapping) -> set[str]:

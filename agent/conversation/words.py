@@ -21,6 +21,7 @@ English word lists this module needs are data (``profiles/language/words.yaml``)
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from functools import lru_cache
@@ -90,6 +91,20 @@ def tells_how_taken(tokens: Sequence[str]) -> bool:
         said = intro.split()
         if opening[:len(said)] == said and opening[len(said):len(said) + 1] and opening[len(said)] in lists["possessives"]:
             return True     # "this is my grandad back in the day", "meet our new puppy": what the photo shows
+        if opening[:len(said)] == said and opening[len(said):len(said) + 1] in (["a"], ["an"]) \
+                and _a_photo_of(opening[len(said) + 1:len(said) + 5]):
+            return True     # "this is a close up of the rough on the 7th hole", "it's a quick snap of ..."
+    return _told_plainly(opening, lists)
+
+
+def _a_photo_of(words: Sequence[str]) -> bool:
+    """Whether words open with a kind of photo and "of" ("close up of", "quick snap of", "photo i took of")."""
+    at = next((i for i, w in enumerate(words) if w == "of"), None)
+    return at is not None and at > 0 and bool(set(words[:at]) & word_lists()["kinds_of_photo"])
+
+
+def _told_plainly(opening: Sequence[str], lists: Mapping[str, Any]) -> bool:
+    """Who took it ("my grandad took this in the 60s"), or a statement verb first ("took this at the wedding")."""
     if opening[:1] and opening[0] in lists["possessives"] and any(t in lists["taken_words"] or t == "took"
                                                                   for t in opening[1:4]):
         return True         # "my grandad took this in the 60s": who took it
@@ -617,6 +632,8 @@ class Speller:
         low = word.lower()
         if low in self.slips:
             return self.slips[low]
+        if _DRAWN_OUT.search(low) and low not in self.known:
+            return self.drawn_out(low) or word
         if len(low) < self.dropped_min_length or low in self.known or low in self.dictionary:
             return word
         if len(low) < self.min_length:     # a short word: only a vowel put back ("darkr" is not "darks")
@@ -626,8 +643,27 @@ class Speller:
                     if one_edit(low, w) and not another_form(low, w)]
         return near[0] if len(near) == 1 else word
 
+    def drawn_out(self, low: str) -> str | None:
+        """A word typed with a letter held down ("hiii", "soooo", "pleeease", "nooo"): the known word it is
+        with each run cut to two letters or to one (a table's word before any English one), else None."""
+        runs = [m.span() for m in _DRAWN_OUT.finditer(low)][:4]
+        forms = []
+        for keep in itertools.product((2, 1), repeat=len(runs)):
+            form, last = [], 0
+            for (start, end), n in zip(runs, keep):
+                form += [low[last:start], low[start] * n]
+                last = end
+            forms.append("".join(form) + low[last:])
+        forms = [f for f in forms if len(f) > 1]
+        return next((f for f in forms if f in self.known or f in self.slips), None) \
+            or next((f for f in forms if f in self.dictionary), None)
+
     def __call__(self, text: str) -> str:
         return re.sub(r"[A-Za-z]+", lambda m: self.word(m.group(0)), text)
+
+
+#: A letter typed three times or more in a row: no English word has one ("hiii", "soooo").
+_DRAWN_OUT = re.compile(r"([a-z])\1{2,}")
 
 
 def one_edit(a: str, b: str) -> bool:

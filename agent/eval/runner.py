@@ -265,10 +265,14 @@ def check_step(step: Step, *, before: np.ndarray, after: np.ndarray, original: n
             "asked": asked, "pixel_pass": verdict}
 
 
-def _turns_down(studio, text: str) -> bool:
-    """Whether ``text``, said while a version waits for review, turns it down: a rejection in words, or an undo."""
+def _decision(studio, text: str) -> str | None:
+    """What ``text``, said while a version waits for review, decides about it itself: "approve" (an approval in
+    words), "reject" (a rejection in words, or an undo) or None. The Studio then acts on the version under review,
+    and the turn is measured on what it did; anything else moves on, which approves it."""
     route = studio.router.route(text, generative=False)
-    return studio.router.says_reject(text) or (route.kind == "command" and route.name == "undo")
+    if studio.router.says_reject(text) or (route.kind == "command" and route.name == "undo"):
+        return "reject"
+    return studio.router.review_decision(text, route)
 
 
 def _region_mask(spec: dict, original: np.ndarray) -> np.ndarray:
@@ -299,14 +303,16 @@ def run_scenario(harness: Harness, scenario: Scenario, options: RunOptions) -> S
     for step in scenario.steps:
         implicit_approve = False
         pending = studio.pending_review(sid) if step.action == "say" else None
-        if pending is not None and not _turns_down(studio, step.text):
+        decision = _decision(studio, step.text) if pending is not None else None
+        if pending is not None and decision is None:
             # The person saw the pending version and moved on: that is an approval ("undo", "dont apply that
-            # one" turn it down: the Studio rolls it back).
+            # one" turn it down and "looks good, keep it" approves it: the Studio acts on those itself).
             studio.review(sid, "approve")
             implicit_approve = True
         before = current
         # (what the person was looking at: the version under review, when it is turned down)
-        head_before = pending.asset_id if pending is not None and not implicit_approve else studio.head(sid).id
+        # (an approval in words moves the head from the version before it to the one under review)
+        head_before = pending.asset_id if pending is not None and decision == "reject" else studio.head(sid).id
         harness.planner.log.take()
         harness.judge.log.take()
         t0 = time.perf_counter()

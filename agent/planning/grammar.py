@@ -13,7 +13,7 @@ from typing import Mapping
 
 from agent.planning.base import PlanRequest
 from agent.planning.moves import Draft, Move, onto_mask, protect_moves
-from agent.conversation.clauses import (COLOUR_OF_A_THING, DETERMINERS, LOCATING, NAMING_DETERMINERS, PERSONS, PLACE_ENDS, POINTING_BACK,
+from agent.conversation.clauses import (COLOUR_OF_A_THING, PHOTO_WORDS, DETERMINERS, LOCATING, NAMING_DETERMINERS, PERSONS, PLACE_ENDS, POINTING_BACK,
                                         QUALITIES, SIZES, WISH_OPENERS, Clause, around, avoided_degree, colour_of,
                                         guess_place, named_places, names_a_thing, only_qualities, read_complaints,
                                         read_evened, read_wished_casts, said_as_subject, says_evening, sizes_in_names,
@@ -344,6 +344,15 @@ def _spot_tone(vocab: Vocabulary, thing: str) -> str | None:
                for w in words]
     return next((c for c in colours if c), None) or next((vocab.spot_tones[w] for w in words
                                                           if w in vocab.spot_tones), None)
+
+
+def _kind_of_photo(vocab: Vocabulary, clause: Clause) -> bool:
+    """Whether a clause only says what kind of photo it is ("black and white shot", "a grainy old film scan"):
+    looks and describing words before a word for the photo, and no verb."""
+    words = [w for w in clause.text.split() if w not in SEPARATORS]
+    return len(words) > 1 and words[-1] in PHOTO_WORDS and not clause.of(
+        "op", "increase", "reduce", "relative", "fix", "problem", "rollback", "reset", "objects", "target", "band") \
+        and not set(words) & (word_lists()["request_verbs"] | word_lists()["request_modals"] | {"please", "pls"})
 
 
 def _placing(vocab: Vocabulary, targets: list[str], named: list, clause: Clause) -> list[str] | None:
@@ -746,6 +755,9 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             # "keep the sky cool and blue", "the sky should stay dark and moody": how the kept place stays,
             # said on after "and", is part of the keep, no request of its own
             continue
+        if ci and tells_how_taken(clauses[ci - 1].text.split()) and _kind_of_photo(vocab, clause):
+            # "this is a close up of the rough, black and white shot": what kind of photo it is, not a request
+            continue
         if evening:
             clause = read_evened(vocab, clause)
         if ci:
@@ -1028,6 +1040,9 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         if not uses and clause.content_words and find_phrases(clause.content_words, vocab.insist_words) and \
                 sum(n for _, n, _ in find_phrases(clause.content_words, vocab.insist_words)) == len(clause.content_words):
             continue                             # "warmer, i insist": how to take the request, not a request
+        if not uses and tells_how_taken(clause.text.split()) and not targets \
+                and not clause.of("rollback", "reset", "objects", "relative"):
+            continue                             # "this is a photo of my nan, make it warmer": what it shows
         if not uses:
             named = named_places(vocab, clause)
             if named and not clause.of("rollback", "reset", "objects", "relative") and not tells_how_taken(clause.text.split()):
@@ -1086,8 +1101,12 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             or any(p.text.split()[0] in PERSONS for p in named if p.specific) \
             or bool(targets) and any(p.specific for p in named) and set(targets) <= _locators(vocab, clause)
         # ... when its fix is of what was asked ("the lamp is too bright" after "warm it up" asks of the lamp)
+        # (one of its fixes is enough: "more colourful please, the mountain looks so grey" says why, though grey
+        # may also be fixed with contrast, which is then not added)
         why_said = bool(named) and not targets and not bands and (_states(clause) or _wishes(clause)) and bool(uses) \
-            and all(whole_asked & {op for op, _ in u.intent.ops} for u in uses)
+            and any(whole_asked & {op for op, _ in u.intent.ops} for u in uses)
+        if why_said:
+            uses = [u for u in uses if whole_asked & {op for op, _ in u.intent.ops}]
         # ... or before a request that names its own object with the same kind of fix ("that's blown the lamps.
         # recover the highlights a bit", "the stone looks flat. can you bring out the texture?")
         why_said = why_said or bool(named) and not targets and not bands and _states(clause) and bool(uses) \

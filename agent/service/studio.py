@@ -297,12 +297,11 @@ class Studio:
                 return result
             if undone is not None:
                 return undone
-        if route.kind in ("modification", "chat", "command") and self.router.says_approve(text) \
-                and self.pending_review(session_id):
+        decision = self.router.review_decision(text, route) if self.pending_review(session_id) else None
+        if decision == "approve":
             # "yep, apply that", "looks good, go with it": the version under review is approved
             return self.review(session_id, "approve", progress=progress, said=text)
-        if (route.kind == "modification" and self.router.says_reject(text)
-                or route.kind == "chat" and self.router.says_no(text)) and self.pending_review(session_id):
+        if decision == "reject":
             # "nah leave the bright spot, dont apply that one": the version under review is turned down
             route = Route("command", "undo")
         if route.kind == "modification" and (also := self.router.also_named(text)) and taken_out_last(self, session_id):
