@@ -99,6 +99,30 @@ def test_too_white_is_too_bright(planner):
     assert all(g.value < 0 for g in plan.sub_goals)
 
 
+# -- a colour said of a thing that has none ------------------------------------------------------------------
+
+@pytest.mark.parametrize("said, warmer", [("the page looks blue. fix", True), ("the paper has gone a bit yellow", False),
+                                          ("the white wall looks yellow", False), ("her white shirt is too blue", True)])
+def test_a_colour_said_of_a_neutral_thing_is_a_cast_on_the_whole_photo(planner, said, warmer):
+    plan = planner.plan(PlanRequest(message=said, state=EditState()))
+    assert [(g.op, g.target) for g in plan.sub_goals] == [("temperature", None)], plan.reply
+    assert (plan.sub_goals[0].value > 0) == warmer
+    assert "skipped" not in plan.reply
+
+
+def test_a_colour_asked_of_a_neutral_thing_is_still_asked_there(planner):
+    """Asked, not said of how it is; and snow, which a place finds (the brightest tones), keeps its cast there
+    (tests/test_dialogue_other_words.py)."""
+    assert _ops(planner, "make the snow blue") == [("saturation_blue", "luminance")]
+    assert _ops(planner, "the snow looks blue") == [("saturation_blue", "luminance")]
+
+
+@pytest.mark.parametrize("said", ["too dark. fix", "too dark. sort it out", "too dark, fix that pls", "too dark, help"])
+def test_fix_said_after_a_complaint_asks_for_its_fix(planner, said):
+    plan = planner.plan(PlanRequest(message=said, state=EditState()))
+    assert [g.op for g in plan.sub_goals] == ["exposure"] and "skipped" not in plan.reply, plan.reply
+
+
 # -- questions said as statements -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("said", ["Is good for Instagram like this, you think?", "too dark, ya reckon?",

@@ -514,6 +514,29 @@ def plain_possessives(toks: list[str]) -> list[str]:
     return out
 
 
+def cast_said_of_a_neutral_thing(toks: list[str]) -> list[str]:
+    """Tokens with a colour said of a thing that has none of its own, and that no place finds, read as said of
+    the photo: "the paper has gone yellow", "her white shirt looks pink" are a colour cast, which is fixed on
+    the whole photo (white balance), not by taking that colour out of the thing. The thing becomes "it"."""
+    lists = word_lists()
+    neutral, colours, linking = lists["neutral_things"], lists["cast_colours"], lists["stated_how"]
+    out = list(toks)
+    for i, t in enumerate(toks):
+        whiteish = i and toks[i - 1] in ("white", "grey", "gray")
+        if t not in neutral and not (whiteish and t.isalpha()):
+            continue
+        j = i + 1
+        while j < len(toks) and j - i <= 5 and toks[j] in linking:
+            j += 1
+        if j == i + 1 or j >= len(toks) or toks[j] not in colours:
+            continue        # ("make the snow blue": asked, not said of how it is)
+        start = i - 1 if whiteish else i
+        if start and out[start - 1] in lists["place_determiners"] | lists["possessives"]:
+            start -= 1
+        out[start:i + 1] = ["it"] + [""] * (i - start)
+    return [t for t in out if t]
+
+
 # -- phrases ------------------------------------------------------------------------------
 
 def _spans(toks: list[str], table: Mapping[tuple[str, ...], Any], longest: int) -> list[tuple[int, int]]:

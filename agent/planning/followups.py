@@ -479,7 +479,9 @@ def read_followup(vocab: Vocabulary, message: str, request) -> FollowUp | None:
         wants_more = max(pos for pos, _, _ in repeat) > last_pull
         wants_less = not wants_more
     # "do that on the whole pic": the last change, said of the whole photo
-    whole = bool(retarget) and not targets and any(p.category == "global" and p.text != "it" for p in pieces)
+    # ("a small bit more on that side": a pointer back at the place the last change was on, not the whole photo)
+    whole = bool(retarget) and not targets and any(p.category == "global" and p.text not in vocab.back_references
+                                                   for p in pieces)
     if not (wants_less or wants_more or targets or insisted or whole):    # a place alone after a change: "and the sky"
         return None
     if targets and unmet and not (wants_less or wants_more):

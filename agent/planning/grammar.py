@@ -19,7 +19,7 @@ from agent.conversation.clauses import (COLOUR_OF_A_THING, PHOTO_WORDS, DETERMIN
                                         read_evened, read_wished_casts, said_as_subject, says_evening, sizes_in_names,
                                         split_clauses, stand_in, trailing_also, unknown_words, wished_after)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, SPOT_JOIN, Intent, Piece, Vocabulary, read_pieces
-from agent.conversation.words import PRAISE_LINKS, SEPARATORS, effect_said, find_phrases, tells_how_taken, tokenize, word_lists
+from agent.conversation.words import PRAISE_LINKS, SEPARATORS, cast_said_of_a_neutral_thing, effect_said, find_phrases, tells_how_taken, tokenize, word_lists
 from pipeline import ops
 from pipeline.masks import normalize_mask_spec
 from pipeline.state import EditState
@@ -730,7 +730,7 @@ def _said_of_how_it_is(tokens: list[str], pos: int) -> bool:
 
 def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str, order0: int = 0) -> Draft:
     draft = Draft()
-    tokens = effect_said(tokenize(text[:MAX_MESSAGE_CHARS]))
+    tokens = cast_said_of_a_neutral_thing(effect_said(tokenize(text[:MAX_MESSAGE_CHARS])))
     clauses = [around(vocab, c) for c in _cautions_apart(split_clauses(sizes_in_names(read_pieces(vocab, tokens))))]
     previous_uses: list[Use] = []
     previous_targets: list[str] = []
@@ -755,6 +755,9 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
             # "keep the sky cool and blue", "the sky should stay dark and moody": how the kept place stays,
             # said on after "and", is part of the keep, no request of its own
             continue
+        if previous_uses and clause.content_words and set(clause.text.split()) - SEPARATORS <= word_lists()["remedy_words"] \
+                and any(w in word_lists()["remedy_verbs"] for w in clause.text.split()):
+            continue     # "snow looks blue. fix", "too dark, sort it out pls": the fix said before, asked for
         if ci and tells_how_taken(clauses[ci - 1].text.split()) and _kind_of_photo(vocab, clause):
             # "this is a close up of the rough, black and white shot": what kind of photo it is, not a request
             continue
