@@ -301,6 +301,24 @@ def router():
     return Router()
 
 
+@pytest.fixture
+def studio(make_studio):
+    """A Studio with the embedded planner and judge that keeps every version (a module may define its own)."""
+    from agent.judging.embedded import EmbeddedJudge
+    from agent.planning.embedded import EmbeddedPlanner
+
+    return make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="never")
+
+
+@pytest.fixture
+def reviewing(make_studio):
+    """The same Studio with every version waiting for the person's review."""
+    from agent.judging.embedded import EmbeddedJudge
+    from agent.planning.embedded import EmbeddedPlanner
+
+    return make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="always")
+
+
 # -- generation: a tiny inpainting pipeline built in code (torch is a dev requirement) ---------------------
 @pytest.fixture(scope="module")
 def torch_one_thread():

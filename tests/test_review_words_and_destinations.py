@@ -10,21 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent.judging.embedded import EmbeddedJudge
 from agent.planning.base import PlanRequest
-from agent.planning.embedded import EmbeddedPlanner
 from conftest import assert_goes_back, small_photo
 from pipeline.state import EditState
-
-
-@pytest.fixture
-def studio(make_studio):
-    return make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="never")
-
-
-@pytest.fixture
-def reviewing(make_studio):
-    return make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="always")
 
 
 def _moves(planner, message: str) -> list[tuple[str, int, str | None]]:
@@ -53,8 +41,11 @@ def test_approval_in_words_keeps_the_version_under_review(reviewing, said):
     assert log[2][0] == "assistant" and "Kept this version" in log[2][1], log
 
 
-@pytest.mark.parametrize("said", ["no", "nah, no thanks", "nope"])
-def test_a_bare_no_turns_the_version_under_review_down(reviewing, said):
+@pytest.mark.parametrize("said", ["no", "nah, no thanks", "nope",
+                                  # an approval said with a no before it
+                                  "Oh dear, no. That's far too garish. I shan't keep that one.", "i wont keep it",
+                                  "I would not use that one", "cant keep that"])
+def test_a_no_turns_the_version_under_review_down(reviewing, said):
     sid = reviewing.start_session(small_photo("coffee")).id
     before = reviewing.head(sid).id
     reviewing.send_message(sid, "warmer")

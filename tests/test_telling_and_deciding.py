@@ -10,21 +10,9 @@ import pytest
 
 from agent.eval.runner import RunOptions, flatten, run_suite
 from agent.eval.scenarios import scenario_from_dict
-from agent.judging.embedded import EmbeddedJudge
 from agent.planning.base import PlanRequest
-from agent.planning.embedded import EmbeddedPlanner
 from conftest import small_photo
 from pipeline.state import EditState
-
-
-@pytest.fixture
-def studio(make_studio):
-    return make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="never")
-
-
-@pytest.fixture
-def reviewing(make_studio):
-    return make_studio(EmbeddedPlanner(), EmbeddedJudge(), review_mode="always")
 
 
 def _ops(planner, message: str) -> list[tuple[str, str | None]]:
@@ -117,6 +105,14 @@ def test_a_colour_asked_of_a_neutral_thing_is_still_asked_there(planner):
     assert _ops(planner, "the snow looks blue") == [("saturation_blue", "luminance")]
 
 
+@pytest.mark.parametrize("said", ["the snow looks grey and kinda blue", "the sky is white and blue",
+                                  "make the paper blue"])
+def test_words_that_only_look_like_a_neutral_thing_with_a_cast_are_left_as_said(said):
+    from agent.conversation.words import cast_said_of_a_neutral_thing, tokenize
+
+    assert cast_said_of_a_neutral_thing(tokenize(said)) == tokenize(said)
+
+
 @pytest.mark.parametrize("said", ["too dark. fix", "too dark. sort it out", "too dark, fix that pls", "too dark, help"])
 def test_fix_said_after_a_complaint_asks_for_its_fix(planner, said):
     plan = planner.plan(PlanRequest(message=said, state=EditState()))
@@ -155,17 +151,6 @@ def test_approval_said_as_my_own_decision(reviewing, said):
     assert result.status == "approved", result.reply
     assert reviewing.head(sid).id == pending.asset_id
     assert [r["content"] for r in reviewing.chat_log(sid) if r["role"] == "user"] == ["warmer", said]
-
-
-@pytest.mark.parametrize("said", ["Oh dear, no. That's far too garish. I shan't keep that one.", "i wont keep it",
-                                  "I would not use that one", "cant keep that"])
-def test_an_approval_said_with_a_no_turns_the_version_down(reviewing, said):
-    sid = reviewing.start_session(small_photo("coffee")).id
-    before = reviewing.head(sid).id
-    reviewing.send_message(sid, "warmer")
-    result = reviewing.send_message(sid, said)
-    assert result.status == "rolled_back", result.reply
-    assert reviewing.head(sid).id == before and reviewing.pending_review(sid) is None
 
 
 @pytest.mark.parametrize("said", ["dont keep the sky blue", "no, keep it warmer", "I'll keep that but warmer",

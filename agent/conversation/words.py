@@ -522,7 +522,9 @@ def cast_said_of_a_neutral_thing(toks: list[str]) -> list[str]:
     neutral, colours, linking = lists["neutral_things"], lists["cast_colours"], lists["stated_how"]
     out = list(toks)
     for i, t in enumerate(toks):
-        whiteish = i and toks[i - 1] in ("white", "grey", "gray")
+        # ("her white shirt", "the grey wall": a thing said white, after whose or which; not "grey and blue")
+        whiteish = i > 1 and toks[i - 1] in ("white", "grey", "gray") \
+            and toks[i - 2] in lists["place_determiners"] | lists["possessives"]
         if t not in neutral and not (whiteish and t.isalpha()):
             continue
         j = i + 1
