@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from agent.conversation.vocabulary import FILLER, Piece, Vocabulary
-from agent.conversation.words import PhraseTable, find_phrases, tokenize, word_lists
+from agent.conversation.vocabulary import FILLER, Piece, Vocabulary, read_pieces
+from agent.conversation.words import SEPARATORS, PhraseTable, find_phrases, tokenize, word_lists
 
 #: Pieces that name a quality: modifiers attach to them, and each starts what is said about it.
 QUALITIES = ("intent", "band", "problem", "fix", "op")
@@ -362,8 +362,19 @@ class NamedPlace:
 
 
 #: Words for the photo itself: the thing after "a photo of" is what it shows, not a place in it.
-PHOTO_WORDS = frozenset({"photo", "photos", "pic", "pics", "picture", "pictures", "shot", "image", "snap",
+_PHOTO_WORDS = frozenset({"photo", "photos", "pic", "pics", "picture", "pictures", "shot", "image", "snap",
                           "snapshot", "selfie", "photograph", "portrait", "scan"})
+
+
+def kind_of_photo(vocab: Vocabulary, words: list[str]) -> bool:
+    """Whether a clause only says what kind of photo it is ("black and white shot", "an old film scan"): looks
+    and describing words before a word for the photo, and no word that asks ("black and white shot please")."""
+    words = [w for w in words if w not in SEPARATORS]
+    lists = word_lists()
+    if len(words) < 2 or words[-1] not in _PHOTO_WORDS \
+            or set(words) & (lists["request_verbs"] | lists["request_modals"] | {"please", "pls"}):
+        return False
+    return all(p.category in ("intent", "word", "magnitude") for p in read_pieces(vocab, words[:-1]))
 
 
 def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
@@ -389,7 +400,7 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
             continue                # "a warm tint like those old nasa prints": how it should look, not where
         if i > 0 and pieces[i - 1].text == "for" and det.text in PURPOSE:
             continue                # "lawn photo for my blog": what the photo is for
-        if i > 1 and pieces[i - 1].text == "of" and pieces[i - 2].text in PHOTO_WORDS:
+        if i > 1 and pieces[i - 1].text == "of" and pieces[i - 2].text in _PHOTO_WORDS:
             continue                # "old photo of my uncle. can you make it punchier": what the photo shows
         run, sized = [], False
         end = i + 1
@@ -429,7 +440,7 @@ def named_places(vocab: Vocabulary, clause: Clause) -> list[NamedPlace]:
             end += 1                # "the pink building down at the bottom": the particle leads to where it is
         located = end + 1 < len(pieces) and pieces[end].text in LOCATING and pieces[end + 1].category != "global" \
             and not find_phrases([pieces[end].text], vocab.place_relations)
-        if run[0] in PHOTO_WORDS and (run[1:2] == ["for"] or len(run) == 1 and not located):
+        if run[0] in _PHOTO_WORDS and (run[1:2] == ["for"] or len(run) == 1 and not located):
             continue                # "use this photo for a dating profile": the photo itself, no place in it
         # ("her fur", "his feathers": a coat that covers the whole animal is the subject, not a part of it)
         coat = vocab.place_nouns.get(noun) == vocab.place_default

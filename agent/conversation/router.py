@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from agent.conversation.clauses import BEING, PHOTO_WORDS, SIZES, and_a_place, read_complaints, split_clauses
+from agent.conversation.clauses import BEING, SIZES, and_a_place, kind_of_photo, read_complaints, split_clauses
 from agent.conversation.generative import GenerativeRequest, parse_generative
 from agent.conversation.going_back import GoingBack, GoingBackReader, split_requests
 from agent.conversation.vocabulary import Vocabulary, read_pieces
@@ -93,7 +93,6 @@ def _table(words) -> dict[tuple[str, ...], Any]:
     return {tuple(_words(str(w))): True for w in words or () if _words(str(w))}
 
 
-#: One word that opens a sentence saying who or what is in the photo ("she's my neighbour's cat").
 #: "would you say ...", "would you reckon ...": my opinion asked, not a change.
 _OPINION_VERBS = frozenset({"say", "reckon", "think", "agree", "consider", "call"})
 
@@ -101,6 +100,7 @@ _OPINION_VERBS = frozenset({"say", "reckon", "think", "agree", "consider", "call
 _WISHING = frozenset({"trying", "wanting", "hoping", "going", "gonna", "looking", "wondering", "thinking", "needing",
                       "aiming", "wishing", "planning"})
 
+#: One word that opens a sentence saying who or what is in the photo ("she's my neighbour's cat").
 _PRESENTING = frozenset({"she's", "shes", "he's", "hes", "they're", "theyre", "it's", "its", "thats", "that's"})
 
 #: After "can i" / "could we": asking to be given something ("can i see the one before"), not a question.
@@ -145,14 +145,15 @@ _TIMES_WORDS = {"twice": 2, "thrice": 3}
 #: How "the table as well", "the flag too" end: the last change, on one more place.
 _ALSO = frozenset({"too", "as", "also", "aswell"})
 
-#: A bare no ("nah, no thanks"): what turns down a version under review when said alone.
 #: Words that say no to what follows them ("shan't keep that one").
 _NOT = frozenset({"not", "dont", "don't", "won't", "wont", "shan't", "shant", "wouldn't", "wouldnt", "never",
                   "cant", "can't", "cannot"})
+#: After "keep" or "use" said with a no, what it points at: the version ("won't keep it"), not a place.
 _POINTERS = ("it", "that", "this", "one", "them", ".", "!", ",")
 #: Said with an approval, these make it the person's own decision ("i'll keep that", "let's go with it").
 _DECIDING = frozenset({"i", "ill", "i'll", "will", "we", "well", "we'll", "lets", "let's", "then", "gonna", "going",
                        "to", "just"})
+#: A bare no ("nah, no thanks"): what turns down a version under review when said alone.
 _BARE_NO = frozenset({"no", "nope", "nah", "thanks", "thank", "you", "not", "really", "sorry", "hmm", "um"})
 #: Words no table knows, besides a follow-up phrase, that make a message a remark ("he fell asleep again").
 _REMARK_WORDS = 3
@@ -947,15 +948,7 @@ class Router:
         asks = ("intent", "fix", "increase", "reduce", "op", "problem", "relative", "rollback", "reset", "set")
         # ("..., black and white shot": a look and a word for the photo say what kind of photo it is)
         return not any(self._requests(words) or any(p.category in asks for p in read_pieces(self.vocab, words))
-                       for i, words in enumerate(clauses) if i != found and words and not self._kind_of_photo(words))
-
-    def _kind_of_photo(self, words: list[str]) -> bool:
-        """Whether a clause only says what kind of photo it is ("black and white shot", "an old film scan"): looks
-        and describing words before a word for the photo, and no verb."""
-        words = [w for w in words if w not in SEPARATORS]
-        if len(words) < 2 or words[-1] not in PHOTO_WORDS or self._requests(words):
-            return False
-        return not any(p.category not in ("intent", "word", "magnitude") for p in read_pieces(self.vocab, words[:-1]))
+                       for i, words in enumerate(clauses) if i != found and words and not kind_of_photo(self.vocab, words))
 
     def _telling_what_i_do(self, words: list[str]) -> bool:
         """Whether a clause tells what the person is doing ("i am preparing a poster for my pupils", "we're

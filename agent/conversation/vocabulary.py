@@ -365,7 +365,6 @@ class Vocabulary:
         # "hi this is my cat", "hello we took this in wales": a greeting before someone says what the photo is
         self.greetings = {tuple(plain_words(tokenize(str(w))))
                           for w in ((router.get("chat") or {}).get("greeting") or {}).get("words") or ()} - {()}
-        self.preamble.discard(())
         # "the sky looks lovely, now a bit more contrast": praise of a place, which names no place to change
         self.praise = PhraseTable({tuple(tokenize(str(w))): True
                                    for w in ((router.get("chat") or {}).get("praise") or {}).get("words") or ()})

@@ -94,21 +94,16 @@ def tells_how_taken(tokens: Sequence[str]) -> bool:
         if opening[:len(said)] == said and opening[len(said):len(said) + 1] in (["a"], ["an"]) \
                 and _a_photo_of(opening[len(said) + 1:len(said) + 5]):
             return True     # "this is a close up of the rough on the 7th hole", "it's a quick snap of ..."
-    return _told_plainly(opening, lists)
+    if opening[:1] and opening[0] in lists["possessives"] and any(t in lists["taken_words"] or t == "took"
+                                                                  for t in opening[1:4]):
+        return True         # "my grandad took this in the 60s": who took it
+    return bool(opening) and opening[0] in lists["statement_verbs"]
 
 
 def _a_photo_of(words: Sequence[str]) -> bool:
     """Whether words open with a kind of photo and "of" ("close up of", "quick snap of", "photo i took of")."""
     at = next((i for i, w in enumerate(words) if w == "of"), None)
     return at is not None and at > 0 and bool(set(words[:at]) & word_lists()["kinds_of_photo"])
-
-
-def _told_plainly(opening: Sequence[str], lists: Mapping[str, Any]) -> bool:
-    """Who took it ("my grandad took this in the 60s"), or a statement verb first ("took this at the wedding")."""
-    if opening[:1] and opening[0] in lists["possessives"] and any(t in lists["taken_words"] or t == "took"
-                                                                  for t in opening[1:4]):
-        return True         # "my grandad took this in the 60s": who took it
-    return bool(opening) and opening[0] in lists["statement_verbs"]
 
 
 def rhetorical_rest(tokens: Sequence[str]) -> list[str] | None:
@@ -520,11 +515,12 @@ def cast_said_of_a_neutral_thing(toks: list[str]) -> list[str]:
     the whole photo (white balance), not by taking that colour out of the thing. The thing becomes "it"."""
     lists = word_lists()
     neutral, colours, linking = lists["neutral_things"], lists["cast_colours"], lists["stated_how"]
+    whose = lists["place_determiners"] | lists["possessives"]
     out = list(toks)
     for i, t in enumerate(toks):
         # ("her white shirt", "the grey wall": a thing said white, after whose or which; not "grey and blue")
         whiteish = i > 1 and toks[i - 1] in ("white", "grey", "gray") \
-            and toks[i - 2] in lists["place_determiners"] | lists["possessives"]
+            and toks[i - 2] in whose
         if t not in neutral and not (whiteish and t.isalpha()):
             continue
         j = i + 1
@@ -533,7 +529,7 @@ def cast_said_of_a_neutral_thing(toks: list[str]) -> list[str]:
         if j == i + 1 or j >= len(toks) or toks[j] not in colours:
             continue        # ("make the snow blue": asked, not said of how it is)
         start = i - 1 if whiteish else i
-        if start and out[start - 1] in lists["place_determiners"] | lists["possessives"]:
+        if start and out[start - 1] in whose:
             start -= 1
         out[start:i + 1] = ["it"] + [""] * (i - start)
     return [t for t in out if t]

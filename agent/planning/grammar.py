@@ -13,9 +13,9 @@ from typing import Mapping
 
 from agent.planning.base import PlanRequest
 from agent.planning.moves import Draft, Move, onto_mask, protect_moves
-from agent.conversation.clauses import (COLOUR_OF_A_THING, PHOTO_WORDS, DETERMINERS, LOCATING, NAMING_DETERMINERS, PERSONS, PLACE_ENDS, POINTING_BACK,
+from agent.conversation.clauses import (COLOUR_OF_A_THING, DETERMINERS, LOCATING, NAMING_DETERMINERS, PERSONS, PLACE_ENDS, POINTING_BACK,
                                         QUALITIES, SIZES, WISH_OPENERS, Clause, around, avoided_degree, colour_of,
-                                        guess_place, named_places, names_a_thing, only_qualities, read_complaints,
+                                        guess_place, kind_of_photo, named_places, names_a_thing, only_qualities, read_complaints,
                                         read_evened, read_wished_casts, said_as_subject, says_evening, sizes_in_names,
                                         split_clauses, stand_in, trailing_also, unknown_words, wished_after)
 from agent.conversation.vocabulary import FILLER, MAX_MESSAGE_CHARS, PLACE_JOIN, SPOT_JOIN, Intent, Piece, Vocabulary, read_pieces
@@ -344,15 +344,6 @@ def _spot_tone(vocab: Vocabulary, thing: str) -> str | None:
                for w in words]
     return next((c for c in colours if c), None) or next((vocab.spot_tones[w] for w in words
                                                           if w in vocab.spot_tones), None)
-
-
-def _kind_of_photo(vocab: Vocabulary, clause: Clause) -> bool:
-    """Whether a clause only says what kind of photo it is ("black and white shot", "a grainy old film scan"):
-    looks and describing words before a word for the photo, and no verb."""
-    words = [w for w in clause.text.split() if w not in SEPARATORS]
-    return len(words) > 1 and words[-1] in PHOTO_WORDS and not clause.of(
-        "op", "increase", "reduce", "relative", "fix", "problem", "rollback", "reset", "objects", "target", "band") \
-        and not set(words) & (word_lists()["request_verbs"] | word_lists()["request_modals"] | {"please", "pls"})
 
 
 def _placing(vocab: Vocabulary, targets: list[str], named: list, clause: Clause) -> list[str] | None:
@@ -758,7 +749,7 @@ def read_request(vocab: Vocabulary, text: str, request: PlanRequest, source: str
         if previous_uses and clause.content_words and set(clause.text.split()) - SEPARATORS <= word_lists()["remedy_words"] \
                 and any(w in word_lists()["remedy_verbs"] for w in clause.text.split()):
             continue     # "snow looks blue. fix", "too dark, sort it out pls": the fix said before, asked for
-        if ci and tells_how_taken(clauses[ci - 1].text.split()) and _kind_of_photo(vocab, clause):
+        if ci and tells_how_taken(clauses[ci - 1].text.split()) and kind_of_photo(vocab, clause.text.split()):
             # "this is a close up of the rough, black and white shot": what kind of photo it is, not a request
             continue
         if evening:

@@ -297,7 +297,10 @@ class Studio:
                 return result
             if undone is not None:
                 return undone
-        decision = self.router.review_decision(text, route) if self.pending_review(session_id) else None
+        # (the version under review is looked up only when the words decide something: not on every message)
+        decision = self.router.review_decision(text, route)
+        if decision is not None and self.pending_review(session_id) is None:
+            decision = None
         if decision == "approve":
             # "yep, apply that", "looks good, go with it": the version under review is approved
             return self.review(session_id, "approve", progress=progress, said=text)
